@@ -1,0 +1,1 @@
+int pg_compare__placeholder;

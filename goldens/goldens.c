@@ -1,0 +1,1 @@
+int pg_goldens__placeholder;

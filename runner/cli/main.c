@@ -1,0 +1,74 @@
+/* phasegate CLI entry point: dispatches to a subcommand (DESIGN.md §9). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+#ifndef PG_VERSION
+#define PG_VERSION "0.0.0"
+#endif
+const char *const pg_cli_version = PG_VERSION;
+
+struct command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+};
+
+static const struct command commands[] = {
+    {"validate", pg_cmd_validate, "check a contract (and suite), reporting every finding"},
+    {"list", pg_cmd_list, "list every (phase, case) test the CMake layer registers"},
+    {"run", pg_cmd_run, "run an impl against cumulative goldens for one phase"},
+    {"selftest", pg_cmd_selftest, "composition verification: cumulative golden N vs op golden"},
+    {"diff", pg_cmd_diff, "compare two dumped tensors (.npy / safetensors)"},
+    {"gen", pg_cmd_gen, "write a case's generated primary inputs as .npy"},
+};
+
+int pg_cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "phasegate%s%s: error: ", cmd ? " " : "", cmd ? cmd : "");
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\n");
+  return PG_EXIT_ERROR;
+}
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: phasegate <command> [options]\n"
+          "\n"
+          "Per-phase verification of accelerator kernels built module by module.\n"
+          "\n"
+          "commands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out,
+          "\n"
+          "'phasegate <command> --help' describes a command's options.\n"
+          "Exit codes: 0 pass, 1 fail, 2 error (usage, contract, suite), 77 all skipped.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return PG_EXIT_ERROR;
+  }
+  const char *name = argv[1];
+  if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
+    usage(stdout);
+    return PG_EXIT_PASS;
+  }
+  if (strcmp(name, "--version") == 0) {
+    printf("phasegate %s\n", pg_cli_version);
+    return PG_EXIT_PASS;
+  }
+  /* The seed runner's spellings: `--self-test` is selftest, `--inspect` belongs to run. */
+  if (strcmp(name, "--self-test") == 0) name = "selftest";
+  for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    if (strcmp(name, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "phasegate: error: unknown command '%s'\n\n", name);
+  usage(stderr);
+  return PG_EXIT_ERROR;
+}
