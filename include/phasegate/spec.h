@@ -223,6 +223,27 @@ int pg_suite_load_buffer(const char *path, const char *data, size_t size,
 int pg_op_dir_resolve(const char *dir, char *contract_path, size_t contract_size,
                       char *suite_path, size_t suite_size, struct pg_error *err);
 
+
+/* ---------------------------------------------------------------- helpers */
+
+/* Looks up a dim; returns 1 and sets *value when bound, else 0. */
+int pg_bindings_get(const struct pg_bindings *b, const char *name, int64_t *value);
+/* out = base with every binding of `over` replacing or adding (either may be NULL).
+ * On PG_OK `out` is owned: release with pg_bindings_reset. */
+int pg_bindings_merge(const struct pg_bindings *base, const struct pg_bindings *over,
+                      struct pg_bindings *out, struct pg_error *err);
+void pg_bindings_reset(struct pg_bindings *b);
+
+/* The declarations of phase k's boundary outputs: module k's outputs, or for k == N
+ * the final_outputs resolved to the module outputs they name (so shape and dtype are
+ * set). Returns the count (<= max) or a negative PG_E* code. */
+int pg_contract_boundary(const struct pg_contract *c, int k,
+                         const struct pg_tensor_decl **decls, int max, struct pg_error *err);
+
+/* A case's effective dtype for a declared tensor: the suite override when present,
+ * else the declared dtype. `cs` may be NULL. */
+enum pg_dtype pg_case_dtype(const struct pg_case *cs, const struct pg_tensor_decl *decl);
+
 #ifdef __cplusplus
 }
 #endif

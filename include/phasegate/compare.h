@@ -1,0 +1,86 @@
+/* phasegate — compare/: tensor comparison with atol/rtol and the metrics a kernel
+ * engineer needs to see why a comparison failed (DESIGN.md §7).
+ *
+ * b = reference (golden), a = impl. A failed comparison is a result, not an error:
+ * pg_tensor_compare() returns PG_OK and fills a struct pg_cmp_result; error codes mean
+ * "could not compare". No I/O, no printing, depends on the ABI headers only.
+ */
+#ifndef PHASEGATE_COMPARE_H
+#define PHASEGATE_COMPARE_H
+
+#include <dlpack/dlpack.h>
+#include <stdint.h>
+
+#include "phasegate/error.h"
+#include "phasegate/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum pg_cmp_rule_kind {
+  PG_RULE_ALLCLOSE = 0, /* |a-b| <= atol + rtol*|b| */
+  PG_RULE_EXACT,        /* bitwise-equal values (NaN == NaN only with equal_nan) */
+  PG_RULE_ULP,          /* at most `ulp` units in the last place of the output dtype */
+  PG_RULE_RATIO         /* allclose, but a fraction `ratio` of elements may fail */
+};
+
+struct pg_cmp_rule {
+  enum pg_cmp_rule_kind kind;
+  double atol, rtol;
+  int equal_nan;
+  int64_t ulp;
+  double ratio;
+};
+
+/* Parses "allclose", "exact", "ulp:N", "ratio:R" (keeps atol/rtol/equal_nan). */
+int pg_cmp_rule_parse(const char *text, struct pg_cmp_rule *rule, struct pg_error *err);
+/* Per-dtype default tolerances (torch.testing's table). */
+void pg_cmp_default_tolerance(enum pg_dtype dtype, double *atol, double *rtol);
+
+#define PG_CMP_FIRST_MISMATCHES 10
+
+struct pg_cmp_mismatch {
+  int64_t index[PG_MAX_NDIM];
+  double impl_value; /* the impl's value: never the reference value (information barrier) */
+  double abs_diff, rel_diff;
+};
+
+struct pg_cmp_result {
+  int passed;                     /* the rule's verdict */
+  int structural;                 /* shape or dtype mismatch: nothing else is valid */
+  char structural_reason[256];
+  int ndim;                       /* of the reference */
+  int64_t impl_shape[PG_MAX_NDIM], ref_shape[PG_MAX_NDIM];
+  int impl_ndim;
+  enum pg_dtype impl_dtype, ref_dtype;
+
+  int64_t n, mismatches;
+  double mismatch_ratio;
+  double max_abs_diff;
+  int64_t max_abs_index[PG_MAX_NDIM];
+  double max_rel_diff;            /* |a-b| / (|b| + 1e-8) */
+  int64_t max_rel_index[PG_MAX_NDIM];
+  double mean_abs_diff, rmse, cosine_similarity;
+  int64_t nan_impl, nan_ref, inf_impl, inf_ref;
+  double max_ulp;                 /* in the reference dtype; floats only */
+  double error_balance;           /* (#a>b - #a<b) / n: sign bias in [-1, 1] */
+  double share_within_1e3, share_within_5e3; /* relative */
+  double zero_share_ref;
+  int mistrusted;                 /* reference >= 30 % exact zeros (>= 10) or all equal */
+  char mistrust_reason[128];
+  int cpu_reproducer_candidate;
+  int n_first;
+  struct pg_cmp_mismatch first[PG_CMP_FIRST_MISMATCHES];
+};
+
+/* Compares impl against ref under rule in one streaming pass, using up to n_threads
+ * threads (0 = all cores). Returns PG_OK with *out filled (including structural
+ * mismatches), or PG_EINVAL / PG_EDTYPE / PG_ENOMEM when it cannot compare. */
+int pg_tensor_compare(const DLTensor *impl, const DLTensor *ref, const struct pg_cmp_rule *rule,
+                      int n_threads, struct pg_cmp_result *out, struct pg_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PHASEGATE_COMPARE_H */

@@ -1,0 +1,85 @@
+/* phasegate — goldens/: expressions, golden steps, golden plugins and cumulative
+ * composition (DESIGN.md §3 rule 5, §5). The reference kernels are in kernels.h.
+ *
+ * No file I/O here except dlopen() of a golden library; the disk cache is runner/'s.
+ */
+#ifndef PHASEGATE_GOLDENS_H
+#define PHASEGATE_GOLDENS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "phasegate/error.h"
+#include "phasegate/golden.h"
+#include "phasegate/kernels.h"
+#include "phasegate/spec.h"
+#include "phasegate/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- expressions */
+
+/* Called for every dim name an expression uses; `offset` is 0-based in the text.
+ * Return non-zero to stop (that value is returned by the parser). */
+typedef int (*pg_expr_name_cb)(void *user, const char *name, size_t len, int offset);
+
+/* Shape expressions: integers, dim names, + - * //, parentheses, unary +/-; `/` is an
+ * error. Checks syntax only and reports each name through `cb` (may be NULL).
+ * On PG_EPARSE, err->column is the 1-based column inside `text`. */
+int pg_shape_expr_check(const char *text, pg_expr_name_cb cb, void *user, struct pg_error *err);
+
+/* Evaluates a shape expression with overflow checks (PG_EOVERFLOW), unknown names
+ * (PG_ENOTFOUND), division by zero (PG_EINVAL). `//` floors, as Python does. */
+int pg_shape_expr_eval(const char *text, const struct pg_bindings *dims, int64_t *out,
+                       struct pg_error *err);
+
+/* Float expressions for golden step attributes: numbers (1e-5, 0.5), dim names,
+ * + - * / //, unary +/-, parentheses, sqrt(x), exp(x), log(x), true/false (1/0). */
+int pg_float_expr_check(const char *text, pg_expr_name_cb cb, void *user, struct pg_error *err);
+int pg_float_expr_eval(const char *text, const struct pg_bindings *dims, double *out,
+                       struct pg_error *err);
+
+/* ---------------------------------------------------------------- composition */
+
+/* Everything a golden computation needs besides the input tensors. */
+struct pg_golden_env {
+  const struct pg_contract *contract;
+  const struct pg_bindings *dims;             /* every dim bound */
+  const struct pg_name_value *dtype_overrides; /* a case's "dtype" map (may be NULL) */
+  int n_dtype_overrides;
+  int precision_bits;                          /* 32 (default) or 64 */
+  void *golden_lib;                            /* from pg_golden_lib_open, or NULL */
+  int n_threads;                               /* 0 = default */
+};
+
+/* dlopen()s a golden library. On PG_OK *handle must be closed with pg_golden_lib_close. */
+int pg_golden_lib_open(const char *path, void **handle, struct pg_error *err);
+void pg_golden_lib_close(void *handle);
+
+/* Type- and shape-checks every golden step of every module (and the op-level golden)
+ * against the contract, adding findings with file:line:col to diags. Returns the
+ * number of errors added (0 = all good) or a negative PG_E* code. */
+int pg_goldens_validate(const struct pg_contract *c, struct pg_diags *diags);
+
+/* Cumulative golden k: runs the goldens of M1..Mk in order over the primary inputs
+ * (contract order, effective dtypes), wiring named tensors. On PG_OK, outputs[0..n)
+ * hold the Mk boundary outputs (phase N: final_outputs) in declared order, rounded
+ * to their effective dtype; the caller passes an array of at least
+ * PG_MAX_BOUNDARY_OUTPUTS initialised tensors and resets them afterwards. */
+#define PG_MAX_BOUNDARY_OUTPUTS 32
+int pg_golden_cumulative(const struct pg_golden_env *env, int k,
+                         const struct pg_tensor *primary, int n_primary,
+                         struct pg_tensor *outputs, int *n_outputs, struct pg_error *err);
+
+/* The op-level golden (contract `golden:` at op level), same conventions, outputs are
+ * the final_outputs. PG_ENOTFOUND when the contract has none. */
+int pg_golden_op_level(const struct pg_golden_env *env, const struct pg_tensor *primary,
+                       int n_primary, struct pg_tensor *outputs, int *n_outputs,
+                       struct pg_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PHASEGATE_GOLDENS_H */

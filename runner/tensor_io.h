@@ -1,0 +1,29 @@
+/* phasegate runner — tensor files: .npy (1.0/2.0/3.0) and safetensors.
+ * Readers never over-read and refuse lies in headers; large files are mmap()ed. */
+#ifndef PHASEGATE_TENSOR_IO_H
+#define PHASEGATE_TENSOR_IO_H
+
+#include "phasegate/error.h"
+#include "phasegate/tensor.h"
+
+/* Reads a .npy file into `out` (pg_tensor_init'ed). On PG_OK `out` owns its data
+ * (possibly mmap-backed) and is released with pg_tensor_reset. */
+int pg_npy_read(const char *path, struct pg_tensor *out, struct pg_error *err);
+int pg_npy_read_buffer(const void *data, size_t size, struct pg_tensor *out,
+                       struct pg_error *err);
+/* Writes atomically (temp file + rename). bfloat16: see docs/tensors.md. */
+int pg_npy_write(const char *path, const struct pg_tensor *t, struct pg_error *err);
+
+/* safetensors: all tensors of a file. On PG_OK *tensors is an array of *count
+ * tensors (free with pg_tensor_list_free). */
+int pg_safetensors_read(const char *path, struct pg_tensor **tensors, int *count,
+                        struct pg_error *err);
+int pg_safetensors_write(const char *path, const struct pg_tensor *tensors, int count,
+                         struct pg_error *err);
+void pg_tensor_list_free(struct pg_tensor *tensors, int count);
+
+/* By extension: .npy, or .safetensors (`name` picks a tensor; NULL = the only one). */
+int pg_tensor_file_read(const char *path, const char *name, struct pg_tensor *out,
+                        struct pg_error *err);
+
+#endif
