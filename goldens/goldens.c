@@ -1,1 +1,0 @@
-int pg_goldens__placeholder;
