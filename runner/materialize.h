@@ -35,4 +35,29 @@ int pg_case_generate_inputs(const struct pg_contract *c, const struct pg_case *c
                             const struct pg_materialize_opts *opts, struct pg_tensor *inputs,
                             struct pg_error *err);
 
+
+/* ---- fill specs (DESIGN.md §4; grammar in docs/interfaces.md) ---- */
+
+enum pg_fill_kind {
+  PG_FILL_NORMAL = 0, /* normal(mu, sigma) */
+  PG_FILL_UNIFORM,    /* uniform(lo, hi) */
+  PG_FILL_INT,        /* int(lo, hi): exact small integers, both ends inclusive */
+  PG_FILL_ZEROS,
+  PG_FILL_ONES,
+  PG_FILL_ARANGE,     /* arange or arange(start, step) */
+  PG_FILL_CONST       /* const(x) */
+};
+
+enum pg_special { PG_SPECIAL_NAN = 0, PG_SPECIAL_INF, PG_SPECIAL_NEG_INF, PG_SPECIAL_DENORMAL,
+                  PG_SPECIAL_NEG_ZERO, PG_SPECIAL_COUNT };
+
+struct pg_fill {
+  enum pg_fill_kind kind;
+  double a, b;                       /* parameters in the order written */
+  double special[PG_SPECIAL_COUNT];  /* fraction of elements replaced by each value */
+};
+
+/* Parses a fill spec. On PG_EPARSE err->column is the 1-based column in `text`. */
+int pg_fill_parse(const char *text, struct pg_fill *out, struct pg_error *err);
+
 #endif
