@@ -1,6 +1,427 @@
-/* TEMPORARY link stub written by the lead so the tree links while the owner works.
- * The owner replaces this whole file. */
+/* phasegate runner — fill specs: the strict parser (pg_fill_parse, grammar in
+ * docs/interfaces.md) and the deterministic, multithreaded generator
+ * (pg_fill_generate) on top of Philox-4x32-10 (philox.c).
+ *
+ * Element i depends only on (seed, input name, i): block i/4 of the value stream gives
+ * four 32-bit words, word i%4 feeds element i (Box–Muller pairs words 0/1 and 2/3);
+ * special values use an independent stream of the same family. log and sincos are
+ * implemented here with plain IEEE double arithmetic so the bits do not depend on the
+ * platform's libm. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
 #include "materialize.h"
+#include "rng.h"
+
+/* Fused multiply-add would change low bits between platforms. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+/* ------------------------------------------------------------------ parser */
+
+struct cursor {
+  const char *text;
+  size_t pos;
+  struct pg_error *err;
+};
+
+static int perr(struct cursor *c, size_t pos, const char *what) {
+  int rc = pg_error_set(c->err, PG_EPARSE, "invalid fill '%s' at column %zu: %s", c->text,
+                        pos + 1, what);
+  if (c->err) c->err->column = (int)pos + 1;
+  return rc;
+}
+
+static void skip_ws(struct cursor *c) {
+  while (c->text[c->pos] == ' ' || c->text[c->pos] == '\t' || c->text[c->pos] == '\n' ||
+         c->text[c->pos] == '\r')
+    c->pos++;
+}
+
+static int is_digit(char ch) { return ch >= '0' && ch <= '9'; }
+static int is_alpha(char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'); }
+
+/* num := [+-]? (digits [. digits?] | . digits) ([eE] [+-]? digits)? */
+static int parse_num(struct cursor *c, double *out) {
+  skip_ws(c);
+  size_t start = c->pos, p = c->pos;
+  const char *s = c->text;
+  if (s[p] == '+' || s[p] == '-') p++;
+  size_t int_digits = 0, frac_digits = 0;
+  while (is_digit(s[p])) p++, int_digits++;
+  if (s[p] == '.') {
+    p++;
+    while (is_digit(s[p])) p++, frac_digits++;
+  }
+  if (int_digits + frac_digits == 0) return perr(c, start, "expected a number");
+  if (s[p] == 'e' || s[p] == 'E') {
+    size_t q = p + 1, exp_digits = 0;
+    if (s[q] == '+' || s[q] == '-') q++;
+    while (is_digit(s[q])) q++, exp_digits++;
+    if (exp_digits == 0) return perr(c, q, "expected exponent digits");
+    p = q;
+  }
+  if (is_alpha(s[p]) || s[p] == '_') return perr(c, p, "unexpected character in a number");
+  char buf[128];
+  if (p - start >= sizeof buf) return perr(c, start, "number literal too long");
+  memcpy(buf, s + start, p - start);
+  buf[p - start] = '\0';
+  errno = 0;
+  char *end = NULL;
+  double v = strtod(buf, &end);
+  if (!end || *end != '\0') return perr(c, start, "expected a number");
+  if (!isfinite(v)) return perr(c, start, "number out of range");
+  *out = v;
+  c->pos = p;
+  return PG_OK;
+}
+
+static int expect(struct cursor *c, char ch, const char *what) {
+  skip_ws(c);
+  if (c->text[c->pos] != ch) return perr(c, c->pos, what);
+  c->pos++;
+  return PG_OK;
+}
+
+static int parse_args(struct cursor *c, int n, double *a, double *b, const char *fn) {
+  char what[96];
+  snprintf(what, sizeof what, "expected '(' after '%s'", fn);
+  PG_RETURN_IF_ERROR(expect(c, '(', what));
+  PG_RETURN_IF_ERROR(parse_num(c, a));
+  if (n == 2) {
+    snprintf(what, sizeof what, "expected ',' between the two parameters of %s()", fn);
+    PG_RETURN_IF_ERROR(expect(c, ',', what));
+    PG_RETURN_IF_ERROR(parse_num(c, b));
+  }
+  snprintf(what, sizeof what, "expected ')' closing %s() (it takes %d parameter%s)", fn, n,
+           n == 1 ? "" : "s");
+  return expect(c, ')', what);
+}
+
+static size_t read_word(const struct cursor *c, size_t p) {
+  while (is_alpha(c->text[p]) || is_digit(c->text[p]) || c->text[p] == '_') p++;
+  return p;
+}
+
+static int word_is(const struct cursor *c, size_t start, size_t end, const char *w) {
+  return strlen(w) == end - start && memcmp(c->text + start, w, end - start) == 0;
+}
+
+static int parse_base(struct cursor *c, struct pg_fill *f) {
+  skip_ws(c);
+  size_t start = c->pos, end = read_word(c, c->pos);
+  if (end == start) return perr(c, start, "expected a fill name (normal, uniform, int, zeros, "
+                                          "ones, arange, const)");
+  c->pos = end;
+  if (word_is(c, start, end, "normal")) {
+    f->kind = PG_FILL_NORMAL;
+    PG_RETURN_IF_ERROR(parse_args(c, 2, &f->a, &f->b, "normal"));
+    if (f->b < 0) return perr(c, start, "normal(mu, sigma) needs sigma >= 0");
+  } else if (word_is(c, start, end, "uniform")) {
+    f->kind = PG_FILL_UNIFORM;
+    PG_RETURN_IF_ERROR(parse_args(c, 2, &f->a, &f->b, "uniform"));
+    if (!(f->a <= f->b)) return perr(c, start, "uniform(lo, hi) needs lo <= hi");
+    if (!isfinite(f->b - f->a)) return perr(c, start, "uniform(lo, hi) range overflows");
+  } else if (word_is(c, start, end, "int")) {
+    f->kind = PG_FILL_INT;
+    PG_RETURN_IF_ERROR(parse_args(c, 2, &f->a, &f->b, "int"));
+    if (f->a != floor(f->a) || f->b != floor(f->b))
+      return perr(c, start, "int(lo, hi) needs integer bounds");
+    if (!(f->a <= f->b)) return perr(c, start, "int(lo, hi) needs lo <= hi");
+    if (f->b - f->a >= 4294967296.0)
+      return perr(c, start, "int(lo, hi) range is limited to 2^32 values");
+  } else if (word_is(c, start, end, "zeros")) {
+    f->kind = PG_FILL_ZEROS;
+  } else if (word_is(c, start, end, "ones")) {
+    f->kind = PG_FILL_ONES;
+  } else if (word_is(c, start, end, "arange")) {
+    f->kind = PG_FILL_ARANGE;
+    f->a = 0.0;
+    f->b = 1.0;
+    skip_ws(c);
+    if (c->text[c->pos] == '(') PG_RETURN_IF_ERROR(parse_args(c, 2, &f->a, &f->b, "arange"));
+  } else if (word_is(c, start, end, "const")) {
+    f->kind = PG_FILL_CONST;
+    PG_RETURN_IF_ERROR(parse_args(c, 1, &f->a, NULL, "const"));
+  } else {
+    char what[160];
+    snprintf(what, sizeof what, "unknown fill '%.*s' (expected normal, uniform, int, zeros, "
+             "ones, arange, const)", (int)(end - start > 40 ? 40 : end - start), c->text + start);
+    return perr(c, start, what);
+  }
+  return PG_OK;
+}
+
+static int parse_special(struct cursor *c, struct pg_fill *f, int seen[PG_SPECIAL_COUNT]) {
+  skip_ws(c);
+  size_t start = c->pos, p = c->pos;
+  int neg = 0;
+  if (c->text[p] == '-') neg = 1, p++;
+  size_t end = read_word(c, p);
+  int kind = -1;
+  if (!neg && word_is(c, p, end, "nan")) kind = PG_SPECIAL_NAN;
+  else if (!neg && word_is(c, p, end, "inf")) kind = PG_SPECIAL_INF;
+  else if (neg && word_is(c, p, end, "inf")) kind = PG_SPECIAL_NEG_INF;
+  else if (!neg && word_is(c, p, end, "denormal")) kind = PG_SPECIAL_DENORMAL;
+  else if (neg && word_is(c, p, end, "0")) kind = PG_SPECIAL_NEG_ZERO;
+  if (kind < 0)
+    return perr(c, start, "expected a special value (nan, inf, -inf, denormal, -0)");
+  if (seen[kind]) return perr(c, start, "special value given twice");
+  seen[kind] = 1;
+  c->pos = end;
+  PG_RETURN_IF_ERROR(expect(c, ':', "expected ':' and a fraction after the special value"));
+  skip_ws(c);
+  size_t numpos = c->pos;
+  double frac;
+  PG_RETURN_IF_ERROR(parse_num(c, &frac));
+  if (!(frac >= 0.0 && frac <= 1.0)) return perr(c, numpos, "fraction must be in [0, 1]");
+  f->special[kind] = frac;
+  return PG_OK;
+}
+
 int pg_fill_parse(const char *text, struct pg_fill *out, struct pg_error *err) {
-  (void)text; (void)err; memset(out, 0, sizeof *out); out->b = 1.0; return PG_OK; }
+  struct pg_fill f;
+  memset(&f, 0, sizeof f);
+  if (!text) text = "";
+  struct cursor c = {text, 0, err};
+  PG_RETURN_IF_ERROR(parse_base(&c, &f));
+  size_t after_base = c.pos;
+  skip_ws(&c);
+  if (c.text[c.pos] != '\0') {
+    size_t end = read_word(&c, c.pos);
+    if (!word_is(&c, c.pos, end, "with") || c.pos == after_base)
+      return perr(&c, c.pos, "unexpected text after the fill (special values follow ' with ')");
+    c.pos = end;
+    int seen[PG_SPECIAL_COUNT] = {0};
+    double sum = 0;
+    for (;;) {
+      size_t at = c.pos;
+      PG_RETURN_IF_ERROR(parse_special(&c, &f, seen));
+      (void)at;
+      skip_ws(&c);
+      if (c.text[c.pos] == ',') {
+        c.pos++;
+        continue;
+      }
+      if (c.text[c.pos] != '\0') return perr(&c, c.pos, "expected ',' or the end of the fill");
+      break;
+    }
+    for (int k = 0; k < PG_SPECIAL_COUNT; k++) sum += f.special[k];
+    if (sum > 1.0) return perr(&c, after_base, "special-value fractions add up to more than 1");
+  }
+  *out = f;
+  return PG_OK;
+}
+
+/* ------------------------------------------------------------------ portable math */
+
+double pg__rng_log(double x) {
+  if (!(x > 0)) return x == 0 ? -INFINITY : NAN;
+  if (isinf(x)) return x;
+  int e;
+  double m = frexp(x, &e); /* exact: m in [0.5, 1) */
+  if (m < 0.70710678118654752440) {
+    m *= 2.0;
+    e--;
+  }
+  /* log(m) = 2 atanh(s), s = (m-1)/(m+1), |s| <= 0.1716: the series to s^23 is far
+   * below double precision. */
+  double s = (m - 1.0) / (m + 1.0), s2 = s * s;
+  double p = 1.0 / 23;
+  for (int k = 21; k >= 1; k -= 2) p = p * s2 + 1.0 / k;
+  return (double)e * 0.69314718055994530942 + 2.0 * s * p;
+}
+
+void pg__rng_sincos2pi(double u, double *sn, double *cs) {
+  /* Reduce by quarter turns exactly: u - n/4 is exact for u in (0, 1). */
+  double n = floor(u * 4.0 + 0.5);
+  double r = u - n * 0.25; /* [-1/8, 1/8] */
+  double t = r * 6.28318530717958647692, t2 = t * t;
+  double sp = 1.0 / 355687428096000.0; /* 1/17! */
+  static const double sk[] = {-1.0 / 1307674368000.0, 1.0 / 6227020800.0, -1.0 / 39916800.0,
+                              1.0 / 362880.0,         -1.0 / 5040.0,      1.0 / 120.0,
+                              -1.0 / 6.0,             1.0};
+  for (size_t i = 0; i < sizeof sk / sizeof *sk; i++) sp = sp * t2 + sk[i];
+  double s = sp * t;
+  double cp = 1.0 / 6402373705728000.0; /* 1/18! */
+  static const double ck[] = {-1.0 / 20922789888000.0, 1.0 / 87178291200.0, -1.0 / 479001600.0,
+                              1.0 / 3628800.0,         -1.0 / 40320.0,      1.0 / 720.0,
+                              -1.0 / 24.0,             0.5};
+  for (size_t i = 0; i < sizeof ck / sizeof *ck; i++) cp = cp * t2 + ck[i];
+  double c = 1.0 - cp * t2;
+  switch (((int)n) & 3) {
+    case 0: *sn = s; *cs = c; break;
+    case 1: *sn = c; *cs = -s; break;
+    case 2: *sn = -s; *cs = -c; break;
+    default: *sn = -c; *cs = s; break;
+  }
+}
+
+/* ------------------------------------------------------------------ generator */
+
+struct fill_job {
+  void *data;
+  enum pg_dtype dtype;
+  const struct pg_fill *fill;
+  struct pg_rng_stream values, specials;
+  int has_specials;
+  double denormal;
+  size_t begin, end; /* element range, begin % 4 == 0 */
+};
+
+static inline void store(void *data, enum pg_dtype t, size_t i, double v) {
+  if (t == PG_DTYPE_F32) ((float *)data)[i] = (float)v;
+  else if (t == PG_DTYPE_F64) ((double *)data)[i] = v;
+  else pg_store_f64(data, t, i, v);
+}
+
+static void block_values(const struct fill_job *j, uint64_t b, double v[4]) {
+  const struct pg_fill *f = j->fill;
+  uint32_t w[4];
+  switch (f->kind) {
+    case PG_FILL_NORMAL:
+      pg_rng_block(&j->values, b, w);
+      for (int k = 0; k < 4; k += 2) {
+        double r = sqrt(-2.0 * pg__rng_log(pg_rng_u01(w[k]))), s, c;
+        pg__rng_sincos2pi(pg_rng_u01(w[k + 1]), &s, &c);
+        v[k] = f->a + f->b * (r * c);
+        v[k + 1] = f->a + f->b * (r * s);
+      }
+      return;
+    case PG_FILL_UNIFORM:
+      pg_rng_block(&j->values, b, w);
+      for (int k = 0; k < 4; k++) v[k] = f->a + (f->b - f->a) * pg_rng_u01(w[k]);
+      return;
+    case PG_FILL_INT: {
+      pg_rng_block(&j->values, b, w);
+      uint64_t range = (uint64_t)(f->b - f->a) + 1u; /* 1 .. 2^32 */
+      for (int k = 0; k < 4; k++) v[k] = f->a + (double)(((uint64_t)w[k] * range) >> 32);
+      return;
+    }
+    case PG_FILL_ZEROS: v[0] = v[1] = v[2] = v[3] = 0.0; return;
+    case PG_FILL_ONES: v[0] = v[1] = v[2] = v[3] = 1.0; return;
+    case PG_FILL_CONST: v[0] = v[1] = v[2] = v[3] = f->a; return;
+    case PG_FILL_ARANGE:
+      for (int k = 0; k < 4; k++) v[k] = f->a + f->b * (double)(b * 4 + (uint64_t)k);
+      return;
+  }
+}
+
+static double special_value(const struct fill_job *j, double u, double v) {
+  const double *fr = j->fill->special;
+  double acc = 0;
+  static const double vals[PG_SPECIAL_COUNT] = {NAN, INFINITY, -INFINITY, 0.0, -0.0};
+  for (int k = 0; k < PG_SPECIAL_COUNT; k++) {
+    acc += fr[k];
+    if (u < acc) return k == PG_SPECIAL_DENORMAL ? j->denormal : vals[k];
+  }
+  return v;
+}
+
+static void fill_range(const struct fill_job *j) {
+  double v[4];
+  uint32_t w[4];
+  for (size_t i0 = j->begin; i0 < j->end; i0 += 4) {
+    uint64_t b = i0 / 4;
+    block_values(j, b, v);
+    if (j->has_specials) {
+      pg_rng_block(&j->specials, b, w);
+      for (int k = 0; k < 4; k++) v[k] = special_value(j, pg_rng_u01(w[k]), v[k]);
+    }
+    size_t n = j->end - i0 < 4 ? j->end - i0 : 4;
+    for (size_t k = 0; k < n; k++) store(j->data, j->dtype, i0 + k, v[k]);
+  }
+}
+
+static void *fill_thread(void *arg) {
+  fill_range(arg);
+  return NULL;
+}
+
+static double exact_int_limit(enum pg_dtype t) {
+  switch (t) {
+    case PG_DTYPE_F16: return 2048.0;
+    case PG_DTYPE_BF16: return 256.0;
+    case PG_DTYPE_F32: return 16777216.0;
+    case PG_DTYPE_F64: return 9007199254740992.0;
+    default: return 0;
+  }
+}
+
+static int int_range_ok(enum pg_dtype t, double lo, double hi) {
+  switch (t) {
+    case PG_DTYPE_I8: return lo >= -128 && hi <= 127;
+    case PG_DTYPE_U8: return lo >= 0 && hi <= 255;
+    case PG_DTYPE_I32: return lo >= -2147483648.0 && hi <= 2147483647.0;
+    case PG_DTYPE_I64: return 1;
+    case PG_DTYPE_BOOL: return lo >= 0 && hi <= 1;
+    default: return fabs(lo) <= exact_int_limit(t) && fabs(hi) <= exact_int_limit(t);
+  }
+}
+
+#define PG_FILL_MIN_PER_THREAD ((size_t)1 << 16)
+#define PG_FILL_MAX_THREADS 64
+
+int pg_fill_generate(struct pg_tensor *t, const struct pg_fill *fill, uint64_t seed,
+                     const char *name, int n_threads, struct pg_error *err) {
+  enum pg_dtype dt = t->dtype;
+  if (pg_dtype_size(dt) == 0) return pg_error_set(err, PG_EDTYPE, "input '%s': invalid dtype", name);
+  struct fill_job job;
+  memset(&job, 0, sizeof job);
+  job.data = t->dl.data;
+  job.dtype = dt;
+  job.fill = fill;
+  pg_rng_stream_init(&job.values, seed, name, PG_RNG_VALUES);
+  pg_rng_stream_init(&job.specials, seed, name, PG_RNG_SPECIALS);
+  for (int k = 0; k < PG_SPECIAL_COUNT; k++)
+    if (fill->special[k] > 0) job.has_specials = 1;
+  if (job.has_specials && !pg_dtype_is_float(dt))
+    return pg_error_set(err, PG_EDTYPE,
+                        "input '%s': special values (nan, inf, denormal, -0) need a floating "
+                        "dtype, not %s", name, pg_dtype_name(dt));
+  switch (dt) {
+    case PG_DTYPE_F16: job.denormal = 0x1p-20; break; /* fp16 normals start at 2^-14 */
+    case PG_DTYPE_F64: job.denormal = 0x1p-1050; break;
+    default: job.denormal = 0x1p-130; break; /* f32 and bf16 normals start at 2^-126 */
+  }
+  if (fill->kind == PG_FILL_INT && !int_range_ok(dt, fill->a, fill->b))
+    return pg_error_set(err, PG_EDTYPE,
+                        "input '%s': int(%.17g, %.17g) is not exactly representable in %s", name,
+                        fill->a, fill->b, pg_dtype_name(dt));
+  size_t n = (size_t)t->numel;
+  if (n == 0) return PG_OK;
+  long nt = n_threads > 0 ? n_threads : sysconf(_SC_NPROCESSORS_ONLN);
+  if (nt < 1) nt = 1;
+  if (nt > PG_FILL_MAX_THREADS) nt = PG_FILL_MAX_THREADS;
+  if ((size_t)nt > n / PG_FILL_MIN_PER_THREAD) nt = (long)(n / PG_FILL_MIN_PER_THREAD);
+  if (nt <= 1) {
+    job.begin = 0;
+    job.end = n;
+    fill_range(&job);
+    return PG_OK;
+  }
+  /* Chunks aligned to whole Philox blocks: each block is computed once. */
+  size_t chunk = (n + (size_t)nt - 1) / (size_t)nt;
+  chunk = (chunk + 3) / 4 * 4;
+  struct fill_job jobs[PG_FILL_MAX_THREADS];
+  pthread_t tids[PG_FILL_MAX_THREADS];
+  int started[PG_FILL_MAX_THREADS] = {0};
+  for (long k = 0; k < nt; k++) {
+    jobs[k] = job;
+    jobs[k].begin = (size_t)k * chunk < n ? (size_t)k * chunk : n;
+    jobs[k].end = jobs[k].begin + chunk < n ? jobs[k].begin + chunk : n;
+    if (k == 0) continue; /* the calling thread does chunk 0 */
+    started[k] = pthread_create(&tids[k], NULL, fill_thread, &jobs[k]) == 0;
+  }
+  fill_range(&jobs[0]);
+  for (long k = 1; k < nt; k++) {
+    if (started[k]) pthread_join(tids[k], NULL);
+    else fill_range(&jobs[k]); /* could not start a thread: same bits, just slower */
+  }
+  return PG_OK;
+}

@@ -1,0 +1,54 @@
+/* phasegate runner — the counter-based random number generator (Philox-4x32-10,
+ * Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11) and the
+ * deterministic tensor fills built on it (DESIGN.md §4).
+ *
+ * Element i of input X under case seed s is a pure function of (s, X, i): the key is
+ * the 64-bit seed, the counter is (block index i/4, hash of the input name), so the
+ * output is bit-identical for any thread count and, because the transcendental
+ * functions used by the fills are our own (fill.c), for any IEEE-754 platform. */
+#ifndef PHASEGATE_RNG_H
+#define PHASEGATE_RNG_H
+
+#include <stdint.h>
+
+#include "materialize.h"
+#include "phasegate/error.h"
+#include "phasegate/tensor.h"
+
+/* One Philox-4x32 bijection with 10 rounds: out = philox(ctr, key). */
+void pg_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+
+/* 64-bit FNV-1a of a NUL-terminated string (input names, case ids). */
+uint64_t pg_fnv1a64(const char *s);
+
+/* A stream: one (seed, name, purpose) triple. Block b of the stream is
+ * philox({b_lo, b_hi, tag_lo, tag_hi}, {seed_lo, seed_hi}). */
+struct pg_rng_stream {
+  uint32_t key[2];
+  uint32_t tag[2];
+};
+
+enum pg_rng_purpose { PG_RNG_VALUES = 0, PG_RNG_SPECIALS = 1, PG_RNG_SEARCH = 2 };
+
+void pg_rng_stream_init(struct pg_rng_stream *s, uint64_t seed, const char *name,
+                        enum pg_rng_purpose purpose);
+/* The four 32-bit words of block `block`. */
+void pg_rng_block(const struct pg_rng_stream *s, uint64_t block, uint32_t out[4]);
+
+/* A 32-bit word mapped to the open interval (0, 1): (x + 0.5) / 2^32. Never 0 or 1,
+ * so log() is always finite. */
+static inline double pg_rng_u01(uint32_t x) { return ((double)x + 0.5) * (1.0 / 4294967296.0); }
+
+/* Portable natural log and sincos(2*pi*u) used by the normal fill (fill.c). Exposed
+ * for the tests, which compare them with libm. */
+double pg__rng_log(double x);
+void pg__rng_sincos2pi(double u, double *s, double *c);
+
+/* Fills t (allocated, dtype and shape set) per `fill`, keyed by (seed, name).
+ * n_threads: 0 = online CPUs, 1 = no threads. Errors: PG_EDTYPE when the fill cannot
+ * be represented (int() range beyond the dtype's exact integers, specials on an
+ * integer dtype), PG_ENOMEM/PG_EINTERNAL when threads cannot start. */
+int pg_fill_generate(struct pg_tensor *t, const struct pg_fill *fill, uint64_t seed,
+                     const char *name, int n_threads, struct pg_error *err);
+
+#endif
