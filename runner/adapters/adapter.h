@@ -1,0 +1,124 @@
+/* phasegate runner — impl adapters: how one (case, mode) call reaches the code under
+ * test and what came back (DESIGN.md §6).
+ *
+ *   plugin:PATH.so   dlopen + <op>_module<suffix>_wrapper in a forked child; outputs
+ *                    come back through MAP_SHARED memory, NaN-prefilled, canary-guarded
+ *   exec:COMMAND     /bin/sh -c COMMAND with a fresh case directory (in/, out/,
+ *                    request.json) and PHASEGATE_* environment variables
+ *   replay:DIR       DIR/<case>/<mode>/<name>.npy dumped by an earlier device run
+ *
+ * Every failure of the impl is an outcome with a category and a one-sentence summary;
+ * a negative return code means the runner itself could not do its part.
+ */
+#ifndef PHASEGATE_ADAPTER_H
+#define PHASEGATE_ADAPTER_H
+
+#include <stdint.h>
+
+#include "phasegate/error.h"
+#include "phasegate/tensor.h"
+#include "sandbox.h"
+
+#define PG_IMPL_MAX_OUTPUTS 32
+#define PG_CANARY_BYTES 64
+#define PG_CANARY_BYTE 0xCB   /* guard bytes after every plugin output buffer */
+#define PG_INT_PREFILL 0xA5   /* integer outputs start as 0xA5A5… */
+
+enum pg_impl_kind { PG_IMPL_PLUGIN = 0, PG_IMPL_EXEC, PG_IMPL_REPLAY };
+
+struct pg_impl {
+  enum pg_impl_kind kind;
+  char target[4096]; /* the path, command or directory after the "kind:" prefix */
+};
+
+/* Parses "plugin:PATH", "exec:COMMAND", "replay:DIR"; a bare path ending in .so is a
+ * plugin. */
+int pg_impl_parse(const char *spec, struct pg_impl *impl, struct pg_error *err);
+
+enum pg_category {
+  PG_CAT_NONE = 0,
+  PG_CAT_PRECISION,
+  PG_CAT_STRUCTURAL,
+  PG_CAT_RUNTIME,
+  PG_CAT_INFRA,
+  PG_CAT_OTHER
+};
+const char *pg_category_name(enum pg_category c); /* "precision", …; NULL for NONE */
+
+struct pg_impl_output_spec {
+  const char *name;
+  enum pg_dtype dtype;
+  int ndim;
+  int64_t shape[PG_MAX_NDIM];
+};
+
+struct pg_impl_request {
+  const char *op, *suffix;
+  int up_to_module, total_modules;
+  const char *mode;
+  int device_id;
+  const char *case_id;
+  int n_dims;
+  const char *const *dim_names;
+  const int64_t *dim_values;
+  const char *knobs_json;                /* the case object as JSON text (or "{}") */
+  const struct pg_tensor *inputs;        /* primary inputs, contract order, named */
+  int n_inputs;
+  const struct pg_impl_output_spec *outputs; /* boundary outputs, declared order */
+  int n_outputs;
+  double timeout_s;
+  uint64_t rlimit_as;
+  const char *work_dir;                  /* exec: where case dirs go (NULL: $TMPDIR) */
+  int keep_work;                         /* exec: keep the case dir afterwards */
+};
+
+enum pg_impl_status { PG_IMPL_DONE = 0, PG_IMPL_UNAVAILABLE, PG_IMPL_FAILED };
+
+struct pg_impl_outcome {
+  enum pg_impl_status status;
+  enum pg_category category; /* FAILED only */
+  char summary[512];         /* one sentence; for UNAVAILABLE the reason */
+  struct pg_tensor outputs[PG_IMPL_MAX_OUTPUTS]; /* DONE: in declared order */
+  int n_outputs;
+  struct pg_sandbox_result sandbox; /* captured stdout/stderr, exit status, wall time */
+  double wall_ms;
+  char work_dir[4096];       /* exec: the case directory used ("" if removed) */
+};
+
+void pg_impl_outcome_init(struct pg_impl_outcome *o);
+void pg_impl_outcome_reset(struct pg_impl_outcome *o);
+
+/* Runs one call. PG_OK whenever an outcome was produced (including impl failures);
+ * a negative code (with err) when the runner could not do its part (infra). */
+int pg_impl_invoke(const struct pg_impl *impl, const struct pg_impl_request *req,
+                   struct pg_impl_outcome *out, struct pg_error *err);
+
+/* The wrapper symbol a plugin must export: "<op>_module<suffix>_wrapper". */
+void pg_impl_symbol(const char *op, const char *suffix, char *buf, size_t size);
+
+/* ---- internal, shared by the adapters ---- */
+int pg__plugin_invoke(const struct pg_impl *impl, const struct pg_impl_request *req,
+                      struct pg_impl_outcome *out, struct pg_error *err);
+int pg__exec_invoke(const struct pg_impl *impl, const struct pg_impl_request *req,
+                    struct pg_impl_outcome *out, struct pg_error *err);
+int pg__replay_invoke(const struct pg_impl *impl, const struct pg_impl_request *req,
+                      struct pg_impl_outcome *out, struct pg_error *err);
+/* Reads the expected outputs from dir (<name>.npy or outputs.safetensors), checking
+ * count, names, shapes and dtypes; a mismatch is a structural outcome. */
+int pg__collect_outputs(const char *dir, const struct pg_impl_request *req,
+                        struct pg_impl_outcome *out, struct pg_error *err);
+/* Fills out->status/category/summary. Returns 0 for convenience. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+int pg__outcome_fail(struct pg_impl_outcome *out, enum pg_category cat, const char *fmt, ...);
+/* Formats "[2, 4, 128]" into buf. */
+void pg__shape_str(int ndim, const int64_t *shape, char *buf, size_t size);
+/* rm -rf, best effort. */
+void pg__remove_tree(const char *path);
+/* Classifies a sandbox result that did not end normally (timeout, signal) or that
+ * reported an allocation failure; returns 1 when it filled `out`. */
+int pg__classify_abnormal(const struct pg_sandbox_result *sr, const struct pg_impl_request *req,
+                          const char *what, struct pg_impl_outcome *out);
+
+#endif

@@ -1,0 +1,259 @@
+/* phasegate runner — the plugin adapter: `plugin:PATH.so`.
+ *
+ * Every output buffer is its own MAP_SHARED anonymous mapping created before fork:
+ * the child dlopen()s the plugin, calls <op>_module<suffix>_wrapper, and its writes
+ * land directly in memory the parent keeps (no copy through pipes). Each buffer is
+ * pre-filled with a distinctive NaN (integers: 0xA5 bytes) and followed by at least
+ * PG_CANARY_BYTES guard bytes that are checked after the call. A small shared header
+ * page tells the parent how far the child got (loaded, symbol found, returned rc).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "adapters/adapter.h"
+#include "phasegate/impl.h"
+
+enum { STAGE_START = 0, STAGE_DLOPEN_FAILED, STAGE_NOSYM, STAGE_CALLING, STAGE_RETURNED };
+
+struct shared_hdr {
+  volatile int32_t stage;
+  volatile int32_t rc;
+  char msg[1024];
+};
+
+struct child_ctx {
+  const struct pg_impl *impl;
+  const struct pg_impl_request *req;
+  struct shared_hdr *hdr;
+  DLTensor *outputs;
+  const char *symbol;
+};
+
+/* Distinctive NaN payloads, so "never written" differs from "wrote NaN". */
+#define PG_PREFILL_F32 0x7FC5A5A5u
+#define PG_PREFILL_F16 0x7E5Au
+#define PG_PREFILL_BF16 0x7FA5u
+#define PG_PREFILL_F64 0x7FF8A5A5A5A5A5A5ull
+
+static void prefill(void *data, enum pg_dtype t, int64_t n, size_t nbytes) {
+  switch (t) {
+    case PG_DTYPE_F32:
+      for (int64_t i = 0; i < n; i++) ((uint32_t *)data)[i] = PG_PREFILL_F32;
+      return;
+    case PG_DTYPE_F16:
+      for (int64_t i = 0; i < n; i++) ((uint16_t *)data)[i] = PG_PREFILL_F16;
+      return;
+    case PG_DTYPE_BF16:
+      for (int64_t i = 0; i < n; i++) ((uint16_t *)data)[i] = PG_PREFILL_BF16;
+      return;
+    case PG_DTYPE_F64:
+      for (int64_t i = 0; i < n; i++) ((uint64_t *)data)[i] = PG_PREFILL_F64;
+      return;
+    default: memset(data, PG_INT_PREFILL, nbytes); return;
+  }
+}
+
+/* 1 when every element still holds the prefill pattern (the impl never wrote it). */
+static int untouched(const void *data, enum pg_dtype t, int64_t n, size_t nbytes) {
+  if (n == 0) return 0;
+  switch (t) {
+    case PG_DTYPE_F32:
+      for (int64_t i = 0; i < n; i++) if (((const uint32_t *)data)[i] != PG_PREFILL_F32) return 0;
+      return 1;
+    case PG_DTYPE_F16:
+      for (int64_t i = 0; i < n; i++) if (((const uint16_t *)data)[i] != PG_PREFILL_F16) return 0;
+      return 1;
+    case PG_DTYPE_BF16:
+      for (int64_t i = 0; i < n; i++) if (((const uint16_t *)data)[i] != PG_PREFILL_BF16) return 0;
+      return 1;
+    case PG_DTYPE_F64:
+      for (int64_t i = 0; i < n; i++) if (((const uint64_t *)data)[i] != PG_PREFILL_F64) return 0;
+      return 1;
+    default:
+      for (size_t i = 0; i < nbytes; i++) if (((const uint8_t *)data)[i] != PG_INT_PREFILL) return 0;
+      return 1;
+  }
+}
+
+static void release_mapping(struct pg_tensor *t) {
+  if (t->owned) munmap(t->owned, (size_t)(uintptr_t)t->release_ctx);
+}
+
+static void child_log(const pg_call *call, int level, const char *message) {
+  static const char *const names[] = {"debug", "info", "warn", "error"};
+  const char *lv = (level >= 0 && level <= 3) ? names[level] : "log";
+  fprintf(stderr, "[impl %s %s] %s\n", call && call->mode ? call->mode : "", lv,
+          message ? message : "");
+  fflush(stderr);
+}
+
+static int child_main(void *vctx) {
+  struct child_ctx *c = vctx;
+  const struct pg_impl_request *req = c->req;
+  void *h = dlopen(c->impl->target, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    snprintf(c->hdr->msg, sizeof c->hdr->msg, "%s", e ? e : "dlopen failed");
+    c->hdr->stage = STAGE_DLOPEN_FAILED;
+    return 3;
+  }
+  dlerror();
+  void *sym = dlsym(h, c->symbol);
+  if (!sym) {
+    c->hdr->stage = STAGE_NOSYM;
+    return 3;
+  }
+  pg_wrapper_fn fn;
+  memcpy(&fn, &sym, sizeof fn); /* object pointer -> function pointer without a cast warning */
+  DLTensor *in = calloc((size_t)(req->n_inputs > 0 ? req->n_inputs : 1), sizeof *in);
+  if (!in) return 4;
+  for (int i = 0; i < req->n_inputs; i++) in[i] = pg_tensor_dl(&req->inputs[i]);
+  pg_call call;
+  memset(&call, 0, sizeof call);
+  call.abi_version = PG_IMPL_ABI_VERSION;
+  call.struct_size = (uint32_t)sizeof call;
+  call.op = req->op;
+  call.suffix = req->suffix;
+  call.up_to_module = req->up_to_module;
+  call.total_modules = req->total_modules;
+  call.mode = req->mode;
+  call.device_id = req->device_id;
+  call.case_id = req->case_id;
+  call.n_dims = req->n_dims;
+  call.dim_names = req->dim_names;
+  call.dim_values = req->dim_values;
+  call.knobs_json = req->knobs_json ? req->knobs_json : "{}";
+  call.log = child_log;
+  c->hdr->stage = STAGE_CALLING;
+  int rc = fn(in, req->n_inputs, c->outputs, req->n_outputs, &call);
+  c->hdr->rc = rc;
+  c->hdr->stage = STAGE_RETURNED;
+  fflush(NULL);
+  return 0;
+}
+
+int pg__plugin_invoke(const struct pg_impl *impl, const struct pg_impl_request *req,
+                      struct pg_impl_outcome *out, struct pg_error *err) {
+  char symbol[160];
+  pg_impl_symbol(req->op, req->suffix, symbol, sizeof symbol);
+  struct stat st;
+  if (stat(impl->target, &st) != 0)
+    return pg__outcome_fail(out, PG_CAT_INFRA, "impl plugin '%s' does not exist (%s)",
+                            impl->target, strerror(errno)),
+           PG_OK;
+  long page = sysconf(_SC_PAGESIZE);
+  size_t psz = page > 0 ? (size_t)page : 4096;
+  struct shared_hdr *hdr = mmap(NULL, sizeof *hdr, PROT_READ | PROT_WRITE,
+                                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (hdr == MAP_FAILED) return pg_error_set(err, PG_ENOMEM, "mmap: %s", strerror(errno));
+  memset(hdr, 0, sizeof *hdr);
+  DLTensor dl_out[PG_IMPL_MAX_OUTPUTS];
+  size_t map_size[PG_IMPL_MAX_OUTPUTS];
+  int rc = PG_OK;
+  for (int i = 0; i < req->n_outputs; i++) {
+    const struct pg_impl_output_spec *s = &req->outputs[i];
+    struct pg_tensor *t = &out->outputs[i];
+    pg_tensor_set_name(t, s->name);
+    rc = pg_tensor_describe(t, s->dtype, s->ndim, s->shape, err);
+    if (rc != PG_OK) goto done;
+    size_t sz = (t->nbytes + PG_CANARY_BYTES + psz - 1) / psz * psz;
+    void *m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+      rc = pg_error_set(err, PG_ENOMEM, "cannot map %zu bytes for output '%s': %s", sz,
+                        s->name, strerror(errno));
+      goto done;
+    }
+    t->owned = m;
+    t->dl.data = m;
+    t->release = release_mapping;
+    t->release_ctx = (void *)(uintptr_t)sz;
+    map_size[i] = sz;
+    prefill(m, t->dtype, t->numel, t->nbytes);
+    memset((char *)m + t->nbytes, PG_CANARY_BYTE, sz - t->nbytes);
+    dl_out[i] = pg_tensor_dl(t);
+    out->n_outputs = i + 1;
+  }
+  struct child_ctx ctx = {impl, req, hdr, dl_out, symbol};
+  struct pg_sandbox_opts so = {req->timeout_s, req->rlimit_as, 0};
+  rc = pg_sandbox_run(child_main, &ctx, &so, &out->sandbox, err);
+  if (rc != PG_OK) goto done;
+  out->wall_ms = out->sandbox.wall_ms;
+  const struct pg_sandbox_result *sr = &out->sandbox;
+  char what[160];
+  snprintf(what, sizeof what, "%s", symbol);
+  if (pg__classify_abnormal(sr, req, what, out)) goto done;
+  switch (hdr->stage) {
+    case STAGE_DLOPEN_FAILED:
+      pg__outcome_fail(out, PG_CAT_STRUCTURAL, "cannot load impl plugin: %.400s", hdr->msg);
+      goto done;
+    case STAGE_NOSYM:
+      pg__outcome_fail(out, PG_CAT_STRUCTURAL,
+                       "missing wrapper symbol '%s' in %.300s (phase %d needs it)", symbol,
+                       impl->target, req->up_to_module);
+      goto done;
+    case STAGE_RETURNED: break;
+    case STAGE_CALLING:
+      pg__outcome_fail(out, PG_CAT_RUNTIME, "%s exited the process with status %d instead of "
+                       "returning (mode '%s')", symbol, sr->exit_code, req->mode);
+      goto done;
+    default:
+      pg__outcome_fail(out, PG_CAT_INFRA, "plugin child exited with status %d before the call",
+                       sr->exit_code);
+      goto done;
+  }
+  /* Canaries first: an overrun may have corrupted anything, including a return code. */
+  for (int i = 0; i < req->n_outputs; i++) {
+    const struct pg_tensor *t = &out->outputs[i];
+    const unsigned char *g = (const unsigned char *)t->dl.data + t->nbytes;
+    size_t glen = map_size[i] - t->nbytes;
+    for (size_t j = 0; j < glen; j++)
+      if (g[j] != PG_CANARY_BYTE) {
+        pg__outcome_fail(out, PG_CAT_RUNTIME,
+                         "%s wrote past output buffer '%s' (guard byte %zu after its %zu bytes "
+                         "was overwritten, mode '%s')",
+                         symbol, req->outputs[i].name, j, t->nbytes, req->mode);
+        goto done;
+      }
+  }
+  if (hdr->rc == PG_UNAVAILABLE) {
+    out->status = PG_IMPL_UNAVAILABLE;
+    snprintf(out->summary, sizeof out->summary, "mode '%s' is unavailable (%s returned %d)",
+             req->mode, symbol, PG_UNAVAILABLE);
+    for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&out->outputs[i]);
+    out->n_outputs = 0;
+    goto done;
+  }
+  if (hdr->rc != 0) {
+    if (pg_sandbox_text_says_oom(sr->err) || pg_sandbox_text_says_oom(sr->out))
+      pg__outcome_fail(out, PG_CAT_RUNTIME, "allocation failure: %s returned %d after running "
+                       "out of memory (mode '%s')", symbol, (int)hdr->rc, req->mode);
+    else
+      pg__outcome_fail(out, PG_CAT_RUNTIME, "%s returned %d (runtime error, mode '%s')", symbol,
+                       (int)hdr->rc, req->mode);
+    goto done;
+  }
+  for (int i = 0; i < req->n_outputs; i++) {
+    const struct pg_tensor *t = &out->outputs[i];
+    if (untouched(t->dl.data, t->dtype, t->numel, t->nbytes)) {
+      pg__outcome_fail(out, PG_CAT_STRUCTURAL,
+                       "%s returned 0 but never wrote output '%s' (still NaN-prefilled)",
+                       symbol, req->outputs[i].name);
+      goto done;
+    }
+  }
+  out->status = PG_IMPL_DONE;
+done:
+  if (rc != PG_OK) {
+    for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&out->outputs[i]);
+    out->n_outputs = 0;
+  }
+  munmap(hdr, sizeof *hdr);
+  return rc;
+}

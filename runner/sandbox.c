@@ -1,0 +1,265 @@
+/* phasegate runner — the sandbox (see sandbox.h): fork, process group, rlimits,
+ * bounded capture of stdout/stderr, timeout that kills the whole group.
+ *
+ * The parent waits with poll() on the two capture pipes plus a pidfd for the child
+ * (Linux >= 5.3), so a fast child costs no sleep; without pidfd it falls back to
+ * short polling intervals. After the child ends, the rest of its process group is
+ * killed too, so a grandchild holding the pipes open cannot stall the runner.
+ */
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PG_SANDBOX_DEFAULT_CAPTURE (64u * 1024u)
+
+void pg_sandbox_result_init(struct pg_sandbox_result *r) { memset(r, 0, sizeof *r); }
+
+void pg_sandbox_result_reset(struct pg_sandbox_result *r) {
+  if (!r) return;
+  free(r->out);
+  free(r->err);
+  memset(r, 0, sizeof *r);
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A tail buffer: keeps the last `cap` bytes written. */
+struct tail {
+  char *buf;
+  size_t len, cap;
+  int truncated;
+};
+
+static void tail_append(struct tail *t, const char *data, size_t n) {
+  if (!t->buf) return;
+  if (n >= t->cap) {
+    memcpy(t->buf, data + (n - t->cap), t->cap);
+    t->truncated |= (t->len > 0 || n > t->cap);
+    t->len = t->cap;
+    return;
+  }
+  if (t->len + n > t->cap) {
+    size_t drop = t->len + n - t->cap;
+    memmove(t->buf, t->buf + drop, t->len - drop);
+    t->len -= drop;
+    t->truncated = 1;
+  }
+  memcpy(t->buf + t->len, data, n);
+  t->len += n;
+}
+
+/* Drains what is readable on fd into t; returns 0 on EOF/error (fd finished). */
+static int drain(int fd, struct tail *t) {
+  char chunk[8192];
+  for (;;) {
+    ssize_t n = read(fd, chunk, sizeof chunk);
+    if (n > 0) {
+      tail_append(t, chunk, (size_t)n);
+      continue;
+    }
+    if (n == 0) return 0;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 1;
+    return 0;
+  }
+}
+
+static int pidfd_open_compat(pid_t pid) {
+#ifdef SYS_pidfd_open
+  return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+  (void)pid;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+static void child_setup(const struct pg_sandbox_opts *o, int out_w, int err_w) {
+  setpgid(0, 0);
+  /* Default dispositions: the runner may ignore signals the impl expects. */
+  signal(SIGPIPE, SIG_DFL);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  dup2(out_w, STDOUT_FILENO);
+  dup2(err_w, STDERR_FILENO);
+  if (out_w > STDERR_FILENO) close(out_w);
+  if (err_w > STDERR_FILENO) close(err_w);
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) {
+    dup2(devnull, STDIN_FILENO);
+    if (devnull > STDERR_FILENO) close(devnull);
+  }
+  struct rlimit rl = {0, 0};
+  setrlimit(RLIMIT_CORE, &rl);
+  if (o && o->rlimit_as) {
+    rl.rlim_cur = rl.rlim_max = (rlim_t)o->rlimit_as;
+    setrlimit(RLIMIT_AS, &rl);
+  }
+}
+
+int pg_sandbox_run(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *opts,
+                   struct pg_sandbox_result *r, struct pg_error *err) {
+  pg_sandbox_result_init(r);
+  size_t cap = (opts && opts->capture_max) ? opts->capture_max : PG_SANDBOX_DEFAULT_CAPTURE;
+  struct tail tout = {malloc(cap + 1), 0, cap, 0}, terr = {malloc(cap + 1), 0, cap, 0};
+  int pout[2] = {-1, -1}, perr[2] = {-1, -1};
+  if (!tout.buf || !terr.buf) {
+    free(tout.buf);
+    free(terr.buf);
+    return pg_error_set(err, PG_ENOMEM, "sandbox: cannot allocate capture buffers");
+  }
+  if (pipe2(pout, O_CLOEXEC) != 0 || pipe2(perr, O_CLOEXEC) != 0) {
+    int e = errno;
+    if (pout[0] >= 0) close(pout[0]), close(pout[1]);
+    free(tout.buf);
+    free(terr.buf);
+    return pg_error_set(err, PG_EIO, "sandbox: pipe: %s", strerror(e));
+  }
+  fflush(NULL); /* buffered parent output must not be duplicated by the child */
+  double t0 = now_ms();
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    close(pout[0]), close(pout[1]), close(perr[0]), close(perr[1]);
+    free(tout.buf);
+    free(terr.buf);
+    return pg_error_set(err, PG_EIO, "sandbox: fork: %s", strerror(e));
+  }
+  if (pid == 0) {
+    close(pout[0]);
+    close(perr[0]);
+    child_setup(opts, pout[1], perr[1]);
+    int rc = fn(ctx);
+    fflush(NULL);
+    _exit(rc & 0xff);
+  }
+  setpgid(pid, pid); /* also done by the child: whichever runs first wins the race */
+  close(pout[1]);
+  close(perr[1]);
+  fcntl(pout[0], F_SETFL, O_NONBLOCK);
+  fcntl(perr[0], F_SETFL, O_NONBLOCK);
+  int pidfd = pidfd_open_compat(pid);
+
+  double timeout_ms = (opts && opts->timeout_s > 0) ? opts->timeout_s * 1e3 : -1.0;
+  int out_open = 1, err_open = 1, reaped = 0, status = 0;
+  for (;;) {
+    if (!reaped) {
+      pid_t w = waitpid(pid, &status, WNOHANG);
+      if (w == pid) reaped = 1;
+    }
+    if (reaped && !out_open && !err_open) break;
+    if (reaped) {
+      /* The child is gone: stragglers of its group must not keep the pipes open. */
+      kill(-pid, SIGKILL);
+      if (out_open) out_open = drain(pout[0], &tout);
+      if (err_open) err_open = drain(perr[0], &terr);
+      if (out_open || err_open) {
+        struct pollfd fds[2] = {{pout[0], POLLIN, 0}, {perr[0], POLLIN, 0}};
+        if (!out_open) fds[0].fd = -1;
+        if (!err_open) fds[1].fd = -1;
+        if (poll(fds, 2, 100) <= 0) break; /* nothing more within 100 ms: stop */
+      }
+      continue;
+    }
+    double elapsed = now_ms() - t0;
+    if (timeout_ms >= 0 && elapsed >= timeout_ms) {
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      reaped = 1;
+      r->timed_out = 1;
+      continue;
+    }
+    struct pollfd fds[3] = {{out_open ? pout[0] : -1, POLLIN, 0},
+                            {err_open ? perr[0] : -1, POLLIN, 0},
+                            {pidfd, POLLIN, 0}};
+    int wait_ms = 1000;
+    if (pidfd < 0 || (!out_open && !err_open)) wait_ms = pidfd < 0 ? 2 : 1000;
+    if (timeout_ms >= 0) {
+      double left = timeout_ms - elapsed;
+      if (left < wait_ms) wait_ms = (int)left + 1;
+    }
+    int pr = poll(fds, 3, wait_ms);
+    if (pr < 0 && errno != EINTR) {
+      /* Should not happen; fall back to a short sleep to avoid spinning. */
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, NULL);
+    }
+    if (pr > 0) {
+      if (out_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)))
+        out_open = drain(pout[0], &tout);
+      if (err_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)))
+        err_open = drain(perr[0], &terr);
+    }
+  }
+  if (!reaped) waitpid(pid, &status, 0);
+  kill(-pid, SIGKILL);
+  if (pidfd >= 0) close(pidfd);
+  close(pout[0]);
+  close(perr[0]);
+  r->wall_ms = now_ms() - t0;
+  if (!r->timed_out) {
+    if (WIFEXITED(status)) {
+      r->exited = 1;
+      r->exit_code = WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status)) {
+      r->signaled = 1;
+      r->signo = WTERMSIG(status);
+    }
+  }
+  tout.buf[tout.len] = '\0';
+  terr.buf[terr.len] = '\0';
+  r->out = tout.buf;
+  r->out_len = tout.len;
+  r->out_truncated = tout.truncated;
+  r->err = terr.buf;
+  r->err_len = terr.len;
+  r->err_truncated = terr.truncated;
+  return PG_OK;
+}
+
+const char *pg_signal_name(int signo, char *buf, size_t size) {
+  switch (signo) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGABRT: return "SIGABRT";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGSYS: return "SIGSYS";
+    case SIGXCPU: return "SIGXCPU";
+    case SIGXFSZ: return "SIGXFSZ";
+    case SIGHUP: return "SIGHUP";
+    case SIGQUIT: return "SIGQUIT";
+    default: snprintf(buf, size, "signal %d", signo); return buf;
+  }
+}
+
+int pg_sandbox_text_says_oom(const char *text) {
+  static const char *const needles[] = {"MemoryError", "bad_alloc", "Cannot allocate memory",
+                                        "out of memory", "Out of memory", "OutOfMemory"};
+  if (!text) return 0;
+  for (size_t i = 0; i < sizeof needles / sizeof *needles; i++)
+    if (strstr(text, needles[i])) return 1;
+  return 0;
+}

@@ -1,0 +1,55 @@
+/* phasegate runner — the sandbox: runs one piece of impl code in a child process so
+ * that a crash, a hang or a runaway allocation in the impl is a result, not the end
+ * of the runner (DESIGN.md §6).
+ *
+ * The child is forked, put in its own process group, given rlimits (RLIMIT_CORE 0,
+ * optional RLIMIT_AS), its stdout/stderr captured through pipes (the last
+ * `capture_max` bytes of each are kept), and killed with its whole group when the
+ * timeout expires. Whatever the child must hand back in bulk goes through memory the
+ * caller mapped MAP_SHARED before calling (see adapters/plugin.c).
+ */
+#ifndef PHASEGATE_SANDBOX_H
+#define PHASEGATE_SANDBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "phasegate/error.h"
+
+/* Runs in the child; its return value becomes the child's exit status. It may also
+ * exec() another program (the exec adapter does). */
+typedef int (*pg_sandbox_fn)(void *ctx);
+
+struct pg_sandbox_opts {
+  double timeout_s;     /* <= 0: no timeout */
+  uint64_t rlimit_as;   /* address-space limit in bytes for the child; 0 = inherited */
+  size_t capture_max;   /* bytes kept per stream (the tail); 0 = 64 KiB */
+};
+
+struct pg_sandbox_result {
+  int exited, exit_code;   /* normal exit and its status */
+  int signaled, signo;     /* killed by a signal (not counting our timeout kill) */
+  int timed_out;           /* we killed it after timeout_s */
+  double wall_ms;
+  char *out, *err;         /* captured tails, NUL-terminated, owned (may be NULL) */
+  size_t out_len, err_len;
+  int out_truncated, err_truncated;
+};
+
+void pg_sandbox_result_init(struct pg_sandbox_result *r);
+void pg_sandbox_result_reset(struct pg_sandbox_result *r);
+
+/* Forks, runs fn(ctx) in the child under `opts`, waits (at most the timeout), and
+ * fills `r`. Returns PG_OK whenever the child was started, whatever it did; PG_EIO
+ * (with err) only when the sandbox itself could not be set up (pipe, fork). */
+int pg_sandbox_run(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *opts,
+                   struct pg_sandbox_result *r, struct pg_error *err);
+
+/* "SIGSEGV" for SIGSEGV, "signal 42" for unknown numbers (buf holds the latter). */
+const char *pg_signal_name(int signo, char *buf, size_t size);
+
+/* 1 when captured text looks like an allocation failure (MemoryError, bad_alloc,
+ * "Cannot allocate memory", "out of memory"). */
+int pg_sandbox_text_says_oom(const char *text);
+
+#endif

@@ -1,0 +1,241 @@
+/* Unit tests for runner/adapters: the plugin adapter's classification of every
+ * outcome (done, unavailable, crash, hang, overrun, never written, non-zero return,
+ * exit, allocation failure, missing symbol), spec parsing, and the exec/replay
+ * adapters' structural checks (skipped until .npy I/O is available). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "adapters/adapter.h"
+#include "pg_test.h"
+#include "tensor_io.h"
+
+struct fixture {
+  struct pg_tensor x;
+  struct pg_impl_output_spec y;
+  const char *dim_names[1];
+  int64_t dim_values[1];
+  struct pg_impl_request req;
+};
+
+static void fixture_init(struct fixture *f, const char *case_id, const char *mode,
+                         const char *suffix) {
+  memset(f, 0, sizeof *f);
+  pg_tensor_init(&f->x);
+  pg_tensor_set_name(&f->x, "x");
+  int64_t shape[2] = {3, 5};
+  PG_CHECK_OK(pg_tensor_alloc(&f->x, PG_DTYPE_F32, 2, shape, NULL));
+  for (int i = 0; i < 15; i++) ((float *)f->x.dl.data)[i] = (float)i;
+  f->y.name = "y";
+  f->y.dtype = PG_DTYPE_F32;
+  f->y.ndim = 2;
+  f->y.shape[0] = 3;
+  f->y.shape[1] = 5;
+  f->dim_names[0] = "N";
+  f->dim_values[0] = 15;
+  f->req.op = "fake";
+  f->req.suffix = suffix;
+  f->req.up_to_module = (int)strlen(suffix);
+  f->req.total_modules = 2;
+  f->req.mode = mode;
+  f->req.device_id = 3;
+  f->req.case_id = case_id;
+  f->req.n_dims = 1;
+  f->req.dim_names = f->dim_names;
+  f->req.dim_values = f->dim_values;
+  f->req.knobs_json = "{\"id\":\"x\"}";
+  f->req.inputs = &f->x;
+  f->req.n_inputs = 1;
+  f->req.outputs = &f->y;
+  f->req.n_outputs = 1;
+  f->req.timeout_s = 5;
+}
+
+static void run_plugin(const char *case_id, const char *mode, const char *suffix,
+                       struct pg_impl_outcome *o) {
+  struct fixture f;
+  fixture_init(&f, case_id, mode, suffix);
+  struct pg_impl impl;
+  PG_CHECK_OK(pg_impl_parse("plugin:" PG_FAKE_IMPL, &impl, NULL));
+  if (strcmp(case_id, "hang") == 0) f.req.timeout_s = 0.3;
+  if (strcmp(case_id, "oom") == 0) f.req.rlimit_as = (uint64_t)1 << 34;
+  struct pg_error err;
+  int rc = pg_impl_invoke(&impl, &f.req, o, &err);
+  PG_CHECK_MSG(rc == PG_OK, "invoke: %s", err.message);
+  pg_tensor_reset(&f.x);
+}
+
+PG_TEST(impl_parse) {
+  struct pg_impl impl;
+  PG_CHECK_OK(pg_impl_parse("exec:python3 x.py --flag", &impl, NULL));
+  PG_CHECK_EQ_INT(PG_IMPL_EXEC, impl.kind);
+  PG_CHECK_EQ_STR("python3 x.py --flag", impl.target);
+  PG_CHECK_OK(pg_impl_parse("replay:/d", &impl, NULL));
+  PG_CHECK_EQ_INT(PG_IMPL_REPLAY, impl.kind);
+  PG_CHECK_OK(pg_impl_parse("/a/b/libx.so", &impl, NULL));
+  PG_CHECK_EQ_INT(PG_IMPL_PLUGIN, impl.kind);
+  struct pg_error err;
+  PG_CHECK(pg_impl_parse("bogus", &impl, &err) == PG_EINVAL);
+  PG_CHECK(strstr(err.message, "plugin:PATH.so") != NULL);
+  PG_CHECK(pg_impl_parse("exec:", &impl, &err) == PG_EINVAL);
+}
+
+PG_TEST(plugin_done) {
+  struct pg_impl_outcome o;
+  run_plugin("ok", "sim", "1", &o);
+  PG_CHECK_MSG(o.status == PG_IMPL_DONE, "status %d: %s", o.status, o.summary);
+  PG_CHECK_EQ_INT(1, o.n_outputs);
+  const float *y = o.outputs[0].dl.data;
+  for (int i = 0; i < 15; i++) PG_CHECK_NEAR(2.0 * i, y[i], 0);
+  PG_CHECK(strstr(o.sandbox.out, "device 3, dim N=15") != NULL);
+  PG_CHECK(strstr(o.sandbox.err, "[impl sim info] fake impl running") != NULL);
+  pg_impl_outcome_reset(&o);
+}
+
+PG_TEST(plugin_unavailable) {
+  struct pg_impl_outcome o;
+  run_plugin("ok", "npu", "1", &o);
+  PG_CHECK_EQ_INT(PG_IMPL_UNAVAILABLE, o.status);
+  pg_impl_outcome_reset(&o);
+}
+
+static void expect_fail(const char *case_id, const char *suffix, enum pg_category cat,
+                        const char *needle) {
+  struct pg_impl_outcome o;
+  run_plugin(case_id, "sim", suffix, &o);
+  PG_CHECK_MSG(o.status == PG_IMPL_FAILED, "%s: status %d", case_id, o.status);
+  PG_CHECK_MSG(o.category == cat, "%s: category %d, summary %s", case_id, o.category,
+               o.summary);
+  PG_CHECK_MSG(strstr(o.summary, needle) != NULL, "%s: summary '%s' lacks '%s'", case_id,
+               o.summary, needle);
+  pg_impl_outcome_reset(&o);
+}
+
+PG_TEST(plugin_crash) { expect_fail("crash", "1", PG_CAT_RUNTIME, "crashed with SIGSEGV"); }
+PG_TEST(plugin_hang) { expect_fail("hang", "1", PG_CAT_RUNTIME, "timed out after 0.3 s"); }
+PG_TEST(plugin_overrun) {
+  expect_fail("overrun", "1", PG_CAT_RUNTIME, "wrote past output buffer 'y'");
+}
+PG_TEST(plugin_never_written) {
+  expect_fail("noop", "1", PG_CAT_STRUCTURAL, "never wrote output 'y'");
+}
+PG_TEST(plugin_nonzero) { expect_fail("fail", "1", PG_CAT_RUNTIME, "returned 5"); }
+PG_TEST(plugin_exit) { expect_fail("exit", "1", PG_CAT_RUNTIME, "exited the process"); }
+PG_TEST(plugin_oom) { expect_fail("oom", "1", PG_CAT_RUNTIME, "allocation failure"); }
+PG_TEST(plugin_missing_symbol) {
+  expect_fail("ok", "12", PG_CAT_STRUCTURAL, "missing wrapper symbol 'fake_module12_wrapper'");
+}
+
+PG_TEST(plugin_missing_file) {
+  struct fixture f;
+  fixture_init(&f, "ok", "sim", "1");
+  struct pg_impl impl;
+  PG_CHECK_OK(pg_impl_parse("plugin:/nonexistent/libnope.so", &impl, NULL));
+  struct pg_impl_outcome o;
+  PG_CHECK_OK(pg_impl_invoke(&impl, &f.req, &o, NULL));
+  PG_CHECK_EQ_INT(PG_IMPL_FAILED, o.status);
+  PG_CHECK_EQ_INT(PG_CAT_INFRA, o.category);
+  pg_impl_outcome_reset(&o);
+  pg_tensor_reset(&f.x);
+}
+
+/* ---- exec and replay: need the .npy writer/reader ---- */
+
+static int npy_available(void) {
+  struct pg_tensor t;
+  pg_tensor_init(&t);
+  int64_t s[1] = {1};
+  if (pg_tensor_alloc(&t, PG_DTYPE_F32, 1, s, NULL) != PG_OK) return 0;
+  ((float *)t.dl.data)[0] = 1;
+  char p[4200];
+  snprintf(p, sizeof p, "%s/probe.npy", pg_test_tmpdir());
+  int ok = pg_npy_write(p, &t, NULL) == PG_OK;
+  pg_tensor_reset(&t);
+  return ok;
+}
+
+static void run_exec(const char *command, const char *mode, struct pg_impl_outcome *o) {
+  struct fixture f;
+  fixture_init(&f, "c1", mode, "1");
+  f.req.work_dir = pg_test_tmpdir();
+  char spec[4200];
+  snprintf(spec, sizeof spec, "exec:%s", command);
+  struct pg_impl impl;
+  PG_CHECK_OK(pg_impl_parse(spec, &impl, NULL));
+  struct pg_error err;
+  int rc = pg_impl_invoke(&impl, &f.req, o, &err);
+  PG_CHECK_MSG(rc == PG_OK, "invoke: %s", err.message);
+  pg_tensor_reset(&f.x);
+}
+
+PG_TEST(exec_protocol) {
+  if (!npy_available()) PG_SKIP(".npy writer not available yet");
+  struct pg_impl_outcome o;
+  /* The shell impl copies its input as the output and checks the environment. */
+  run_exec("test \"$PHASEGATE_MODE\" = sim && test \"$PHASEGATE_DEVICE_ID\" = 3 && "
+           "test -f \"$PHASEGATE_REQUEST\" && grep -q '\"suffix\"' \"$PHASEGATE_REQUEST\" && "
+           "cp \"$PHASEGATE_IN_DIR/x.npy\" \"$PHASEGATE_OUT_DIR/y.npy\"",
+           "sim", &o);
+  PG_CHECK_MSG(o.status == PG_IMPL_DONE, "status %d: %s", o.status, o.summary);
+  PG_CHECK_NEAR(14.0, ((const float *)o.outputs[0].dl.data)[14], 0);
+  pg_impl_outcome_reset(&o);
+
+  run_exec("exit 77", "npu", &o);
+  PG_CHECK_EQ_INT(PG_IMPL_UNAVAILABLE, o.status);
+  pg_impl_outcome_reset(&o);
+
+  run_exec("echo boom >&2; exit 3", "sim", &o);
+  PG_CHECK_EQ_INT(PG_IMPL_FAILED, o.status);
+  PG_CHECK_EQ_INT(PG_CAT_RUNTIME, o.category);
+  PG_CHECK(strstr(o.sandbox.err, "boom") != NULL);
+  pg_impl_outcome_reset(&o);
+
+  run_exec("cp \"$PHASEGATE_IN_DIR/x.npy\" \"$PHASEGATE_OUT_DIR/y.npy\"; "
+           "cp \"$PHASEGATE_IN_DIR/x.npy\" \"$PHASEGATE_OUT_DIR/extra.npy\"", "sim", &o);
+  PG_CHECK_EQ_INT(PG_CAT_STRUCTURAL, o.category);
+  PG_CHECK(strstr(o.summary, "wrong output count") != NULL);
+  PG_CHECK(strstr(o.summary, "extra.npy") != NULL);
+  pg_impl_outcome_reset(&o);
+
+  run_exec("true", "sim", &o);
+  PG_CHECK_EQ_INT(PG_CAT_STRUCTURAL, o.category);
+  PG_CHECK(strstr(o.summary, "missing output 'y'") != NULL);
+  pg_impl_outcome_reset(&o);
+
+}
+
+PG_TEST(replay_layout) {
+  if (!npy_available()) PG_SKIP(".npy writer not available yet");
+  const char *root = pg_test_tmpdir();
+  char p[4200];
+  snprintf(p, sizeof p, "%s/c1", root);
+  mkdir(p, 0777);
+  snprintf(p, sizeof p, "%s/c1/sim", root);
+  mkdir(p, 0777);
+  struct fixture f;
+  fixture_init(&f, "c1", "sim", "1");
+  snprintf(p, sizeof p, "%s/c1/sim/y.npy", root);
+  PG_CHECK_OK(pg_npy_write(p, &f.x, NULL));
+  char spec[4200];
+  snprintf(spec, sizeof spec, "replay:%s", root);
+  struct pg_impl impl;
+  PG_CHECK_OK(pg_impl_parse(spec, &impl, NULL));
+  struct pg_impl_outcome o;
+  PG_CHECK_OK(pg_impl_invoke(&impl, &f.req, &o, NULL));
+  PG_CHECK_MSG(o.status == PG_IMPL_DONE, "%s", o.summary);
+  pg_impl_outcome_reset(&o);
+  f.req.mode = "npu";
+  PG_CHECK_OK(pg_impl_invoke(&impl, &f.req, &o, NULL));
+  PG_CHECK_EQ_INT(PG_IMPL_UNAVAILABLE, o.status);
+  pg_impl_outcome_reset(&o);
+  /* wrong shape */
+  f.y.shape[1] = 4;
+  f.req.mode = "sim";
+  PG_CHECK_OK(pg_impl_invoke(&impl, &f.req, &o, NULL));
+  PG_CHECK_EQ_INT(PG_CAT_STRUCTURAL, o.category);
+  PG_CHECK(strstr(o.summary, "shape [3, 5], expected [3, 4]") != NULL);
+  pg_impl_outcome_reset(&o);
+  pg_tensor_reset(&f.x);
+}

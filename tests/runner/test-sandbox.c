@@ -1,0 +1,133 @@
+/* Unit tests for runner/sandbox.c: exit codes, signals, timeouts that kill the whole
+ * process group, bounded capture, rlimits. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "pg_test.h"
+#include "sandbox.h"
+
+static int say_and_exit(void *ctx) {
+  printf("out line\n");
+  fprintf(stderr, "err line\n");
+  return *(int *)ctx;
+}
+
+PG_TEST(sandbox_exit_code_and_capture) {
+  int code = 7;
+  struct pg_sandbox_result r;
+  struct pg_sandbox_opts o = {5, 0, 0};
+  PG_CHECK_OK(pg_sandbox_run(say_and_exit, &code, &o, &r, NULL));
+  PG_CHECK(r.exited);
+  PG_CHECK_EQ_INT(7, r.exit_code);
+  PG_CHECK(!r.signaled && !r.timed_out);
+  PG_CHECK_EQ_STR("out line\n", r.out);
+  PG_CHECK_EQ_STR("err line\n", r.err);
+  pg_sandbox_result_reset(&r);
+}
+
+static int segv(void *ctx) {
+  (void)ctx;
+  raise(SIGSEGV);
+  return 0;
+}
+
+PG_TEST(sandbox_signal) {
+  struct pg_sandbox_result r;
+  PG_CHECK_OK(pg_sandbox_run(segv, NULL, NULL, &r, NULL));
+  PG_CHECK(r.signaled);
+  PG_CHECK_EQ_INT(SIGSEGV, r.signo);
+  char buf[32];
+  PG_CHECK_EQ_STR("SIGSEGV", pg_signal_name(r.signo, buf, sizeof buf));
+  pg_sandbox_result_reset(&r);
+}
+
+/* A child that forks a grandchild holding the pipes, then both sleep forever. */
+static int hang_with_grandchild(void *ctx) {
+  (void)ctx;
+  if (fork() == 0) for (;;) pause();
+  printf("started\n");
+  fflush(stdout);
+  for (;;) pause();
+  return 0;
+}
+
+PG_TEST(sandbox_timeout_kills_group) {
+  struct pg_sandbox_result r;
+  struct pg_sandbox_opts o = {0.3, 0, 0};
+  PG_CHECK_OK(pg_sandbox_run(hang_with_grandchild, NULL, &o, &r, NULL));
+  PG_CHECK(r.timed_out);
+  PG_CHECK(r.wall_ms >= 250 && r.wall_ms < 3000);
+  PG_CHECK_EQ_STR("started\n", r.out);
+  pg_sandbox_result_reset(&r);
+}
+
+/* The child exits at once but leaves a grandchild with the pipes open. */
+static int orphan_grandchild(void *ctx) {
+  (void)ctx;
+  if (fork() == 0) for (;;) pause();
+  return 0;
+}
+
+PG_TEST(sandbox_straggler_does_not_stall) {
+  struct pg_sandbox_result r;
+  struct pg_sandbox_opts o = {10, 0, 0};
+  PG_CHECK_OK(pg_sandbox_run(orphan_grandchild, NULL, &o, &r, NULL));
+  PG_CHECK(r.exited && r.exit_code == 0);
+  PG_CHECK(!r.timed_out);
+  PG_CHECK(r.wall_ms < 2000);
+  pg_sandbox_result_reset(&r);
+}
+
+static int flood(void *ctx) {
+  (void)ctx;
+  char line[101];
+  memset(line, 'x', 99);
+  line[99] = '\n';
+  line[100] = 0;
+  for (int i = 0; i < 5000; i++) fputs(line, stdout); /* 500 KB */
+  printf("THE END\n");
+  return 0;
+}
+
+PG_TEST(sandbox_capture_is_bounded_tail) {
+  struct pg_sandbox_result r;
+  struct pg_sandbox_opts o = {10, 0, 4096};
+  PG_CHECK_OK(pg_sandbox_run(flood, NULL, &o, &r, NULL));
+  PG_CHECK(r.exited && r.exit_code == 0);
+  PG_CHECK_EQ_INT(4096, r.out_len);
+  PG_CHECK(r.out_truncated);
+  PG_CHECK(strstr(r.out, "THE END\n") != NULL);
+  pg_sandbox_result_reset(&r);
+}
+
+static int check_limits(void *ctx) {
+  (void)ctx;
+  struct rlimit rl;
+  getrlimit(RLIMIT_CORE, &rl);
+  if (rl.rlim_cur != 0) return 1;
+  getrlimit(RLIMIT_AS, &rl);
+  if (rl.rlim_cur != (rlim_t)1 << 34) return 2;
+  void *p = malloc((size_t)1 << 35); /* beyond the limit */
+  if (p) return 3;
+  return 0;
+}
+
+PG_TEST(sandbox_rlimits) {
+  struct pg_sandbox_result r;
+  struct pg_sandbox_opts o = {10, (uint64_t)1 << 34, 0};
+  PG_CHECK_OK(pg_sandbox_run(check_limits, NULL, &o, &r, NULL));
+  PG_CHECK(r.exited);
+  PG_CHECK_EQ_INT(0, r.exit_code);
+  pg_sandbox_result_reset(&r);
+}
+
+PG_TEST(sandbox_oom_text) {
+  PG_CHECK(pg_sandbox_text_says_oom("Traceback...\nMemoryError\n"));
+  PG_CHECK(pg_sandbox_text_says_oom("terminate called after throwing 'std::bad_alloc'"));
+  PG_CHECK(!pg_sandbox_text_says_oom("all good"));
+  PG_CHECK(!pg_sandbox_text_says_oom(NULL));
+}
