@@ -26,4 +26,25 @@ void pg_tensor_list_free(struct pg_tensor *tensors, int count);
 int pg_tensor_file_read(const char *path, const char *name, struct pg_tensor *out,
                         struct pg_error *err);
 
+/* ---- extensions (additive) ---- */
+
+/* pg_npy_read_ex flags. '<u2' always reads as bfloat16 (phasegate has no uint16);
+ * '<V2' / '|V2' (what numpy writes for ml_dtypes.bfloat16) only with this flag. */
+#define PG_NPY_ACCEPT_V2_AS_BF16 1u
+#define PG_NPY_NO_MMAP 2u /* always read into an owned buffer */
+int pg_npy_read_ex(const char *path, unsigned flags, struct pg_tensor *out,
+                   struct pg_error *err);
+int pg_npy_read_buffer_ex(const void *data, size_t size, unsigned flags, struct pg_tensor *out,
+                          struct pg_error *err);
+
+/* safetensors from memory (the fuzz harness, embedded data); tensors are copied. */
+int pg_safetensors_read_buffer(const void *data, size_t size, const char *src,
+                               struct pg_tensor **tensors, int *count, struct pg_error *err);
+
+/* Internal: writes head + parts to path via a temp file in the same directory and
+ * rename(). Shared by the .npy and safetensors writers. */
+int pg__atomic_write(const char *path, const void *head, size_t head_len,
+                     const void *const *parts, const size_t *lens, int n_parts,
+                     struct pg_error *err);
+
 #endif
