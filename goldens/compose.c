@@ -1,8 +1,453 @@
-/* TEMPORARY link stub written by the lead so the tree links while the owner works.
- * The owner replaces this whole file. */
-#include "phasegate/goldens.h"
-int pg_golden_lib_open(const char *p, void **h, struct pg_error *err) { (void)h; return pg_error_set(err, PG_ENOTSUP, "%s: not built", p); }
-void pg_golden_lib_close(void *h) { (void)h; }
-int pg_goldens_validate(const struct pg_contract *c, struct pg_diags *d) { (void)c; (void)d; return 0; }
-int pg_golden_cumulative(const struct pg_golden_env *e, int k, const struct pg_tensor *p, int np, struct pg_tensor *o, int *no, struct pg_error *err) { (void)e; (void)k; (void)p; (void)np; (void)o; (void)no; return pg_error_set(err, PG_ENOTSUP, "not built"); }
-int pg_golden_op_level(const struct pg_golden_env *e, const struct pg_tensor *p, int np, struct pg_tensor *o, int *no, struct pg_error *err) { (void)e; (void)p; (void)np; (void)o; (void)no; return pg_error_set(err, PG_ENOTSUP, "not built"); }
+/* phasegate goldens/ — cumulative composition (DESIGN.md §5): runs the goldens of
+ * M1..Mk in order over a table of named tensors, and the op-level golden.
+ *
+ * Numerics, as a device pipeline behaves: primary inputs are widened from their
+ * (effective) dtype into the reference precision (fp32, or fp64 with precision_bits
+ * 64); every module output is rounded to its declared (effective) dtype before the
+ * next module reads it, because the device stores it in that dtype too; the boundary
+ * outputs are returned in their effective dtypes. Integer and bool tensors keep their
+ * dtype throughout. Not here: step parsing (steps.c), plugins (plugin.c), caching
+ * (runner/golden_cache.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "golden_private.h"
+
+/* ---------------------------------------------------------------- tensor table */
+
+void pg__gtable_init(struct pg__gtable *tab) { memset(tab, 0, sizeof *tab); }
+
+void pg__gtable_reset(struct pg__gtable *tab) {
+  if (!tab) return;
+  for (int i = 0; i < tab->count; i++) {
+    pg_tensor_reset(&tab->items[i]->t);
+    free(tab->items[i]);
+  }
+  free(tab->items);
+  memset(tab, 0, sizeof *tab);
+}
+
+int pg__gtable_add(struct pg__gtable *tab, const char *name, int module,
+                   struct pg__gtensor **out, struct pg_error *err) {
+  if (tab->count == tab->cap) {
+    int cap = tab->cap ? tab->cap * 2 : 16;
+    struct pg__gtensor **items = realloc(tab->items, (size_t)cap * sizeof *items);
+    if (!items) return pg_error_set(err, PG_ENOMEM, "out of memory in the golden tensor table");
+    tab->items = items;
+    tab->cap = cap;
+  }
+  struct pg__gtensor *g = calloc(1, sizeof *g);
+  if (!g) return pg_error_set(err, PG_ENOMEM, "out of memory in the golden tensor table");
+  snprintf(g->name, sizeof g->name, "%s", name ? name : "");
+  g->module = module;
+  pg_tensor_init(&g->t);
+  pg_tensor_set_name(&g->t, name);
+  tab->items[tab->count++] = g;
+  *out = g;
+  return PG_OK;
+}
+
+static void gtable_remove_at(struct pg__gtable *tab, int i) {
+  pg_tensor_reset(&tab->items[i]->t);
+  free(tab->items[i]);
+  memmove(&tab->items[i], &tab->items[i + 1], (size_t)(tab->count - i - 1) * sizeof *tab->items);
+  tab->count--;
+}
+
+void pg__gtable_drop_locals(struct pg__gtable *tab) {
+  for (int i = tab->count - 1; i >= 0; i--)
+    if (tab->items[i]->module == -1) gtable_remove_at(tab, i);
+}
+
+void pg__gtable_promote(struct pg__gtable *tab, const struct pg_module *m) {
+  /* the latest local of each output name wins; earlier redefinitions are dropped */
+  for (int o = 0; o < m->n_outputs; o++) {
+    const char *name = m->outputs[o].name;
+    for (int i = tab->count - 1; i >= 0; i--)
+      if (tab->items[i]->module == -1 && strcmp(tab->items[i]->name, name) == 0) {
+        tab->items[i]->module = m->id;
+        break;
+      }
+  }
+  pg__gtable_drop_locals(tab);
+}
+
+static struct pg__gtensor *find_entry(const struct pg__gtable *tab, int module,
+                                      const char *name) {
+  for (int i = tab->count - 1; i >= 0; i--)
+    if (tab->items[i]->module == module && strcmp(tab->items[i]->name, name) == 0)
+      return tab->items[i];
+  return NULL;
+}
+
+struct pg__gtensor *pg__gtable_resolve(const struct pg__gtable *tab, const struct pg_module *m,
+                                       const char *name) {
+  struct pg__gtensor *t = find_entry(tab, -1, name);
+  if (t) return t;
+  if (m)
+    for (int i = 0; i < m->n_inputs; i++)
+      if (m->inputs[i].name && strcmp(m->inputs[i].name, name) == 0) {
+        t = find_entry(tab, m->inputs[i].source_module, name);
+        if (t) return t;
+      }
+  t = find_entry(tab, 0, name);
+  if (t) return t;
+  struct pg__gtensor *best = NULL;
+  for (int i = 0; i < tab->count; i++) {
+    struct pg__gtensor *g = tab->items[i];
+    if (g->module > 0 && (!m || g->module < m->id) && strcmp(g->name, name) == 0 &&
+        (!best || g->module > best->module))
+      best = g;
+  }
+  return best;
+}
+
+/* ---------------------------------------------------------------- dtype helpers */
+
+static enum pg_dtype ref_dtype(int precision_bits) {
+  return precision_bits == 64 ? PG_DTYPE_F64 : PG_DTYPE_F32;
+}
+
+/* The effective dtype of a declared tensor under the case's dtype overrides. */
+static enum pg_dtype effective_dtype(const struct pg_golden_env *env,
+                                     const struct pg_tensor_decl *d) {
+  for (int i = 0; i < env->n_dtype_overrides; i++) {
+    const struct pg_name_value *nv = &env->dtype_overrides[i];
+    if (nv->name && d->name && strcmp(nv->name, d->name) == 0) {
+      enum pg_dtype t = pg_dtype_parse(nv->value);
+      if (t != PG_DTYPE_INVALID) return t;
+    }
+  }
+  return d->dtype;
+}
+
+/* dst = src converted to dtype `to` (values rounded as pg_store_f64 does). */
+static int convert(struct pg_tensor *dst, const struct pg_tensor *src, enum pg_dtype to,
+                   struct pg_error *err) {
+  PG_RETURN_IF_ERROR(pg_tensor_alloc(dst, to, src->dl.ndim, src->shape, err));
+  if (to == src->dtype) {
+    memcpy(dst->dl.data, src->dl.data, src->nbytes);
+    return PG_OK;
+  }
+  const void *in = src->dl.data;
+  void *out = dst->dl.data;
+  int64_t n = src->numel;
+  if (src->dtype == PG_DTYPE_F32 && to == PG_DTYPE_F64) {
+    for (int64_t i = 0; i < n; i++) ((double *)out)[i] = ((const float *)in)[i];
+  } else if (src->dtype == PG_DTYPE_F16 && to == PG_DTYPE_F32) {
+    for (int64_t i = 0; i < n; i++) ((float *)out)[i] = pg_f16_to_f32(((const uint16_t *)in)[i]);
+  } else if (src->dtype == PG_DTYPE_F32 && to == PG_DTYPE_F16) {
+    for (int64_t i = 0; i < n; i++) ((uint16_t *)out)[i] = pg_f32_to_f16(((const float *)in)[i]);
+  } else if (src->dtype == PG_DTYPE_BF16 && to == PG_DTYPE_F32) {
+    for (int64_t i = 0; i < n; i++) ((float *)out)[i] = pg_bf16_to_f32(((const uint16_t *)in)[i]);
+  } else if (src->dtype == PG_DTYPE_F32 && to == PG_DTYPE_BF16) {
+    for (int64_t i = 0; i < n; i++)
+      ((uint16_t *)out)[i] = pg_f32_to_bf16(((const float *)in)[i]);
+  } else {
+    for (int64_t i = 0; i < n; i++) pg_store_f64(out, to, (size_t)i, pg_load_f64(in, src->dtype, (size_t)i));
+  }
+  return PG_OK;
+}
+
+/* Rounds a reference-precision float tensor in place through dtype `to`, as storing
+ * it on the device and reading it back would. */
+static void round_through(struct pg_tensor *t, enum pg_dtype to) {
+  if (to == t->dtype || !pg_dtype_is_float(to) || to == PG_DTYPE_F64) return;
+  int64_t n = t->numel;
+  if (t->dtype == PG_DTYPE_F32) {
+    float *p = t->dl.data;
+    if (to == PG_DTYPE_F16)
+      for (int64_t i = 0; i < n; i++) p[i] = pg_f16_to_f32(pg_f32_to_f16(p[i]));
+    else if (to == PG_DTYPE_BF16)
+      for (int64_t i = 0; i < n; i++) p[i] = pg_bf16_to_f32(pg_f32_to_bf16(p[i]));
+    return;
+  }
+  double *p = t->dl.data; /* F64 reference */
+  unsigned char tmp[8];
+  for (int64_t i = 0; i < n; i++) {
+    pg_store_f64(tmp, to, 0, p[i]);
+    p[i] = pg_load_f64(tmp, to, 0);
+  }
+}
+
+/* ---------------------------------------------------------------- module runs */
+
+/* Allocates a declared tensor under dims: floats in the reference dtype. */
+static int alloc_decl(struct pg_tensor *t, const struct pg_tensor_decl *d,
+                      const struct pg_bindings *dims, int precision_bits, struct pg_error *err) {
+  int64_t shape[PG_MAX_NDIM];
+  if (d->ndim < 0)
+    return pg_error_set(err, PG_EINVAL, "output '%s' declares no shape", d->name);
+  for (int i = 0; i < d->ndim; i++) {
+    int rc = pg_shape_expr_eval(d->dims[i], dims, &shape[i], err);
+    if (rc != PG_OK) {
+      pg_error_prefix(err, "shape of '%s': ", d->name);
+      return rc;
+    }
+  }
+  enum pg_dtype dt = (d->dtype == PG_DTYPE_INVALID || pg_dtype_is_float(d->dtype))
+                         ? ref_dtype(precision_bits)
+                         : d->dtype;
+  pg_tensor_set_name(t, d->name);
+  return pg_tensor_alloc(t, dt, d->ndim, shape, err);
+}
+
+/* Runs a plugin golden for module m (NULL: op level, inputs = primaries, outputs =
+ * final outputs) and adds its outputs to tab as step-locals. */
+static int run_plugin(const struct pg_golden_env *env, const struct pg_module *m,
+                      const struct pg_golden_spec *g, struct pg__gtable *tab,
+                      struct pg_error *err) {
+  const struct pg_contract *c = env->contract;
+  const char *who = m ? (m->name ? m->name : "?") : "op level";
+  if (!env->golden_lib)
+    return pg_error_set(err, PG_EINVAL,
+                        "%s:%d:%d: error: golden of %s%s%s is plugin '%s', but no golden library "
+                        "was given (pass --golden-lib)",
+                        c->path ? c->path : "<contract>", g->mark.line, g->mark.column,
+                        m ? "module " : "", m ? "" : who, m ? who : "", g->plugin);
+  struct pg_tensor *ins[64], *outs[64];
+  const struct pg_tensor_decl *fdecls[PG_MAX_BOUNDARY_OUTPUTS];
+  int n_in = 0, n_out = 0;
+  if (m) {
+    if (m->n_inputs > 64 || m->n_outputs > 64)
+      return pg_error_set(err, PG_ELIMIT, "module %s: too many tensors", who);
+    for (int i = 0; i < m->n_inputs; i++) {
+      struct pg__gtensor *t = pg__gtable_resolve(tab, m, m->inputs[i].name);
+      if (!t || !t->t.dl.data)
+        return pg_error_set(err, PG_ENOTFOUND, "module %s: input '%s' was not computed", who,
+                            m->inputs[i].name);
+      ins[n_in++] = &t->t;
+    }
+  } else {
+    for (int i = 0; i < tab->count && n_in < 64; i++)
+      if (tab->items[i]->module == 0) ins[n_in++] = &tab->items[i]->t;
+  }
+  int nd = 0;
+  if (!m) {
+    nd = pg_contract_boundary(c, c->n_modules, fdecls, PG_MAX_BOUNDARY_OUTPUTS, err);
+    if (nd < 0) return nd;
+  }
+  int count = m ? m->n_outputs : nd;
+  for (int o = 0; o < count; o++) {
+    const struct pg_tensor_decl *d = m ? &m->outputs[o] : fdecls[o];
+    struct pg__gtensor *t;
+    PG_RETURN_IF_ERROR(pg__gtable_add(tab, d->name, -1, &t, err));
+    PG_RETURN_IF_ERROR(alloc_decl(&t->t, d, env->dims, env->precision_bits, err));
+    outs[n_out++] = &t->t;
+  }
+  return pg__golden_plugin_call(env->golden_lib, g->plugin, c->op, m ? m->id : 0,
+                                m ? m->name : "op", env->precision_bits, env->dims, ins, n_in,
+                                outs, n_out, err);
+}
+
+/* Runs module m's golden and leaves its outputs in tab, rounded to their dtypes. */
+static int run_module(const struct pg_golden_env *env, const struct pg__kernel_source *ks,
+                      const struct pg_module *m, struct pg__gtable *tab, struct pg_error *err) {
+  const struct pg_contract *c = env->contract;
+  const char *path = c->path ? c->path : "<contract>";
+  int rc;
+  if (m->golden.kind == PG_GOLDEN_STEPS) {
+    struct pg__run_ctx rcx = {c, env->dims, env->precision_bits, env->n_threads, ks};
+    rc = pg__steps_run(&rcx, m, &m->golden, tab, err);
+  } else if (m->golden.kind == PG_GOLDEN_PLUGIN) {
+    rc = run_plugin(env, m, &m->golden, tab, err);
+  } else {
+    return pg_error_set_at(err, PG_ENOTFOUND, path, m->mark.line, m->mark.column,
+                           "module %d (%s) has no golden: a cumulative golden through it needs "
+                           "one (steps or {plugin: NAME})",
+                           m->id, m->name ? m->name : "?");
+  }
+  if (rc != PG_OK) return rc;
+  /* every declared output: present, declared shape, rounded to its effective dtype */
+  for (int o = 0; o < m->n_outputs; o++) {
+    const struct pg_tensor_decl *d = &m->outputs[o];
+    struct pg__gtensor *t = find_entry(tab, -1, d->name);
+    if (!t)
+      return pg_error_set_at(err, PG_ENOTFOUND, path, d->mark.line, d->mark.column,
+                             "module %d (%s): the golden does not produce declared output '%s'",
+                             m->id, m->name ? m->name : "?", d->name);
+    if (d->ndim >= 0) {
+      int same = d->ndim == t->t.dl.ndim;
+      for (int a = 0; same && a < d->ndim; a++) {
+        int64_t v;
+        if (pg_shape_expr_eval(d->dims[a], env->dims, &v, NULL) != PG_OK || v != t->t.shape[a])
+          same = 0;
+      }
+      if (!same)
+        return pg_error_set_at(err, PG_ESHAPE, path, d->mark.line, d->mark.column,
+                               "module %d (%s): the golden computes '%s' with a shape other "
+                               "than the declared one",
+                               m->id, m->name ? m->name : "?", d->name);
+    }
+    enum pg_dtype dt = effective_dtype(env, d);
+    if (dt != PG_DTYPE_INVALID && !pg_dtype_is_float(dt) && t->t.dtype != dt) {
+      struct pg_tensor conv;
+      pg_tensor_init(&conv);
+      pg_tensor_set_name(&conv, d->name);
+      PG_RETURN_IF_ERROR(convert(&conv, &t->t, dt, err));
+      pg_tensor_reset(&t->t);
+      pg_tensor_move(&t->t, &conv);
+    } else if (dt != PG_DTYPE_INVALID && pg_dtype_is_float(t->t.dtype)) {
+      round_through(&t->t, dt);
+    }
+  }
+  pg__gtable_promote(tab, m);
+  return PG_OK;
+}
+
+static int check_env(const struct pg_golden_env *env, const struct pg_tensor *primary,
+                     int n_primary, struct pg_tensor *outputs, int *n_outputs,
+                     struct pg_error *err) {
+  if (!env || !env->contract || !outputs || !n_outputs || (n_primary && !primary))
+    return pg_error_set(err, PG_EINVAL, "golden: missing argument");
+  if (env->precision_bits != 0 && env->precision_bits != 32 && env->precision_bits != 64)
+    return pg_error_set(err, PG_EINVAL, "reference precision must be 32 or 64 bits, not %d",
+                        env->precision_bits);
+  if (n_primary != env->contract->n_primary)
+    return pg_error_set(err, PG_EINVAL, "golden: %d primary inputs given, the contract has %d",
+                        n_primary, env->contract->n_primary);
+  *n_outputs = 0;
+  return PG_OK;
+}
+
+/* Loads the primary inputs into tab in the reference precision. */
+static int load_primaries(const struct pg_golden_env *env, const struct pg_tensor *primary,
+                          int n_primary, struct pg__gtable *tab, struct pg_error *err) {
+  const struct pg_contract *c = env->contract;
+  for (int i = 0; i < n_primary; i++) {
+    const struct pg_tensor_decl *d = &c->primary_inputs[i];
+    struct pg__gtensor *t;
+    PG_RETURN_IF_ERROR(pg__gtable_add(tab, d->name, 0, &t, err));
+    const struct pg_tensor *src = &primary[i];
+    if (!src->dl.data && src->numel > 0)
+      return pg_error_set(err, PG_EINVAL, "primary input '%s' has no data", d->name);
+    enum pg_dtype to = pg_dtype_is_float(src->dtype) ? ref_dtype(env->precision_bits) : src->dtype;
+    int rc = convert(&t->t, src, to, err);
+    if (rc != PG_OK) return rc;
+    pg_tensor_set_name(&t->t, d->name);
+  }
+  return PG_OK;
+}
+
+/* Moves the entries named by decls out of tab into outputs, in effective dtypes. */
+static int emit_outputs(const struct pg_golden_env *env, struct pg__gtable *tab,
+                        const struct pg_tensor_decl *const *decls, const int *modules, int n,
+                        struct pg_tensor *outputs, int *n_outputs, struct pg_error *err) {
+  for (int i = 0; i < n; i++) {
+    struct pg__gtensor *t = find_entry(tab, modules[i], decls[i]->name);
+    if (!t)
+      return pg_error_set(err, PG_ENOTFOUND, "golden: output '%s' was not computed",
+                          decls[i]->name);
+    enum pg_dtype dt = effective_dtype(env, decls[i]);
+    if (dt == PG_DTYPE_INVALID) dt = t->t.dtype;
+    pg_tensor_set_name(&outputs[i], decls[i]->name);
+    int rc = convert(&outputs[i], &t->t, dt, err);
+    if (rc != PG_OK) {
+      for (int j = 0; j <= i; j++) pg_tensor_reset(&outputs[j]);
+      return rc;
+    }
+    *n_outputs = i + 1;
+  }
+  return PG_OK;
+}
+
+/* The module whose outputs array holds decl. */
+static int owner_module(const struct pg_contract *c, const struct pg_tensor_decl *d) {
+  for (int i = 0; i < c->n_modules; i++) {
+    const struct pg_module *m = &c->modules[i];
+    if (d >= m->outputs && d < m->outputs + m->n_outputs) return m->id;
+  }
+  return 0;
+}
+
+int pg__golden_cumulative_ks(const struct pg_golden_env *env, const struct pg__kernel_source *ks,
+                             int k, const struct pg_tensor *primary, int n_primary,
+                             struct pg_tensor *outputs, int *n_outputs, struct pg_error *err) {
+  PG_RETURN_IF_ERROR(check_env(env, primary, n_primary, outputs, n_outputs, err));
+  const struct pg_contract *c = env->contract;
+  if (k < 1 || k > c->n_modules)
+    return pg_error_set(err, PG_EINVAL, "phase %d outside 1..%d", k, c->n_modules);
+  struct pg_golden_env e = *env;
+  if (!e.precision_bits) e.precision_bits = 32;
+  const struct pg_tensor_decl *decls[PG_MAX_BOUNDARY_OUTPUTS];
+  int mods[PG_MAX_BOUNDARY_OUTPUTS];
+  int nd = pg_contract_boundary(c, k, decls, PG_MAX_BOUNDARY_OUTPUTS, err);
+  if (nd < 0) return nd;
+  for (int i = 0; i < nd; i++) mods[i] = owner_module(c, decls[i]);
+  struct pg__gtable tab;
+  pg__gtable_init(&tab);
+  int rc = load_primaries(&e, primary, n_primary, &tab, err);
+  /* modules in id order; ids are 1..N in order once the contract validated */
+  for (int id = 1; id <= k && rc == PG_OK; id++) {
+    const struct pg_module *m = pg_contract_module(c, id);
+    if (!m) rc = pg_error_set(err, PG_ENOTFOUND, "contract has no module %d", id);
+    else rc = run_module(&e, ks, m, &tab, err);
+  }
+  if (rc == PG_OK) rc = emit_outputs(&e, &tab, decls, mods, nd, outputs, n_outputs, err);
+  pg__gtable_reset(&tab);
+  return rc;
+}
+
+int pg__golden_op_level_ks(const struct pg_golden_env *env, const struct pg__kernel_source *ks,
+                           const struct pg_tensor *primary, int n_primary,
+                           struct pg_tensor *outputs, int *n_outputs, struct pg_error *err) {
+  PG_RETURN_IF_ERROR(check_env(env, primary, n_primary, outputs, n_outputs, err));
+  const struct pg_contract *c = env->contract;
+  if (c->op_golden.kind == PG_GOLDEN_NONE)
+    return pg_error_set(err, PG_ENOTFOUND, "%s: the contract has no op-level golden",
+                        c->path ? c->path : "<contract>");
+  struct pg_golden_env e = *env;
+  if (!e.precision_bits) e.precision_bits = 32;
+  const struct pg_tensor_decl *decls[PG_MAX_BOUNDARY_OUTPUTS];
+  int mods[PG_MAX_BOUNDARY_OUTPUTS];
+  int nd = pg_contract_boundary(c, c->n_modules, decls, PG_MAX_BOUNDARY_OUTPUTS, err);
+  if (nd < 0) return nd;
+  for (int i = 0; i < nd; i++) mods[i] = -1; /* op-level results stay step-locals */
+  struct pg__gtable tab;
+  pg__gtable_init(&tab);
+  int rc = load_primaries(&e, primary, n_primary, &tab, err);
+  if (rc == PG_OK) {
+    if (c->op_golden.kind == PG_GOLDEN_STEPS) {
+      struct pg__run_ctx rcx = {c, e.dims, e.precision_bits, e.n_threads, ks};
+      rc = pg__steps_run(&rcx, NULL, &c->op_golden, &tab, err);
+    } else {
+      rc = run_plugin(&e, NULL, &c->op_golden, &tab, err);
+    }
+  }
+  /* the op-level golden's results get the same final rounding as the cumulative one */
+  for (int i = 0; i < nd && rc == PG_OK; i++) {
+    struct pg__gtensor *t = find_entry(&tab, -1, decls[i]->name);
+    if (!t) {
+      rc = pg_error_set(err, PG_ENOTFOUND, "op-level golden does not produce final output '%s'",
+                        decls[i]->name);
+      break;
+    }
+    int same = decls[i]->ndim < 0 || decls[i]->ndim == t->t.dl.ndim;
+    for (int a = 0; same && decls[i]->ndim >= 0 && a < decls[i]->ndim; a++) {
+      int64_t v;
+      same = pg_shape_expr_eval(decls[i]->dims[a], e.dims, &v, NULL) == PG_OK &&
+             v == t->t.shape[a];
+    }
+    if (!same)
+      rc = pg_error_set(err, PG_ESHAPE,
+                        "op-level golden computes '%s' with a shape other than the declared one",
+                        decls[i]->name);
+  }
+  if (rc == PG_OK) rc = emit_outputs(&e, &tab, decls, mods, nd, outputs, n_outputs, err);
+  pg__gtable_reset(&tab);
+  return rc;
+}
+
+int pg_golden_cumulative(const struct pg_golden_env *env, int k, const struct pg_tensor *primary,
+                         int n_primary, struct pg_tensor *outputs, int *n_outputs,
+                         struct pg_error *err) {
+  return pg__golden_cumulative_ks(env, NULL, k, primary, n_primary, outputs, n_outputs, err);
+}
+
+int pg_golden_op_level(const struct pg_golden_env *env, const struct pg_tensor *primary,
+                       int n_primary, struct pg_tensor *outputs, int *n_outputs,
+                       struct pg_error *err) {
+  return pg__golden_op_level_ks(env, NULL, primary, n_primary, outputs, n_outputs, err);
+}

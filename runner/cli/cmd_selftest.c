@@ -1,13 +1,254 @@
-/* phasegate selftest — placeholder until its issue lands. */
+/* phasegate selftest — composition verification (DESIGN.md §5): for every (seed,
+ * shape) of the contract's `composition_verification`, generate the primary inputs,
+ * compute cumulative golden N and the op-level golden, and compare every final output
+ * with allclose(atol, rtol). One line per (seed, shape, tensor), then a summary.
+ * Only metrics and indices are printed, never tensor values. Exit: 0 all pass,
+ * 1 a mismatch, 2 usage/contract/golden error, 77 when the op has no op-level golden.
+ */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "materialize.h"
+#include "phasegate/compare.h"
+#include "phasegate/goldens.h"
+#include "phasegate/spec.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: phasegate selftest (--op-dir DIR | --contract FILE) [--golden-lib SO]\n"
+          "                          [--reference-precision fp32|fp64] [--threads N]\n"
+          "\n"
+          "Composition verification: cumulative golden N (module goldens M1..MN composed)\n"
+          "must match the op-level golden for every seed and shape listed under the\n"
+          "contract's composition_verification (default: seed 0, the contract's dims).\n"
+          "--golden-lib is the golden plugin library (needed when a golden is a plugin).\n"
+          "Exit: 0 pass, 1 mismatch, 2 error, 77 no op-level golden (skipped).\n");
+}
+
+static void print_diags(const struct pg_diags *d) {
+  char buf[2048];
+  for (int i = 0; i < d->count; i++) {
+    pg_diag_format(&d->items[i], buf, sizeof buf);
+    fprintf(stderr, "%s\n", buf);
+  }
+}
+
+static void format_bindings(const struct pg_bindings *b, char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "{");
+  for (int i = 0; b && i < b->count && used < size; i++)
+    used += (size_t)snprintf(buf + used, size - used, "%s%s=%lld", i ? "," : "",
+                             b->items[i].name, (long long)b->items[i].value);
+  if (used < size) snprintf(buf + used, size - used, "}");
+}
+
+static void format_index(const int64_t *idx, int ndim, char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "[");
+  for (int i = 0; i < ndim && used < size; i++)
+    used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? "," : "", (long long)idx[i]);
+  if (used < size) snprintf(buf + used, size - used, "]");
+}
+
+static void reset_all(struct pg_tensor *t, int n) {
+  for (int i = 0; i < n; i++) pg_tensor_reset(&t[i]);
+}
 
 int pg_cmd_selftest(int argc, char **argv) {
-  if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-    printf("usage: phasegate selftest ...\n(not yet implemented)\n");
-    return PG_EXIT_PASS;
+  const char *op_dir = NULL, *contract_arg = NULL, *golden_lib = NULL;
+  int precision_bits = 32, n_threads = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int has_next = i + 1 < argc;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return PG_EXIT_PASS;
+    } else if (strcmp(a, "--op-dir") == 0 && has_next) {
+      op_dir = argv[++i];
+    } else if (strcmp(a, "--contract") == 0 && has_next) {
+      contract_arg = argv[++i];
+    } else if (strcmp(a, "--suite") == 0 && has_next) {
+      ++i; /* accepted for symmetry with run; the suite plays no part here */
+    } else if (strcmp(a, "--golden-lib") == 0 && has_next) {
+      golden_lib = argv[++i];
+    } else if (strcmp(a, "--reference-precision") == 0 && has_next) {
+      const char *p = argv[++i];
+      if (strcmp(p, "fp32") == 0) precision_bits = 32;
+      else if (strcmp(p, "fp64") == 0) precision_bits = 64;
+      else return pg_cli_usage_error("selftest", "--reference-precision must be fp32 or fp64, not '%s'", p);
+    } else if (strcmp(a, "--threads") == 0 && has_next) {
+      n_threads = atoi(argv[++i]);
+    } else {
+      usage(stderr);
+      return pg_cli_usage_error("selftest", "unknown or incomplete option '%s'", a);
+    }
   }
-  fprintf(stderr, "phasegate selftest: not yet implemented\n");
-  return PG_EXIT_ERROR;
+  if (!op_dir && !contract_arg) {
+    usage(stderr);
+    return pg_cli_usage_error("selftest", "--op-dir or --contract is required");
+  }
+  struct pg_error err;
+  pg_error_clear(&err);
+  char contract_path[4096];
+  if (contract_arg) {
+    snprintf(contract_path, sizeof contract_path, "%s", contract_arg);
+  } else if (pg_op_dir_resolve(op_dir, contract_path, sizeof contract_path, NULL, 0, &err) !=
+             PG_OK) {
+    return pg_cli_usage_error("selftest", "%s", err.message);
+  }
+
+  struct pg_contract c;
+  struct pg_diags diags;
+  pg_contract_init(&c);
+  pg_diags_init(&diags);
+  void *lib = NULL;
+  int exit_code = PG_EXIT_ERROR;
+  int rc = pg_contract_load(contract_path, &c, &diags, &err);
+  if (rc == PG_OK) {
+    int ge = pg_goldens_validate(&c, &diags);
+    if (ge != 0) rc = ge < 0 ? ge : PG_EVALIDATE;
+  }
+  print_diags(&diags);
+  if (rc != PG_OK) {
+    if (diags.n_errors == 0) fprintf(stderr, "phasegate selftest: error: %s\n", err.message);
+    goto out;
+  }
+  const char *op = c.op ? c.op : "?";
+  if (c.op_golden.kind == PG_GOLDEN_NONE) {
+    printf("[phasegate] SKIPPED selftest %s: the contract has no op-level golden "
+           "(`golden:` at top level) to compare the composition with\n", op);
+    exit_code = PG_EXIT_SKIPPED;
+    goto out;
+  }
+  if (golden_lib && pg_golden_lib_open(golden_lib, &lib, &err) != PG_OK) {
+    fprintf(stderr, "phasegate selftest: error: %s\n", err.message);
+    goto out;
+  }
+
+  uint64_t default_seed = 0;
+  struct pg_bindings no_shape = {NULL, 0};
+  const uint64_t *seeds = c.has_composition && c.n_comp_seeds ? c.comp_seeds : &default_seed;
+  int n_seeds = c.has_composition && c.n_comp_seeds ? c.n_comp_seeds : 1;
+  const struct pg_bindings *shapes =
+      c.has_composition && c.n_comp_shapes ? c.comp_shapes : &no_shape;
+  int n_shapes = c.has_composition && c.n_comp_shapes ? c.n_comp_shapes : 1;
+  struct pg_cmp_rule rule;
+  memset(&rule, 0, sizeof rule);
+  rule.kind = PG_RULE_ALLCLOSE;
+  rule.atol = c.has_composition ? c.comp_atol : (c.has_tolerance ? c.atol : 1e-3);
+  rule.rtol = c.has_composition ? c.comp_rtol : (c.has_tolerance ? c.rtol : 1e-3);
+  if (!c.has_composition)
+    printf("[phasegate] selftest %s: no composition_verification in the contract: "
+           "seed 0, default dims, atol=%g rtol=%g\n", op, rule.atol, rule.rtol);
+
+  int checks = 0, passed = 0, errors = 0;
+  char first_fail[1024] = "";
+  for (int si = 0; si < n_shapes; si++) {
+    for (int ki = 0; ki < n_seeds; ki++) {
+      char shape_text[512];
+      format_bindings(&shapes[si], shape_text, sizeof shape_text);
+      struct pg_case cs;
+      memset(&cs, 0, sizeof cs);
+      cs.id = "selftest";
+      cs.level = 2;
+      cs.precision = 1;
+      cs.has_seed = 1;
+      cs.seed = seeds[ki];
+      cs.shape = shapes[si]; /* borrowed: never reset through cs */
+      struct pg_bindings dims = {NULL, 0};
+      struct pg_tensor *inputs = calloc((size_t)(c.n_primary ? c.n_primary : 1), sizeof *inputs);
+      struct pg_tensor cum[PG_MAX_BOUNDARY_OUTPUTS], ref[PG_MAX_BOUNDARY_OUTPUTS];
+      int n_cum = 0, n_ref = 0;
+      for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) {
+        pg_tensor_init(&cum[i]);
+        pg_tensor_init(&ref[i]);
+      }
+      if (!inputs) {
+        fprintf(stderr, "phasegate selftest: error: out of memory\n");
+        errors++;
+        break;
+      }
+      for (int i = 0; i < c.n_primary; i++) pg_tensor_init(&inputs[i]);
+      struct pg_materialize_opts mo = {0, n_threads};
+      pg_error_clear(&err);
+      rc = pg_case_bind_dims(&c, &cs, &dims, &err);
+      if (rc == PG_OK) rc = pg_case_generate_inputs(&c, &cs, &dims, &mo, inputs, &err);
+      struct pg_golden_env env = {&c, &dims, NULL, 0, precision_bits, lib, n_threads};
+      if (rc == PG_OK) {
+        rc = pg_golden_cumulative(&env, c.n_modules, inputs, c.n_primary, cum, &n_cum, &err);
+        if (rc != PG_OK) pg_error_prefix(&err, "cumulative golden %d: ", c.n_modules);
+      }
+      if (rc == PG_OK) {
+        rc = pg_golden_op_level(&env, inputs, c.n_primary, ref, &n_ref, &err);
+        if (rc != PG_OK) pg_error_prefix(&err, "op-level golden: ");
+      }
+      if (rc == PG_OK && n_cum != n_ref) {
+        rc = pg_error_set(&err, PG_EINTERNAL, "%d cumulative outputs vs %d op-level outputs",
+                          n_cum, n_ref);
+      }
+      if (rc != PG_OK) {
+        printf("seed=%llu shape=%s: ERROR\n", (unsigned long long)seeds[ki], shape_text);
+        fprintf(stderr, "phasegate selftest: error: seed=%llu shape=%s: %s\n",
+                (unsigned long long)seeds[ki], shape_text, err.message);
+        errors++;
+      }
+      for (int o = 0; rc == PG_OK && o < n_ref; o++) {
+        DLTensor a = pg_tensor_dl(&cum[o]), b = pg_tensor_dl(&ref[o]);
+        struct pg_cmp_result res;
+        memset(&res, 0, sizeof res);
+        pg_error_clear(&err);
+        checks++;
+        if (pg_tensor_compare(&a, &b, &rule, n_threads, &res, &err) != PG_OK) {
+          printf("seed=%llu shape=%s %s: ERROR %s\n", (unsigned long long)seeds[ki], shape_text,
+                 ref[o].name, err.message);
+          errors++;
+          continue;
+        }
+        if (res.passed && !res.structural) {
+          passed++;
+          printf("seed=%llu shape=%s %s: PASS max_abs_diff=%.3g max_rel_diff=%.3g n=%lld\n",
+                 (unsigned long long)seeds[ki], shape_text, ref[o].name, res.max_abs_diff,
+                 res.max_rel_diff, (long long)res.n);
+          continue;
+        }
+        char idx[128];
+        format_index(res.max_abs_index, res.ndim, idx, sizeof idx);
+        if (res.structural)
+          printf("seed=%llu shape=%s %s: FAIL structural: %s\n", (unsigned long long)seeds[ki],
+                 shape_text, ref[o].name, res.structural_reason);
+        else
+          printf("seed=%llu shape=%s %s: FAIL mismatches=%lld/%lld max_abs_diff=%.3g at %s "
+                 "max_rel_diff=%.3g (atol=%g rtol=%g)\n",
+                 (unsigned long long)seeds[ki], shape_text, ref[o].name,
+                 (long long)res.mismatches, (long long)res.n, res.max_abs_diff, idx,
+                 res.max_rel_diff, rule.atol, rule.rtol);
+        if (!first_fail[0])
+          snprintf(first_fail, sizeof first_fail, "seed=%llu shape=%s tensor=%s",
+                   (unsigned long long)seeds[ki], shape_text, ref[o].name);
+      }
+      reset_all(cum, PG_MAX_BOUNDARY_OUTPUTS);
+      reset_all(ref, PG_MAX_BOUNDARY_OUTPUTS);
+      reset_all(inputs, c.n_primary);
+      free(inputs);
+      pg_bindings_reset(&dims);
+    }
+  }
+  if (errors) {
+    printf("[phasegate] selftest %s: ERROR (%d error%s, %d/%d comparisons passed)\n", op, errors,
+           errors == 1 ? "" : "s", passed, checks);
+    exit_code = PG_EXIT_ERROR;
+  } else if (passed == checks) {
+    printf("[phasegate] selftest %s: PASS (%d/%d comparisons: cumulative golden %d == "
+           "op-level golden)\n", op, passed, checks, c.n_modules);
+    exit_code = PG_EXIT_PASS;
+  } else {
+    printf("[phasegate] selftest %s: FAIL (%d/%d comparisons passed; first failure: %s)\n", op,
+           passed, checks, first_fail);
+    exit_code = PG_EXIT_FAIL;
+  }
+out:
+  pg_golden_lib_close(lib);
+  pg_contract_reset(&c);
+  pg_diags_reset(&diags);
+  return exit_code;
 }

@@ -1,0 +1,83 @@
+/* phasegate runner — the on-disk golden cache (DESIGN.md §5): cumulative-golden
+ * boundary outputs stored as .npy under a directory named by a SHA-256 of everything
+ * they depend on, so re-running a case after an impl fix only re-runs the impl.
+ *
+ * Layout: <cache dir>/<64 hex digits>/{MANIFEST, <output name>.npy…}. An entry is
+ * written into a private temporary directory and renamed into place, so readers see
+ * either nothing or a complete entry, and any number of processes may fill the cache
+ * at once (the first rename wins; later writers discard their copy). A damaged entry
+ * reads as a miss. Nothing is ever evicted automatically: delete the directory to
+ * clear it.
+ *
+ * Typical use (the runner):
+ *
+ *   struct pg_golden_cache_key key = {contract_path, golden_lib_path, cs->json, &dims,
+ *                                     k, precision_bits, PG_VERSION_STRING};
+ *   char dir[4096], hash[PG_GOLDEN_CACHE_HASH_LEN + 1];
+ *   pg_golden_cache_dir_default(dir, sizeof dir, err);
+ *   pg_golden_cache_key_hash(&key, hash, err);
+ *   if (pg_golden_cache_lookup(dir, hash, names, n, outputs, err) == PG_ENOTFOUND) {
+ *     pg_golden_cumulative(...);
+ *     pg_golden_cache_store(dir, hash, outputs, n, err);   (a failure here is not fatal)
+ *   }
+ */
+#ifndef PHASEGATE_GOLDEN_CACHE_H
+#define PHASEGATE_GOLDEN_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "phasegate/error.h"
+#include "phasegate/spec.h"
+#include "phasegate/tensor.h"
+
+#define PG_GOLDEN_CACHE_HASH_LEN 64
+
+/* What a cached golden depends on. Files are hashed by content: the contract's bytes,
+ * and the golden library's bytes (so a rebuild that changes nothing still hits). */
+struct pg_golden_cache_key {
+  const char *contract_path;          /* required */
+  const char *golden_lib_path;        /* NULL: no golden library */
+  const char *case_json;              /* the case as written (carries seed, fills, dtypes);
+                                         NULL for none */
+  const struct pg_bindings *dims;     /* bound dims (order does not matter) */
+  int phase;                          /* k */
+  int precision_bits;                 /* 32 or 64 */
+  const char *version;                /* phasegate version string */
+};
+
+/* The key's SHA-256 as 64 lowercase hex digits + NUL into hex. PG_ENOENT / PG_EIO when
+ * the contract or golden library cannot be read. */
+int pg_golden_cache_key_hash(const struct pg_golden_cache_key *key,
+                             char hex[PG_GOLDEN_CACHE_HASH_LEN + 1], struct pg_error *err);
+
+/* The default cache directory: $PHASEGATE_CACHE_DIR, else $XDG_CACHE_HOME/phasegate,
+ * else $HOME/.cache/phasegate. PG_ENOTFOUND when none of them is set. The directory
+ * is not created here. */
+int pg_golden_cache_dir_default(char *buf, size_t size, struct pg_error *err);
+
+/* Looks up entry `hash`: on a hit returns PG_OK with outputs[0..n) (initialised
+ * tensors, reset by the caller) read from <dir>/<hash>/<names[i]>.npy; the entry must
+ * hold exactly these n names. A miss or a damaged entry returns PG_ENOTFOUND with
+ * the outputs reset. */
+int pg_golden_cache_lookup(const char *dir, const char *hash, const char *const *names, int n,
+                           struct pg_tensor *outputs, struct pg_error *err);
+
+/* Stores outputs[0..n) (named by their .name, which must be [A-Za-z0-9_.-]+) as entry
+ * `hash`, creating dir if needed. Atomic; PG_OK also when another process stored the
+ * same entry first. */
+int pg_golden_cache_store(const char *dir, const char *hash, const struct pg_tensor *outputs,
+                          int n, struct pg_error *err);
+
+/* SHA-256, exposed for tests and other content hashes. */
+struct pg_sha256 {
+  uint32_t h[8];
+  uint64_t len;
+  unsigned char buf[64];
+  size_t used;
+};
+void pg_sha256_init(struct pg_sha256 *s);
+void pg_sha256_update(struct pg_sha256 *s, const void *data, size_t n);
+void pg_sha256_final(struct pg_sha256 *s, unsigned char out[32]);
+
+#endif
