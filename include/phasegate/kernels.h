@@ -82,6 +82,25 @@ const struct pg_kernel_def *pg_kernel_find(const char *name);
 /* All kernels, for listings: returns the count and sets *defs. */
 int pg_kernel_list(const struct pg_kernel_def *const **defs);
 
+
+/* ---- conveniences (additive; the step engine may use them or not) ---- */
+
+/* Index of the attribute called `name` in def->attrs, or -1. */
+int pg_kernel_attr_index(const struct pg_kernel_def *def, const char *name);
+
+/* Fills attrs[0..n) with def's defaults (required ones get a zeroed value of their
+ * type) and returns n, the number of declared attributes. An attr whose `type` is 0
+ * is treated as absent by every kernel, which then uses the declared default. */
+int pg_kernel_attrs_default(const struct pg_kernel_def *def,
+                            struct pg_attr_value attrs[PG_KERNEL_MAX_ATTRS]);
+
+/* infer + allocate + run: outputs[0..def->n_outputs) must be pg_tensor_init'ed; on
+ * PG_OK they own freshly allocated results (release with pg_tensor_reset), on error
+ * they are left reset. `attrs` may be NULL (all defaults) and is in def->attrs order. */
+int pg_kernel_invoke(const struct pg_kernel_def *def, const struct pg_tensor *const *inputs,
+                     int n_inputs, const struct pg_attr_value *attrs, int n_attrs,
+                     int n_threads, struct pg_tensor *outputs, struct pg_error *err);
+
 #ifdef __cplusplus
 }
 #endif

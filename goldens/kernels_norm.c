@@ -1,0 +1,391 @@
+/* goldens/kernels_norm.c — reference kernels that normalise along an axis: softmax,
+ * log_softmax, l2norm (one axis, torch `dim` semantics), layernorm and rmsnorm
+ * (trailing axes from `axis` on, ONNX LayerNormalization semantics), and rope.
+ *
+ * Numerics: every reduction (max, sum of exps, mean, two-pass variance, sum of
+ * squares) accumulates in double, also for float32 tensors; softmax subtracts the row
+ * maximum; results are rounded once to the output dtype. Rows are spread over threads
+ * whole, so the summation order never depends on the thread count.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels_internal.h"
+
+#define GRAIN_ELEMS (1 << 14) /* elements of work per thread, at least */
+
+static int64_t grain_lines(int64_t len) {
+  return len > 0 && GRAIN_ELEMS / len > 0 ? GRAIN_ELEMS / len : 1;
+}
+
+/* ================================================================ one-axis lines */
+
+enum line_op { L_SOFTMAX, L_LOG_SOFTMAX, L_L2NORM };
+
+struct line_ctx {
+  enum line_op op;
+  enum pg_dtype dt;
+  const void *x;
+  void *y;
+  int64_t len, inner;
+  double eps;
+};
+
+#define LINE_BODY(T)                                                              \
+  do {                                                                            \
+    const T *x = (const T *)c->x + base;                                          \
+    T *y = (T *)c->y + base;                                                      \
+    if (c->op == L_L2NORM) {                                                      \
+      double ss = 0.0;                                                            \
+      for (int64_t j = 0; j < len; j++) ss += (double)x[j * st] * (double)x[j * st]; \
+      double d = sqrt(ss);                                                        \
+      if (!(d >= c->eps) && d == d) d = c->eps;                                   \
+      for (int64_t j = 0; j < len; j++) y[j * st] = (T)((double)x[j * st] / d);   \
+      break;                                                                      \
+    }                                                                             \
+    double m = -INFINITY;                                                         \
+    for (int64_t j = 0; j < len; j++) {                                           \
+      double v = (double)x[j * st];                                               \
+      if (v > m || v != v) m = v;                                                 \
+      if (m != m) break;                                                          \
+    }                                                                             \
+    double s = 0.0;                                                               \
+    for (int64_t j = 0; j < len; j++) s += exp((double)x[j * st] - m);            \
+    if (c->op == L_SOFTMAX) {                                                     \
+      double inv = 1.0 / s;                                                       \
+      for (int64_t j = 0; j < len; j++) y[j * st] = (T)(exp((double)x[j * st] - m) * inv); \
+    } else {                                                                      \
+      double ls = log(s);                                                         \
+      for (int64_t j = 0; j < len; j++) y[j * st] = (T)(((double)x[j * st] - m) - ls); \
+    }                                                                             \
+  } while (0)
+
+static void line_chunk(void *p, int64_t lb, int64_t le) {
+  const struct line_ctx *c = p;
+  int64_t len = c->len, st = c->inner;
+  for (int64_t l = lb; l < le; l++) {
+    int64_t base = (l / c->inner) * len * c->inner + l % c->inner;
+    if (c->dt == PG_DTYPE_F64) LINE_BODY(double);
+    else LINE_BODY(float);
+  }
+}
+
+static const struct pg_attr_decl softmax_attrs[] = {
+    {.name = "axis", .type = PG_ATTR_INT, .default_value = {.type = PG_ATTR_INT, .i = -1}},
+    {.name = NULL}};
+static const struct pg_attr_decl l2norm_attrs[] = {
+    {.name = "axis", .type = PG_ATTR_INT, .default_value = {.type = PG_ATTR_INT, .i = -1}},
+    {.name = "eps", .type = PG_ATTR_FLOAT, .default_value = {.type = PG_ATTR_FLOAT, .f = 1e-12}},
+    {.name = NULL}};
+
+static int line_infer(const char *op, const struct pg_attr_decl *decls,
+                      const struct pg_tensor_meta *in, int n, const struct pg_attr_value *attrs,
+                      struct pg_tensor_meta *out, int *axis, struct pg_error *err) {
+  PG_RETURN_IF_ERROR(pg__check_inputs(op, "x", in, n, 1, 1, err));
+  PG_RETURN_IF_ERROR(pg__norm_axis(op, "x", pg__attr_i(decls, attrs, 0), in[0].ndim, axis, err));
+  out[0] = in[0];
+  out[0].dtype = pg__result_dtype(in, n);
+  return PG_OK;
+}
+
+static int line_run(const char *op, enum line_op lop, const struct pg_attr_decl *decls,
+                    pg__infer_fn infer, const struct pg_kernel_args *args,
+                    struct pg_tensor *const *outputs, struct pg_error *err) {
+  struct pg__kctx k;
+  PG_RETURN_IF_ERROR(pg__kctx_begin(&k, op, decls, infer, args, outputs, 1, 0, err));
+  int axis = 0;
+  struct pg_tensor_meta om;
+  int rc = line_infer(op, decls, k.in, k.n_in, k.attrs, &om, &axis, err);
+  if (rc == PG_OK && k.out_numel[0] > 0) {
+    struct line_ctx c = {.op = lop, .dt = k.dt, .x = k.x[0], .y = k.y[0]};
+    c.len = om.shape[axis];
+    c.inner = pg__prod(om.shape, axis + 1, om.ndim);
+    if (lop == L_L2NORM) c.eps = pg__attr_f(decls, k.attrs, 1);
+    pg__parallel_for(k.out_numel[0] / c.len, grain_lines(c.len), k.n_threads, line_chunk, &c);
+  }
+  pg__kctx_end(&k);
+  return rc;
+}
+
+#define LINE_KERNEL(NAME, L, DECLS, SUMMARY)                                                   \
+  static int infer_##NAME(const struct pg_tensor_meta *in, int n,                              \
+                          const struct pg_attr_value *attrs, struct pg_tensor_meta *out,       \
+                          struct pg_error *err) {                                              \
+    int axis;                                                                                  \
+    return line_infer(#NAME, DECLS, in, n, attrs, out, &axis, err);                            \
+  }                                                                                            \
+  static int run_##NAME(const struct pg_kernel_args *args, struct pg_tensor *const *outputs,   \
+                        struct pg_error *err) {                                                \
+    return line_run(#NAME, L, DECLS, infer_##NAME, args, outputs, err);                        \
+  }                                                                                            \
+  const struct pg_kernel_def pg__kdef_##NAME = {.name = #NAME, .min_inputs = 1,                \
+                                                .max_inputs = 1, .n_outputs = 1,               \
+                                                .attrs = DECLS, .summary = SUMMARY,            \
+                                                .infer = infer_##NAME, .run = run_##NAME};
+
+LINE_KERNEL(softmax, L_SOFTMAX, softmax_attrs, "exp(x - max) / sum(exp(x - max)) along axis")
+LINE_KERNEL(log_softmax, L_LOG_SOFTMAX, softmax_attrs,
+            "(x - max) - log(sum(exp(x - max))) along axis")
+LINE_KERNEL(l2norm, L_L2NORM, l2norm_attrs, "x / max(||x||_2, eps) along axis")
+
+/* ================================================================ layernorm, rmsnorm */
+
+struct norm_ctx {
+  int rms;
+  enum pg_dtype dt;
+  const void *x;
+  void *y;
+  int64_t row;
+  double eps;
+  const double *w, *b; /* expanded to `row` entries, or NULL */
+};
+
+#define NORM_BODY(T)                                                              \
+  do {                                                                            \
+    const T *x = (const T *)c->x + r * n;                                         \
+    T *y = (T *)c->y + r * n;                                                     \
+    double mean = 0.0, var = 0.0;                                                 \
+    if (!c->rms) {                                                                \
+      for (int64_t j = 0; j < n; j++) mean += (double)x[j];                       \
+      mean /= (double)n;                                                          \
+    }                                                                             \
+    for (int64_t j = 0; j < n; j++) {                                             \
+      double d = (double)x[j] - mean;                                             \
+      var += d * d;                                                               \
+    }                                                                             \
+    var /= (double)n;                                                             \
+    double rstd = 1.0 / sqrt(var + c->eps);                                       \
+    for (int64_t j = 0; j < n; j++) {                                             \
+      double v = ((double)x[j] - mean) * rstd;                                    \
+      if (c->w) v *= c->w[j];                                                     \
+      if (c->b) v += c->b[j];                                                     \
+      y[j] = (T)v;                                                                \
+    }                                                                             \
+  } while (0)
+
+static void norm_chunk(void *p, int64_t rb, int64_t re) {
+  const struct norm_ctx *c = p;
+  int64_t n = c->row;
+  for (int64_t r = rb; r < re; r++) {
+    if (c->dt == PG_DTYPE_F64) NORM_BODY(double);
+    else NORM_BODY(float);
+  }
+}
+
+static const struct pg_attr_decl layernorm_attrs[] = {
+    {.name = "axis", .type = PG_ATTR_INT, .default_value = {.type = PG_ATTR_INT, .i = -1}},
+    {.name = "eps", .type = PG_ATTR_FLOAT, .default_value = {.type = PG_ATTR_FLOAT, .f = 1e-5}},
+    {.name = NULL}};
+static const struct pg_attr_decl rmsnorm_attrs[] = {
+    {.name = "axis", .type = PG_ATTR_INT, .default_value = {.type = PG_ATTR_INT, .i = -1}},
+    {.name = "eps", .type = PG_ATTR_FLOAT, .default_value = {.type = PG_ATTR_FLOAT, .f = 1e-6}},
+    {.name = NULL}};
+
+static int norm_infer(const char *op, int rms, const struct pg_attr_decl *decls,
+                      const struct pg_tensor_meta *in, int n, const struct pg_attr_value *attrs,
+                      struct pg_tensor_meta *out, int *axis, struct pg_error *err) {
+  PG_RETURN_IF_ERROR(pg__check_inputs(op, rms ? "x[, weight]" : "x[, weight[, bias]]", in, n, 1,
+                                      rms ? 2 : 3, err));
+  const struct pg_tensor_meta *x = &in[0];
+  if (x->ndim < 1)
+    return pg_error_set(err, PG_ESHAPE, "%s: x must have rank >= 1, got a scalar", op);
+  PG_RETURN_IF_ERROR(pg__norm_axis(op, "x", pg__attr_i(decls, attrs, 0), x->ndim, axis, err));
+  static const char *const names[] = {"x", "weight", "bias"};
+  for (int i = 1; i < n; i++) {
+    if (!pg__broadcasts_to(&in[i], x->ndim - *axis, x->shape + *axis)) {
+      char sw[160], sn[160], sx[160];
+      return pg_error_set(
+          err, PG_ESHAPE, "%s: %s %s does not broadcast to the normalized shape %s of x %s", op,
+          names[i], pg__shape_str(in[i].shape, in[i].ndim, sw, sizeof sw),
+          pg__shape_str(x->shape + *axis, x->ndim - *axis, sn, sizeof sn),
+          pg__shape_str(x->shape, x->ndim, sx, sizeof sx));
+    }
+  }
+  out[0] = *x;
+  out[0].dtype = pg__result_dtype(in, n);
+  return PG_OK;
+}
+
+static int norm_run(const char *op, int rms, const struct pg_attr_decl *decls, pg__infer_fn infer,
+                    const struct pg_kernel_args *args, struct pg_tensor *const *outputs,
+                    struct pg_error *err) {
+  struct pg__kctx k;
+  PG_RETURN_IF_ERROR(pg__kctx_begin(&k, op, decls, infer, args, outputs, 1, 0, err));
+  int axis = 0, rc;
+  struct pg_tensor_meta om;
+  double *wb[2] = {NULL, NULL};
+  rc = norm_infer(op, rms, decls, k.in, k.n_in, k.attrs, &om, &axis, err);
+  if (rc != PG_OK || k.out_numel[0] == 0) goto done;
+  struct norm_ctx c = {.rms = rms, .dt = k.dt, .x = k.x[0], .y = k.y[0]};
+  c.row = pg__prod(om.shape, axis, om.ndim);
+  c.eps = pg__attr_f(decls, k.attrs, 1);
+  /* weight and bias expanded once to a full row of doubles */
+  struct pg_tensor_meta rowm = {.dtype = PG_DTYPE_F64, .ndim = om.ndim - axis};
+  memcpy(rowm.shape, om.shape + axis, sizeof(int64_t) * (size_t)rowm.ndim);
+  for (int i = 1; i < k.n_in; i++) {
+    wb[i - 1] = malloc(sizeof(double) * (size_t)c.row);
+    double *tmp = malloc(sizeof(double) * (size_t)(k.in_numel[i] ? k.in_numel[i] : 1));
+    if (!wb[i - 1] || !tmp) {
+      free(tmp);
+      rc = pg_error_set(err, PG_ENOMEM, "%s: out of memory", op);
+      goto done;
+    }
+    for (int64_t j = 0; j < k.in_numel[i]; j++) tmp[j] = pg_load_f64(k.x[i], k.dt, (size_t)j);
+    pg__broadcast_copy(PG_DTYPE_F64, tmp, &k.in[i], wb[i - 1], &rowm);
+    free(tmp);
+  }
+  c.w = wb[0];
+  c.b = wb[1];
+  pg__parallel_for(k.out_numel[0] / c.row, grain_lines(c.row), k.n_threads, norm_chunk, &c);
+done:
+  free(wb[0]);
+  free(wb[1]);
+  pg__kctx_end(&k);
+  return rc;
+}
+
+static int infer_layernorm(const struct pg_tensor_meta *in, int n,
+                           const struct pg_attr_value *attrs, struct pg_tensor_meta *out,
+                           struct pg_error *err) {
+  int axis;
+  return norm_infer("layernorm", 0, layernorm_attrs, in, n, attrs, out, &axis, err);
+}
+static int run_layernorm(const struct pg_kernel_args *args, struct pg_tensor *const *outputs,
+                         struct pg_error *err) {
+  return norm_run("layernorm", 0, layernorm_attrs, infer_layernorm, args, outputs, err);
+}
+const struct pg_kernel_def pg__kdef_layernorm = {
+    .name = "layernorm", .min_inputs = 1, .max_inputs = 3, .n_outputs = 1,
+    .attrs = layernorm_attrs,
+    .summary = "(x - mean) / sqrt(var + eps) * weight + bias over dims axis.. (two-pass)",
+    .infer = infer_layernorm, .run = run_layernorm};
+
+static int infer_rmsnorm(const struct pg_tensor_meta *in, int n, const struct pg_attr_value *attrs,
+                         struct pg_tensor_meta *out, struct pg_error *err) {
+  int axis;
+  return norm_infer("rmsnorm", 1, rmsnorm_attrs, in, n, attrs, out, &axis, err);
+}
+static int run_rmsnorm(const struct pg_kernel_args *args, struct pg_tensor *const *outputs,
+                       struct pg_error *err) {
+  return norm_run("rmsnorm", 1, rmsnorm_attrs, infer_rmsnorm, args, outputs, err);
+}
+const struct pg_kernel_def pg__kdef_rmsnorm = {
+    .name = "rmsnorm", .min_inputs = 1, .max_inputs = 2, .n_outputs = 1, .attrs = rmsnorm_attrs,
+    .summary = "x / sqrt(mean(x^2) + eps) * weight over dims axis..",
+    .infer = infer_rmsnorm, .run = run_rmsnorm};
+
+/* ================================================================ rope */
+
+static const struct pg_attr_decl rope_attrs[] = {
+    {.name = "base", .type = PG_ATTR_FLOAT,
+     .default_value = {.type = PG_ATTR_FLOAT, .f = 10000.0}},
+    {.name = "interleaved", .type = PG_ATTR_BOOL,
+     .default_value = {.type = PG_ATTR_BOOL, .b = 0}},
+    {.name = NULL}};
+
+static int infer_rope(const struct pg_tensor_meta *in, int n, const struct pg_attr_value *attrs,
+                      struct pg_tensor_meta *out, struct pg_error *err) {
+  PG_RETURN_IF_ERROR(pg__check_inputs("rope", "x[, positions]", in, n, 1, 2, err));
+  const struct pg_tensor_meta *x = &in[0];
+  if (x->ndim < 2)
+    return pg_error_set(err, PG_ESHAPE, "rope: x must have rank >= 2 ([..., S, D]), got rank %d",
+                        x->ndim);
+  if (x->shape[x->ndim - 1] % 2 != 0)
+    return pg_error_set(err, PG_ESHAPE, "rope: the last dim of x (D) must be even, got %" PRId64,
+                        x->shape[x->ndim - 1]);
+  double base = pg__attr_f(rope_attrs, attrs, 0);
+  if (!(base > 0.0))
+    return pg_error_set(err, PG_EINVAL, "rope: base must be > 0, got %g", base);
+  if (n == 2 && !pg__broadcasts_to(&in[1], x->ndim - 1, x->shape)) {
+    char sp[160], sl[160], sx[160];
+    return pg_error_set(err, PG_ESHAPE,
+                        "rope: positions %s does not broadcast to the leading shape %s of x %s",
+                        pg__shape_str(in[1].shape, in[1].ndim, sp, sizeof sp),
+                        pg__shape_str(x->shape, x->ndim - 1, sl, sizeof sl),
+                        pg__shape_str(x->shape, x->ndim, sx, sizeof sx));
+  }
+  out[0] = *x;
+  out[0].dtype = pg__result_dtype(in, 1); /* positions do not decide the precision */
+  return PG_OK;
+}
+
+struct rope_ctx {
+  enum pg_dtype dt;
+  const void *x;
+  void *y;
+  int nd;                          /* rank of x without D */
+  int64_t lead[PG_MAX_NDIM];       /* x.shape[:-1] */
+  int64_t pstride[PG_MAX_NDIM];    /* positions strides over lead, or NULL positions */
+  const void *pos;
+  enum pg_dtype pos_dt;
+  int64_t d;
+  int interleaved;
+  const double *inv_freq;          /* d/2 entries */
+};
+
+static void rope_chunk(void *p, int64_t rb, int64_t re) {
+  const struct rope_ctx *c = p;
+  int64_t half = c->d / 2;
+  for (int64_t r = rb; r < re; r++) {
+    double pos;
+    if (c->pos) {
+      int64_t off = 0, rem = r;
+      for (int i = c->nd - 1; i >= 0; i--) {
+        off += (rem % c->lead[i]) * c->pstride[i];
+        rem /= c->lead[i];
+      }
+      pos = pg_load_f64(c->pos, c->pos_dt, (size_t)off);
+    } else {
+      pos = (double)(r % c->lead[c->nd - 1]); /* index along S */
+    }
+    for (int64_t i = 0; i < half; i++) {
+      double th = pos * c->inv_freq[i], cs = cos(th), sn = sin(th);
+      int64_t i0 = c->interleaved ? 2 * i : i, i1 = c->interleaved ? 2 * i + 1 : i + half;
+      int64_t o0 = r * c->d + i0, o1 = r * c->d + i1;
+      double x0 = pg_load_f64(c->x, c->dt, (size_t)o0), x1 = pg_load_f64(c->x, c->dt, (size_t)o1);
+      pg_store_f64(c->y, c->dt, (size_t)o0, x0 * cs - x1 * sn);
+      pg_store_f64(c->y, c->dt, (size_t)o1, x1 * cs + x0 * sn);
+    }
+  }
+}
+
+static int run_rope(const struct pg_kernel_args *args, struct pg_tensor *const *outputs,
+                    struct pg_error *err) {
+  struct pg__kctx k;
+  PG_RETURN_IF_ERROR(pg__kctx_begin(&k, "rope", rope_attrs, infer_rope, args, outputs, 1,
+                                    1u << 1, err));
+  int rc = PG_OK;
+  const struct pg_tensor_meta *xm = &k.in[0];
+  struct rope_ctx c = {.dt = k.dt, .x = k.x[0], .y = k.y[0]};
+  c.nd = xm->ndim - 1;
+  memcpy(c.lead, xm->shape, sizeof(int64_t) * (size_t)c.nd);
+  c.d = xm->shape[xm->ndim - 1];
+  c.interleaved = pg__attr_b(rope_attrs, k.attrs, 1);
+  if (k.n_in == 2) {
+    c.pos = k.raw[1];
+    c.pos_dt = k.in[1].dtype;
+    pg__broadcast_strides(&k.in[1], c.nd, c.pstride);
+  }
+  double *inv = NULL;
+  if (k.out_numel[0] > 0) {
+    double base = pg__attr_f(rope_attrs, k.attrs, 0);
+    inv = malloc(sizeof(double) * (size_t)(c.d / 2));
+    if (!inv) {
+      rc = pg_error_set(err, PG_ENOMEM, "rope: out of memory");
+    } else {
+      for (int64_t i = 0; i < c.d / 2; i++) inv[i] = pow(base, -2.0 * (double)i / (double)c.d);
+      c.inv_freq = inv;
+      pg__parallel_for(k.out_numel[0] / c.d, grain_lines(c.d * 8), k.n_threads, rope_chunk, &c);
+    }
+  }
+  free(inv);
+  pg__kctx_end(&k);
+  return rc;
+}
+
+const struct pg_kernel_def pg__kdef_rope = {
+    .name = "rope", .min_inputs = 1, .max_inputs = 2, .n_outputs = 1, .attrs = rope_attrs,
+    .summary = "rotary position embedding of x [..., S, D] (rotate-half or interleaved pairs)",
+    .infer = infer_rope, .run = run_rope};
