@@ -20,8 +20,8 @@ extern "C" {
 
 enum pg_cmp_rule_kind {
   PG_RULE_ALLCLOSE = 0, /* |a-b| <= atol + rtol*|b| */
-  PG_RULE_EXACT,        /* bitwise-equal values (NaN == NaN only with equal_nan) */
-  PG_RULE_ULP,          /* at most `ulp` units in the last place of the output dtype */
+  PG_RULE_EXACT,        /* a == b as numbers (+0 == -0; NaN == NaN only with equal_nan) */
+  PG_RULE_ULP,          /* at most `ulp` units in the last place of the reference dtype */
   PG_RULE_RATIO         /* allclose, but a fraction `ratio` of elements may fail */
 };
 
@@ -35,8 +35,12 @@ struct pg_cmp_rule {
 
 /* Parses "allclose", "exact", "ulp:N", "ratio:R" (keeps atol/rtol/equal_nan). */
 int pg_cmp_rule_parse(const char *text, struct pg_cmp_rule *rule, struct pg_error *err);
-/* Per-dtype default tolerances (torch.testing's table). */
+/* Per-dtype default tolerances (torch.testing's table; integers and bool: 0, 0). */
 void pg_cmp_default_tolerance(enum pg_dtype dtype, double *atol, double *rtol);
+/* allclose with the dtype's default tolerances, equal_nan off. */
+void pg_cmp_rule_init(struct pg_cmp_rule *rule, enum pg_dtype dtype);
+/* Writes the rule as text ("allclose(atol=1e-05, rtol=1.3e-06)", "ulp:2", ...). */
+void pg_cmp_rule_format(const struct pg_cmp_rule *rule, char *buf, size_t size);
 
 #define PG_CMP_FIRST_MISMATCHES 10
 
@@ -72,7 +76,17 @@ struct pg_cmp_result {
   int cpu_reproducer_candidate;
   int n_first;
   struct pg_cmp_mismatch first[PG_CMP_FIRST_MISMATCHES];
+
+  /* Additions (docs/compare.md defines every field). */
+  int64_t n_finite;               /* pairs with both values finite: the metrics' domain */
+  int64_t max_abs_flat, max_rel_flat; /* flat C-order indices; -1 when n_finite == 0 */
+  int64_t first_flat[PG_CMP_FIRST_MISMATCHES];
+  int64_t mismatches_nonfinite;   /* mismatching pairs where a or b is NaN/Inf */
+  int64_t zeros_ref;              /* exact zeros (+0 or -0) in the reference */
 };
+
+/* "[2, 3]" into buf (always NUL-terminated). */
+void pg_cmp_format_index(const int64_t *index, int ndim, char *buf, size_t size);
 
 /* Compares impl against ref under rule in one streaming pass, using up to n_threads
  * threads (0 = all cores). Returns PG_OK with *out filled (including structural

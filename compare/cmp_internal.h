@@ -1,0 +1,44 @@
+/* compare/cmp_internal.h — what compare.c shares with the block kernels in
+ * cmp_kernel.h: the per-chunk partial result and the loop-invariant parameters.
+ * Private to compare/.
+ */
+#ifndef PG_CMP_INTERNAL_H
+#define PG_CMP_INTERNAL_H
+
+#include <stdint.h>
+
+#include "phasegate/compare.h"
+
+/* Elements per block: the kernels stage one block of a and b as doubles (plus ULP
+ * distances) on the stack, 24 KiB, so it stays in L1. A multiple of 4 (vector width). */
+#define PG__CMP_BLOCK 1024
+
+/* Per-element predicate actually evaluated (integers always use INT). */
+enum pg__kind { PG__K_CLOSE, PG__K_EXACT, PG__K_ULP, PG__K_INT };
+
+struct pg__kparams {
+  enum pg__kind kind;
+  enum pg_dtype dtype;
+  double atol, rtol;
+  int equal_nan;
+  uint64_t ulp;
+  double large;    /* |b| >= large: rtol governs the tolerance (atol/rtol) */
+  double rtol100;  /* rtol / 100: "orders of magnitude below rtol" */
+};
+
+/* Everything one chunk contributes; merged in chunk order so results do not depend
+ * on the thread count. Counts are exact; sums are in a fixed order. */
+struct pg__partial {
+  int64_t mismatches, mism_nonfinite, n_finite;
+  int64_t nan_a, nan_b, inf_a, inf_b, gt, lt, within3, within53, zeros_b;
+  int64_t large, large_bad;
+  double sum_abs, sum_sq, sum_ab, sum_aa, sum_bb;
+  double max_abs, max_rel; /* -1 until a finite pair is seen */
+  int64_t max_abs_at, max_rel_at;
+  double min_b, max_b;     /* over non-NaN reference values */
+  uint64_t max_ulp;
+  int n_first;
+  int64_t first[PG_CMP_FIRST_MISMATCHES];
+};
+
+#endif
