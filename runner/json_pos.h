@@ -1,0 +1,85 @@
+/* phasegate runner — a strict JSON scanner that records where every value sits.
+ *
+ * cJSON parses values but keeps no positions, cannot report duplicate keys and
+ * accepts a few non-JSON spellings. This scanner walks the same text first: it checks
+ * the RFC 8259 grammar (with positions for every syntax error), enforces nesting and
+ * size caps, finds duplicate keys, and builds a flat tree of nodes (pre-order) holding
+ * line:col of every object member key and value and every array element. Children
+ * appear in document order, exactly as cJSON links them, so a loader can walk a cJSON
+ * tree and this tree in lockstep; pg__json_pos_find() looks a node up by JSON path
+ * ("cases[3].level"). Not for: values (cJSON decodes them), printing.
+ * Internal to the runner (pg__ prefix); no global state.
+ */
+#ifndef PHASEGATE_JSON_POS_H
+#define PHASEGATE_JSON_POS_H
+
+#include <stddef.h>
+
+enum pg__jtype {
+  PG__J_NULL = 0,
+  PG__J_FALSE,
+  PG__J_TRUE,
+  PG__J_NUMBER,
+  PG__J_STRING,
+  PG__J_ARRAY,
+  PG__J_OBJECT
+};
+
+struct pg__jnode {
+  enum pg__jtype type;
+  int parent;            /* -1 for the root */
+  int first_child;       /* -1 when none */
+  int next_sibling;      /* -1 when last */
+  int n_children;
+  int dup_of;            /* object members: the earlier member with the same key, else -1 */
+  int key_line, key_col; /* object members: the opening quote of the key; else 0 */
+  size_t key_off;        /* object members: decoded, NUL-terminated key in pos->keys */
+  int line, col;         /* first character of the value (1-based; bytes) */
+  size_t off, len;       /* the value's text in the source (whole object/array too) */
+};
+
+struct pg__json_pos {
+  struct pg__jnode *nodes; /* nodes[0] is the root value */
+  int n, cap;
+  char *keys;              /* arena of decoded keys */
+  size_t keys_len, keys_cap;
+  int n_dups;              /* members whose dup_of >= 0 */
+};
+
+struct pg__json_limits {
+  int max_depth; /* arrays/objects nested deeper than this are an error; <= 0: 64 */
+  int max_nodes; /* more values than this are an error (PG_ELIMIT); <= 0: 1 << 20 */
+};
+
+/* A scan failure: where and what. `message` has no position prefix. */
+struct pg__json_fail {
+  int line, col;
+  size_t offset;
+  int is_limit; /* a cap (nesting, value count) rather than a grammar error */
+  char message[256];
+};
+
+void pg__json_pos_init(struct pg__json_pos *p);
+void pg__json_pos_reset(struct pg__json_pos *p);
+
+/* Scans `size` bytes (need not be NUL-terminated; a UTF-8 BOM is skipped). Returns
+ * PG_OK, PG_EPARSE (syntax error, nesting too deep, empty input: *fail says where),
+ * PG_ELIMIT (too many values) or PG_ENOMEM. `limits` may be NULL. Duplicate keys do
+ * not fail the scan: they are marked with dup_of. On failure `p` is reset-safe. */
+int pg__json_pos_scan(const char *data, size_t size, const struct pg__json_limits *limits,
+                      struct pg__json_pos *p, struct pg__json_fail *fail);
+
+/* The decoded key of an object member node (borrowed), or NULL. */
+const char *pg__json_pos_key(const struct pg__json_pos *p, int node);
+/* The first member of object `node` whose key is `key`, or -1. */
+int pg__json_pos_member(const struct pg__json_pos *p, int node, const char *key);
+/* Element i (0-based) of array (or member i of object) `node`, or -1. */
+int pg__json_pos_element(const struct pg__json_pos *p, int node, int i);
+/* Node by path: "" is the root, then ".key" or "key" and "[i]" steps, e.g.
+ * "cases[3].shape.S". Returns -1 when absent or the path is malformed. */
+int pg__json_pos_find(const struct pg__json_pos *p, const char *path);
+
+/* 1-based line and byte column of `offset` in data (offset may equal size). */
+void pg__json_linecol(const char *data, size_t size, size_t offset, int *line, int *col);
+
+#endif
