@@ -35,7 +35,7 @@ static char *slurp(const char *path) {
 
 /* Runs `phasegate list <args>` with stdout/stderr captured. */
 static struct run list(const char *args) {
-  char cmd[8192], out[4096], err[4096];
+  char cmd[8192], out[1024], err[1024];
   snprintf(out, sizeof out, "%s/out.txt", pg_test_tmpdir());
   snprintf(err, sizeof err, "%s/err.txt", pg_test_tmpdir());
   snprintf(cmd, sizeof cmd, "'%s' list %s >'%s' 2>'%s'", PG_PHASEGATE_EXE, args, out, err);
@@ -51,7 +51,7 @@ static void run_free(struct run *r) {
 }
 
 static const char *op_dir(void) {
-  static char buf[4096];
+  static char buf[1024];
   snprintf(buf, sizeof buf, "%s", pg_test_data("good/suite/listop"));
   return buf;
 }
@@ -72,7 +72,7 @@ static int ends_with(const char *s, const char *suffix) {
 }
 
 PG_TEST(list_json_schema_and_order) {
-  char args[4200];
+  char args[4096];
   snprintf(args, sizeof args, "--op-dir '%s' --format json", op_dir());
   struct run r = list(args);
   PG_CHECK_MSG(r.status == 0, "exit %d, stderr: %s", r.status, r.err);
@@ -134,7 +134,7 @@ PG_TEST(list_json_schema_and_order) {
 }
 
 PG_TEST(list_levels_filter) {
-  char args[4200];
+  char args[4096];
   snprintf(args, sizeof args, "--op-dir '%s' --format json --levels L1,5", op_dir());
   struct run r = list(args);
   PG_CHECK_MSG(r.status == 0, "exit %d, stderr: %s", r.status, r.err);
@@ -149,7 +149,7 @@ PG_TEST(list_levels_filter) {
 }
 
 PG_TEST(list_text_and_cmake_formats) {
-  char args[4200];
+  char args[4096];
   snprintf(args, sizeof args, "--op-dir '%s' --levels L2", op_dir());
   struct run r = list(args);
   PG_CHECK_MSG(r.status == 0, "exit %d, stderr: %s", r.status, r.err);
@@ -172,7 +172,7 @@ PG_TEST(list_text_and_cmake_formats) {
 }
 
 PG_TEST(list_bad_suite_exits_2_with_findings) {
-  char args[4200];
+  char args[4096];
   snprintf(args, sizeof args, "--op-dir '%s' --suite '%s/bad_suite.json' --format json",
            op_dir(), op_dir());
   struct run r = list(args);
