@@ -82,7 +82,7 @@ int pg__outcome_fail(struct pg_impl_outcome *out, enum pg_category cat, const ch
   return 0;
 }
 
-void pg__shape_str(int ndim, const int64_t *shape, char *buf, size_t size) {
+void pg__impl_shape_str(int ndim, const int64_t *shape, char *buf, size_t size) {
   size_t n = 0;
   if (size == 0) return;
   n += (size_t)snprintf(buf, size, "[");
@@ -146,8 +146,8 @@ static int check_output(const struct pg_tensor *t, const struct pg_impl_output_s
   for (int i = 0; same && i < spec->ndim; i++) same = t->shape[i] == spec->shape[i];
   if (!same) {
     char a[160], b[160];
-    pg__shape_str(t->dl.ndim, t->shape, a, sizeof a);
-    pg__shape_str(spec->ndim, spec->shape, b, sizeof b);
+    pg__impl_shape_str(t->dl.ndim, t->shape, a, sizeof a);
+    pg__impl_shape_str(spec->ndim, spec->shape, b, sizeof b);
     return pg__outcome_fail(out, PG_CAT_STRUCTURAL, "output '%s' has shape %s, expected %s",
                             spec->name, a, b),
            0;

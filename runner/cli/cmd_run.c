@@ -1,13 +1,200 @@
-/* phasegate run — placeholder until its issue lands. */
+/* phasegate run — runs one phase of an op against an impl (DESIGN.md §6, §8, §9;
+ * docs/interfaces.md pins the options, the skip marker and the exit codes the CMake
+ * layer relies on). Parses options, prints the runner's console lines, exits
+ * 0 PASS / 1 FAIL / 2 ERROR / 77 all SKIPPED. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "run.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: phasegate run --op-dir DIR --impl SPEC --up-to-module K [options]\n"
+          "\n"
+          "Runs phase K (modules M1..MK) of the op's impl against cumulative golden K for\n"
+          "every selected case and mode, and merges the results into\n"
+          "<report-dir>/<op>/M<K>/evaluation_report.json.\n"
+          "\n"
+          "  --op-dir DIR               module_interfaces.yaml + adversarial_suite.json (or DIR/eval)\n"
+          "  --contract FILE            the contract, explicitly (suite defaults to its directory)\n"
+          "  --suite FILE               the suite, explicitly\n"
+          "  --impl SPEC                plugin:PATH.so | exec:COMMAND | replay:DIR\n"
+          "  --up-to-module K           the phase (1..N)\n"
+          "  --case ID[,ID…]            only these cases\n"
+          "  --levels L1,L2             only these levels\n"
+          "  --modes sim,npu            modes to run, in order (default: sim)\n"
+          "  --report PATH              report file (default: <report-dir>/<op>/M<K>/evaluation_report.json)\n"
+          "  --report-dir DIR           default ./phasegate-reports\n"
+          "  --timeout S                per impl call (default 120)\n"
+          "  --save-data DIR            write DIR/<case>/in/*.npy and DIR/<case>/out/*.npy (golden)\n"
+          "  --golden-data DIR          use inputs and references saved by --save-data\n"
+          "  --reference-precision P    fp32 (default) or fp64\n"
+          "  --golden-lib SO            golden plugin library\n"
+          "  --no-golden-cache          always recompute goldens\n"
+          "  --max-bytes N              input byte budget per case\n"
+          "  --memory-limit N           RLIMIT_AS for impl calls, bytes (suffix K/M/G allowed)\n"
+          "  --device-id N              else CTEST_RESOURCE_GROUP_0_<TYPE>, else 0\n"
+          "  --work-dir DIR             where exec case directories go (default $TMPDIR)\n"
+          "  --keep-work                keep exec case directories\n"
+          "  --no-bisect                do not look for the earliest failing boundary\n"
+          "  --jobs N                   accepted; cases run one after another\n"
+          "  --inspect NAME             print every metric of output NAME per case and mode\n"
+          "\n"
+          "Exit: 0 PASS, 1 FAIL, 2 ERROR, 77 every requested mode SKIPPED\n"
+          "(prints a line starting with \"[phasegate] SKIPPED\").\n");
+}
+
+static void on_line(void *user, int to_stderr, const char *line) {
+  (void)user;
+  FILE *f = to_stderr ? stderr : stdout;
+  fputs(line, f);
+  fputc('\n', f);
+  fflush(f);
+}
+
+static int parse_size(const char *s, uint64_t *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || v < 0) return -1;
+  switch (*end) {
+    case 'k': case 'K': v *= 1024.0; end++; break;
+    case 'm': case 'M': v *= 1024.0 * 1024.0; end++; break;
+    case 'g': case 'G': v *= 1024.0 * 1024.0 * 1024.0; end++; break;
+    default: break;
+  }
+  if (*end == 'B' || *end == 'b') end++;
+  if (*end) return -1;
+  *out = (uint64_t)v;
+  return 0;
+}
+
+static int parse_levels(const char *s, unsigned *mask) {
+  *mask = 0;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", s);
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (*t == 'L' || *t == 'l') t++;
+    char *end;
+    long v = strtol(t, &end, 10);
+    if (*end || v < 1 || v > 9) return -1;
+    *mask |= 1u << v;
+  }
+  return *mask ? 0 : -1;
+}
 
 int pg_cmd_run(int argc, char **argv) {
-  if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-    printf("usage: phasegate run ...\n(not yet implemented)\n");
-    return PG_EXIT_PASS;
+  struct pg_run_opts o;
+  memset(&o, 0, sizeof o);
+  o.device_id = -1;
+  o.reference_bits = 32;
+  o.timeout_s = 120;
+  o.tool_version = pg_cli_version;
+  o.on_line = on_line;
+  static char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    o.self_exe = self;
   }
-  fprintf(stderr, "phasegate run: not yet implemented\n");
-  return PG_EXIT_ERROR;
+  const char *inspect = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return PG_EXIT_PASS;
+    }
+    if (strncmp(a, "--", 2) != 0) return pg_cli_usage_error("run", "unexpected argument '%s'", a);
+    /* --opt=value or --opt value */
+    char name[64];
+    const char *val = NULL;
+    const char *eq = strchr(a, '=');
+    if (eq) {
+      snprintf(name, sizeof name, "%.*s", (int)(eq - a), a);
+      val = eq + 1;
+    } else {
+      snprintf(name, sizeof name, "%s", a);
+    }
+    static const char *const flags[] = {"--no-golden-cache", "--keep-work", "--no-bisect"};
+    int is_flag = 0;
+    for (size_t f = 0; f < sizeof flags / sizeof *flags; f++) is_flag |= strcmp(name, flags[f]) == 0;
+    if (is_flag) {
+      if (val) return pg_cli_usage_error("run", "%s takes no value", name);
+      if (strcmp(name, "--no-golden-cache") == 0) o.no_golden_cache = 1;
+      else if (strcmp(name, "--keep-work") == 0) o.keep_work = 1;
+      else o.no_bisect = 1;
+      continue;
+    }
+    if (!val) {
+      if (i + 1 >= argc) return pg_cli_usage_error("run", "%s needs a value", name);
+      val = argv[++i];
+    }
+    if (strcmp(name, "--op-dir") == 0) o.op_dir = val;
+    else if (strcmp(name, "--contract") == 0) o.contract_path = val;
+    else if (strcmp(name, "--suite") == 0) o.suite_path = val;
+    else if (strcmp(name, "--impl") == 0) o.impl_spec = val;
+    else if (strcmp(name, "--up-to-module") == 0) {
+      char *end;
+      long k = strtol(val, &end, 10);
+      if (*end || k < 1 || k > 1000)
+        return pg_cli_usage_error("run", "--up-to-module: expected a module number, got '%s'", val);
+      o.up_to_module = (int)k;
+    } else if (strcmp(name, "--case") == 0) o.case_ids = val;
+    else if (strcmp(name, "--levels") == 0) {
+      if (parse_levels(val, &o.levels_mask) != 0)
+        return pg_cli_usage_error("run", "--levels: expected e.g. L1,L2, got '%s'", val);
+    } else if (strcmp(name, "--modes") == 0) o.modes = val;
+    else if (strcmp(name, "--report") == 0) o.report_path = val;
+    else if (strcmp(name, "--report-dir") == 0) o.report_dir = val;
+    else if (strcmp(name, "--timeout") == 0) {
+      char *end;
+      o.timeout_s = strtod(val, &end);
+      if (*end || !(o.timeout_s > 0))
+        return pg_cli_usage_error("run", "--timeout: expected seconds > 0, got '%s'", val);
+    } else if (strcmp(name, "--save-data") == 0) o.save_data = val;
+    else if (strcmp(name, "--golden-data") == 0) o.golden_data = val;
+    else if (strcmp(name, "--reference-precision") == 0) {
+      if (strcmp(val, "fp32") == 0) o.reference_bits = 32;
+      else if (strcmp(val, "fp64") == 0) o.reference_bits = 64;
+      else return pg_cli_usage_error("run", "--reference-precision: fp32 or fp64, got '%s'", val);
+    } else if (strcmp(name, "--golden-lib") == 0) o.golden_lib = val;
+    else if (strcmp(name, "--max-bytes") == 0) {
+      if (parse_size(val, &o.max_bytes) != 0)
+        return pg_cli_usage_error("run", "--max-bytes: expected a byte count, got '%s'", val);
+    } else if (strcmp(name, "--memory-limit") == 0) {
+      if (parse_size(val, &o.rlimit_as) != 0)
+        return pg_cli_usage_error("run", "--memory-limit: expected a byte count, got '%s'", val);
+    } else if (strcmp(name, "--device-id") == 0) {
+      char *end;
+      long d = strtol(val, &end, 10);
+      if (*end || d < 0 || d > 1000000)
+        return pg_cli_usage_error("run", "--device-id: expected an integer, got '%s'", val);
+      o.device_id = (int)d;
+    } else if (strcmp(name, "--work-dir") == 0) o.work_dir = val;
+    else if (strcmp(name, "--jobs") == 0) {
+      char *end;
+      long j = strtol(val, &end, 10);
+      if (*end || j < 0) return pg_cli_usage_error("run", "--jobs: expected an integer, got '%s'", val);
+    } else if (strcmp(name, "--inspect") == 0) inspect = val;
+    else return pg_cli_usage_error("run", "unknown option '%s' (see --help)", name);
+  }
+  if (!o.op_dir && !o.contract_path)
+    return pg_cli_usage_error("run", "--op-dir DIR or --contract FILE is required");
+  if (!o.impl_spec) return pg_cli_usage_error("run", "--impl SPEC is required");
+  if (!o.up_to_module) return pg_cli_usage_error("run", "--up-to-module K is required");
+  o.inspect = inspect;
+
+  struct pg_run_summary s;
+  struct pg_error err;
+  pg_error_clear(&err);
+  int rc = pg_run(&o, &s, &err);
+  if (rc != PG_OK) {
+    fprintf(stderr, "phasegate run: error: %s\n", err.message[0] ? err.message : pg_strerror(rc));
+    return PG_EXIT_ERROR;
+  }
+  return s.exit_code;
 }

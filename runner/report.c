@@ -1,0 +1,442 @@
+/* phasegate runner — evaluation_report.json: JSON building, the information-barrier
+ * sanitize step, and the locked atomic read-merge-write (see report.h).
+ *
+ * Aggregates (status, per_mode_status, cases_*, first_failure, stdout) are always
+ * recomputed from the merged checks[], so the report is the same whether the cases of
+ * a phase ran in one process or in many concurrent ones.
+ */
+#include "report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "phasegate/spec.h"
+
+#define PG_REPORT_STDOUT_MAX (64 * 1024)
+#define PG_REPORT_STRING_MAX (64 * 1024)
+#define PG_REPORT_NUM_ARRAY_MAX 16
+
+static cJSON *num_or_null(double v) {
+  return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+}
+
+static cJSON *index_json(int ndim, const int64_t *idx) {
+  cJSON *a = cJSON_CreateArray();
+  for (int i = 0; a && i < ndim && i < PG_MAX_NDIM; i++)
+    cJSON_AddItemToArray(a, cJSON_CreateNumber((double)idx[i]));
+  return a;
+}
+
+static void add_num(cJSON *o, const char *k, double v) { cJSON_AddItemToObject(o, k, num_or_null(v)); }
+
+static cJSON *tensor_json(const struct pg_tensor_check *t, const char *mode) {
+  cJSON *o = cJSON_CreateObject();
+  const struct pg_cmp_result *c = &t->cmp;
+  cJSON_AddStringToObject(o, "name", t->name);
+  cJSON_AddStringToObject(o, "mode", mode);
+  cJSON_AddStringToObject(o, "dtype", pg_dtype_name(t->dtype));
+  cJSON_AddItemToObject(o, "shape", index_json(t->ndim, t->shape));
+  cJSON_AddStringToObject(o, "rule", t->rule);
+  add_num(o, "atol", t->atol);
+  add_num(o, "rtol", t->rtol);
+  cJSON_AddBoolToObject(o, "values_checked", t->values_checked);
+  cJSON_AddBoolToObject(o, "passed", t->passed);
+  if (!t->compared) return o;
+  if (c->structural) {
+    cJSON_AddStringToObject(o, "structural", c->structural_reason);
+    return o;
+  }
+  cJSON_AddBoolToObject(o, "all_close", c->passed);
+  cJSON_AddNumberToObject(o, "n", (double)c->n);
+  cJSON_AddNumberToObject(o, "mismatches", (double)c->mismatches);
+  add_num(o, "mismatch_ratio", c->mismatch_ratio);
+  add_num(o, "max_abs_diff", c->max_abs_diff);
+  cJSON_AddItemToObject(o, "max_abs_index", index_json(c->ndim, c->max_abs_index));
+  add_num(o, "max_rel_diff", c->max_rel_diff);
+  cJSON_AddItemToObject(o, "max_rel_index", index_json(c->ndim, c->max_rel_index));
+  add_num(o, "mean_abs_diff", c->mean_abs_diff);
+  add_num(o, "rmse", c->rmse);
+  add_num(o, "cosine_similarity", c->cosine_similarity);
+  cJSON_AddNumberToObject(o, "nan_impl", (double)c->nan_impl);
+  cJSON_AddNumberToObject(o, "nan_ref", (double)c->nan_ref);
+  cJSON_AddNumberToObject(o, "inf_impl", (double)c->inf_impl);
+  cJSON_AddNumberToObject(o, "inf_ref", (double)c->inf_ref);
+  add_num(o, "max_ulp", c->max_ulp);
+  add_num(o, "error_balance", c->error_balance);
+  add_num(o, "share_within_1e-3", c->share_within_1e3);
+  add_num(o, "share_within_5e-3", c->share_within_5e3);
+  add_num(o, "zero_share_ref", c->zero_share_ref);
+  cJSON_AddBoolToObject(o, "mistrusted", c->mistrusted);
+  if (c->mistrusted) cJSON_AddStringToObject(o, "mistrust_reason", c->mistrust_reason);
+  cJSON_AddBoolToObject(o, "cpu_reproducer_candidate", c->cpu_reproducer_candidate);
+  /* First mismatches: index, the impl's value, and the differences; never the
+   * reference value (information barrier). */
+  cJSON *fm = cJSON_AddArrayToObject(o, "first_mismatches");
+  for (int i = 0; fm && i < c->n_first && i < PG_CMP_FIRST_MISMATCHES; i++) {
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddItemToObject(m, "index", index_json(c->ndim, c->first[i].index));
+    add_num(m, "impl_value", c->first[i].impl_value);
+    add_num(m, "abs_diff", c->first[i].abs_diff);
+    add_num(m, "rel_diff", c->first[i].rel_diff);
+    cJSON_AddItemToArray(fm, m);
+  }
+  return o;
+}
+
+static const char *boundary_name(int k, char *buf, size_t size) {
+  if (k <= 0) return NULL;
+  snprintf(buf, size, "M%d", k);
+  return buf;
+}
+
+cJSON *pg_report_check_json(const struct pg_case_result *r) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddStringToObject(o, "id", r->id);
+  cJSON_AddNumberToObject(o, "level", r->level);
+  cJSON_AddNumberToObject(o, "suite_index", r->index);
+  cJSON_AddStringToObject(o, "status", pg_verdict_name(r->status));
+  cJSON_AddBoolToObject(o, "precision_checked", r->precision_checked);
+  cJSON_AddBoolToObject(o, "all_close", r->all_close);
+  add_num(o, "max_abs_diff", r->max_abs_diff);
+  add_num(o, "max_rel_diff", r->max_rel_diff);
+  cJSON *pms = cJSON_AddObjectToObject(o, "per_mode_status");
+  for (int i = 0; pms && i < r->n_modes; i++)
+    cJSON_AddStringToObject(pms, r->modes[i].mode, pg_verdict_name(r->modes[i].status));
+  cJSON *pt = cJSON_AddArrayToObject(o, "per_tensor");
+  for (int i = 0; pt && i < r->n_modes; i++)
+    for (int j = 0; j < r->modes[i].n_tensors; j++)
+      cJSON_AddItemToArray(pt, tensor_json(&r->modes[i].tensors[j], r->modes[i].mode));
+  if (r->status == PG_VERDICT_FAIL || r->status == PG_VERDICT_ERROR) {
+    cJSON *f = cJSON_AddObjectToObject(o, "failure");
+    char b[32];
+    const char *bn = boundary_name(r->failing_boundary, b, sizeof b);
+    if (bn) cJSON_AddStringToObject(f, "failing_module_boundary", bn);
+    else cJSON_AddNullToObject(f, "failing_module_boundary");
+    const char *cat = pg_category_name(r->category);
+    cJSON_AddStringToObject(f, "failure_category", cat ? cat : "other");
+    if (r->fingerprint[0]) cJSON_AddStringToObject(f, "divergence_fingerprint", r->fingerprint);
+    else cJSON_AddNullToObject(f, "divergence_fingerprint");
+    cJSON_AddStringToObject(f, "summary", r->summary);
+  } else {
+    cJSON_AddNullToObject(o, "failure");
+  }
+  cJSON *modes = cJSON_AddArrayToObject(o, "modes");
+  for (int i = 0; modes && i < r->n_modes; i++) {
+    const struct pg_mode_result *m = &r->modes[i];
+    cJSON *mo = cJSON_CreateObject();
+    cJSON_AddStringToObject(mo, "mode", m->mode);
+    cJSON_AddStringToObject(mo, "status", pg_verdict_name(m->status));
+    const char *cat = pg_category_name(m->category);
+    if (cat && m->status != PG_VERDICT_PASS && m->status != PG_VERDICT_SKIPPED)
+      cJSON_AddStringToObject(mo, "failure_category", cat);
+    else cJSON_AddNullToObject(mo, "failure_category");
+    char b[32];
+    const char *bn = boundary_name(m->failing_boundary, b, sizeof b);
+    if (bn) cJSON_AddStringToObject(mo, "failing_module_boundary", bn);
+    cJSON_AddStringToObject(mo, "summary", m->summary);
+    add_num(mo, "duration_ms", m->impl_ms);
+    if (m->timed_out) cJSON_AddBoolToObject(mo, "timed_out", 1);
+    if (m->signo) cJSON_AddNumberToObject(mo, "signal", m->signo);
+    cJSON_AddNumberToObject(mo, "exit_code", m->exit_code);
+    cJSON_AddStringToObject(mo, "stdout", m->captured ? m->captured : "");
+    cJSON_AddItemToArray(modes, mo);
+  }
+  cJSON_AddStringToObject(o, "repro", r->repro ? r->repro : "");
+  cJSON *d = cJSON_AddObjectToObject(o, "durations_ms");
+  add_num(d, "inputs", r->inputs_ms);
+  add_num(d, "reference", r->golden_ms);
+  add_num(d, "total", r->total_ms);
+  cJSON_AddBoolToObject(o, "golden_cached", r->golden_cached);
+  cJSON_AddBoolToObject(o, "cpu_reproducer_candidate", r->cpu_reproducer_candidate);
+  cJSON_AddBoolToObject(o, "mistrusted", r->mistrusted);
+  cJSON *hints = cJSON_AddArrayToObject(o, "hints");
+  if (hints && r->hint[0]) cJSON_AddItemToArray(hints, cJSON_CreateString(r->hint));
+  cJSON *knobs = r->knobs_json ? cJSON_Parse(r->knobs_json) : NULL;
+  cJSON_AddItemToObject(o, "knobs", knobs ? knobs : cJSON_CreateObject());
+  return o;
+}
+
+static const char *get_str(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int check_order(const cJSON *a, const cJSON *b) {
+  const cJSON *ia = cJSON_GetObjectItemCaseSensitive(a, "suite_index");
+  const cJSON *ib = cJSON_GetObjectItemCaseSensitive(b, "suite_index");
+  double x = cJSON_IsNumber(ia) ? ia->valuedouble : 1e18, y = cJSON_IsNumber(ib) ? ib->valuedouble : 1e18;
+  if (x != y) return x < y ? -1 : 1;
+  const char *sa = get_str(a, "id"), *sb = get_str(b, "id");
+  return strcmp(sa ? sa : "", sb ? sb : "");
+}
+
+/* Stable insertion sort of checks[] by suite order (a few hundred entries at most). */
+static void sort_checks(cJSON *checks) {
+  int n = cJSON_GetArraySize(checks);
+  cJSON **items = malloc((size_t)(n > 0 ? n : 1) * sizeof *items);
+  if (!items) return;
+  for (int i = 0; i < n; i++) items[i] = cJSON_DetachItemFromArray(checks, 0);
+  for (int i = 1; i < n; i++) {
+    cJSON *x = items[i];
+    int j = i - 1;
+    while (j >= 0 && check_order(items[j], x) > 0) {
+      items[j + 1] = items[j];
+      j--;
+    }
+    items[j + 1] = x;
+  }
+  for (int i = 0; i < n; i++) cJSON_AddItemToArray(checks, items[i]);
+  free(items);
+}
+
+cJSON *pg_report_build(const struct pg_report_meta *m, cJSON *checks) {
+  cJSON *r = cJSON_CreateObject();
+  if (!r) {
+    cJSON_Delete(checks);
+    return NULL;
+  }
+  sort_checks(checks);
+  cJSON_AddNumberToObject(r, "schema_version", PG_REPORT_SCHEMA_VERSION);
+  cJSON_AddStringToObject(r, "tool", "phasegate");
+  cJSON_AddStringToObject(r, "tool_version", m->tool_version ? m->tool_version : "unknown");
+  cJSON_AddStringToObject(r, "op_name", m->op);
+  cJSON_AddStringToObject(r, "impl_file", m->impl_spec ? m->impl_spec : "");
+  cJSON_AddNumberToObject(r, "up_to_module", m->up_to_module);
+  cJSON_AddNumberToObject(r, "total_modules", m->total_modules);
+  char suffix[64];
+  pg_phase_suffix(m->up_to_module, suffix, sizeof suffix);
+  cJSON_AddStringToObject(r, "suffix", suffix);
+  if (m->contract_path) cJSON_AddStringToObject(r, "contract", m->contract_path);
+  if (m->suite_path) cJSON_AddStringToObject(r, "suite", m->suite_path);
+
+  int total = 0, passed = 0, failed = 0, errors = 0, skipped = 0;
+  enum pg_verdict worst = PG_VERDICT_SKIPPED;
+  cJSON *pms = cJSON_CreateObject();
+  cJSON *first_failure = NULL;
+  char *out = calloc(1, PG_REPORT_STDOUT_MAX + 1);
+  size_t out_len = 0;
+  const cJSON *chk;
+  cJSON_ArrayForEach(chk, checks) {
+    total++;
+    enum pg_verdict v = pg_verdict_parse(get_str(chk, "status"));
+    if (v > worst) worst = v;
+    if (v == PG_VERDICT_PASS) passed++;
+    else if (v == PG_VERDICT_FAIL) failed++;
+    else if (v == PG_VERDICT_ERROR) errors++;
+    else skipped++;
+    const cJSON *cm = cJSON_GetObjectItemCaseSensitive(chk, "per_mode_status");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cm) {
+      if (!cJSON_IsString(e) || !e->string) continue;
+      enum pg_verdict mv = pg_verdict_parse(e->valuestring);
+      cJSON *cur = cJSON_GetObjectItemCaseSensitive(pms, e->string);
+      if (!cur) cJSON_AddStringToObject(pms, e->string, pg_verdict_name(mv));
+      else if (mv > pg_verdict_parse(cur->valuestring))
+        cJSON_ReplaceItemInObjectCaseSensitive(pms, e->string,
+                                               cJSON_CreateString(pg_verdict_name(mv)));
+    }
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(chk, "failure");
+    if (!first_failure && cJSON_IsObject(f)) {
+      first_failure = cJSON_Duplicate(f, 1);
+      const char *id = get_str(chk, "id");
+      cJSON_AddItemToObject(first_failure, "case_id", cJSON_CreateString(id ? id : ""));
+    }
+    /* stdout: the captured impl output of every mode, bounded. */
+    const cJSON *modes = cJSON_GetObjectItemCaseSensitive(chk, "modes"), *mo;
+    cJSON_ArrayForEach(mo, modes) {
+      const char *s = get_str(mo, "stdout");
+      if (!out || !s || !*s) continue;
+      char head[300];
+      int hn = snprintf(head, sizeof head, "--- %s / %s ---\n", get_str(chk, "id") ? get_str(chk, "id") : "?",
+                        get_str(mo, "mode") ? get_str(mo, "mode") : "?");
+      size_t sl = strlen(s);
+      if (hn > 0 && out_len + (size_t)hn + sl + 1 <= PG_REPORT_STDOUT_MAX) {
+        memcpy(out + out_len, head, (size_t)hn);
+        out_len += (size_t)hn;
+        memcpy(out + out_len, s, sl);
+        out_len += sl;
+        if (sl && s[sl - 1] != '\n') out[out_len++] = '\n';
+      }
+    }
+  }
+  cJSON_AddStringToObject(r, "status", pg_verdict_name(total ? worst : PG_VERDICT_SKIPPED));
+  cJSON_AddItemToObject(r, "checks", checks);
+  cJSON_AddNumberToObject(r, "cases_total", total);
+  cJSON_AddNumberToObject(r, "cases_passed", passed);
+  cJSON_AddNumberToObject(r, "cases_failed", failed);
+  cJSON_AddNumberToObject(r, "cases_error", errors);
+  cJSON_AddNumberToObject(r, "cases_skipped", skipped);
+  cJSON_AddItemToObject(r, "per_mode_status", pms);
+  if (first_failure) cJSON_AddItemToObject(r, "first_failure", first_failure);
+  else cJSON_AddNullToObject(r, "first_failure");
+  cJSON_AddStringToObject(r, "stdout", out ? out : "");
+  free(out);
+  char ts[64];
+  time_t now = time(NULL);
+  struct tm tmv;
+  gmtime_r(&now, &tmv);
+  strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+  cJSON_AddStringToObject(r, "updated_at", ts);
+  return r;
+}
+
+/* Keys that would carry reference or input contents. */
+static int forbidden_key(const char *k) {
+  static const char *const bad[] = {"golden", "golden_value", "golden_values", "ref_value", "ref_values", "expected", "expected_value",
+                                    "expected_values", "data", "values", "input_values",
+                                    "golden_source", "tensor"};
+  if (!k) return 0;
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    if (strcmp(k, bad[i]) == 0) return 1;
+  return 0;
+}
+
+int pg_report_sanitize(cJSON *node) {
+  int changed = 0;
+  if (!node) return 0;
+  cJSON *c = node->child;
+  while (c) {
+    cJSON *next = c->next;
+    if (cJSON_IsObject(node) && forbidden_key(c->string)) {
+      cJSON_Delete(cJSON_DetachItemViaPointer(node, c));
+      changed++;
+    } else if (cJSON_IsArray(c) && cJSON_GetArraySize(c) > PG_REPORT_NUM_ARRAY_MAX &&
+               c->child && cJSON_IsNumber(c->child)) {
+      cJSON_ReplaceItemViaPointer(node, c, cJSON_CreateString("<removed: tensor-sized array>"));
+      changed++;
+    } else if (cJSON_IsString(c) && c->valuestring &&
+               strlen(c->valuestring) > PG_REPORT_STRING_MAX) {
+      c->valuestring[PG_REPORT_STRING_MAX] = '\0';
+      changed++;
+    } else if (cJSON_IsObject(c) || cJSON_IsArray(c)) {
+      changed += pg_report_sanitize(c);
+    }
+    c = next;
+  }
+  return changed;
+}
+
+static int mkdir_p(const char *path) {
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+  return 0;
+}
+
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len + 65536 + 1 > cap) {
+      cap = cap ? cap * 2 : 65536 * 2;
+      char *nb = realloc(buf, cap);
+      if (!nb) {
+        free(buf);
+        fclose(f);
+        return NULL;
+      }
+      buf = nb;
+    }
+    size_t n = fread(buf + len, 1, 65536, f);
+    len += n;
+    if (n == 0) break;
+  }
+  fclose(f);
+  buf[len] = '\0';
+  return buf;
+}
+
+int pg_report_merge_write(const char *path, const struct pg_report_meta *m,
+                          const struct pg_case_result *cases, int n, struct pg_error *err) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash && slash != dir) {
+    *slash = '\0';
+    if (mkdir_p(dir) != 0)
+      return pg_error_set(err, PG_EIO, "%s: cannot create directory: %s", dir, strerror(errno));
+  }
+  char lock[4200];
+  snprintf(lock, sizeof lock, "%s.lock", path);
+  int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (lfd < 0) return pg_error_set(err, PG_EIO, "%s: %s", lock, strerror(errno));
+  while (flock(lfd, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      close(lfd);
+      return pg_error_set(err, PG_EIO, "%s: flock: %s", lock, strerror(errno));
+    }
+  }
+  cJSON *checks = cJSON_CreateArray();
+  /* Keep the existing report's checks for other cases (same op and phase only). */
+  char *old = read_file(path);
+  if (old) {
+    cJSON *prev = cJSON_Parse(old);
+    free(old);
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(prev, "op_name");
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(prev, "up_to_module");
+    const cJSON *pc = cJSON_GetObjectItemCaseSensitive(prev, "checks");
+    if (cJSON_IsString(op) && strcmp(op->valuestring, m->op) == 0 && cJSON_IsNumber(k) &&
+        k->valueint == m->up_to_module && cJSON_IsArray(pc)) {
+      const cJSON *c;
+      cJSON_ArrayForEach(c, pc) {
+        const char *id = get_str(c, "id");
+        int replaced = 0;
+        for (int i = 0; id && i < n; i++) replaced |= strcmp(cases[i].id, id) == 0;
+        if (id && !replaced) cJSON_AddItemToArray(checks, cJSON_Duplicate(c, 1));
+      }
+    }
+    cJSON_Delete(prev);
+  }
+  for (int i = 0; i < n; i++) cJSON_AddItemToArray(checks, pg_report_check_json(&cases[i]));
+  cJSON *report = pg_report_build(m, checks);
+  int rc = PG_OK;
+  char *text = NULL;
+  if (!report) {
+    rc = pg_error_set(err, PG_ENOMEM, "out of memory building the report");
+    goto out;
+  }
+  pg_report_sanitize(report);
+  text = cJSON_Print(report);
+  if (!text) {
+    rc = pg_error_set(err, PG_ENOMEM, "out of memory printing the report");
+    goto out;
+  }
+  char tmp[4300];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    rc = pg_error_set(err, PG_EIO, "%s: %s", tmp, strerror(errno));
+    goto out;
+  }
+  int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+  ok &= fflush(f) == 0;
+  ok &= fsync(fileno(f)) == 0;
+  ok &= fclose(f) == 0;
+  if (!ok || rename(tmp, path) != 0) {
+    rc = pg_error_set(err, PG_EIO, "%s: cannot write the report: %s", path, strerror(errno));
+    unlink(tmp);
+  }
+out:
+  free(text);
+  cJSON_Delete(report);
+  flock(lfd, LOCK_UN);
+  close(lfd);
+  return rc;
+}

@@ -1,0 +1,225 @@
+/* attention_impl — an emulated-device implementation of the bundled `attention` op,
+ * written the way an accelerator kernel computes, so that phasegate compares it with
+ * the CPU goldens under realistic (not bit-exact) differences:
+ *   - inputs are read as fp16 (or whatever dtype the case gives), widened to fp32;
+ *   - matmuls accumulate in fp32 over tiles (32 along D for q·kᵀ, 64 along S for p·v),
+ *     adding the tile partial sums at the end: a different summation order than BLAS;
+ *   - softmax uses a fast exp (range reduction + degree-4 polynomial, ~4e-5 relative),
+ *     row sums in tiles of 64, and stores probabilities as fp16 before p·v.
+ * Exports attention_module1_wrapper (scores), attention_module12_wrapper (probs),
+ * attention_module123_wrapper (out). Modes: `sim` always runs; `npu` returns
+ * PG_UNAVAILABLE unless PHASEGATE_EMULATE_NPU=1 (then it runs the same emulation);
+ * any other mode is unavailable.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "phasegate/impl.h"
+#include "phasegate/tensor.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT int attention_module1_wrapper(const DLTensor *in, int32_t n_in, DLTensor *out,
+                                     int32_t n_out, const pg_call *call);
+EXPORT int attention_module12_wrapper(const DLTensor *in, int32_t n_in, DLTensor *out,
+                                      int32_t n_out, const pg_call *call);
+EXPORT int attention_module123_wrapper(const DLTensor *in, int32_t n_in, DLTensor *out,
+                                       int32_t n_out, const pg_call *call);
+
+enum { TILE_D = 32, TILE_S = 64 };
+
+static int mode_ok(const pg_call *call) {
+  if (strcmp(call->mode, "sim") == 0) return 1;
+  if (strcmp(call->mode, "npu") == 0) {
+    const char *e = getenv("PHASEGATE_EMULATE_NPU");
+    return e && strcmp(e, "1") == 0;
+  }
+  return 0;
+}
+
+static int64_t numel(const DLTensor *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+  return n;
+}
+
+/* Widens any supported dtype to a fresh fp32 array. */
+static float *to_f32(const DLTensor *t) {
+  enum pg_dtype dt = pg_dtype_from_dl(t->dtype);
+  int64_t n = numel(t);
+  float *f = malloc((size_t)(n > 0 ? n : 1) * sizeof *f);
+  if (!f || dt == PG_DTYPE_INVALID) {
+    free(f);
+    return NULL;
+  }
+  if (dt == PG_DTYPE_F16)
+    for (int64_t i = 0; i < n; i++) f[i] = pg_f16_to_f32(((const uint16_t *)t->data)[i]);
+  else
+    for (int64_t i = 0; i < n; i++) f[i] = (float)pg_load_f64(t->data, dt, (size_t)i);
+  return f;
+}
+
+static void store(DLTensor *t, const float *f) {
+  enum pg_dtype dt = pg_dtype_from_dl(t->dtype);
+  int64_t n = numel(t);
+  if (dt == PG_DTYPE_F32) memcpy(t->data, f, (size_t)n * sizeof *f);
+  else if (dt == PG_DTYPE_F16)
+    for (int64_t i = 0; i < n; i++) ((uint16_t *)t->data)[i] = pg_f32_to_f16(f[i]);
+  else
+    for (int64_t i = 0; i < n; i++) pg_store_f64(t->data, dt, (size_t)i, f[i]);
+}
+
+/* exp(x) for x <= 0 (softmax after max subtraction): 2^n · e^(f·ln2), |f| <= 1/2. */
+static float fast_exp(float x) {
+  float y = x * 1.44269504f;
+  if (y < -126.0f) return 0.0f;
+  float n = floorf(y + 0.5f);
+  float t = (y - n) * 0.69314718f;
+  float p = 1.0f + t * (1.0f + t * (0.5f + t * (0.16666667f + t * 0.04166667f)));
+  union { uint32_t u; float f; } s;
+  s.u = (uint32_t)((int32_t)n + 127) << 23;
+  return p * s.f;
+}
+
+struct dims {
+  int64_t B, H, S, D;
+};
+
+static int check_inputs(const DLTensor *in, int32_t n_in, struct dims *d) {
+  if (n_in != 3) return 2;
+  for (int i = 0; i < 3; i++)
+    if (in[i].ndim != 4) return 2;
+  d->B = in[0].shape[0], d->H = in[0].shape[1], d->S = in[0].shape[2], d->D = in[0].shape[3];
+  for (int i = 1; i < 3; i++)
+    for (int a = 0; a < 4; a++)
+      if (in[i].shape[a] != in[0].shape[a]) return 2;
+  return 0;
+}
+
+/* scores = q kᵀ / sqrt(D), fp32 partial sums per D tile. */
+static float *qk(const DLTensor *in, const struct dims *d) {
+  float *q = to_f32(&in[0]), *k = to_f32(&in[1]);
+  float *s = malloc((size_t)(d->B * d->H * d->S * d->S) * sizeof *s);
+  if (!q || !k || !s) {
+    free(q), free(k), free(s);
+    return NULL;
+  }
+  const float scale = 1.0f / sqrtf((float)d->D);
+  for (int64_t bh = 0; bh < d->B * d->H; bh++) {
+    const float *qb = q + bh * d->S * d->D, *kb = k + bh * d->S * d->D;
+    float *sb = s + bh * d->S * d->S;
+    for (int64_t i = 0; i < d->S; i++)
+      for (int64_t j = 0; j < d->S; j++) {
+        float acc = 0.0f;
+        for (int64_t t0 = 0; t0 < d->D; t0 += TILE_D) {
+          float part = 0.0f;
+          int64_t t1 = t0 + TILE_D < d->D ? t0 + TILE_D : d->D;
+          for (int64_t t = t0; t < t1; t++) part += qb[i * d->D + t] * kb[j * d->D + t];
+          acc += part;
+        }
+        sb[i * d->S + j] = acc * scale;
+      }
+  }
+  free(q);
+  free(k);
+  return s;
+}
+
+/* In-place row softmax; the result is rounded through fp16 storage. */
+static void softmax_rows(float *s, const struct dims *d) {
+  for (int64_t r = 0; r < d->B * d->H * d->S; r++) {
+    float *row = s + r * d->S;
+    float m = row[0];
+    for (int64_t j = 1; j < d->S; j++) m = row[j] > m ? row[j] : m;
+    float sum = 0.0f;
+    for (int64_t t0 = 0; t0 < d->S; t0 += TILE_S) {
+      float part = 0.0f;
+      int64_t t1 = t0 + TILE_S < d->S ? t0 + TILE_S : d->S;
+      for (int64_t j = t0; j < t1; j++) {
+        row[j] = fast_exp(row[j] - m);
+        part += row[j];
+      }
+      sum += part;
+    }
+    float inv = 1.0f / sum;
+    for (int64_t j = 0; j < d->S; j++) row[j] = pg_f16_to_f32(pg_f32_to_f16(row[j] * inv));
+  }
+}
+
+static int check_out(const DLTensor *o, int64_t a, int64_t b, int64_t c, int64_t e) {
+  return o->ndim == 4 && o->shape[0] == a && o->shape[1] == b && o->shape[2] == c &&
+         o->shape[3] == e;
+}
+
+static int run(const DLTensor *in, int32_t n_in, DLTensor *out, int32_t n_out,
+               const pg_call *call, int phase) {
+  if (!mode_ok(call)) return PG_UNAVAILABLE;
+  struct dims d;
+  if (check_inputs(in, n_in, &d) != 0 || n_out != 1) return 2;
+  int64_t last = phase == 3 ? d.D : d.S;
+  if (!check_out(&out[0], d.B, d.H, d.S, last)) return 2;
+  if (phase == 3 && d.D > 512) {
+    call->log(call, PG_LOG_ERROR, "attention_impl: D > 512 is not supported by the p·v tile");
+    return 2;
+  }
+  float *s = qk(in, &d);
+  if (!s) return 12;
+  if (phase == 1) {
+    store(&out[0], s);
+    free(s);
+    return 0;
+  }
+  softmax_rows(s, &d);
+  if (phase == 2) {
+    store(&out[0], s);
+    free(s);
+    return 0;
+  }
+  float *v = to_f32(&in[2]);
+  float *o = malloc((size_t)(d.B * d.H * d.S * d.D) * sizeof *o);
+  if (!v || !o) {
+    free(s), free(v), free(o);
+    return 12;
+  }
+  for (int64_t bh = 0; bh < d.B * d.H; bh++) {
+    const float *p = s + bh * d.S * d.S, *vb = v + bh * d.S * d.D;
+    float *ob = o + bh * d.S * d.D;
+    for (int64_t i = 0; i < d.S; i++) {
+      for (int64_t c = 0; c < d.D; c++) ob[i * d.D + c] = 0.0f;
+      for (int64_t t0 = 0; t0 < d.S; t0 += TILE_S) {
+        float part[512];
+        int64_t dd = d.D < 512 ? d.D : 512;
+        for (int64_t c = 0; c < dd; c++) part[c] = 0.0f;
+        int64_t t1 = t0 + TILE_S < d.S ? t0 + TILE_S : d.S;
+        for (int64_t j = t0; j < t1; j++) {
+          float pij = p[i * d.S + j];
+          for (int64_t c = 0; c < dd; c++) part[c] += pij * vb[j * d.D + c];
+        }
+        for (int64_t c = 0; c < dd; c++) ob[i * d.D + c] += part[c];
+      }
+    }
+  }
+  store(&out[0], o);
+  free(s);
+  free(v);
+  free(o);
+  return 0;
+}
+
+int attention_module1_wrapper(const DLTensor *in, int32_t n_in, DLTensor *out, int32_t n_out,
+                              const pg_call *call) {
+  return run(in, n_in, out, n_out, call, 1);
+}
+
+int attention_module12_wrapper(const DLTensor *in, int32_t n_in, DLTensor *out, int32_t n_out,
+                               const pg_call *call) {
+  return run(in, n_in, out, n_out, call, 2);
+}
+
+int attention_module123_wrapper(const DLTensor *in, int32_t n_in, DLTensor *out, int32_t n_out,
+                                const pg_call *call) {
+  return run(in, n_in, out, n_out, call, 3);
+}
