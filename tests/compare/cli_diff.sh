@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# tests/compare/cli_diff.sh — CLI tests of `phasegate diff`: exit codes, the human and
+# JSON reports, structural mismatches, usage errors and the information barrier
+# (no reference value is ever printed). Fixtures are written by pg_cmp_driver.
+#   cli_diff.sh PATH/TO/phasegate PATH/TO/pg_cmp_driver
+set -u
+PG="$1"
+DRV="$2"
+T="$(mktemp -d)"
+trap 'rm -rf "$T"' EXIT
+fails=0
+LAST=""
+
+# expect CODE PATTERN... -- ARGS : runs phasegate diff ARGS, checks exit code and
+# that every PATTERN (extended regex) occurs in stdout+stderr.
+expect() {
+  local code="$1"; shift
+  local pats=()
+  while [ "$1" != "--" ]; do pats+=("$1"); shift; done
+  shift
+  local out rc
+  out="$("$PG" diff "$@" 2>&1)"; rc=$?
+  if [ "$rc" != "$code" ]; then
+    echo "FAIL: phasegate diff $*: exit $rc, expected $code"; echo "$out"; fails=$((fails + 1)); return
+  fi
+  for p in "${pats[@]}"; do
+    if ! grep -Eq -- "$p" <<<"$out"; then
+      echo "FAIL: phasegate diff $*: output lacks /$p/"; echo "$out"; fails=$((fails + 1)); return
+    fi
+  done
+  LAST="$out"
+}
+
+w() { "$DRV" write "$T/$1" "$2" "$3" "$4" || { echo "cannot write fixture $1"; exit 2; }; }
+
+w a.npy float32 2x3 1,2,3,4,5,6
+w same.npy float32 2x3 1,2,3,4,5,6
+w b.npy float32 2x3 1,2,3.0001,4,7.25,6
+w t.npy float32 3x2 1,2,3,4,5,6
+w h.npy float16 2x3 1,2,3,4,5,6
+w i1.npy int32 3 1,2,3
+w i2.npy int32 3 1,2,13
+w n1.npy float64 4 nan,1,inf,-0.0
+w n2.npy float64 4 nan,1,inf,0.0
+w z.npy float32 10 0,0,0,0,1,2,3,4,5,6
+
+expect 0 'verdict: PASS' 'mismatches: 0 of 6' 'float32 \[2, 3\]' -- "$T/a.npy" "$T/same.npy"
+expect 1 'verdict: FAIL' 'mismatches: 2 of 6' 'max abs diff: 2.25 at \[1, 1\]' \
+  'first mismatches' '\[0, 2\]: 3, ' '\[1, 1\]: 5, 2.25' -- "$T/a.npy" "$T/b.npy"
+# information barrier: the reference's 7.25 never appears, in either format
+if grep -q '7\.25' <<<"$LAST"; then echo "FAIL: reference value leaked"; fails=$((fails + 1)); fi
+expect 1 '"verdict":[[:space:]]*"FAIL"' '"mismatches":[[:space:]]*2' '"max_abs_index":' \
+  '"first_mismatches":' -- "$T/a.npy" "$T/b.npy" --json
+if grep -q '7\.25' <<<"$LAST"; then echo "FAIL: reference value leaked (json)"; fails=$((fails + 1)); fi
+# tolerances and rules
+expect 0 'verdict: PASS' 'atol=3' -- "$T/a.npy" "$T/b.npy" --atol 3
+expect 0 'verdict: PASS' -- "$T/a.npy" "$T/b.npy" --rule ratio:0.34
+expect 1 'verdict: FAIL' -- "$T/a.npy" "$T/b.npy" --rule ratio:0.3
+expect 1 'mismatches: 2 of 6' -- "$T/a.npy" "$T/b.npy" --rule ulp:418
+expect 1 'mismatches: 1 of 6' -- "$T/a.npy" "$T/b.npy" --rule ulp:419
+expect 1 'mismatches: 2 of 6' -- "$T/a.npy" "$T/b.npy" --rule exact
+# structural mismatches are failures, not errors
+expect 1 'structural mismatch: shape mismatch: impl \[2, 3\], reference \[3, 2\]' -- "$T/a.npy" "$T/t.npy"
+expect 1 'dtype mismatch: impl float16, reference float32' -- "$T/h.npy" "$T/a.npy"
+expect 1 '"structural":[[:space:]]*true' -- "$T/a.npy" "$T/t.npy" --json
+# integers compare exactly whatever the tolerance
+expect 1 'mismatches: 1 of 3' 'max integer difference: 10' -- "$T/i1.npy" "$T/i2.npy" --atol 100
+# NaN, Inf, -0
+expect 1 'mismatches: 1 of 4' 'NaN: impl 1, reference 1' 'Inf: impl 1, reference 1' -- "$T/n1.npy" "$T/n2.npy"
+expect 0 'verdict: PASS' -- "$T/n1.npy" "$T/n2.npy" --equal-nan
+# mistrusted reference
+expect 0 'MISTRUSTED: 40.0% of the reference' -- "$T/z.npy" "$T/z.npy"
+expect 0 '"mistrusted":[[:space:]]*true' -- "$T/z.npy" "$T/z.npy" --json
+# usage and input errors
+expect 0 'usage: phasegate diff' -- --help
+expect 2 'expected two tensor files' -- "$T/a.npy"
+expect 2 'unknown comparison rule' -- "$T/a.npy" "$T/b.npy" --rule fuzzy
+expect 2 'needs a finite number' -- "$T/a.npy" "$T/b.npy" --atol -1
+expect 2 'unknown option' -- "$T/a.npy" "$T/b.npy" --frobnicate
+expect 2 'missing.npy' -- "$T/a.npy" "$T/missing.npy"
+printf 'not a tensor' >"$T/bad.npy"
+expect 2 'bad.npy' -- "$T/bad.npy" "$T/a.npy"
+
+if [ "$fails" -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
+echo "all phasegate diff checks passed"
