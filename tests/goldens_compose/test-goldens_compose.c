@@ -1,0 +1,677 @@
+/* phasegate tests — golden steps, validation, composition and golden plugins
+ * (goldens/steps.c, compose.c, plugin.c). Contracts are built by hand and kernels are
+ * this file's own mini-kernels, so the tests pin the composition machinery itself:
+ * wiring, rounding of module outputs to their declared dtype, k < N with later goldens
+ * missing, error positions, plugin ABI checks.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "golden_private.h"
+#include "pg_test.h"
+
+/* ---------------------------------------------------------------- mini kernels */
+
+static double ld(const struct pg_tensor *t, int64_t i) { return pg_load_f64(t->dl.data, t->dtype, (size_t)i); }
+static void st(struct pg_tensor *t, int64_t i, double v) { pg_store_f64(t->dl.data, t->dtype, (size_t)i, v); }
+
+static int mm_infer(const struct pg_tensor_meta *in, int n, const struct pg_attr_value *attrs,
+                    struct pg_tensor_meta *out, struct pg_error *err) {
+  (void)n;
+  if (in[0].ndim != 2 || in[1].ndim != 2) return pg_error_set(err, PG_ESHAPE, "operands must be 2-D");
+  int tb = attrs[0].b;
+  int64_t k2 = tb ? in[1].shape[1] : in[1].shape[0];
+  if (in[0].shape[1] != k2)
+    return pg_error_set(err, PG_ESHAPE, "inner dimensions differ: %lld vs %lld",
+                        (long long)in[0].shape[1], (long long)k2);
+  out[0].dtype = in[0].dtype;
+  out[0].ndim = 2;
+  out[0].shape[0] = in[0].shape[0];
+  out[0].shape[1] = tb ? in[1].shape[0] : in[1].shape[1];
+  return PG_OK;
+}
+
+/* Accumulates in the tensor's own precision, sequentially, like a naive sgemm. */
+static int mm_run(const struct pg_kernel_args *a, struct pg_tensor *const *out, struct pg_error *err) {
+  (void)err;
+  const struct pg_tensor *x = a->inputs[0], *w = a->inputs[1];
+  int tb = a->attrs[0].b;
+  int64_t M = x->shape[0], K = x->shape[1], N = out[0]->shape[1];
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) {
+      if (out[0]->dtype == PG_DTYPE_F32) {
+        float acc = 0;
+        for (int64_t k = 0; k < K; k++)
+          acc += (float)ld(x, i * K + k) * (float)ld(w, tb ? j * K + k : k * N + j);
+        st(out[0], i * N + j, acc);
+      } else {
+        double acc = 0;
+        for (int64_t k = 0; k < K; k++) acc += ld(x, i * K + k) * ld(w, tb ? j * K + k : k * N + j);
+        st(out[0], i * N + j, acc);
+      }
+    }
+  return PG_OK;
+}
+
+static int same_infer(const struct pg_tensor_meta *in, int n, const struct pg_attr_value *attrs,
+                      struct pg_tensor_meta *out, struct pg_error *err) {
+  (void)attrs;
+  for (int i = 1; i < n; i++) {
+    int same = in[i].ndim == in[0].ndim;
+    for (int a = 0; same && a < in[0].ndim; a++) same = in[i].shape[a] == in[0].shape[a];
+    if (!same) return pg_error_set(err, PG_ESHAPE, "operand %d has a different shape", i + 1);
+  }
+  out[0] = in[0];
+  return PG_OK;
+}
+
+static int scale_run(const struct pg_kernel_args *a, struct pg_tensor *const *out, struct pg_error *err) {
+  (void)err;
+  for (int64_t i = 0; i < out[0]->numel; i++) {
+    if (out[0]->dtype == PG_DTYPE_F32) st(out[0], i, (float)a->attrs[0].f * (float)ld(a->inputs[0], i));
+    else st(out[0], i, a->attrs[0].f * ld(a->inputs[0], i));
+  }
+  return PG_OK;
+}
+
+static int add_run(const struct pg_kernel_args *a, struct pg_tensor *const *out, struct pg_error *err) {
+  (void)err;
+  for (int64_t i = 0; i < out[0]->numel; i++) st(out[0], i, ld(a->inputs[0], i) + ld(a->inputs[1], i));
+  return PG_OK;
+}
+
+static int split2_infer(const struct pg_tensor_meta *in, int n, const struct pg_attr_value *attrs,
+                        struct pg_tensor_meta *out, struct pg_error *err) {
+  (void)n, (void)attrs;
+  int last = in[0].ndim - 1;
+  if (last < 0 || in[0].shape[last] % 2)
+    return pg_error_set(err, PG_ESHAPE, "last axis must have even length");
+  out[0] = out[1] = in[0];
+  out[0].shape[last] /= 2;
+  out[1].shape[last] /= 2;
+  return PG_OK;
+}
+
+static int split2_run(const struct pg_kernel_args *a, struct pg_tensor *const *out, struct pg_error *err) {
+  (void)err;
+  const struct pg_tensor *x = a->inputs[0];
+  int64_t L = x->shape[x->dl.ndim - 1], h = L / 2, rows = x->numel / L;
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t j = 0; j < h; j++) {
+      st(out[0], r * h + j, ld(x, r * L + j));
+      st(out[1], r * h + j, ld(x, r * L + h + j));
+    }
+  return PG_OK;
+}
+
+static int reshape_infer(const struct pg_tensor_meta *in, int n, const struct pg_attr_value *attrs,
+                         struct pg_tensor_meta *out, struct pg_error *err) {
+  (void)n;
+  int64_t a = 1, b = 1;
+  for (int i = 0; i < in[0].ndim; i++) a *= in[0].shape[i];
+  for (int i = 0; i < attrs[0].n_ints; i++) b *= attrs[0].ints[i];
+  if (a != b) return pg_error_set(err, PG_ESHAPE, "cannot reshape %lld elements into %lld", (long long)a, (long long)b);
+  out[0].dtype = in[0].dtype;
+  out[0].ndim = attrs[0].n_ints;
+  for (int i = 0; i < attrs[0].n_ints; i++) out[0].shape[i] = attrs[0].ints[i];
+  return PG_OK;
+}
+
+static int copy_run(const struct pg_kernel_args *a, struct pg_tensor *const *out, struct pg_error *err) {
+  (void)err;
+  for (int64_t i = 0; i < out[0]->numel; i++) st(out[0], i, ld(a->inputs[0], i));
+  return PG_OK;
+}
+
+static int act_run(const struct pg_kernel_args *a, struct pg_tensor *const *out, struct pg_error *err) {
+  int neg = strcmp(a->attrs[0].s, "neg") == 0;
+  if (!neg && strcmp(a->attrs[0].s, "relu") != 0)
+    return pg_error_set(err, PG_EINVAL, "mode must be relu or neg, not '%s'", a->attrs[0].s);
+  for (int64_t i = 0; i < out[0]->numel; i++) {
+    double v = ld(a->inputs[0], i);
+    st(out[0], i, neg ? -v : (v > 0 ? v : 0));
+  }
+  return PG_OK;
+}
+
+static const struct pg_attr_decl mm_attrs[] = {{"trans_b", PG_ATTR_BOOL, 0, {.type = PG_ATTR_BOOL}},
+                                               {NULL, 0, 0, {0}}};
+static const struct pg_attr_decl scale_attrs[] = {{"alpha", PG_ATTR_FLOAT, 1, {0}}, {NULL, 0, 0, {0}}};
+static const struct pg_attr_decl reshape_attrs[] = {{"shape", PG_ATTR_INTS, 1, {0}}, {NULL, 0, 0, {0}}};
+static const struct pg_attr_decl act_attrs[] = {
+    {"mode", PG_ATTR_STRING, 0, {.type = PG_ATTR_STRING, .s = "relu"}}, {NULL, 0, 0, {0}}};
+static const struct pg_attr_decl no_attrs[] = {{NULL, 0, 0, {0}}};
+
+static const struct pg_kernel_def mini_defs[] = {
+    {"mm", 2, 2, 1, mm_attrs, "2-D matmul", mm_infer, mm_run},
+    {"scale", 1, 1, 1, scale_attrs, "alpha * x", same_infer, scale_run},
+    {"add", 2, 2, 1, no_attrs, "x + y", same_infer, add_run},
+    {"split2", 1, 1, 2, no_attrs, "halves of the last axis", split2_infer, split2_run},
+    {"reshape", 1, 1, 1, reshape_attrs, "reshape", reshape_infer, copy_run},
+    {"act", 1, 1, 1, act_attrs, "relu or neg", same_infer, act_run},
+};
+#define N_MINI ((int)(sizeof mini_defs / sizeof *mini_defs))
+
+static const struct pg_kernel_def *mini_find(const char *name) {
+  for (int i = 0; i < N_MINI; i++)
+    if (strcmp(mini_defs[i].name, name) == 0) return &mini_defs[i];
+  return NULL;
+}
+static int mini_list(const struct pg_kernel_def *const **defs) {
+  static const struct pg_kernel_def *const ptrs[] = {&mini_defs[0], &mini_defs[1], &mini_defs[2],
+                                                     &mini_defs[3], &mini_defs[4], &mini_defs[5]};
+  *defs = ptrs;
+  return N_MINI;
+}
+static const struct pg__kernel_source mini_ks = {mini_find, mini_list};
+
+/* ---------------------------------------------------------------- hand-built contracts */
+
+static struct pg_tensor_decl mk_decl(const char *name, const char *d0, const char *d1,
+                                     enum pg_dtype dt, int source, int line) {
+  struct pg_tensor_decl d;
+  memset(&d, 0, sizeof d);
+  d.name = (char *)name;
+  d.ndim = d0 ? (d1 ? 2 : 1) : -1;
+  d.dims[0] = (char *)d0;
+  d.dims[1] = (char *)d1;
+  d.dtype = dt;
+  d.source_module = source;
+  d.mark.line = line;
+  d.mark.column = 7;
+  return d;
+}
+
+static void set_steps(struct pg_golden_spec *g, struct pg_golden_step *steps, const char *const *texts,
+                      int n, int first_line) {
+  memset(g, 0, sizeof *g);
+  g->kind = PG_GOLDEN_STEPS;
+  g->steps = steps;
+  g->n_steps = n;
+  g->mark.line = first_line - 1;
+  g->mark.column = 5;
+  for (int i = 0; i < n; i++) {
+    steps[i].text = (char *)texts[i];
+    steps[i].mark.line = first_line + i;
+    steps[i].mark.column = 9;
+  }
+}
+
+/* x [N, K] float16, w [K, N] float32;
+ * M1 (proj): y [N, N] float16 = 0.5 * mm(x, w)
+ * M2 (split): a, b [N, N/2] float32 = split2(y)
+ * M3 (post): z [N, N/2] float32, golden given by the test (default: none)
+ * final_outputs: z */
+struct fixture {
+  struct pg_contract c;
+  struct pg_dim_value dimv[2];
+  struct pg_tensor_decl prim[2];
+  struct pg_module mods[3];
+  struct pg_tensor_decl m1_in[2], m1_out[1], m2_in[1], m2_out[2], m3_in[1], m3_out[1], fin[1];
+  struct pg_golden_step s1[2], s2[1], s3[4], sop[4];
+};
+
+static const char *const m1_steps[] = {"t = mm(x, w)", "y = scale(t, alpha=1/2)"};
+static const char *const m2_steps[] = {"a, b = split2(y)"};
+
+static void fixture_init(struct fixture *f) {
+  memset(f, 0, sizeof *f);
+  struct pg_contract *c = &f->c;
+  c->path = "fixture.yaml";
+  c->op = "toy";
+  f->dimv[0] = (struct pg_dim_value){"N", 2, {2, 8}};
+  f->dimv[1] = (struct pg_dim_value){"K", 3, {2, 14}};
+  c->dims.items = f->dimv;
+  c->dims.count = 2;
+  f->prim[0] = mk_decl("x", "N", "K", PG_DTYPE_F16, 0, 4);
+  f->prim[1] = mk_decl("w", "K", "N", PG_DTYPE_F32, 0, 5);
+  c->primary_inputs = f->prim;
+  c->n_primary = 2;
+  f->m1_in[0] = mk_decl("x", NULL, NULL, PG_DTYPE_INVALID, 0, 9);
+  f->m1_in[1] = mk_decl("w", NULL, NULL, PG_DTYPE_INVALID, 0, 9);
+  f->m1_out[0] = mk_decl("y", "N", "N", PG_DTYPE_F16, 0, 10);
+  f->m2_in[0] = mk_decl("y", NULL, NULL, PG_DTYPE_INVALID, 1, 19);
+  f->m2_out[0] = mk_decl("a", "N", "N//2", PG_DTYPE_F32, 0, 20);
+  f->m2_out[1] = mk_decl("b", "N", "N//2", PG_DTYPE_F32, 0, 21);
+  f->m3_in[0] = mk_decl("a", NULL, NULL, PG_DTYPE_INVALID, 2, 29);
+  f->m3_out[0] = mk_decl("z", "N", "N//2", PG_DTYPE_F32, 0, 30);
+  struct pg_module *m = f->mods;
+  m[0] = (struct pg_module){1, "proj", NULL, {8, 5}, f->m1_in, 2, f->m1_out, 1, {0}};
+  m[1] = (struct pg_module){2, "split", NULL, {18, 5}, f->m2_in, 1, f->m2_out, 2, {0}};
+  m[2] = (struct pg_module){3, "post", NULL, {28, 5}, f->m3_in, 1, f->m3_out, 1, {0}};
+  set_steps(&m[0].golden, f->s1, m1_steps, 2, 12);
+  set_steps(&m[1].golden, f->s2, m2_steps, 1, 23);
+  c->modules = m;
+  c->n_modules = 3;
+  f->fin[0] = mk_decl("z", NULL, NULL, PG_DTYPE_INVALID, 3, 40);
+  c->final_outputs = f->fin;
+  c->n_final = 1;
+}
+
+/* x = [[1, 2, 3], [4, 5, 6]] (float16), w = [[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]] (float32) */
+static void make_inputs(struct pg_tensor in[2]) {
+  int64_t xs[2] = {2, 3}, ws[2] = {3, 2};
+  pg_tensor_init(&in[0]);
+  pg_tensor_init(&in[1]);
+  PG_CHECK_OK(pg_tensor_alloc(&in[0], PG_DTYPE_F16, 2, xs, NULL));
+  PG_CHECK_OK(pg_tensor_alloc(&in[1], PG_DTYPE_F32, 2, ws, NULL));
+  for (int i = 0; i < 6; i++) {
+    ((uint16_t *)in[0].dl.data)[i] = pg_f32_to_f16((float)(i + 1));
+    ((float *)in[1].dl.data)[i] = 0.1f * (float)(i + 1);
+  }
+}
+
+/* y = f16(0.5f * sum_k x[i,k] w[k,j]) with float accumulation in k order. */
+static float expected_y(int i, int j) {
+  float acc = 0;
+  for (int k = 0; k < 3; k++) acc += (float)(i * 3 + k + 1) * (0.1f * (float)(k * 2 + j + 1));
+  return pg_f16_to_f32(pg_f32_to_f16(0.5f * acc));
+}
+
+static void reset_outs(struct pg_tensor *o) {
+  for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_reset(&o[i]);
+}
+
+static void init_outs(struct pg_tensor *o) {
+  for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_init(&o[i]);
+}
+
+/* ---------------------------------------------------------------- parser */
+
+PG_TEST(step_parse_good) {
+  struct pg__step s;
+  struct pg_error err;
+  PG_CHECK_OK(pg__step_parse("scores = matmul(q, k, trans_b=true, alpha=1/sqrt(D))", &s, &err));
+  PG_CHECK_EQ_INT(1, s.n_outs);
+  PG_CHECK_EQ_STR("scores", s.outs[0]);
+  PG_CHECK_EQ_STR("matmul", s.op);
+  PG_CHECK_EQ_INT(9, s.op_offset);
+  PG_CHECK_EQ_INT(2, s.n_inputs);
+  PG_CHECK_EQ_STR("k", s.inputs[1]);
+  PG_CHECK_EQ_INT(19, s.input_offsets[1]);
+  PG_CHECK_EQ_INT(2, s.n_attrs);
+  PG_CHECK_EQ_STR("trans_b", s.attrs[0].key);
+  PG_CHECK_EQ_STR("true", s.attrs[0].value);
+  PG_CHECK_EQ_STR("1/sqrt(D)", s.attrs[1].value);
+  PG_CHECK_EQ_INT(PG__VAL_EXPR, s.attrs[1].kind);
+
+  PG_CHECK_OK(pg__step_parse("  lo , hi=split2( x )", &s, &err));
+  PG_CHECK_EQ_INT(2, s.n_outs);
+  PG_CHECK_EQ_STR("hi", s.outs[1]);
+  PG_CHECK_EQ_INT(7, s.out_offsets[1]);
+  PG_CHECK_EQ_STR("x", s.inputs[0]);
+
+  PG_CHECK_OK(pg__step_parse("y = permute(x, perm=[0, 2, 1, B*2 - 1], mode=\"tanh\", m2='a b')", &s, &err));
+  PG_CHECK_EQ_INT(PG__VAL_LIST, s.attrs[0].kind);
+  PG_CHECK_EQ_INT(4, s.attrs[0].n_items);
+  PG_CHECK_EQ_STR("B*2 - 1", s.attrs[0].items[3]);
+  PG_CHECK_EQ_INT(30, s.attrs[0].item_offsets[3]);
+  PG_CHECK_EQ_INT(PG__VAL_STRING, s.attrs[1].kind);
+  PG_CHECK_EQ_STR("tanh", s.attrs[1].value);
+  PG_CHECK_EQ_STR("a b", s.attrs[2].value);
+
+  PG_CHECK_OK(pg__step_parse("y=relu(x)", &s, &err));
+  PG_CHECK_OK(pg__step_parse("y = zeros_like()", &s, &err));
+  PG_CHECK_EQ_INT(0, s.n_inputs);
+  PG_CHECK_OK(pg__step_parse("y = scale(x, alpha=(1 + 2) * 3, empty=[])", &s, &err));
+  PG_CHECK_EQ_STR("(1 + 2) * 3", s.attrs[0].value);
+  PG_CHECK_EQ_INT(0, s.attrs[1].n_items);
+}
+
+static void bad(const char *text, int column, const char *needle) {
+  struct pg__step s;
+  struct pg_error err;
+  pg_error_clear(&err);
+  int rc = pg__step_parse(text, &s, &err);
+  PG_CHECK_MSG(rc == PG_EPARSE, "'%s' parsed (rc %d)", text, rc);
+  PG_CHECK_MSG(err.column == column, "'%s': column %d, expected %d (%s)", text, err.column,
+               column, err.message);
+  PG_CHECK_MSG(strstr(err.message, needle) != NULL, "'%s': message '%s' lacks '%s'", text,
+               err.message, needle);
+}
+
+PG_TEST(step_parse_bad_columns) {
+  bad("", 1, "expected an output tensor name");
+  bad("= matmul(a)", 1, "expected an output tensor name");
+  bad("y matmul(a)", 3, "expected '='");
+  bad("y == f(a)", 3, "expected '='");
+  bad("y = (a)", 5, "expected an op name");
+  bad("y = matmul a", 12, "expected '(' after 'matmul'");
+  bad("y = matmul(a, 1.5)", 15, "expected a tensor name");
+  bad("y = matmul(a, b=)", 17, "expected a value after 'b='");
+  bad("y = matmul(a, alpha=2, b)", 24, "positional argument after");
+  bad("y = f(a) extra", 10, "unexpected text after ')'");
+  bad("y = f(a, k=1, k=2)", 15, "given twice");
+  bad("y = f(a, p=[1, 2)", 16, "unbalanced");
+  bad("y = f(a, s=\"tanh)", 12, "unterminated string");
+  bad("y = f(a, alpha=0.5", 19, "expected ',' or ')'");
+  bad("y = f(a b)", 7, "expected a tensor name");
+  bad("a, = f(x)", 4, "expected an output tensor name");
+  bad("y = f(a, p=[1, 2, 3, 4, 5, 6, 7, 8, 9])", 37, "too many list elements");
+}
+
+/* ---------------------------------------------------------------- validation */
+
+static int has_diag(const struct pg_diags *d, int line, int col, const char *needle) {
+  for (int i = 0; i < d->count; i++)
+    if (d->items[i].line == line && d->items[i].column == col &&
+        strstr(d->items[i].message, needle) && d->items[i].rule &&
+        strcmp(d->items[i].rule, "golden") == 0)
+      return 1;
+  return 0;
+}
+
+static void dump_diags(const struct pg_diags *d) {
+  char buf[2048];
+  for (int i = 0; i < d->count; i++) {
+    pg_diag_format(&d->items[i], buf, sizeof buf);
+    fprintf(stderr, "# %s\n", buf);
+  }
+}
+
+PG_TEST(validate_good_contract) {
+  struct fixture f;
+  fixture_init(&f);
+  static const char *const m3[] = {"z = act(a, mode=neg)"};
+  set_steps(&f.mods[2].golden, f.s3, m3, 1, 32);
+  struct pg_diags d;
+  pg_diags_init(&d);
+  int n = pg__goldens_validate_ks(&f.c, &mini_ks, &d);
+  if (n != 0) dump_diags(&d);
+  PG_CHECK_EQ_INT(0, n);
+  pg_diags_reset(&d);
+}
+
+PG_TEST(validate_findings) {
+  struct fixture f;
+  fixture_init(&f);
+  static const char *const m1[] = {
+      "t = mm(x, w)",                 /* line 12: fine */
+      "u = scal(t, alpha=2)",         /* 13: unknown op, suggestion */
+      "v = mm(x, x)",                 /* 14: inner dims 3 vs 2 */
+      "y = add(q, t)",                /* 15: unknown tensor q */
+      "z = scale(t, beta=2)",         /* 16: unknown attribute */
+      "y2 = scale(t, alpha=0.5",      /* 17: syntax */
+      "r = reshape(t, shape=[N, K])", /* 18: 4 elements into 6 */
+      "p, q = scale(t, alpha=1)",     /* 19: output count */
+  };
+  static const char *const m2[] = {"a = scale(y, alpha=1)"};
+  struct pg_golden_step s1[8];
+  set_steps(&f.mods[0].golden, s1, m1, 8, 12);
+  set_steps(&f.mods[1].golden, f.s2, m2, 1, 23);
+  struct pg_diags d;
+  pg_diags_init(&d);
+  int n = pg__goldens_validate_ks(&f.c, &mini_ks, &d);
+  dump_diags(&d);
+  PG_CHECK(has_diag(&d, 13, 13, "unknown op 'scal'; did you mean 'scale'?"));
+  PG_CHECK(has_diag(&d, 14, 13, "mm: inner dimensions differ: 3 vs 2"));
+  PG_CHECK(has_diag(&d, 15, 17, "unknown tensor 'q'"));
+  PG_CHECK(has_diag(&d, 16, 22, "scale: unknown attribute 'beta'; 'scale' takes alpha"));
+  PG_CHECK(has_diag(&d, 17, 9 + 23, "expected ',' or ')'"));
+  PG_CHECK(has_diag(&d, 18, 13, "reshape: cannot reshape 4 elements into 6"));
+  PG_CHECK(has_diag(&d, 19, 9, "scale: produces 1 output, the step names 2"));
+  /* module 2: y arrives with its declared shape [N, N]; a is declared [N, N//2] */
+  PG_CHECK(has_diag(&d, 20, 7, "golden steps compute 'a' with shape [2, 2], the contract declares [2, 1]"));
+  PG_CHECK(has_diag(&d, 21, 7, "no golden step produces declared output 'b'"));
+  PG_CHECK_EQ_INT(9, n);
+  PG_CHECK_EQ_INT(9, d.n_errors);
+  char buf[1024];
+  pg_diag_format(&d.items[1], buf, sizeof buf);
+  PG_CHECK_EQ_STR("fixture.yaml:14:13: error: mm: inner dimensions differ: 3 vs 2 (golden)", buf);
+  pg_diags_reset(&d);
+}
+
+PG_TEST(validate_unbound_dims_checks_names_only) {
+  struct fixture f;
+  fixture_init(&f);
+  f.c.dims.count = 0; /* no defaults: shapes cannot be checked */
+  static const char *const m1[] = {"t = mm(x, x)", "y = scale(t, alpha=1/K)", "y = add(nope, t)"};
+  set_steps(&f.mods[0].golden, f.s1, m1, 2, 12);
+  struct pg_golden_step s1[3];
+  set_steps(&f.mods[0].golden, s1, m1, 3, 12);
+  struct pg_diags d;
+  pg_diags_init(&d);
+  int n = pg__goldens_validate_ks(&f.c, &mini_ks, &d);
+  dump_diags(&d);
+  PG_CHECK_EQ_INT(1, n);
+  PG_CHECK(has_diag(&d, 14, 17, "unknown tensor 'nope'"));
+  pg_diags_reset(&d);
+}
+
+/* ---------------------------------------------------------------- composition */
+
+PG_TEST(cumulative_rounds_module_outputs) {
+  struct fixture f;
+  fixture_init(&f);
+  struct pg_tensor in[2], out[PG_MAX_BOUNDARY_OUTPUTS];
+  make_inputs(in);
+  init_outs(out);
+  struct pg_golden_env env = {&f.c, &f.c.dims, NULL, 0, 32, NULL, 1};
+  struct pg_error err;
+  int n = 0;
+  /* phase 1: y in float16 */
+  int rc = pg__golden_cumulative_ks(&env, &mini_ks, 1, in, 2, out, &n, &err);
+  PG_CHECK_MSG(rc == PG_OK, "%s", err.message);
+  PG_CHECK_EQ_INT(1, n);
+  PG_CHECK_EQ_STR("y", out[0].name);
+  PG_CHECK_EQ_INT(PG_DTYPE_F16, out[0].dtype);
+  PG_CHECK_EQ_INT(2, out[0].shape[0]);
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++)
+      PG_CHECK_EQ_INT(pg_f32_to_f16(expected_y(i, j)), ((uint16_t *)out[0].dl.data)[i * 2 + j]);
+  reset_outs(out);
+  /* phase 2: a and b in float32, carrying y's float16 rounding exactly */
+  rc = pg__golden_cumulative_ks(&env, &mini_ks, 2, in, 2, out, &n, &err);
+  PG_CHECK_MSG(rc == PG_OK, "%s", err.message);
+  PG_CHECK_EQ_INT(2, n);
+  PG_CHECK_EQ_STR("a", out[0].name);
+  PG_CHECK_EQ_STR("b", out[1].name);
+  PG_CHECK_EQ_INT(PG_DTYPE_F32, out[1].dtype);
+  for (int i = 0; i < 2; i++) {
+    PG_CHECK(((float *)out[0].dl.data)[i] == expected_y(i, 0));
+    PG_CHECK(((float *)out[1].dl.data)[i] == expected_y(i, 1));
+  }
+  /* 0.5 * (1*.1 + 2*.3 + 3*.5) = 1.1 is not a float16: rounding really happened */
+  PG_CHECK(((float *)out[0].dl.data)[0] != 1.1f);
+  PG_CHECK_NEAR(1.1, ((float *)out[0].dl.data)[0], 1e-3);
+  reset_outs(out);
+  pg_tensor_reset(&in[0]);
+  pg_tensor_reset(&in[1]);
+}
+
+PG_TEST(cumulative_dtype_override_and_fp64) {
+  struct fixture f;
+  fixture_init(&f);
+  struct pg_tensor in[2], out[PG_MAX_BOUNDARY_OUTPUTS];
+  make_inputs(in);
+  init_outs(out);
+  /* the case stores y as float32: no float16 rounding, and fp64 reference */
+  struct pg_name_value ov = {"y", "float32", {0, 0}};
+  struct pg_golden_env env = {&f.c, &f.c.dims, &ov, 1, 64, NULL, 1};
+  struct pg_error err;
+  int n = 0;
+  int rc = pg__golden_cumulative_ks(&env, &mini_ks, 1, in, 2, out, &n, &err);
+  PG_CHECK_MSG(rc == PG_OK, "%s", err.message);
+  PG_CHECK_EQ_INT(PG_DTYPE_F32, out[0].dtype);
+  double want = 0.5 * (1.0 * (double)(0.1f * 1.0f) + 2.0 * (double)(0.1f * 3.0f) +
+                       3.0 * (double)(0.1f * 5.0f));
+  PG_CHECK(((float *)out[0].dl.data)[0] == (float)want);
+  reset_outs(out);
+  pg_tensor_reset(&in[0]);
+  pg_tensor_reset(&in[1]);
+}
+
+PG_TEST(cumulative_k_below_n_with_missing_golden) {
+  struct fixture f;
+  fixture_init(&f); /* module 3 has no golden */
+  struct pg_tensor in[2], out[PG_MAX_BOUNDARY_OUTPUTS];
+  make_inputs(in);
+  init_outs(out);
+  struct pg_golden_env env = {&f.c, &f.c.dims, NULL, 0, 32, NULL, 1};
+  struct pg_error err;
+  int n = 0;
+  PG_CHECK_OK(pg__golden_cumulative_ks(&env, &mini_ks, 2, in, 2, out, &n, &err));
+  reset_outs(out);
+  int rc = pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err);
+  PG_CHECK_EQ_INT(PG_ENOTFOUND, rc);
+  PG_CHECK_EQ_STR("fixture.yaml:28:5: error: module 3 (post) has no golden: a cumulative golden "
+                  "through it needs one (steps or {plugin: NAME})", err.message);
+  PG_CHECK_EQ_INT(0, n);
+  /* with a golden for M3, phase 3 works and returns the final output */
+  static const char *const m3[] = {"m = act(a, mode=neg)", "z = act(m, mode=relu)"};
+  set_steps(&f.mods[2].golden, f.s3, m3, 2, 32);
+  PG_CHECK_OK(pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err));
+  PG_CHECK_EQ_INT(1, n);
+  PG_CHECK_EQ_STR("z", out[0].name);
+  PG_CHECK(((float *)out[0].dl.data)[0] == 0.0f); /* relu(-positive) */
+  reset_outs(out);
+  /* a runtime kernel error carries the step position */
+  static const char *const m3bad[] = {"z = act(a, mode=tanh)"};
+  set_steps(&f.mods[2].golden, f.s3, m3bad, 1, 32);
+  rc = pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err);
+  PG_CHECK_EQ_INT(PG_EINVAL, rc);
+  PG_CHECK_EQ_STR("fixture.yaml:32:13: error: act: mode must be relu or neg, not 'tanh' (golden)",
+                  err.message);
+  pg_tensor_reset(&in[0]);
+  pg_tensor_reset(&in[1]);
+}
+
+PG_TEST(cumulative_argument_errors) {
+  struct fixture f;
+  fixture_init(&f);
+  struct pg_tensor in[2], out[PG_MAX_BOUNDARY_OUTPUTS];
+  make_inputs(in);
+  init_outs(out);
+  struct pg_golden_env env = {&f.c, &f.c.dims, NULL, 0, 32, NULL, 1};
+  struct pg_error err;
+  int n = 0;
+  PG_CHECK_EQ_INT(PG_EINVAL, pg__golden_cumulative_ks(&env, &mini_ks, 0, in, 2, out, &n, &err));
+  PG_CHECK_EQ_INT(PG_EINVAL, pg__golden_cumulative_ks(&env, &mini_ks, 4, in, 2, out, &n, &err));
+  PG_CHECK_EQ_INT(PG_EINVAL, pg__golden_cumulative_ks(&env, &mini_ks, 1, in, 1, out, &n, &err));
+  env.precision_bits = 16;
+  PG_CHECK_EQ_INT(PG_EINVAL, pg__golden_cumulative_ks(&env, &mini_ks, 1, in, 2, out, &n, &err));
+  /* an output the steps never produce */
+  env.precision_bits = 32;
+  static const char *const m1[] = {"t = mm(x, w)"};
+  set_steps(&f.mods[0].golden, f.s1, m1, 1, 12);
+  PG_CHECK_EQ_INT(PG_ENOTFOUND, pg__golden_cumulative_ks(&env, &mini_ks, 1, in, 2, out, &n, &err));
+  PG_CHECK(strstr(err.message, "fixture.yaml:10:7: error: module 1 (proj): the golden does not produce declared output 'y'"));
+  pg_tensor_reset(&in[0]);
+  pg_tensor_reset(&in[1]);
+}
+
+PG_TEST(op_level_steps) {
+  struct fixture f;
+  fixture_init(&f);
+  static const char *const m3[] = {"z = act(a, mode=relu)"};
+  set_steps(&f.mods[2].golden, f.s3, m3, 1, 32);
+  /* op level: same math without the float16 rounding of y */
+  static const char *const op[] = {"t = mm(x, w)", "y = scale(t, alpha=0.5)", "z, unused = split2(y)"};
+  set_steps(&f.c.op_golden, f.sop, op, 3, 50);
+  struct pg_tensor in[2], cum[PG_MAX_BOUNDARY_OUTPUTS], ref[PG_MAX_BOUNDARY_OUTPUTS];
+  make_inputs(in);
+  init_outs(cum);
+  init_outs(ref);
+  struct pg_golden_env env = {&f.c, &f.c.dims, NULL, 0, 32, NULL, 1};
+  struct pg_error err;
+  int nc = 0, nr = 0;
+  PG_CHECK_OK(pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, cum, &nc, &err));
+  int rc = pg__golden_op_level_ks(&env, &mini_ks, in, 2, ref, &nr, &err);
+  PG_CHECK_MSG(rc == PG_OK, "%s", err.message);
+  PG_CHECK_EQ_INT(1, nr);
+  PG_CHECK_EQ_STR("z", ref[0].name);
+  float a = ((float *)cum[0].dl.data)[0], b = ((float *)ref[0].dl.data)[0];
+  PG_CHECK(a != b);                  /* float16 rounding only in the composition */
+  PG_CHECK_NEAR(b, a, 1e-3);
+  reset_outs(cum);
+  reset_outs(ref);
+  f.c.op_golden.kind = PG_GOLDEN_NONE;
+  PG_CHECK_EQ_INT(PG_ENOTFOUND, pg__golden_op_level_ks(&env, &mini_ks, in, 2, ref, &nr, &err));
+  pg_tensor_reset(&in[0]);
+  pg_tensor_reset(&in[1]);
+}
+
+/* ---------------------------------------------------------------- plugins */
+
+PG_TEST(plugin_library_errors) {
+  void *lib = (void *)1;
+  struct pg_error err;
+  PG_CHECK_EQ_INT(PG_ENOENT, pg_golden_lib_open("/nonexistent/libnothing.so", &lib, &err));
+  PG_CHECK(lib == NULL);
+  PG_CHECK_EQ_STR("golden library '/nonexistent/libnothing.so': cannot open: no such file", err.message);
+  /* a file that is not a shared library */
+  PG_CHECK_EQ_INT(PG_EIO, pg_golden_lib_open(__FILE__, &lib, &err));
+  PG_CHECK(strstr(err.message, "cannot load"));
+  pg_golden_lib_close(NULL);
+}
+
+static void plugin_module3(struct fixture *f, const char *symbol) {
+  memset(&f->mods[2].golden, 0, sizeof f->mods[2].golden);
+  f->mods[2].golden.kind = PG_GOLDEN_PLUGIN;
+  f->mods[2].golden.plugin = (char *)symbol;
+  f->mods[2].golden.mark = (struct pg_mark){31, 13};
+}
+
+PG_TEST(plugin_goldens) {
+  void *lib = NULL;
+  struct pg_error err;
+  PG_CHECK_OK(pg_golden_lib_open(TEST_GOLDEN_LIB, &lib, &err));
+  struct fixture f;
+  fixture_init(&f);
+  struct pg_tensor in[2], out[PG_MAX_BOUNDARY_OUTPUTS];
+  make_inputs(in);
+  init_outs(out);
+  struct pg_golden_env env = {&f.c, &f.c.dims, NULL, 0, 32, lib, 1};
+  int n = 0;
+  for (int bits = 32; bits <= 64; bits += 32) {
+    env.precision_bits = bits;
+    plugin_module3(&f, "good_golden");
+    int rc = pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err);
+    PG_CHECK_MSG(rc == PG_OK, "%s", err.message);
+    PG_CHECK_EQ_INT(1, n);
+    for (int i = 0; i < 2; i++) /* z = 2 * a + N */
+      PG_CHECK(((float *)out[0].dl.data)[i] == 2.0f * expected_y(i, 0) + 2.0f);
+    reset_outs(out);
+  }
+  env.precision_bits = 32;
+  plugin_module3(&f, "nan_golden"); /* NaN results are allowed */
+  PG_CHECK_OK(pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err));
+  PG_CHECK(isnan(((float *)out[0].dl.data)[0]));
+  reset_outs(out);
+
+  plugin_module3(&f, "no_such_golden");
+  PG_CHECK_EQ_INT(PG_ENOSYM, pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err));
+  char want[4096];
+  snprintf(want, sizeof want, "golden plugin symbol 'no_such_golden' not found in golden library '%s'",
+           TEST_GOLDEN_LIB);
+  PG_CHECK_MSG(strstr(err.message, want), "%s", err.message);
+
+  plugin_module3(&f, "lazy_golden");
+  PG_CHECK_EQ_INT(PG_EIMPL, pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err));
+  PG_CHECK_EQ_STR("golden plugin 'lazy_golden' left 1 of 2 elements of output 'z' unwritten "
+                  "(first at flat index 1)", err.message);
+
+  plugin_module3(&f, "failing_golden");
+  PG_CHECK_EQ_INT(PG_EIMPL, pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err));
+  PG_CHECK(strstr(err.message, "returned 3: weights are not positive definite"));
+
+  plugin_module3(&f, "reshaping_golden");
+  PG_CHECK_EQ_INT(PG_ESHAPE, pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err));
+  PG_CHECK(strstr(err.message, "changed the shape"));
+
+  /* no library given */
+  plugin_module3(&f, "good_golden");
+  env.golden_lib = NULL;
+  PG_CHECK_EQ_INT(PG_EINVAL, pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err));
+  PG_CHECK_EQ_STR("fixture.yaml:31:13: error: golden of module post is plugin 'good_golden', but "
+                  "no golden library was given (pass --golden-lib)", err.message);
+  /* op-level plugin: inputs are the primaries, outputs the final outputs */
+  env.golden_lib = lib;
+  f.c.op_golden.kind = PG_GOLDEN_PLUGIN;
+  f.c.op_golden.plugin = "lazy_golden";
+  PG_CHECK_EQ_INT(PG_EIMPL, pg__golden_op_level_ks(&env, &mini_ks, in, 2, out, &n, &err));
+  pg_golden_lib_close(lib);
+  pg_tensor_reset(&in[0]);
+  pg_tensor_reset(&in[1]);
+}
