@@ -43,16 +43,18 @@ static double sigmoid_d(double v) {
   return e / (1.0 + e);
 }
 
+/* Both forms are rewritten so that the negative tail does not cancel:
+ * 0.5*(1 + erf(z)) = 0.5*erfc(-z) and 0.5*(1 + tanh(y)) = sigmoid(2y). */
 static double gelu_d(double v, int tanh_approx) {
   if (tanh_approx) {
     const double k = 0.7978845608028654; /* sqrt(2/pi) */
-    return 0.5 * v * (1.0 + tanh(k * (v + 0.044715 * v * v * v)));
+    return v * sigmoid_d(2.0 * k * (v + 0.044715 * v * v * v));
   }
-  return 0.5 * v * (1.0 + erf(v * 0.7071067811865476));
+  return 0.5 * v * erfc(-v * 0.7071067811865476);
 }
 
 static double round_through(double v, enum pg_dtype via) {
-  unsigned char tmp[8];
+  double tmp[1]; /* aligned for every dtype pg_store_f64 writes */
   pg_store_f64(tmp, via, 0, v);
   return pg_load_f64(tmp, via, 0);
 }

@@ -51,13 +51,24 @@ struct line_ctx {
       if (v > m || v != v) m = v;                                                 \
       if (m != m) break;                                                          \
     }                                                                             \
-    double s = 0.0;                                                               \
-    for (int64_t j = 0; j < len; j++) s += exp((double)x[j * st] - m);            \
+    /* rest = sum over all but one maximal element, whose term is exactly 1, so  \
+     * log_softmax can use log1p(rest) without cancelling near 0 */               \
+    double rest = 0.0;                                                            \
+    int skipped = 0;                                                              \
+    for (int64_t j = 0; j < len; j++) {                                           \
+      double v = (double)x[j * st];                                               \
+      if (!skipped && v == m) {                                                   \
+        skipped = 1;                                                              \
+        continue;                                                                 \
+      }                                                                           \
+      rest += exp(v - m);                                                         \
+    }                                                                             \
+    if (!skipped) rest = NAN; /* a NaN in the row: all NaN */                    \
     if (c->op == L_SOFTMAX) {                                                     \
-      double inv = 1.0 / s;                                                       \
+      double inv = 1.0 / (1.0 + rest);                                            \
       for (int64_t j = 0; j < len; j++) y[j * st] = (T)(exp((double)x[j * st] - m) * inv); \
     } else {                                                                      \
-      double ls = log(s);                                                         \
+      double ls = log1p(rest);                                                    \
       for (int64_t j = 0; j < len; j++) y[j * st] = (T)(((double)x[j * st] - m) - ls); \
     }                                                                             \
   } while (0)

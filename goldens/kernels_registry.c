@@ -37,7 +37,8 @@ int pg_kernel_attrs_default(const struct pg_kernel_def *def,
   if (!def || !def->attrs) return 0;
   for (; def->attrs[n].name && n < PG_KERNEL_MAX_ATTRS; n++) {
     attrs[n] = def->attrs[n].default_value;
-    attrs[n].type = def->attrs[n].type;
+    /* a required attr stays absent (type 0) until the caller sets it */
+    attrs[n].type = def->attrs[n].required ? (enum pg_attr_type)0 : def->attrs[n].type;
   }
   return n;
 }

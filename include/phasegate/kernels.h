@@ -88,9 +88,10 @@ int pg_kernel_list(const struct pg_kernel_def *const **defs);
 /* Index of the attribute called `name` in def->attrs, or -1. */
 int pg_kernel_attr_index(const struct pg_kernel_def *def, const char *name);
 
-/* Fills attrs[0..n) with def's defaults (required ones get a zeroed value of their
- * type) and returns n, the number of declared attributes. An attr whose `type` is 0
- * is treated as absent by every kernel, which then uses the declared default. */
+/* Fills attrs[0..n) with def's defaults and returns n, the number of declared
+ * attributes. Required attrs are left absent: an attr whose `type` is 0 is treated as
+ * absent by every kernel, which then uses the declared default, or reports
+ * "<op>: missing required attribute <name>" for a required one. */
 int pg_kernel_attrs_default(const struct pg_kernel_def *def,
                             struct pg_attr_value attrs[PG_KERNEL_MAX_ATTRS]);
 
