@@ -1,12 +1,544 @@
-/* TEMPORARY link stub written by the lead so the tree links while the owner works.
- * The owner replaces this whole file. */
+/* phasegate runner — the contract loader's entry points and its YAML layer
+ * (module_interfaces.yaml, DESIGN.md §3).
+ *
+ * Reads the file (64 MiB cap), runs libyaml's event parser and builds a small node
+ * tree that keeps every node's 1-based line:column, rejecting what would make a
+ * hostile file hang or blow memory: nesting deeper than 64, more than 1M nodes, alias
+ * expansion beyond 4M nodes, several documents. Duplicate mapping keys are found
+ * here too. contract_schema.c then walks the tree. All findings of both halves are
+ * sorted by position and handed to the caller's pg_diags; the first error also goes
+ * to `err`. Not for: the schema rules themselves (contract_schema.c).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include <yaml.h>
+
+#include "contract_internal.h"
 #include "phasegate/spec.h"
-void pg_contract_init(struct pg_contract *c) { memset(c, 0, sizeof *c); }
-void pg_contract_reset(struct pg_contract *c) { (void)c; }
-int pg_contract_load(const char *path, struct pg_contract *c, struct pg_diags *d, struct pg_error *err) {
-  (void)c; (void)d; return pg_error_set(err, PG_ENOTSUP, "%s: contract loader not built", path); }
-int pg_contract_load_buffer(const char *path, const char *data, size_t size, struct pg_contract *c,
-                            struct pg_diags *d, struct pg_error *err) {
-  (void)data; (void)size; return pg_contract_load(path, c, d, err); }
+
+/* ------------------------------------------------------------------ findings */
+
+void pg__cfind(struct pg__cctx *x, enum pg_severity sev, int line, int column, int rule,
+               const char *fmt, ...) {
+  if (sev == PG_SEV_ERROR) x->n_errors++;
+  if (x->count >= PG__CONTRACT_MAX_FINDINGS) {
+    x->dropped++;
+    return;
+  }
+  if (x->count == x->capacity) {
+    int cap = x->capacity ? x->capacity * 2 : 16;
+    struct pg__finding *items = realloc(x->items, (size_t)cap * sizeof *items);
+    if (!items) {
+      x->oom = 1;
+      return;
+    }
+    x->items = items;
+    x->capacity = cap;
+  }
+  char buf[PG_ERROR_MESSAGE_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  char *msg = strdup(buf);
+  if (!msg) {
+    x->oom = 1;
+    return;
+  }
+  x->items[x->count] = (struct pg__finding){sev, line, column, rule, x->count, msg};
+  x->count++;
+}
+
+static int finding_cmp(const void *a, const void *b) {
+  const struct pg__finding *p = a, *q = b;
+  if (p->line != q->line) return p->line < q->line ? -1 : 1;
+  if (p->column != q->column) return p->column < q->column ? -1 : 1;
+  return p->seq < q->seq ? -1 : p->seq > q->seq;
+}
+
+static void cctx_free(struct pg__cctx *x) {
+  for (int i = 0; i < x->count; i++) free(x->items[i].message);
+  free(x->items);
+  x->items = NULL;
+  x->count = x->capacity = 0;
+  pg__yaml_free(x);
+}
+
+/* ------------------------------------------------------------------ node tree */
+
+static struct pg__ynode *node_new(struct pg__cctx *x, enum pg__ynode_kind kind,
+                                  yaml_mark_t mark) {
+  if (x->n_all == x->cap_all) {
+    int cap = x->cap_all ? x->cap_all * 2 : 64;
+    struct pg__ynode **all = realloc(x->all, (size_t)cap * sizeof *all);
+    if (!all) return NULL;
+    x->all = all;
+    x->cap_all = cap;
+  }
+  struct pg__ynode *n = calloc(1, sizeof *n);
+  if (!n) return NULL;
+  n->kind = kind;
+  n->line = (int)mark.line + 1;
+  n->column = (int)mark.column + 1;
+  n->weight = 1;
+  x->all[x->n_all++] = n;
+  return n;
+}
+
+static int node_add_kid(struct pg__ynode *parent, struct pg__ynode *kid) {
+  if (parent->n_kids == parent->cap_kids) {
+    int cap = parent->cap_kids ? parent->cap_kids * 2 : 8;
+    struct pg__ynode **kids = realloc(parent->kids, (size_t)cap * sizeof *kids);
+    if (!kids) return PG_ENOMEM;
+    parent->kids = kids;
+    parent->cap_kids = cap;
+  }
+  parent->kids[parent->n_kids++] = kid;
+  return PG_OK;
+}
+
+void pg__yaml_free(struct pg__cctx *x) {
+  for (int i = 0; i < x->n_all; i++) {
+    free(x->all[i]->value);
+    free(x->all[i]->kids);
+    free(x->all[i]);
+  }
+  free(x->all);
+  x->all = NULL;
+  x->n_all = x->cap_all = 0;
+  x->root = NULL;
+}
+
+struct key_ref {
+  const struct pg__ynode *key;
+  int index;
+};
+
+static int key_ref_cmp(const void *a, const void *b) {
+  const struct key_ref *p = a, *q = b;
+  size_t n = p->key->len < q->key->len ? p->key->len : q->key->len;
+  int c = memcmp(p->key->value, q->key->value, n);
+  if (c) return c;
+  if (p->key->len != q->key->len) return p->key->len < q->key->len ? -1 : 1;
+  return p->index - q->index;
+}
+
+/* Reports every repeated scalar key of a finished mapping, at the later occurrence.
+ * Sorting keeps this O(k log k) for huge mappings. */
+static int check_duplicate_keys(struct pg__cctx *x, const struct pg__ynode *map) {
+  int n = map->n_kids / 2;
+  if (n < 2) return PG_OK;
+  struct key_ref *refs = malloc((size_t)n * sizeof *refs);
+  if (!refs) return PG_ENOMEM;
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (map->kids[2 * i]->kind == PG__Y_SCALAR) refs[m++] = (struct key_ref){map->kids[2 * i], i};
+  qsort(refs, (size_t)m, sizeof *refs, key_ref_cmp);
+  int group = 0; /* index in refs of the first occurrence of the current key */
+  for (int i = 1; i < m; i++) {
+    const struct pg__ynode *a = refs[group].key, *b = refs[i].key;
+    if (a->len == b->len && memcmp(a->value, b->value, a->len) == 0)
+      pg__cfind(x, PG_SEV_ERROR, b->line, b->column, 8, "duplicate key '%.*s' (first at line %d)",
+                (int)(b->len > 64 ? 64 : b->len), b->value, a->line);
+    else
+      group = i;
+  }
+  free(refs);
+  return PG_OK;
+}
+
+struct anchor {
+  char *name;
+  struct pg__ynode *node;
+};
+
+#define MAX_ANCHORS 10000
+
+/* Line and column (1-based, in bytes) of a byte offset, for reader errors, which
+ * libyaml reports as an offset only. */
+static void offset_to_position(const char *data, size_t size, size_t offset, int *line,
+                               int *column) {
+  int l = 1;
+  size_t line_start = 0;
+  if (offset > size) offset = size;
+  for (size_t i = 0; i < offset; i++)
+    if (data[i] == '\n') {
+      l++;
+      line_start = i + 1;
+    }
+  *line = l;
+  *column = (int)(offset - line_start) + 1;
+}
+
+static void syntax_error(struct pg__cctx *x, const yaml_parser_t *p, const char *data,
+                         size_t size) {
+  const char *problem = p->problem ? p->problem : "unknown error";
+  if (p->error == YAML_MEMORY_ERROR) {
+    x->oom = 1;
+    return;
+  }
+  if (p->error == YAML_READER_ERROR) {
+    int line, column;
+    offset_to_position(data, size, p->problem_offset, &line, &column);
+    if (p->problem_value >= 0)
+      pg__cfind(x, PG_SEV_ERROR, line, column, 8,
+                "not valid YAML text: %s (byte 0x%02X; the contract must be UTF-8 text)", problem,
+                (unsigned)p->problem_value);
+    else
+      pg__cfind(x, PG_SEV_ERROR, line, column, 8,
+                "not valid YAML text: %s (the contract must be UTF-8 text)", problem);
+    return;
+  }
+  int line = (int)p->problem_mark.line + 1, column = (int)p->problem_mark.column + 1;
+  if (p->context)
+    pg__cfind(x, PG_SEV_ERROR, line, column, 8, "YAML syntax error: %s (%s at line %d, column %d)",
+              problem, p->context, (int)p->context_mark.line + 1,
+              (int)p->context_mark.column + 1);
+  else
+    pg__cfind(x, PG_SEV_ERROR, line, column, 8, "YAML syntax error: %s", problem);
+}
+
+static int is_default_tag(const yaml_char_t *tag) {
+  return !tag || strcmp((const char *)tag, "!") == 0;
+}
+
+int pg__yaml_build(struct pg__cctx *x, const char *data, size_t size) {
+  yaml_parser_t parser;
+  if (!yaml_parser_initialize(&parser)) {
+    x->oom = 1;
+    return PG_ENOMEM;
+  }
+  yaml_parser_set_input_string(&parser, (const unsigned char *)data, size);
+
+  struct pg__ynode *stack[PG__YAML_MAX_DEPTH];
+  char *stack_anchor[PG__YAML_MAX_DEPTH];
+  int depth = 0, docs = 0, done = 0, rc = PG_OK;
+  struct anchor *anchors = NULL;
+  int n_anchors = 0, cap_anchors = 0;
+
+  while (!done && rc == PG_OK) {
+    yaml_event_t ev;
+    if (!yaml_parser_parse(&parser, &ev)) {
+      syntax_error(x, &parser, data, size);
+      rc = x->oom ? PG_ENOMEM : PG_EPARSE;
+      break;
+    }
+    int line = (int)ev.start_mark.line + 1, column = (int)ev.start_mark.column + 1;
+    struct pg__ynode *node = NULL;
+    const yaml_char_t *anchor = NULL;
+    switch (ev.type) {
+      case YAML_STREAM_END_EVENT: done = 1; break;
+      case YAML_DOCUMENT_START_EVENT:
+        if (++docs > 1) {
+          pg__cfind(x, PG_SEV_ERROR, line, column, 8,
+                    "a second YAML document; the contract must be a single document");
+          rc = PG_EPARSE;
+        }
+        break;
+      case YAML_SCALAR_EVENT:
+      case YAML_SEQUENCE_START_EVENT:
+      case YAML_MAPPING_START_EVENT:
+      case YAML_ALIAS_EVENT: {
+        if (ev.type == YAML_ALIAS_EVENT) {
+          for (int i = n_anchors - 1; i >= 0 && !node; i--)
+            if (strcmp(anchors[i].name, (const char *)ev.data.alias.anchor) == 0)
+              node = anchors[i].node;
+          if (!node) {
+            pg__cfind(x, PG_SEV_ERROR, line, column, 8,
+                      "alias '*%s' names no earlier complete anchor", ev.data.alias.anchor);
+            rc = PG_EPARSE;
+            break;
+          }
+        } else {
+          if (x->n_all >= PG__YAML_MAX_NODES) {
+            pg__cfind(x, PG_SEV_ERROR, line, column, 8,
+                      "the document has more than %d nodes; a contract is far smaller",
+                      PG__YAML_MAX_NODES);
+            rc = PG_EPARSE;
+            break;
+          }
+          enum pg__ynode_kind kind = ev.type == YAML_SCALAR_EVENT         ? PG__Y_SCALAR
+                                     : ev.type == YAML_SEQUENCE_START_EVENT ? PG__Y_SEQ
+                                                                            : PG__Y_MAP;
+          node = node_new(x, kind, ev.start_mark);
+          if (!node) {
+            rc = PG_ENOMEM;
+            break;
+          }
+          if (kind == PG__Y_SCALAR) {
+            node->len = ev.data.scalar.length;
+            node->value = malloc(node->len + 1);
+            if (!node->value) {
+              rc = PG_ENOMEM;
+              break;
+            }
+            memcpy(node->value, ev.data.scalar.value, node->len);
+            node->value[node->len] = '\0';
+            node->plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+                          is_default_tag(ev.data.scalar.tag);
+            node->quoted = ev.data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+                           ev.data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+            node->single_line = ev.start_mark.line == ev.end_mark.line;
+            anchor = ev.data.scalar.anchor;
+          } else if (kind == PG__Y_SEQ) {
+            node->flow = ev.data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE;
+            anchor = ev.data.sequence_start.anchor;
+          } else {
+            node->flow = ev.data.mapping_start.style == YAML_FLOW_MAPPING_STYLE;
+            anchor = ev.data.mapping_start.anchor;
+          }
+        }
+        /* attach to the open container, or make it the root */
+        if (depth > 0) {
+          if (node_add_kid(stack[depth - 1], node) != PG_OK) {
+            rc = PG_ENOMEM;
+            break;
+          }
+        } else {
+          x->root = node;
+        }
+        if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
+          if (depth == PG__YAML_MAX_DEPTH) {
+            pg__cfind(x, PG_SEV_ERROR, line, column, 8,
+                      "the document is nested more than %d levels deep", PG__YAML_MAX_DEPTH);
+            rc = PG_EPARSE;
+            break;
+          }
+          stack_anchor[depth] = NULL;
+          if (anchor && !(stack_anchor[depth] = strdup((const char *)anchor))) {
+            rc = PG_ENOMEM;
+            break;
+          }
+          stack[depth++] = node;
+          anchor = NULL; /* registered when the container closes: no self-reference */
+        }
+        break;
+      }
+      case YAML_SEQUENCE_END_EVENT:
+      case YAML_MAPPING_END_EVENT: {
+        node = stack[--depth];
+        anchor = (const yaml_char_t *)stack_anchor[depth];
+        uint64_t w = 1;
+        for (int i = 0; i < node->n_kids; i++) {
+          w += node->kids[i]->weight;
+          if (w > PG__YAML_MAX_EXPANDED) break;
+        }
+        node->weight = w;
+        if (w > PG__YAML_MAX_EXPANDED) {
+          pg__cfind(x, PG_SEV_ERROR, node->line, node->column, 8,
+                    "aliases expand the document to more than %d nodes", PG__YAML_MAX_EXPANDED);
+          rc = PG_EPARSE;
+        } else if (node->kind == PG__Y_MAP && check_duplicate_keys(x, node) != PG_OK) {
+          rc = PG_ENOMEM;
+        }
+        break;
+      }
+      default: break;
+    }
+    /* A completed node with an anchor becomes referable. */
+    if (rc == PG_OK && anchor && node) {
+      if (n_anchors == MAX_ANCHORS) {
+        pg__cfind(x, PG_SEV_ERROR, line, column, 8, "more than %d YAML anchors", MAX_ANCHORS);
+        rc = PG_EPARSE;
+      } else {
+        if (n_anchors == cap_anchors) {
+          int cap = cap_anchors ? cap_anchors * 2 : 8;
+          struct anchor *a = realloc(anchors, (size_t)cap * sizeof *a);
+          if (!a) rc = PG_ENOMEM;
+          else {
+            anchors = a;
+            cap_anchors = cap;
+          }
+        }
+        if (rc == PG_OK) {
+          char *name = strdup((const char *)anchor);
+          if (!name) rc = PG_ENOMEM;
+          else anchors[n_anchors++] = (struct anchor){name, node};
+        }
+      }
+    }
+    if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT)
+      free(stack_anchor[depth]);
+    yaml_event_delete(&ev);
+  }
+  for (int i = 0; i < depth; i++) free(stack_anchor[i]);
+  for (int i = 0; i < n_anchors; i++) free(anchors[i].name);
+  free(anchors);
+  yaml_parser_delete(&parser);
+  if (rc == PG_ENOMEM) x->oom = 1;
+  if (rc != PG_OK) x->root = NULL;
+  return rc;
+}
+
+/* ------------------------------------------------------------------ contract */
+
+void pg_contract_init(struct pg_contract *c) {
+  if (c) memset(c, 0, sizeof *c);
+}
+
+static void decl_free(struct pg_tensor_decl *d) {
+  free(d->name);
+  for (int i = 0; i < PG_MAX_NDIM; i++) free(d->dims[i]);
+  free(d->fill);
+  free(d->source);
+}
+
+static void decls_free(struct pg_tensor_decl *d, int n) {
+  if (!d) return;
+  for (int i = 0; i < n; i++) decl_free(&d[i]);
+  free(d);
+}
+
+static void golden_free(struct pg_golden_spec *g) {
+  for (int i = 0; i < g->n_steps; i++) free(g->steps[i].text);
+  free(g->steps);
+  free(g->plugin);
+  memset(g, 0, sizeof *g);
+}
+
+void pg_contract_reset(struct pg_contract *c) {
+  if (!c) return;
+  free(c->path);
+  free(c->op);
+  pg_bindings_reset(&c->dims);
+  decls_free(c->primary_inputs, c->n_primary);
+  if (c->modules) {
+    for (int i = 0; i < c->n_modules; i++) {
+      struct pg_module *m = &c->modules[i];
+      free(m->name);
+      free(m->description);
+      decls_free(m->inputs, m->n_inputs);
+      decls_free(m->outputs, m->n_outputs);
+      golden_free(&m->golden);
+    }
+    free(c->modules);
+  }
+  decls_free(c->final_outputs, c->n_final);
+  golden_free(&c->op_golden);
+  free(c->comp_seeds);
+  if (c->comp_shapes) {
+    for (int i = 0; i < c->n_comp_shapes; i++) pg_bindings_reset(&c->comp_shapes[i]);
+    free(c->comp_shapes);
+  }
+  memset(c, 0, sizeof *c);
+}
+
+/* Hands the sorted findings to the caller and sets `err` from the first error. */
+static int publish(struct pg__cctx *x, int rc, struct pg_diags *diags, struct pg_error *err) {
+  qsort(x->items, (size_t)x->count, sizeof *x->items, finding_cmp);
+  const struct pg__finding *first_error = NULL;
+  for (int i = 0; i < x->count; i++) {
+    const struct pg__finding *f = &x->items[i];
+    char rule[16];
+    if (f->rule) snprintf(rule, sizeof rule, "rule %d", f->rule);
+    if (pg_diags_add(diags, f->severity, x->path, f->line, f->column, f->rule ? rule : NULL, "%s",
+                     f->message) != PG_OK)
+      x->oom = 1;
+    if (f->severity == PG_SEV_ERROR && !first_error) first_error = f;
+  }
+  if (x->dropped)
+    pg_diags_add(diags, PG_SEV_NOTE, x->path, 1, 1, NULL,
+                 "%d more findings were not reported (the limit is %d)", x->dropped,
+                 PG__CONTRACT_MAX_FINDINGS);
+  if (x->oom) return pg_error_set(err, PG_ENOMEM, "%s: out of memory loading the contract", x->path);
+  if (rc == PG_OK && x->n_errors > 0) rc = PG_EVALIDATE;
+  if (rc != PG_OK) {
+    if (first_error) {
+      if (first_error->rule)
+        pg_error_set_at(err, rc, x->path, first_error->line, first_error->column, "%s (rule %d)",
+                        first_error->message, first_error->rule);
+      else
+        pg_error_set_at(err, rc, x->path, first_error->line, first_error->column, "%s",
+                        first_error->message);
+    } else {
+      pg_error_set(err, rc, "%s: %s", x->path, pg_strerror(rc));
+    }
+  }
+  return rc;
+}
+
+static int load(const char *path, const char *data, size_t size, struct pg_contract *c,
+                struct pg_diags *diags, struct pg_error *err) {
+  struct pg__cctx x = {.path = path ? path : "<input>"};
+  int rc = PG_OK;
+  if (size > PG__CONTRACT_MAX_BYTES) {
+    pg__cfind(&x, PG_SEV_ERROR, 1, 1, 8,
+              "the file is %zu bytes; contracts are limited to %zu MiB", size,
+              PG__CONTRACT_MAX_BYTES >> 20);
+    rc = PG_ELIMIT;
+  } else {
+    c->path = strdup(x.path);
+    if (!c->path) x.oom = 1;
+    rc = pg__yaml_build(&x, data ? data : "", data ? size : 0);
+    if (rc == PG_OK && !x.oom) pg__contract_from_tree(&x, c);
+  }
+  rc = publish(&x, rc, diags, err);
+  cctx_free(&x);
+  return rc;
+}
+
+int pg_contract_load_buffer(const char *path, const char *data, size_t size,
+                            struct pg_contract *c, struct pg_diags *diags,
+                            struct pg_error *err) {
+  pg_contract_init(c);
+  return load(path, data, size, c, diags, err);
+}
+
+int pg_contract_load(const char *path, struct pg_contract *c, struct pg_diags *diags,
+                     struct pg_error *err) {
+  pg_contract_init(c);
+  if (!path) return pg_error_set(err, PG_EINVAL, "contract path is NULL");
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return pg_error_set(err, errno == ENOENT ? PG_ENOENT : PG_EIO, "%s: cannot open: %s", path,
+                        strerror(errno));
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || S_ISDIR(st.st_mode)) {
+    int e = S_ISDIR(st.st_mode) ? EISDIR : errno;
+    fclose(f);
+    return pg_error_set(err, PG_EIO, "%s: cannot read: %s", path, strerror(e));
+  }
+  /* Regular files: refuse oversize ones before reading a byte. Pipes and other
+   * streams are read up to one byte past the limit. */
+  if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > PG__CONTRACT_MAX_BYTES) {
+    fclose(f);
+    return load(path, NULL, (size_t)st.st_size, c, diags, err);
+  }
+  size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 65536, n = 0;
+  char *buf = malloc(cap);
+  if (!buf) {
+    fclose(f);
+    return pg_error_set(err, PG_ENOMEM, "%s: out of memory reading the file", path);
+  }
+  for (;;) {
+    if (n == cap) {
+      if (cap > PG__CONTRACT_MAX_BYTES) break;
+      size_t ncap = cap * 2;
+      char *nb = realloc(buf, ncap);
+      if (!nb) {
+        free(buf);
+        fclose(f);
+        return pg_error_set(err, PG_ENOMEM, "%s: out of memory reading the file", path);
+      }
+      buf = nb;
+      cap = ncap;
+    }
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (got == 0) break;
+  }
+  int read_error = ferror(f);
+  fclose(f);
+  if (read_error) {
+    free(buf);
+    return pg_error_set(err, PG_EIO, "%s: read error", path);
+  }
+  int rc = load(path, buf, n, c, diags, err);
+  free(buf);
+  return rc;
+}

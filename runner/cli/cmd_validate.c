@@ -1,13 +1,189 @@
-/* phasegate validate — placeholder until its issue lands. */
+/* phasegate validate — checks a contract (and its suite, when there is one) and
+ * prints every finding, one per line, "FILE:LINE:COL: error: what (rule N)", on
+ * stderr; on success a one-line summary on stdout. Exit 0 when nothing is an error,
+ * 2 otherwise (DESIGN.md §3, §9). `--format json` prints the findings as JSON on
+ * stdout instead, for tools.
+ */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include <cJSON.h>
 
 #include "cli.h"
+#include "phasegate/goldens.h"
+#include "phasegate/spec.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: phasegate validate --op-dir DIR | --contract FILE [--suite FILE]\n"
+          "                          [--format text|json]\n"
+          "\n"
+          "Loads module_interfaces.yaml (and adversarial_suite.json when present) and\n"
+          "reports every finding as FILE:LINE:COL: error: what (rule N) on stderr.\n"
+          "\n"
+          "  --op-dir DIR     find both files in DIR or DIR/eval\n"
+          "  --contract FILE  the contract (module_interfaces.yaml)\n"
+          "  --suite FILE     the suite (adversarial_suite.json); optional\n"
+          "  --format json    print {status, op, findings: [...]} on stdout\n"
+          "\n"
+          "Exit: 0 valid (warnings allowed), 2 any error.\n");
+}
+
+static int file_exists(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static const char *sev_name(enum pg_severity s) {
+  return s == PG_SEV_ERROR ? "error" : s == PG_SEV_WARNING ? "warning" : "note";
+}
+
+static void print_json(const struct pg_diags *d, const struct pg_contract *c, int ok,
+                       const char *extra_error) {
+  cJSON *root = cJSON_CreateObject();
+  if (!root) return;
+  cJSON_AddStringToObject(root, "status", ok ? "OK" : "ERROR");
+  if (c->op) cJSON_AddStringToObject(root, "op", c->op);
+  cJSON_AddNumberToObject(root, "modules", c->n_modules);
+  cJSON_AddNumberToObject(root, "errors", d->n_errors + (extra_error ? 1 : 0));
+  cJSON_AddNumberToObject(root, "warnings", d->n_warnings);
+  cJSON *arr = cJSON_AddArrayToObject(root, "findings");
+  for (int i = 0; arr && i < d->count; i++) {
+    const struct pg_diag *g = &d->items[i];
+    cJSON *o = cJSON_CreateObject();
+    if (!o) break;
+    cJSON_AddStringToObject(o, "file", g->file);
+    cJSON_AddNumberToObject(o, "line", g->line);
+    cJSON_AddNumberToObject(o, "column", g->column);
+    cJSON_AddStringToObject(o, "severity", sev_name(g->severity));
+    cJSON_AddStringToObject(o, "message", g->message);
+    if (g->rule) cJSON_AddStringToObject(o, "rule", g->rule);
+    cJSON_AddItemToArray(arr, o);
+  }
+  if (extra_error && arr) {
+    cJSON *o = cJSON_CreateObject();
+    if (o) {
+      cJSON_AddStringToObject(o, "severity", "error");
+      cJSON_AddStringToObject(o, "message", extra_error);
+      cJSON_AddItemToArray(arr, o);
+    }
+  }
+  char *text = cJSON_Print(root);
+  if (text) printf("%s\n", text);
+  free(text);
+  cJSON_Delete(root);
+}
 
 int pg_cmd_validate(int argc, char **argv) {
-  if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-    printf("usage: phasegate validate ...\n(not yet implemented)\n");
-    return PG_EXIT_PASS;
+  const char *op_dir = NULL, *contract_arg = NULL, *suite_arg = NULL, *format = "text";
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return PG_EXIT_PASS;
+    }
+    const char **slot = strcmp(a, "--op-dir") == 0     ? &op_dir
+                        : strcmp(a, "--contract") == 0 ? &contract_arg
+                        : strcmp(a, "--suite") == 0    ? &suite_arg
+                        : strcmp(a, "--format") == 0   ? &format
+                                                       : NULL;
+    if (!slot) return pg_cli_usage_error("validate", "unknown option '%s' (see --help)", a);
+    if (i + 1 >= argc) return pg_cli_usage_error("validate", "%s needs a value", a);
+    *slot = argv[++i];
   }
-  fprintf(stderr, "phasegate validate: not yet implemented\n");
-  return PG_EXIT_ERROR;
+  if (strcmp(format, "text") != 0 && strcmp(format, "json") != 0)
+    return pg_cli_usage_error("validate", "--format must be text or json, not '%s'", format);
+  if (!op_dir == !contract_arg)
+    return pg_cli_usage_error("validate", "give exactly one of --op-dir DIR or --contract FILE");
+  int json = strcmp(format, "json") == 0;
+
+  char contract_path[4096], suite_path[4096];
+  suite_path[0] = '\0';
+  struct pg_error err;
+  pg_error_clear(&err);
+  if (op_dir) {
+    if (pg_op_dir_resolve(op_dir, contract_path, sizeof contract_path, suite_path,
+                          sizeof suite_path, &err) != PG_OK)
+      return pg_cli_usage_error("validate", "%s", err.message);
+    if (!file_exists(suite_path)) suite_path[0] = '\0';
+  } else {
+    snprintf(contract_path, sizeof contract_path, "%s", contract_arg);
+  }
+  if (suite_arg) snprintf(suite_path, sizeof suite_path, "%s", suite_arg);
+
+  struct pg_diags diags;
+  pg_diags_init(&diags);
+  struct pg_contract c;
+  pg_contract_init(&c);
+  const char *fatal = NULL; /* an error that has no finding (file missing, …) */
+  char fatal_buf[PG_ERROR_MESSAGE_MAX + 32];
+  int n_cases = -1;
+
+  int rc = pg_contract_load(contract_path, &c, &diags, &err);
+  if (rc != PG_OK && diags.n_errors == 0) {
+    snprintf(fatal_buf, sizeof fatal_buf, "%s", err.message);
+    fatal = fatal_buf;
+  }
+  /* Golden steps are only checked on a contract whose structure is sound. */
+  if (rc == PG_OK) {
+    int g = pg_goldens_validate(&c, &diags);
+    if (g < 0 && g != PG_ENOTSUP) {
+      snprintf(fatal_buf, sizeof fatal_buf, "%.900s: checking goldens failed: %s", contract_path,
+               pg_strerror(g));
+      fatal = fatal_buf;
+    }
+  }
+  int suite_checked = 0;
+  if (suite_path[0] && !fatal) {
+    struct pg_suite suite;
+    pg_suite_init(&suite);
+    struct pg_error serr;
+    pg_error_clear(&serr);
+    int src = pg_suite_load(suite_path, rc == PG_OK ? &c : NULL, &suite, &diags, &serr);
+    if (src == PG_ENOTSUP) {
+      pg_diags_add(&diags, PG_SEV_NOTE, suite_path, 1, 1, NULL,
+                   "suite not checked: this build has no suite loader");
+    } else {
+      suite_checked = 1;
+      if (src == PG_OK) n_cases = suite.n_cases;
+      if (src != PG_OK && diags.n_errors == 0) {
+        snprintf(fatal_buf, sizeof fatal_buf, "%s", serr.message);
+        fatal = fatal_buf;
+      }
+    }
+    pg_suite_reset(&suite);
+  }
+
+  int ok = diags.n_errors == 0 && !fatal;
+  if (json) {
+    print_json(&diags, &c, ok, fatal);
+  } else {
+    for (int i = 0; i < diags.count; i++) {
+      char line[2 * PG_ERROR_MESSAGE_MAX];
+      pg_diag_format(&diags.items[i], line, sizeof line);
+      fprintf(stderr, "%s\n", line);
+    }
+    if (fatal) fprintf(stderr, "phasegate validate: error: %s\n", fatal);
+    if (ok) {
+      char cases[48] = "";
+      if (n_cases >= 0) snprintf(cases, sizeof cases, ", %d case%s", n_cases, n_cases == 1 ? "" : "s");
+      else if (suite_path[0] && !suite_checked) snprintf(cases, sizeof cases, ", suite not checked");
+      char warn[48] = "";
+      if (diags.n_warnings)
+        snprintf(warn, sizeof warn, " (%d warning%s)", diags.n_warnings,
+                 diags.n_warnings == 1 ? "" : "s");
+      printf("%s: %d module%s, %d primary input%s%s \xE2\x80\x94 OK%s\n", c.op ? c.op : "?",
+             c.n_modules, c.n_modules == 1 ? "" : "s", c.n_primary, c.n_primary == 1 ? "" : "s",
+             cases, warn);
+    } else {
+      fprintf(stderr, "%s: %d error%s, %d warning%s\n", contract_path,
+              diags.n_errors + (fatal ? 1 : 0), diags.n_errors + (fatal ? 1 : 0) == 1 ? "" : "s",
+              diags.n_warnings, diags.n_warnings == 1 ? "" : "s");
+    }
+  }
+  pg_contract_reset(&c);
+  pg_diags_reset(&diags);
+  return ok ? PG_EXIT_PASS : PG_EXIT_ERROR;
 }
