@@ -274,7 +274,7 @@ static inline void pg_tensor_set_name(struct pg_tensor *t, const char *name) {
 /* Describes (without allocating) a tensor of the given dtype and shape. */
 static inline int pg_tensor_describe(struct pg_tensor *t, enum pg_dtype dtype, int ndim,
                                      const int64_t *shape, struct pg_error *err) {
-  int64_t n;
+  int64_t n = 0; /* gcc -O1+ cannot see that pg_shape_numel sets it on PG_OK */
   if (pg_dtype_size(dtype) == 0) return pg_error_set(err, PG_EDTYPE, "invalid dtype");
   PG_RETURN_IF_ERROR(pg_shape_numel(ndim, shape, &n, err));
   if ((uint64_t)n > (uint64_t)(SIZE_MAX / 2) / pg_dtype_size(dtype))

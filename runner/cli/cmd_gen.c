@@ -1,13 +1,207 @@
-/* phasegate gen — placeholder until its issue lands. */
+/* phasegate gen — writes one case's generated primary inputs as <out>/<name>.npy, the
+ * exact tensors `phasegate run` feeds the impl and the goldens (same seed, fills,
+ * dtypes and shapes), so a kernel developer can load them in numpy or a debugger. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
+#include "materialize.h"
+#include "phasegate/spec.h"
+#include "tensor_io.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: phasegate gen --op-dir DIR --case ID --out DIR [--up-to-module K]\n"
+          "                     [--max-bytes N] [--threads N]\n"
+          "\n"
+          "Generates the primary inputs of one case (deterministic: Philox-4x32-10 keyed by\n"
+          "the case seed and the input name) and writes them as OUT/<name>.npy.\n"
+          "\n"
+          "  --op-dir DIR        module_interfaces.yaml + adversarial_suite.json in DIR or DIR/eval\n"
+          "  --case ID           the case id from the suite\n"
+          "  --out DIR           output directory (created if missing)\n"
+          "  --up-to-module K    only the primary inputs that modules 1..K consume\n"
+          "  --max-bytes N       refuse when the inputs need more (suffixes K, M, G: powers of 1024)\n"
+          "  --threads N         generator threads (default: all cores; output is identical)\n"
+          "\n"
+          "bfloat16 inputs are written as '<u2' (view them with ml_dtypes.bfloat16 or\n"
+          "torch.uint16 -> .view(torch.bfloat16)). Exit: 0 written, 2 error.\n");
+}
+
+static int parse_size(const char *s, uint64_t *out) {
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s || s[0] == '-') return 0;
+  uint64_t mul = 1;
+  if (*end == 'K' || *end == 'k') mul = 1ull << 10, end++;
+  else if (*end == 'M' || *end == 'm') mul = 1ull << 20, end++;
+  else if (*end == 'G' || *end == 'g') mul = 1ull << 30, end++;
+  if (*end == 'i' && end[1] == 'B') end += 2;
+  else if (*end == 'B') end++;
+  if (*end) return 0;
+  if (v > UINT64_MAX / mul) return 0;
+  *out = v * mul;
+  return 1;
+}
+
+static int mkdir_p(const char *path) {
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; *p; p++)
+    if (*p == '/') {
+      *p = '\0';
+      if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+      *p = '/';
+    }
+  if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+  struct stat st;
+  return stat(buf, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+}
+
+static void print_diags(const struct pg_diags *d) {
+  for (int i = 0; i < d->count; i++) {
+    if (d->items[i].severity != PG_SEV_ERROR) continue;
+    char line[2048];
+    pg_diag_format(&d->items[i], line, sizeof line);
+    fprintf(stderr, "%s\n", line);
+  }
+}
+
+static int used_by(const struct pg_contract *c, const char *name, int k) {
+  for (int m = 0; m < c->n_modules; m++) {
+    if (c->modules[m].id > k) continue;
+    for (int i = 0; i < c->modules[m].n_inputs; i++) {
+      const struct pg_tensor_decl *in = &c->modules[m].inputs[i];
+      if (in->source_module == 0 && in->name && strcmp(in->name, name) == 0) return 1;
+    }
+  }
+  return 0;
+}
 
 int pg_cmd_gen(int argc, char **argv) {
-  if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-    printf("usage: phasegate gen ...\n(not yet implemented)\n");
-    return PG_EXIT_PASS;
+  const char *op_dir = NULL, *case_id = NULL, *out_dir = NULL, *up_to = NULL, *max_bytes = NULL,
+             *threads = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return PG_EXIT_PASS;
+    }
+    const char **slot = strcmp(a, "--op-dir") == 0          ? &op_dir
+                        : strcmp(a, "--case") == 0          ? &case_id
+                        : strcmp(a, "--out") == 0           ? &out_dir
+                        : strcmp(a, "--up-to-module") == 0  ? &up_to
+                        : strcmp(a, "--max-bytes") == 0     ? &max_bytes
+                        : strcmp(a, "--threads") == 0       ? &threads
+                                                            : NULL;
+    if (!slot) return pg_cli_usage_error("gen", "unknown option '%s' (see --help)", a);
+    if (i + 1 >= argc) return pg_cli_usage_error("gen", "%s needs a value", a);
+    *slot = argv[++i];
   }
-  fprintf(stderr, "phasegate gen: not yet implemented\n");
-  return PG_EXIT_ERROR;
+  if (!op_dir || !case_id || !out_dir)
+    return pg_cli_usage_error("gen", "--op-dir, --case and --out are required (see --help)");
+  struct pg_materialize_opts opts = {0, 0};
+  if (max_bytes && !parse_size(max_bytes, &opts.max_bytes))
+    return pg_cli_usage_error("gen", "--max-bytes: '%s' is not a size (e.g. 2G, 512M)", max_bytes);
+  if (threads) {
+    char *end = NULL;
+    long t = strtol(threads, &end, 10);
+    if (!end || *end || t < 1 || t > 1024)
+      return pg_cli_usage_error("gen", "--threads: '%s' is not a count in 1..1024", threads);
+    opts.n_threads = (int)t;
+  }
+
+  char contract_path[4096], suite_path[4096];
+  struct pg_error err;
+  pg_error_clear(&err);
+  if (pg_op_dir_resolve(op_dir, contract_path, sizeof contract_path, suite_path,
+                        sizeof suite_path, &err) != PG_OK)
+    return pg_cli_usage_error("gen", "%s", err.message);
+
+  int exit_code = PG_EXIT_ERROR;
+  struct pg_diags diags;
+  struct pg_contract c;
+  struct pg_suite s;
+  struct pg_bindings dims = {0};
+  pg_diags_init(&diags);
+  pg_contract_init(&c);
+  pg_suite_init(&s);
+  struct pg_tensor *inputs = NULL;
+  if (pg_contract_load(contract_path, &c, &diags, &err) != PG_OK) {
+    print_diags(&diags);
+    if (diags.n_errors == 0) fprintf(stderr, "phasegate gen: error: %s\n", err.message);
+    goto out;
+  }
+  if (pg_suite_load(suite_path, &c, &s, &diags, &err) != PG_OK) {
+    print_diags(&diags);
+    if (diags.n_errors == 0) fprintf(stderr, "phasegate gen: error: %s\n", err.message);
+    goto out;
+  }
+  int k = c.n_modules;
+  if (up_to) {
+    char *end = NULL;
+    long v = strtol(up_to, &end, 10);
+    if (!end || *end || v < 1 || v > c.n_modules) {
+      pg_cli_usage_error("gen", "--up-to-module: '%s' is not in 1..%d", up_to, c.n_modules);
+      goto out;
+    }
+    k = (int)v;
+  }
+  const struct pg_case *cs = NULL;
+  for (int i = 0; i < s.n_cases; i++)
+    if (s.cases[i].id && strcmp(s.cases[i].id, case_id) == 0) cs = &s.cases[i];
+  if (!cs) {
+    fprintf(stderr, "phasegate gen: error: %s: no case '%s'\n", suite_path, case_id);
+    goto out;
+  }
+  if (pg_case_bind_dims(&c, cs, &dims, &err) != PG_OK) {
+    fprintf(stderr, "phasegate gen: error: %s\n", err.message);
+    goto out;
+  }
+  inputs = calloc((size_t)(c.n_primary ? c.n_primary : 1), sizeof *inputs);
+  if (!inputs) {
+    fprintf(stderr, "phasegate gen: error: out of memory\n");
+    goto out;
+  }
+  for (int i = 0; i < c.n_primary; i++) pg_tensor_init(&inputs[i]);
+  if (pg_case_generate_inputs(&c, cs, &dims, &opts, inputs, &err) != PG_OK) {
+    fprintf(stderr, "phasegate gen: error: %s\n", err.message);
+    goto out;
+  }
+  if (mkdir_p(out_dir) != 0) {
+    fprintf(stderr, "phasegate gen: error: %s: cannot create directory: %s\n", out_dir,
+            strerror(errno));
+    goto out;
+  }
+  int written = 0;
+  for (int i = 0; i < c.n_primary; i++) {
+    if (k < c.n_modules && !used_by(&c, inputs[i].name, k)) continue;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.npy", out_dir, inputs[i].name);
+    if (pg_npy_write(path, &inputs[i], &err) != PG_OK) {
+      fprintf(stderr, "phasegate gen: error: %s\n", err.message);
+      goto out;
+    }
+    printf("%s %s [", path, pg_dtype_name(inputs[i].dtype));
+    for (int d = 0; d < inputs[i].dl.ndim; d++)
+      printf("%s%lld", d ? ", " : "", (long long)inputs[i].shape[d]);
+    printf("]\n");
+    written++;
+  }
+  printf("phasegate gen: case %s (seed %llu): %d input%s written to %s\n", cs->id,
+         (unsigned long long)pg_case_seed(cs), written, written == 1 ? "" : "s", out_dir);
+  exit_code = PG_EXIT_PASS;
+out:
+  if (inputs)
+    for (int i = 0; i < c.n_primary; i++) pg_tensor_reset(&inputs[i]);
+  free(inputs);
+  pg_bindings_reset(&dims);
+  pg_suite_reset(&s);
+  pg_contract_reset(&c);
+  pg_diags_reset(&diags);
+  return exit_code;
 }
