@@ -153,7 +153,7 @@ cJSON *pg_report_check_json(const struct pg_case_result *r) {
   cJSON_AddStringToObject(o, "repro", r->repro ? r->repro : "");
   cJSON *d = cJSON_AddObjectToObject(o, "durations_ms");
   add_num(d, "inputs", r->inputs_ms);
-  add_num(d, "reference", r->golden_ms);
+  add_num(d, "reference_compute", r->golden_ms);
   add_num(d, "total", r->total_ms);
   cJSON_AddBoolToObject(o, "golden_cached", r->golden_cached);
   cJSON_AddBoolToObject(o, "cpu_reproducer_candidate", r->cpu_reproducer_candidate);

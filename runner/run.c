@@ -572,16 +572,21 @@ static void compare_outputs(struct run_ctx *rc, int k, const struct pg_case *cs,
     }
     t->passed = cs->precision ? t->cmp.passed : 1;
     if (!t->passed && m->status < PG_VERDICT_FAIL) {
-      char idx[160];
+      char idx[160], nan_note[96] = "";
       pg__impl_shape_str(t->cmp.ndim, t->cmp.max_abs_index, idx, sizeof idx);
+      if (t->cmp.nan_impl > t->cmp.nan_ref)
+        snprintf(nan_note, sizeof nan_note, "; %lld NaN in the impl vs %lld in the reference",
+                 (long long)t->cmp.nan_impl, (long long)t->cmp.nan_ref);
+      else if (t->cmp.inf_impl > t->cmp.inf_ref)
+        snprintf(nan_note, sizeof nan_note, "; %lld Inf in the impl vs %lld in the reference",
+                 (long long)t->cmp.inf_impl, (long long)t->cmp.inf_ref);
       m->status = PG_VERDICT_FAIL;
       m->category = PG_CAT_PRECISION;
       snprintf(m->summary, sizeof m->summary,
                "output '%s' at the M%d boundary: %lld of %lld elements outside %s atol %g "
                "rtol %g (max_abs_diff %.3g at %s, max_rel_diff %.3g%s)",
                t->name, k, (long long)t->cmp.mismatches, (long long)t->cmp.n, t->rule,
-               t->atol, t->rtol, t->cmp.max_abs_diff, idx, t->cmp.max_rel_diff,
-               t->cmp.nan_impl ? ", impl has NaN" : "");
+               t->atol, t->rtol, t->cmp.max_abs_diff, idx, t->cmp.max_rel_diff, nan_note);
     }
   }
 }
@@ -942,7 +947,11 @@ static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_cas
     if (m->status == PG_VERDICT_FAIL || m->status == PG_VERDICT_ERROR) {
       r->category = m->category;
       r->failing_boundary = m->failing_boundary;
-      snprintf(r->summary, sizeof r->summary, "[%.60s] %.560s", m->mode, m->summary);
+      if (m->failing_boundary && m->failing_boundary < k)
+        snprintf(r->summary, sizeof r->summary, "[%.60s] %.480s; the impl already diverges at "
+                 "the M%d boundary", m->mode, m->summary, m->failing_boundary);
+      else
+        snprintf(r->summary, sizeof r->summary, "[%.60s] %.560s", m->mode, m->summary);
       break;
     }
   }
