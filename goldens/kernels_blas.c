@@ -98,6 +98,9 @@ static int mm_geometry(const struct pg_tensor_meta *in, int n, const struct pg_a
   memcpy(out->shape, batch.shape, sizeof(int64_t) * (size_t)batch.ndim);
   if (!g->a1d) out->shape[out->ndim++] = g->m;
   if (!g->b1d) out->shape[out->ndim++] = g->n;
+  int64_t numel;
+  if (pg_shape_numel(out->ndim, out->shape, &numel, NULL) != PG_OK)
+    return pg_error_set(err, PG_EOVERFLOW, "matmul: the result has too many elements");
   if (n == 3) {
     if (!pg__broadcasts_to(&in[2], out->ndim, out->shape)) {
       char sc[160], so[160];

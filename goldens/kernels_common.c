@@ -90,6 +90,10 @@ int pg__broadcast(const char *op, const char *an, const struct pg_tensor_meta *a
   }
   out->ndim = nd;
   memcpy(out->shape, shape, sizeof(int64_t) * (size_t)nd);
+  int64_t numel;
+  if (pg_shape_numel(nd, shape, &numel, NULL) != PG_OK)
+    return pg_error_set(err, PG_EOVERFLOW, "%s: the broadcast result of %s and %s has too many elements",
+                        op, an, bn);
   return PG_OK;
 }
 

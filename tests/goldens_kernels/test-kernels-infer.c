@@ -90,6 +90,10 @@ PG_TEST(broadcast_and_axis_messages) {
   PG_CHECK_EQ_STR("add: cannot broadcast a [1, 3, 1] with b [5, 2, 7] (dimension 1 of the result: "
                   "3 vs 2)",
                   err.message);
+  int64_t h1[2] = {(int64_t)1 << 40, 1}, h2[2] = {1, (int64_t)1 << 40};
+  struct pg_tensor_meta huge[2] = {meta(F32, 2, h1), meta(F32, 2, h2)};
+  PG_CHECK_EQ_INT(PG_EOVERFLOW, infer("mul", NULL, 2, huge, out, &err));
+  PG_CHECK_EQ_INT(PG_EOVERFLOW, infer("matmul", NULL, 2, huge, out, &err));
   struct kt_attrs at;
   kt_attrs_init(&at, pg_kernel_find("softmax"));
   kt_set_i(&at, "axis", 3);

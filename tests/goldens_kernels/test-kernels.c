@@ -779,3 +779,20 @@ PG_TEST(invoke_allocates_and_fills_defaults) {
   PG_CHECK(out.dl.data == NULL);
   kt_free(x);
 }
+
+PG_TEST(softmax_special_rows) {
+  int64_t s[2] = {3, 2};
+  struct pg_tensor *x = kt_tensor(PG_DTYPE_F32, 2, s, 1, 0, 1);
+  float *v = x->dl.data;
+  v[0] = -INFINITY, v[1] = -INFINITY; /* all masked: NaN, as torch */
+  v[2] = 1.0f, v[3] = NAN;            /* NaN poisons the row */
+  v[4] = -INFINITY, v[5] = 0.0f;      /* one masked: exactly [0, 1] */
+  const struct pg_tensor *in[1] = {x};
+  struct pg_tensor *o = kt_ok("softmax", NULL, 1, in), *l = kt_ok("log_softmax", NULL, 1, in);
+  for (int i = 0; i < 4; i++) PG_CHECK(isnan((double)kt_get(o, i)) && isnan((double)kt_get(l, i)));
+  PG_CHECK(kt_get(o, 4) == 0 && kt_get(o, 5) == 1);
+  PG_CHECK(kt_get(l, 4) == -INFINITY && kt_get(l, 5) == 0);
+  kt_free(x);
+  kt_free(o);
+  kt_free(l);
+}
