@@ -317,6 +317,10 @@ static char *make_repro(const struct pg_run_opts *o, const char *contract, const
   if (o->op_dir && !o->contract_path) {
     append_quoted(&b, &len, &cap, "--op-dir");
     append_quoted(&b, &len, &cap, o->op_dir);
+    if (o->suite_path) {
+      append_quoted(&b, &len, &cap, "--suite");
+      append_quoted(&b, &len, &cap, o->suite_path);
+    }
   } else {
     append_quoted(&b, &len, &cap, "--contract");
     append_quoted(&b, &len, &cap, contract);
