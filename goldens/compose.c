@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "golden_private.h"
+#include "kernels_internal.h"
 
 /* ---------------------------------------------------------------- tensor table */
 
@@ -123,9 +124,20 @@ static enum pg_dtype effective_dtype(const struct pg_golden_env *env,
   return d->dtype;
 }
 
+struct widen_job {
+  const uint32_t *table;
+  const uint16_t *in;
+  uint32_t *out;
+};
+
+static void widen_range(void *ctx, int64_t begin, int64_t end) {
+  const struct widen_job *j = ctx;
+  for (int64_t i = begin; i < end; i++) j->out[i] = j->table[j->in[i]];
+}
+
 /* dst = src converted to dtype `to` (values rounded as pg_store_f64 does). */
 static int convert(struct pg_tensor *dst, const struct pg_tensor *src, enum pg_dtype to,
-                   struct pg_error *err) {
+                   int n_threads, struct pg_error *err) {
   PG_RETURN_IF_ERROR(pg_tensor_alloc(dst, to, src->dl.ndim, src->shape, err));
   if (to == src->dtype) {
     memcpy(dst->dl.data, src->dl.data, src->nbytes);
@@ -136,6 +148,15 @@ static int convert(struct pg_tensor *dst, const struct pg_tensor *src, enum pg_d
   int64_t n = src->numel;
   if (src->dtype == PG_DTYPE_F32 && to == PG_DTYPE_F64) {
     for (int64_t i = 0; i < n; i++) ((double *)out)[i] = ((const float *)in)[i];
+  } else if (src->dtype == PG_DTYPE_F16 && to == PG_DTYPE_F32 && n >= (1 << 18)) {
+    /* big tensors (weights): a 256 KiB per-call table beats the branchy converter, and
+     * the widening (and first touch of the new pages) is spread over threads */
+    uint32_t *table = malloc(65536 * sizeof *table);
+    if (!table) return pg_error_set(err, PG_ENOMEM, "out of memory widening '%s'", src->name);
+    for (uint32_t h = 0; h < 65536; h++) table[h] = pg__f32_bits(pg_f16_to_f32((uint16_t)h));
+    struct widen_job job = {table, in, out};
+    pg__parallel_for(n, 1 << 16, n_threads, widen_range, &job);
+    free(table);
   } else if (src->dtype == PG_DTYPE_F16 && to == PG_DTYPE_F32) {
     for (int64_t i = 0; i < n; i++) ((float *)out)[i] = pg_f16_to_f32(((const uint16_t *)in)[i]);
   } else if (src->dtype == PG_DTYPE_F32 && to == PG_DTYPE_F16) {
@@ -286,7 +307,7 @@ static int run_module(const struct pg_golden_env *env, const struct pg__kernel_s
       struct pg_tensor conv;
       pg_tensor_init(&conv);
       pg_tensor_set_name(&conv, d->name);
-      PG_RETURN_IF_ERROR(convert(&conv, &t->t, dt, err));
+      PG_RETURN_IF_ERROR(convert(&conv, &t->t, dt, env->n_threads, err));
       pg_tensor_reset(&t->t);
       pg_tensor_move(&t->t, &conv);
     } else if (dt != PG_DTYPE_INVALID && pg_dtype_is_float(t->t.dtype)) {
@@ -324,8 +345,15 @@ static int load_primaries(const struct pg_golden_env *env, const struct pg_tenso
     if (!src->dl.data && src->numel > 0)
       return pg_error_set(err, PG_EINVAL, "primary input '%s' has no data", d->name);
     enum pg_dtype to = pg_dtype_is_float(src->dtype) ? ref_dtype(env->precision_bits) : src->dtype;
-    int rc = convert(&t->t, src, to, err);
-    if (rc != PG_OK) return rc;
+    if (to == src->dtype) {
+      /* already in the reference dtype: a read-only view (kernels never write inputs) */
+      PG_RETURN_IF_ERROR(pg_tensor_describe(&t->t, src->dtype, src->dl.ndim, src->shape, err));
+      t->t.dl.data = src->dl.data;
+      t->t.owned = NULL;
+    } else {
+      int rc = convert(&t->t, src, to, env->n_threads, err);
+      if (rc != PG_OK) return rc;
+    }
     pg_tensor_set_name(&t->t, d->name);
   }
   return PG_OK;
@@ -342,8 +370,17 @@ static int emit_outputs(const struct pg_golden_env *env, struct pg__gtable *tab,
                           decls[i]->name);
     enum pg_dtype dt = effective_dtype(env, decls[i]);
     if (dt == PG_DTYPE_INVALID) dt = t->t.dtype;
+    int listed_again = 0;
+    for (int j = i + 1; j < n; j++)
+      listed_again |= modules[j] == modules[i] && strcmp(decls[j]->name, decls[i]->name) == 0;
+    if (dt == t->t.dtype && t->t.owned && !listed_again) {
+      pg_tensor_move(&outputs[i], &t->t); /* the table entry is left empty */
+      pg_tensor_set_name(&outputs[i], decls[i]->name);
+      *n_outputs = i + 1;
+      continue;
+    }
     pg_tensor_set_name(&outputs[i], decls[i]->name);
-    int rc = convert(&outputs[i], &t->t, dt, err);
+    int rc = convert(&outputs[i], &t->t, dt, env->n_threads, err);
     if (rc != PG_OK) {
       for (int j = 0; j <= i; j++) pg_tensor_reset(&outputs[j]);
       return rc;

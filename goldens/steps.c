@@ -181,6 +181,7 @@ int pg__step_parse(const char *text, struct pg__step *st, struct pg_error *err) 
         continue;
       }
       if (s[i] == ')') break;
+      if (s[i] == '\0') return parse_error(err, i, "expected ',' or ')': the step ends before its closing ')'%s", "");
       return parse_error(err, i, "expected ',' or ')'%s", "");
     }
   }
@@ -228,7 +229,8 @@ static void suggest_ops(const struct pg__kernel_source *ks, const char *name, ch
   for (int i = 0; i < n && defs; i++) {
     const char *k = defs[i]->name;
     int d = edit_distance(name, k);
-    int close = d <= 2 || (nl >= 3 && (strstr(k, name) != NULL || strstr(name, k) != NULL));
+    int close = d <= 2 || (nl >= 3 && strstr(k, name) != NULL) ||
+                (strlen(k) >= 4 && strstr(name, k) != NULL);
     if (!close) continue;
     int w = snprintf(buf + used, size - used, "%s'%s'", found ? ", " : "; did you mean ", k);
     if (w < 0 || (size_t)w >= size - used) break;
@@ -260,6 +262,14 @@ static void suggest_attrs(const struct pg_kernel_def *def, char *buf, size_t siz
     used += (size_t)w;
   }
   if (n == 0) snprintf(buf, size, "; '%s' takes no attributes", def->name);
+}
+
+/* The kernel's message without a leading "<op>: " (kernels name themselves; we add
+ * the op once). */
+static const char *strip_op(const char *msg, const char *op) {
+  size_t n = strlen(op);
+  if (strncmp(msg, op, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ') return msg + n + 2;
+  return msg;
 }
 
 /* ---------------------------------------------------------------- attributes */
@@ -555,7 +565,7 @@ static int validate_spec(struct vctx *v, const struct pg_module *m, const struct
       } else if (rc == PG_OK && all_known && def->infer) {
         pg_error_clear(&e);
         if (def->infer(in_meta, st.n_inputs, vals, out_meta, &e) != PG_OK) {
-          vdiag(v, line, col0 + st.op_offset, "%s: %s", def->name, e.message);
+          vdiag(v, line, col0 + st.op_offset, "%s: %s", def->name, strip_op(e.message, def->name));
           ok = 0;
         } else {
           known = 1;
@@ -740,7 +750,7 @@ int pg__steps_run(const struct pg__run_ctx *rc, const struct pg_module *m,
                        : pg_error_set(&e, PG_EINTERNAL, "kernel has no infer function");
     if (r != PG_OK)
       return pg_error_set_at(err, r, path, line, col0 + st.op_offset, "%s: %s (golden)",
-                             def->name, e.message);
+                             def->name, strip_op(e.message, def->name));
     struct pg_tensor *outs[PG_KERNEL_MAX_OUTPUTS];
     for (int o = 0; o < st.n_outs; o++) {
       struct pg__gtensor *t;
@@ -749,7 +759,7 @@ int pg__steps_run(const struct pg__run_ctx *rc, const struct pg_module *m,
       r = pg_tensor_alloc(&t->t, out_meta[o].dtype, out_meta[o].ndim, out_meta[o].shape, &e);
       if (r != PG_OK)
         return pg_error_set_at(err, r, path, line, col0 + st.out_offsets[o], "%s: %s (golden)",
-                               def->name, e.message);
+                               def->name, strip_op(e.message, def->name));
       t->meta = out_meta[o];
       t->known = 1;
       outs[o] = &t->t;
@@ -758,7 +768,7 @@ int pg__steps_run(const struct pg__run_ctx *rc, const struct pg_module *m,
     r = def->run(&args, outs, &e);
     if (r != PG_OK)
       return pg_error_set_at(err, r, path, line, col0 + st.op_offset, "%s: %s (golden)",
-                             def->name, e.message);
+                             def->name, strip_op(e.message, def->name));
   }
   return PG_OK;
 }
