@@ -215,3 +215,76 @@ PG_TEST(run_refuses_mismatching_outputs_and_bad_tensors) {
   pg_tensor_reset(&o16);
   kt_free(x);
 }
+
+/* Random arities, ranks, dims (0..4), dtypes and attribute values for every kernel:
+ * infer must answer without crashing, and whenever infer accepts, run on real tensors
+ * of those shapes must succeed too (under ASan this also proves no over-read). */
+PG_TEST(random_arguments_infer_then_run_agree) {
+  static const enum pg_dtype dts[4] = {PG_DTYPE_F32, PG_DTYPE_F64, PG_DTYPE_F16, PG_DTYPE_I32};
+  static const double fl[6] = {-1, 0, 1e-5, 0.5, 2, 10000};
+  static const char *const words[7] = {"none", "tanh", "float16", "bfloat16", "int8", "x", ""};
+  const struct pg_kernel_def *const *defs;
+  int nk = pg_kernel_list(&defs);
+  uint64_t seed = 42;
+  int accepted = 0, per_kernel[64] = {0};
+  for (int iter = 0; iter < 6000; iter++) {
+    const struct pg_kernel_def *def = defs[iter % nk];
+    int n_in = def->min_inputs + (int)kt_rand(&seed, -0.3, def->max_inputs - def->min_inputs + 1.3);
+    if (n_in < 0) n_in = 0;
+    if (n_in > PG_KERNEL_MAX_INPUTS) n_in = PG_KERNEL_MAX_INPUTS;
+    struct pg_tensor_meta in[PG_KERNEL_MAX_INPUTS], out[PG_KERNEL_MAX_OUTPUTS];
+    memset(in, 0, sizeof in);
+    /* correlated shapes: start from one random shape, perturb per input */
+    int base_nd = (int)kt_rand(&seed, 0, 5);
+    int64_t base[PG_MAX_NDIM];
+    for (int d = 0; d < base_nd; d++) base[d] = (int64_t)kt_rand(&seed, 0, 5);
+    for (int i = 0; i < n_in; i++) {
+      in[i].dtype = dts[(int)kt_rand(&seed, 0, 4)];
+      in[i].ndim = kt_rand(&seed, 0, 1) < 0.6 ? base_nd : (int)kt_rand(&seed, 0, 5);
+      for (int d = 0; d < in[i].ndim; d++) {
+        int bd = d + base_nd - in[i].ndim;
+        double r = kt_rand(&seed, 0, 1);
+        in[i].shape[d] = (bd >= 0 && r < 0.7) ? base[bd] : r < 0.85 ? 1 : (int64_t)kt_rand(&seed, 0, 5);
+      }
+    }
+    struct kt_attrs at;
+    kt_attrs_init(&at, def);
+    for (int a = 0; a < at.n; a++) {
+      if (kt_rand(&seed, 0, 1) < 0.3) continue; /* keep the default / absent */
+      struct pg_attr_value *v = &at.v[a];
+      memset(v, 0, sizeof *v);
+      v->type = def->attrs[a].type;
+      v->f = fl[(int)kt_rand(&seed, 0, 6)];
+      v->i = (int64_t)kt_rand(&seed, -5, 6);
+      v->b = kt_rand(&seed, 0, 1) < 0.5;
+      v->n_ints = (int)kt_rand(&seed, 0, 6);
+      for (int k = 0; k < v->n_ints; k++) v->ints[k] = (int64_t)kt_rand(&seed, -5, 6);
+      snprintf(v->s, sizeof v->s, "%s", words[(int)kt_rand(&seed, 0, 7)]);
+    }
+    struct pg_error err;
+    pg_error_clear(&err);
+    int rc = def->infer(in, n_in, at.v, out, &err);
+    if (rc != PG_OK) {
+      PG_CHECK_MSG(rc < 0 && err.message[0] != '\0', "%s: error %d without a message", def->name, rc);
+      PG_CHECK_MSG(strncmp(err.message, def->name, strlen(def->name)) == 0,
+                   "%s: message does not name the op: %s", def->name, err.message);
+      continue;
+    }
+    accepted++;
+    per_kernel[iter % nk]++;
+    PG_CHECK(out[0].ndim >= 0 && out[0].ndim <= PG_MAX_NDIM);
+    PG_CHECK(out[0].dtype == PG_DTYPE_F32 || out[0].dtype == PG_DTYPE_F64);
+    struct pg_tensor *ts[PG_KERNEL_MAX_INPUTS] = {0};
+    for (int i = 0; i < n_in; i++) ts[i] = kt_tensor(in[i].dtype, in[i].ndim, in[i].shape, (uint64_t)iter, 0.1, 3);
+    struct pg_tensor *o = NULL;
+    rc = kt_run(def->name, &at, n_in, (const struct pg_tensor *const *)ts, (iter % 3), &o, &err);
+    PG_CHECK_MSG(rc == PG_OK, "%s: infer accepted but run failed: %s", def->name, err.message);
+    kt_check_shape(o, out[0].ndim, out[0].shape);
+    for (int i = 0; i < n_in; i++) kt_free(ts[i]);
+    kt_free(o);
+  }
+  PG_CHECK_MSG(accepted > 1000, "only %d random calls accepted", accepted);
+  for (int k = 0; k < nk && k < 64; k++)
+    PG_CHECK_MSG(per_kernel[k] >= 5, "%s: only %d random calls accepted", defs[k]->name,
+                 per_kernel[k]);
+}
