@@ -65,6 +65,16 @@ static int parse_header(const char *src, const char *json, size_t len, uint64_t 
   *count = 0;
   if (len == 0 || json[0] != '{')
     return pg_error_set(err, PG_EPARSE, "%s: safetensors header must be a JSON object", src);
+  /* JSON forbids raw control bytes in strings; cJSON would cut names at a NUL. */
+  for (size_t i = 0; i < len; i++) {
+    unsigned char ch = (unsigned char)json[i];
+    if (ch < 0x20 && ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r')
+      return pg_error_set(err, PG_EPARSE, "%s: safetensors header: control byte 0x%02x at byte %zu",
+                          src, ch, 8 + i);
+    if (ch == '\\' && i + 5 < len && json[i + 1] == 'u' && memcmp(json + i + 2, "0000", 4) == 0)
+      return pg_error_set(err, PG_EPARSE, "%s: safetensors header: \\u0000 in a string at byte %zu",
+                          src, 8 + i);
+  }
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
   if (!root) {
@@ -114,6 +124,10 @@ static int parse_header(const char *src, const char *json, size_t len, uint64_t 
           goto bad;
         }
       continue;
+    }
+    if (!name[0]) {
+      rc = pg_error_set(err, PG_EPARSE, "%s: a tensor has an empty name", src);
+      goto bad;
     }
     if (strlen(name) >= PG_NAME_MAX) {
       rc = pg_error_set(err, PG_ELIMIT, "%s: tensor name longer than %d bytes", src,

@@ -265,6 +265,10 @@ def section_safetensors():
            "at most 8")
     refuse("metadata", blob({"__metadata__": {"a": 1}}), "not a string")
     refuse("missing", blob({"a": {"dtype": "F32", "shape": [1]}}, b"\0" * 4), "data_offsets")
+    nul = b'{"a\x00":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'
+    refuse("raw NUL in a name", struct.pack("<Q", len(nul)) + nul + b"\0", "control byte 0x00")
+    refuse("empty name", blob({"": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}}, b"\0"),
+           "empty name")
     dup = (b'{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},'
            b'"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}')
     refuse("dup", struct.pack("<Q", len(dup)) + dup + b"\0\0", "duplicate tensor name")
