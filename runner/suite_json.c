@@ -841,7 +841,9 @@ int pg_suite_load_buffer(const char *path, const char *data, size_t size,
                 pg__json_pos_key(&x.pos, n), first->key_line, first->key_col);
       }
       const char *end = NULL;
-      cJSON *root = cJSON_ParseWithLengthOpts(x.data, x.size, &end, 0);
+      /* Skip a UTF-8 BOM here: cJSON only skips it when more than one byte follows. */
+      size_t bom = x.size >= 3 && memcmp(x.data, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+      cJSON *root = cJSON_ParseWithLengthOpts(x.data + bom, x.size - bom, &end, 0);
       if (!root) {
         /* The scanner accepted the text, so this is cJSON running out of memory or
          * disagreeing; either way say where it stopped. */
