@@ -1168,7 +1168,7 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
   if (s->failed + s->errors > 0) {
     for (int i = 0; i < n_results; i++)
       if (results[i].status == PG_VERDICT_FAIL || results[i].status == PG_VERDICT_ERROR) {
-        char b[16] = "?";
+        char b[16] = "n/a";
         if (results[i].failing_boundary) snprintf(b, sizeof b, "M%d", results[i].failing_boundary);
         const char *cat = pg_category_name(results[i].category);
         emit(o, 0, "[phasegate] first failure: %s (%s, boundary %s%s%s): %.600s", results[i].id,

@@ -99,32 +99,43 @@ static int check_inputs(const DLTensor *in, int32_t n_in, struct dims *d) {
   return 0;
 }
 
-/* scores = q kᵀ / sqrt(D), fp32 partial sums per D tile. */
+/* scores = q kᵀ / sqrt(D), fp32 partial sums per D tile. k is transposed first so
+ * the inner loop runs over keys (vectorisable, as a cube unit would tile it). */
 static float *qk(const DLTensor *in, const struct dims *d) {
   float *q = to_f32(&in[0]), *k = to_f32(&in[1]);
   float *s = malloc((size_t)(d->B * d->H * d->S * d->S) * sizeof *s);
-  if (!q || !k || !s) {
-    free(q), free(k), free(s);
+  float *kt = malloc((size_t)(d->S * d->D) * sizeof *kt);
+  float *part = malloc((size_t)d->S * sizeof *part);
+  if (!q || !k || !s || !kt || !part) {
+    free(q), free(k), free(s), free(kt), free(part);
     return NULL;
   }
   const float scale = 1.0f / sqrtf((float)d->D);
+  const int64_t S = d->S, D = d->D;
   for (int64_t bh = 0; bh < d->B * d->H; bh++) {
-    const float *qb = q + bh * d->S * d->D, *kb = k + bh * d->S * d->D;
-    float *sb = s + bh * d->S * d->S;
-    for (int64_t i = 0; i < d->S; i++)
-      for (int64_t j = 0; j < d->S; j++) {
-        float acc = 0.0f;
-        for (int64_t t0 = 0; t0 < d->D; t0 += TILE_D) {
-          float part = 0.0f;
-          int64_t t1 = t0 + TILE_D < d->D ? t0 + TILE_D : d->D;
-          for (int64_t t = t0; t < t1; t++) part += qb[i * d->D + t] * kb[j * d->D + t];
-          acc += part;
+    const float *qb = q + bh * S * D, *kb = k + bh * S * D;
+    float *sb = s + bh * S * S;
+    for (int64_t j = 0; j < S; j++)
+      for (int64_t t = 0; t < D; t++) kt[t * S + j] = kb[j * D + t];
+    for (int64_t i = 0; i < S; i++) {
+      float *row = sb + i * S;
+      for (int64_t j = 0; j < S; j++) row[j] = 0.0f;
+      for (int64_t t0 = 0; t0 < D; t0 += TILE_D) {
+        int64_t t1 = t0 + TILE_D < D ? t0 + TILE_D : D;
+        for (int64_t j = 0; j < S; j++) part[j] = 0.0f;
+        for (int64_t t = t0; t < t1; t++) {
+          const float qv = qb[i * D + t], *kr = kt + t * S;
+          for (int64_t j = 0; j < S; j++) part[j] += qv * kr[j];
         }
-        sb[i * d->S + j] = acc * scale;
+        for (int64_t j = 0; j < S; j++) row[j] += part[j];
       }
+      for (int64_t j = 0; j < S; j++) row[j] *= scale;
+    }
   }
   free(q);
   free(k);
+  free(kt);
+  free(part);
   return s;
 }
 

@@ -1,0 +1,206 @@
+/* Unit tests for runner/report.c and the pure parts of runner/run.c: verdict
+ * aggregation, divergence fingerprints, device ids from CTest resource groups, the
+ * redaction of captured output, the sanitize step, and the locked read-merge-write of
+ * a phase report (including concurrent writers). */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pg_test.h"
+#include "report.h"
+#include "run.h"
+
+PG_TEST(fingerprints) {
+  enum pg_verdict pf[] = {PG_VERDICT_PASS, PG_VERDICT_FAIL};
+  enum pg_verdict fp[] = {PG_VERDICT_FAIL, PG_VERDICT_PASS};
+  enum pg_verdict ff[] = {PG_VERDICT_FAIL, PG_VERDICT_ERROR};
+  enum pg_verdict pp[] = {PG_VERDICT_PASS, PG_VERDICT_PASS};
+  enum pg_verdict psf[] = {PG_VERDICT_PASS, PG_VERDICT_SKIPPED, PG_VERDICT_FAIL};
+  enum pg_verdict pfp[] = {PG_VERDICT_PASS, PG_VERDICT_FAIL, PG_VERDICT_PASS};
+  enum pg_verdict fs[] = {PG_VERDICT_FAIL, PG_VERDICT_SKIPPED};
+  enum pg_verdict ss[] = {PG_VERDICT_SKIPPED, PG_VERDICT_SKIPPED};
+  PG_CHECK_EQ_STR("kernel_ok_npu_only", pg_divergence_fingerprint(pf, 2));
+  PG_CHECK_EQ_STR("ir_divergence", pg_divergence_fingerprint(fp, 2));
+  PG_CHECK_EQ_STR("all_fail", pg_divergence_fingerprint(ff, 2));
+  PG_CHECK_EQ_STR("", pg_divergence_fingerprint(pp, 2));
+  PG_CHECK_EQ_STR("kernel_ok_npu_only", pg_divergence_fingerprint(psf, 3));
+  PG_CHECK_EQ_STR("mixed", pg_divergence_fingerprint(pfp, 3));
+  PG_CHECK_EQ_STR("all_fail", pg_divergence_fingerprint(fs, 2)); /* one mode ran: it failed */
+  PG_CHECK_EQ_STR("", pg_divergence_fingerprint(ss, 2));
+  PG_CHECK(PG_VERDICT_ERROR > PG_VERDICT_FAIL && PG_VERDICT_FAIL > PG_VERDICT_PASS &&
+           PG_VERDICT_PASS > PG_VERDICT_SKIPPED);
+  PG_CHECK_EQ_INT(PG_VERDICT_FAIL, pg_verdict_parse("FAIL"));
+  PG_CHECK_EQ_STR("SKIPPED", pg_verdict_name(pg_verdict_parse("bogus")));
+}
+
+PG_TEST(device_from_ctest_resource_groups) {
+  unsetenv("CTEST_RESOURCE_GROUP_0");
+  PG_CHECK_EQ_INT(-1, pg_run_device_from_env());
+  setenv("CTEST_RESOURCE_GROUP_0", "gpus,npus", 1);
+  setenv("CTEST_RESOURCE_GROUP_0_NPUS", "id:3,slots:1", 1);
+  unsetenv("CTEST_RESOURCE_GROUP_0_GPUS");
+  PG_CHECK_EQ_INT(3, pg_run_device_from_env());
+  setenv("CTEST_RESOURCE_GROUP_0_GPUS", "id:gpu7,slots:2;id:8,slots:1", 1);
+  PG_CHECK_EQ_INT(7, pg_run_device_from_env());
+  unsetenv("CTEST_RESOURCE_GROUP_0");
+}
+
+PG_TEST(redaction) {
+  struct pg_tensor t;
+  pg_tensor_init(&t);
+  int64_t shape[1] = {4};
+  PG_CHECK_OK(pg_tensor_alloc(&t, PG_DTYPE_F32, 1, shape, NULL));
+  float *d = t.dl.data;
+  d[0] = 123456.789f;
+  d[1] = -0.0012345678f;
+  d[2] = 1.0f;
+  d[3] = 3.14159265f;
+  const struct pg_tensor *ts[1] = {&t};
+  char *r = pg_redact_text("a=123456.789 b=1.2345679e+05 c=-0.0012345678 d=1 e=3.14 "
+                           "f=3.1416 g=2.71828 h=x86_64 i=12.5 ms\n", ts, 1);
+  PG_CHECK(r != NULL);
+  PG_CHECK_MSG(strstr(r, "123456") == NULL, "%s", r);
+  PG_CHECK_MSG(strstr(r, "1.2345679") == NULL, "%s", r);
+  PG_CHECK_MSG(strstr(r, "0.0012345678") == NULL, "%s", r);
+  PG_CHECK_MSG(strstr(r, "f=<redacted>") != NULL, "%s", r);  /* 5 significant digits */
+  PG_CHECK_MSG(strstr(r, "d=1 ") != NULL, "%s", r);          /* too short to mean anything */
+  PG_CHECK_MSG(strstr(r, "e=3.14 ") != NULL, "%s", r);
+  PG_CHECK_MSG(strstr(r, "g=2.71828") != NULL, "%s", r);     /* not a tensor value */
+  PG_CHECK_MSG(strstr(r, "x86_64") != NULL, "%s", r);
+  free(r);
+  pg_tensor_reset(&t);
+}
+
+PG_TEST(sanitize_drops_tensor_contents) {
+  cJSON *r = cJSON_Parse("{\"checks\":[{\"id\":\"a\",\"golden\":[1,2,3],\"expected\":5,"
+                         "\"shape\":[1,2,3],\"dump\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17],"
+                         "\"nested\":{\"reference\":\"x\",\"ok\":1}}]}");
+  PG_CHECK(r != NULL);
+  int n = pg_report_sanitize(r);
+  PG_CHECK_EQ_INT(4, n);
+  char *s = cJSON_PrintUnformatted(r);
+  PG_CHECK_EQ_STR("{\"checks\":[{\"id\":\"a\",\"shape\":[1,2,3],"
+                  "\"dump\":\"<removed: tensor-sized array>\",\"nested\":{\"ok\":1}}]}", s);
+  free(s);
+  cJSON_Delete(r);
+}
+
+static void fake_case(struct pg_case_result *r, const char *id, int index,
+                      enum pg_verdict sim, enum pg_verdict npu) {
+  memset(r, 0, sizeof *r);
+  snprintf(r->id, sizeof r->id, "%s", id);
+  r->index = index;
+  r->level = 2;
+  r->precision_checked = 1;
+  r->n_modes = 2;
+  r->modes = calloc(2, sizeof *r->modes);
+  snprintf(r->modes[0].mode, sizeof r->modes[0].mode, "sim");
+  snprintf(r->modes[1].mode, sizeof r->modes[1].mode, "npu");
+  r->modes[0].status = sim;
+  r->modes[1].status = npu;
+  r->modes[0].captured = strdup("impl says hi\n");
+  r->status = sim > npu ? sim : npu;
+  enum pg_verdict v[2] = {sim, npu};
+  snprintf(r->fingerprint, sizeof r->fingerprint, "%s", pg_divergence_fingerprint(v, 2));
+  if (r->status == PG_VERDICT_FAIL) {
+    r->category = PG_CAT_PRECISION;
+    r->failing_boundary = 2;
+    snprintf(r->summary, sizeof r->summary, "case %s failed", id);
+  }
+  r->repro = strdup("phasegate run --case x");
+}
+
+static cJSON *load(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return NULL;
+  static char buf[1 << 20];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  return cJSON_Parse(buf);
+}
+
+static const char *str(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  return cJSON_IsString(v) ? v->valuestring : "<none>";
+}
+
+PG_TEST(report_merge_by_case_id) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/attention/M3/evaluation_report.json", pg_test_tmpdir());
+  struct pg_report_meta m = {"attention", "plugin:x.so", 3, 3, "0.1.0", "c.yaml", "s.json",
+                             "sim,npu"};
+  struct pg_case_result a, b;
+  fake_case(&a, "L2_b", 1, PG_VERDICT_PASS, PG_VERDICT_FAIL);
+  PG_CHECK_OK(pg_report_merge_write(path, &m, &a, 1, NULL));
+  fake_case(&b, "L1_a", 0, PG_VERDICT_PASS, PG_VERDICT_SKIPPED);
+  PG_CHECK_OK(pg_report_merge_write(path, &m, &b, 1, NULL));
+  cJSON *r = load(path);
+  PG_CHECK(r != NULL);
+  PG_CHECK_EQ_STR("FAIL", str(r, "status"));
+  PG_CHECK_EQ_INT(2, cJSON_GetObjectItem(r, "cases_total")->valueint);
+  PG_CHECK_EQ_INT(1, cJSON_GetObjectItem(r, "cases_passed")->valueint);
+  const cJSON *checks = cJSON_GetObjectItem(r, "checks");
+  PG_CHECK_EQ_STR("L1_a", str(cJSON_GetArrayItem(checks, 0), "id")); /* suite order */
+  const cJSON *ff = cJSON_GetObjectItem(r, "first_failure");
+  PG_CHECK_EQ_STR("L2_b", str(ff, "case_id"));
+  PG_CHECK_EQ_STR("M2", str(ff, "failing_module_boundary"));
+  PG_CHECK_EQ_STR("precision", str(ff, "failure_category"));
+  PG_CHECK_EQ_STR("kernel_ok_npu_only", str(ff, "divergence_fingerprint"));
+  const cJSON *pms = cJSON_GetObjectItem(r, "per_mode_status");
+  PG_CHECK_EQ_STR("PASS", str(pms, "sim"));
+  PG_CHECK_EQ_STR("FAIL", str(pms, "npu"));
+  PG_CHECK(strstr(str(r, "stdout"), "impl says hi") != NULL);
+  PG_CHECK_EQ_INT(1, cJSON_GetObjectItem(r, "schema_version")->valueint);
+  cJSON_Delete(r);
+  /* re-running the failing case with a fix replaces its entry */
+  pg_case_result_reset(&a);
+  fake_case(&a, "L2_b", 1, PG_VERDICT_PASS, PG_VERDICT_PASS);
+  PG_CHECK_OK(pg_report_merge_write(path, &m, &a, 1, NULL));
+  r = load(path);
+  PG_CHECK_EQ_STR("PASS", str(r, "status"));
+  PG_CHECK_EQ_INT(2, cJSON_GetObjectItem(r, "cases_total")->valueint);
+  PG_CHECK(cJSON_IsNull(cJSON_GetObjectItem(r, "first_failure")));
+  cJSON_Delete(r);
+  /* a report of another phase at the same path is not merged */
+  m.up_to_module = 2;
+  PG_CHECK_OK(pg_report_merge_write(path, &m, &a, 1, NULL));
+  r = load(path);
+  PG_CHECK_EQ_INT(1, cJSON_GetObjectItem(r, "cases_total")->valueint);
+  cJSON_Delete(r);
+  pg_case_result_reset(&a);
+  pg_case_result_reset(&b);
+}
+
+PG_TEST(report_concurrent_writers) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/r/evaluation_report.json", pg_test_tmpdir());
+  struct pg_report_meta m = {"op", "plugin:x.so", 1, 2, "0.1.0", NULL, NULL, "sim,npu"};
+  enum { N = 8 };
+  pid_t pids[N];
+  for (int i = 0; i < N; i++) {
+    pids[i] = fork();
+    if (pids[i] == 0) {
+      char id[32];
+      snprintf(id, sizeof id, "case_%d", i);
+      struct pg_case_result c;
+      fake_case(&c, id, i, PG_VERDICT_PASS, PG_VERDICT_PASS);
+      int rc = pg_report_merge_write(path, &m, &c, 1, NULL);
+      pg_case_result_reset(&c);
+      _exit(rc == PG_OK ? 0 : 1);
+    }
+  }
+  for (int i = 0; i < N; i++) {
+    int st;
+    waitpid(pids[i], &st, 0);
+    PG_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  cJSON *r = load(path);
+  PG_CHECK(r != NULL);
+  PG_CHECK_EQ_INT(N, cJSON_GetObjectItem(r, "cases_total")->valueint);
+  PG_CHECK_EQ_INT(N, cJSON_GetObjectItem(r, "cases_passed")->valueint);
+  cJSON_Delete(r);
+}
