@@ -291,7 +291,8 @@ cJSON *pg_report_build(const struct pg_report_meta *m, cJSON *checks) {
 
 /* Keys that would carry reference or input contents. */
 static int forbidden_key(const char *k) {
-  static const char *const bad[] = {"golden", "golden_value", "golden_values", "ref_value", "ref_values", "expected", "expected_value",
+  static const char *const bad[] = {"golden", "golden_value", "golden_values", "reference",
+                                    "ref_value", "ref_values", "expected", "expected_value",
                                     "expected_values", "data", "values", "input_values",
                                     "golden_source", "tensor"};
   if (!k) return 0;
