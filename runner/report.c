@@ -312,7 +312,13 @@ int pg_report_sanitize(cJSON *node) {
       changed++;
     } else if (cJSON_IsArray(c) && cJSON_GetArraySize(c) > PG_REPORT_NUM_ARRAY_MAX &&
                c->child && cJSON_IsNumber(c->child)) {
-      cJSON_ReplaceItemViaPointer(node, c, cJSON_CreateString("<removed: tensor-sized array>"));
+      cJSON *repl = cJSON_CreateString("<removed: tensor-sized array>");
+      if (repl && cJSON_IsObject(node) && c->string) {
+        /* keep the key: ReplaceItemViaPointer would leave it empty */
+        repl->string = c->string;
+        c->string = NULL;
+      }
+      cJSON_ReplaceItemViaPointer(node, c, repl);
       changed++;
     } else if (cJSON_IsString(c) && c->valuestring &&
                strlen(c->valuestring) > PG_REPORT_STRING_MAX) {
