@@ -24,6 +24,10 @@ static int64_t grain_lines(int64_t len) {
 
 enum line_op { L_SOFTMAX, L_LOG_SOFTMAX, L_L2NORM };
 
+/* Rows up to this length keep their exps on the worker's stack (16 KiB); longer ones
+ * recompute them (same values: exp is deterministic). */
+#define LINE_CACHE 2048
+
 struct line_ctx {
   enum line_op op;
   enum pg_dtype dt;
@@ -54,19 +58,23 @@ struct line_ctx {
     /* rest = sum over all but one maximal element, whose term is exactly 1, so  \
      * log_softmax can use log1p(rest) without cancelling near 0 */               \
     double rest = 0.0;                                                            \
-    int skipped = 0;                                                              \
+    int skipped = 0, cached = len <= LINE_CACHE;                                  \
     for (int64_t j = 0; j < len; j++) {                                           \
       double v = (double)x[j * st];                                               \
       if (!skipped && v == m) {                                                   \
         skipped = 1;                                                              \
+        if (cached) cache[j] = 1.0;                                               \
         continue;                                                                 \
       }                                                                           \
-      rest += exp(v - m);                                                         \
+      double e = exp(v - m);                                                      \
+      if (cached) cache[j] = e;                                                   \
+      rest += e;                                                                  \
     }                                                                             \
     if (!skipped) rest = NAN; /* a NaN in the row: all NaN */                    \
     if (c->op == L_SOFTMAX) {                                                     \
       double inv = 1.0 / (1.0 + rest);                                            \
-      for (int64_t j = 0; j < len; j++) y[j * st] = (T)(exp((double)x[j * st] - m) * inv); \
+      for (int64_t j = 0; j < len; j++)                                           \
+        y[j * st] = (T)((cached ? cache[j] : exp((double)x[j * st] - m)) * inv);  \
     } else {                                                                      \
       double ls = log1p(rest);                                                    \
       for (int64_t j = 0; j < len; j++) y[j * st] = (T)(((double)x[j * st] - m) - ls); \
@@ -75,6 +83,7 @@ struct line_ctx {
 
 static void line_chunk(void *p, int64_t lb, int64_t le) {
   const struct line_ctx *c = p;
+  double cache[LINE_CACHE]; /* exps of one row, so softmax computes each exp once */
   int64_t len = c->len, st = c->inner;
   for (int64_t l = lb; l < le; l++) {
     int64_t base = (l / c->inner) * len * c->inner + l % c->inner;

@@ -796,3 +796,20 @@ PG_TEST(softmax_special_rows) {
   kt_free(o);
   kt_free(l);
 }
+
+PG_TEST(softmax_long_rows_vs_naive) {
+  /* rows longer than the per-thread exp cache take the recompute path */
+  int64_t s[2] = {2, 2503};
+  for (int d = 0; d < 2; d++)
+    for (int lg = 0; lg < 2; lg++) {
+      const char *op = lg ? "log_softmax" : "softmax";
+      struct pg_tensor *x = kt_tensor(DTS[d], 2, s, 21, -30, 30);
+      const struct pg_tensor *in[1] = {x};
+      struct pg_tensor *o = kt_ok(op, NULL, 1, in);
+      static long double ref[2 * 2503];
+      ref_lines(x, 1, lg ? ln_log_softmax : ln_softmax, 0, ref);
+      kt_check_close(o, ref, NULL, 2 * 2503, DTS[d] == PG_DTYPE_F64 ? 1e-13 : 3e-7, 1e-300);
+      kt_free(x);
+      kt_free(o);
+    }
+}
