@@ -6,8 +6,8 @@
  * Each input is loaded twice, without and with a small attention-like contract, and
  * the results are checked for consistency: PG_OK means no error finding; a failure
  * always carries a message; every loaded case has a valid id and level; and text the
- * strict scanner accepts must also parse with cJSON (the loader reports "cJSON could
- * not parse" otherwise, which would mean the two parsers disagree). Any violation
+ * strict scanner accepts must also parse with cJSON (the loader would report
+ * PG_ENOMEM otherwise, which here means the two parsers disagree). Any violation
  * traps, so the fuzzer records the input. Sanitizers catch over-reads and leaks.
  */
 #include <stddef.h>
@@ -90,10 +90,10 @@ static void load_once(const uint8_t *data, size_t size, const struct pg_contract
   } else {
     check(rc < 0);
     check(err.message[0] != '\0');
-    if (rc != PG_ENOMEM) check(d.n_errors > 0);
+    /* No OOM here: PG_ENOMEM would mean cJSON rejected what the scanner accepted. */
+    check(rc != PG_ENOMEM);
+    check(d.n_errors > 0);
   }
-  for (int i = 0; i < d.count; i++)
-    check(strcmp(d.items[i].message, "cJSON could not parse the document") != 0);
   pg_suite_reset(&s);
   pg_diags_reset(&d);
 }
