@@ -44,6 +44,8 @@ struct pg__finding {
   char *message;
 };
 
+struct pg__arena;
+
 struct pg__cctx {
   const char *path;
   struct pg__finding *items;
@@ -52,8 +54,8 @@ struct pg__cctx {
   int dropped;             /* findings past PG__CONTRACT_MAX_FINDINGS */
   int oom;                 /* sticky: an allocation failed somewhere */
   /* the node tree */
-  struct pg__ynode **all;  /* every node allocated, for freeing */
-  int n_all, cap_all;
+  struct pg__arena *arena; /* every node, scalar text and child array, freed at once */
+  int n_nodes;
   struct pg__ynode *root;
 };
 

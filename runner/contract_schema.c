@@ -249,7 +249,7 @@ static int get_name(struct sctx *s, const struct pg__ynode *map, const char *wha
     ERR(map, 8, "%s is missing required key 'name'", what);
     return 0;
   }
-  char w[160];
+  char w[512];
   snprintf(w, sizeof w, "the name of %s", what);
   if (!get_str(s, n, w, out)) return 0;
   check_name(s, n, what, *out);
@@ -313,6 +313,7 @@ static void check_shape(struct sctx *s, const struct pg_tensor_decl *d, const ch
   int64_t total = 1;
   int all_bound = 1, total_ok = 1;
   for (int i = 0; i < d->ndim; i++) {
+    if (!d->dims[i]) return; /* out of memory: already fatal */
     struct axis_ctx a = {s, d->dim_marks[i].line, d->dim_marks[i].column, 1, what};
     struct pg_error e;
     pg_error_clear(&e);
@@ -373,14 +374,24 @@ static void parse_shape(struct sctx *s, struct pg_tensor_decl *d, const struct p
           PG_MAX_NDIM);
       return;
     }
+    int bad = 0;
     for (int i = 0; i < n->n_kids; i++) {
       const struct pg__ynode *k = n->kids[i];
       if (k->kind != PG__Y_SCALAR) {
         ERR(k, 8, "axis %d of the shape of %s must be an integer or an expression, found %s", i,
             what, kind_name(k));
+        bad = 1;
         continue;
       }
       set_axis(s, d, i, k->value, strlen(k->value), k->line, text_column(k));
+      if (!d->dims[i]) bad = 1;
+    }
+    if (bad) { /* never hand out a shape with a missing axis */
+      for (int i = 0; i < n->n_kids; i++) {
+        free(d->dims[i]);
+        d->dims[i] = NULL;
+      }
+      return;
     }
     d->ndim = n->n_kids;
     return;
@@ -439,7 +450,7 @@ enum decl_kind { D_PRIMARY, D_INPUT, D_OUTPUT, D_FINAL };
 
 static void parse_dtype(struct sctx *s, struct pg_tensor_decl *d, const struct pg__ynode *n,
                         const char *what) {
-  char w[160];
+  char w[512];
   snprintf(w, sizeof w, "the dtype of %s", what);
   if (!want(s, n, PG__Y_SCALAR, w)) return;
   d->dtype_mark = (struct pg_mark){n->line, text_column(n)};
@@ -509,7 +520,7 @@ static void parse_decl(struct sctx *s, struct pg_tensor_decl *d, const struct pg
   if (kind == D_PRIMARY) {
     const struct pg__ynode *fill = map_get(n, "fill");
     if (fill && !is_null(fill)) {
-      char w[240];
+      char w[512];
       snprintf(w, sizeof w, "the fill of %s", what);
       if (joined_fill) {
         d->fill = joined_fill;
@@ -532,7 +543,7 @@ static void parse_decl(struct sctx *s, struct pg_tensor_decl *d, const struct pg
     if (!src) {
       ERR(n, 8, "%s is missing required key 'source'", what);
     } else {
-      char w[240];
+      char w[512];
       snprintf(w, sizeof w, "the source of %s", what);
       if (get_str(s, src, w, &d->source)) {
         d->source_mark = (struct pg_mark){src->line, text_column(src)};
@@ -580,7 +591,7 @@ static void parse_golden(struct sctx *s, struct pg_golden_spec *g, const struct 
       ERR(n, 8, "%s is a mapping without 'plugin' (write {plugin: NAME} or a list of steps)", what);
       return;
     }
-    char w[160];
+    char w[512];
     snprintf(w, sizeof w, "the plugin of %s", what);
     if (!get_str(s, p, w, &g->plugin)) return;
     g->kind = PG_GOLDEN_PLUGIN;
@@ -642,7 +653,7 @@ static void parse_dims(struct sctx *s, const struct pg__ynode *n) {
       ERR(k, 5, "dim name '%.64s' is not an identifier (letters, digits, '_')", k->value);
       continue;
     }
-    char w[180];
+    char w[512];
     snprintf(w, sizeof w, "dim '%s'", k->value);
     int64_t val;
     if (!get_int(s, v, w, &val)) continue;
@@ -722,7 +733,7 @@ static void parse_composition(struct sctx *s, const struct pg__ynode *n) {
         if (s->has_dims && !pg_bindings_get(&c->dims, k->value, NULL))
           ERR(k, 5, "composition shape binds unknown dim '%s' (dims: declares %s)", k->value,
               s->dims_list[0] ? s->dims_list : "none");
-        char w[180];
+        char w[512];
         snprintf(w, sizeof w, "dim '%s'", k->value);
         int64_t val;
         if (!get_int(s, v, w, &val)) continue;
@@ -781,7 +792,7 @@ static void parse_module(struct sctx *s, struct pg_module *m, const struct pg__y
     parse_decls(s, t, D_OUTPUT, list_what, "output", suffix, &m->outputs, &m->n_outputs);
   }
   if ((t = map_get(n, "golden"))) {
-    char w[240];
+    char w[512];
     snprintf(w, sizeof w, "the golden of %s", what);
     parse_golden(s, &m->golden, t, w);
   }
