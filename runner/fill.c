@@ -220,46 +220,75 @@ int pg_fill_parse(const char *text, struct pg_fill *out, struct pg_error *err) {
 
 /* ------------------------------------------------------------------ portable math */
 
-double pg__rng_log(double x) {
-  if (!(x > 0)) return x == 0 ? -INFINITY : NAN;
-  if (isinf(x)) return x;
-  int e;
-  double m = frexp(x, &e); /* exact: m in [0.5, 1) */
+/* The cores are static inline so the batched normal path (normal16) can interleave
+ * eight independent evaluations; the exported wrappers use the very same arithmetic. */
+
+/* log(m * 2^e) for m in [0.5, 1): 2 atanh(s), s = (m-1)/(m+1), |s| <= 0.1716 after
+ * folding m below sqrt(1/2); the series to s^23 is far below double precision. */
+static const double log_k[] = {1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15, 1.0 / 13,
+                               1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3,  1.0};
+
+static inline double log_core(double m, int e) {
   if (m < 0.70710678118654752440) {
     m *= 2.0;
     e--;
   }
-  /* log(m) = 2 atanh(s), s = (m-1)/(m+1), |s| <= 0.1716: the series to s^23 is far
-   * below double precision. */
   double s = (m - 1.0) / (m + 1.0), s2 = s * s;
-  double p = 1.0 / 23;
-  for (int k = 21; k >= 1; k -= 2) p = p * s2 + 1.0 / k;
+  double p = log_k[0];
+  for (size_t i = 1; i < sizeof log_k / sizeof *log_k; i++) p = p * s2 + log_k[i];
   return (double)e * 0.69314718055994530942 + 2.0 * s * p;
 }
 
-void pg__rng_sincos2pi(double u, double *sn, double *cs) {
-  /* Reduce by quarter turns exactly: u - n/4 is exact for u in (0, 1). */
-  double n = floor(u * 4.0 + 0.5);
-  double r = u - n * 0.25; /* [-1/8, 1/8] */
+/* For normal positive x: split the fields directly (frexp is a libm call). */
+static inline double log_normal(double x) {
+  uint64_t bits;
+  memcpy(&bits, &x, sizeof bits);
+  int e = (int)(bits >> 52) - 1022;
+  bits = (bits & 0x000fffffffffffffull) | 0x3fe0000000000000ull;
+  double m;
+  memcpy(&m, &bits, sizeof m); /* exact: m in [0.5, 1) */
+  return log_core(m, e);
+}
+
+double pg__rng_log(double x) {
+  if (!(x > 0)) return x == 0 ? -INFINITY : NAN;
+  if (isinf(x)) return x;
+  if (x >= 0x1p-1022) return log_normal(x);
+  int e;
+  double m = frexp(x, &e);
+  return log_core(m, e);
+}
+
+static const double sin_k[] = {-1.0 / 1307674368000.0, 1.0 / 6227020800.0, -1.0 / 39916800.0,
+                               1.0 / 362880.0,         -1.0 / 5040.0,      1.0 / 120.0,
+                               -1.0 / 6.0,             1.0};
+static const double cos_k[] = {-1.0 / 20922789888000.0, 1.0 / 87178291200.0, -1.0 / 479001600.0,
+                               1.0 / 3628800.0,         -1.0 / 40320.0,      1.0 / 720.0,
+                               -1.0 / 24.0,             0.5};
+
+/* sin and cos of 2 pi u for u in (0, 1). Quarter turns are removed exactly: u - q/4
+ * is exact, leaving |2 pi r| <= pi/4 for the Taylor polynomials (to t^17 / t^18). */
+static inline void sincos_core(double u, double *sn, double *cs) {
+  int q = (int)(u * 4.0 + 0.5);
+  double r = u - (double)q * 0.25;
   double t = r * 6.28318530717958647692, t2 = t * t;
   double sp = 1.0 / 355687428096000.0; /* 1/17! */
-  static const double sk[] = {-1.0 / 1307674368000.0, 1.0 / 6227020800.0, -1.0 / 39916800.0,
-                              1.0 / 362880.0,         -1.0 / 5040.0,      1.0 / 120.0,
-                              -1.0 / 6.0,             1.0};
-  for (size_t i = 0; i < sizeof sk / sizeof *sk; i++) sp = sp * t2 + sk[i];
+  for (size_t i = 0; i < sizeof sin_k / sizeof *sin_k; i++) sp = sp * t2 + sin_k[i];
   double s = sp * t;
   double cp = 1.0 / 6402373705728000.0; /* 1/18! */
-  static const double ck[] = {-1.0 / 20922789888000.0, 1.0 / 87178291200.0, -1.0 / 479001600.0,
-                              1.0 / 3628800.0,         -1.0 / 40320.0,      1.0 / 720.0,
-                              -1.0 / 24.0,             0.5};
-  for (size_t i = 0; i < sizeof ck / sizeof *ck; i++) cp = cp * t2 + ck[i];
+  for (size_t i = 0; i < sizeof cos_k / sizeof *cos_k; i++) cp = cp * t2 + cos_k[i];
   double c = 1.0 - cp * t2;
-  switch (((int)n) & 3) {
+  switch (q & 3) {
     case 0: *sn = s; *cs = c; break;
     case 1: *sn = c; *cs = -s; break;
     case 2: *sn = -s; *cs = -c; break;
     default: *sn = -c; *cs = s; break;
   }
+}
+
+void pg__rng_sincos2pi(double u, double *sn, double *cs) {
+  if (!(u > 0.0 && u < 1.0)) u -= floor(u); /* the fills only pass u in (0, 1) */
+  sincos_core(u, sn, cs);
 }
 
 /* ------------------------------------------------------------------ generator */
@@ -287,8 +316,8 @@ static void block_values(const struct fill_job *j, uint64_t b, double v[4]) {
     case PG_FILL_NORMAL:
       pg_rng_block(&j->values, b, w);
       for (int k = 0; k < 4; k += 2) {
-        double r = sqrt(-2.0 * pg__rng_log(pg_rng_u01(w[k]))), s, c;
-        pg__rng_sincos2pi(pg_rng_u01(w[k + 1]), &s, &c);
+        double r = sqrt(-2.0 * log_normal(pg_rng_u01(w[k]))), s, c;
+        sincos_core(pg_rng_u01(w[k + 1]), &s, &c);
         v[k] = f->a + f->b * (r * c);
         v[k + 1] = f->a + f->b * (r * s);
       }
@@ -323,17 +352,41 @@ static double special_value(const struct fill_job *j, double u, double v) {
   return v;
 }
 
+/* normal(): 16 elements (4 Philox blocks, 8 Box–Muller pairs) at once, so the eight
+ * independent polynomial chains overlap instead of waiting on each other. Same
+ * arithmetic, same bits as block_values. */
+static void normal16(const struct fill_job *j, uint64_t b0, double v[16]) {
+  uint32_t w[16];
+  double r[8], s[8], c[8];
+  for (int k = 0; k < 4; k++) pg_rng_block(&j->values, b0 + (uint64_t)k, w + 4 * k);
+  for (int p = 0; p < 8; p++) {
+    int k = (p / 2) * 4 + (p % 2) * 2; /* pairs (0,1), (2,3) of each block */
+    r[p] = sqrt(-2.0 * log_normal(pg_rng_u01(w[k])));
+    sincos_core(pg_rng_u01(w[k + 1]), &s[p], &c[p]);
+  }
+  const double mu = j->fill->a, sigma = j->fill->b;
+  for (int p = 0; p < 8; p++) {
+    int k = (p / 2) * 4 + (p % 2) * 2;
+    v[k] = mu + sigma * (r[p] * c[p]);
+    v[k + 1] = mu + sigma * (r[p] * s[p]);
+  }
+}
+
 static void fill_range(const struct fill_job *j) {
-  double v[4];
+  double v[16];
   uint32_t w[4];
-  for (size_t i0 = j->begin; i0 < j->end; i0 += 4) {
+  const int batch = j->fill->kind == PG_FILL_NORMAL ? 16 : 4;
+  for (size_t i0 = j->begin; i0 < j->end; i0 += (size_t)batch) {
     uint64_t b = i0 / 4;
-    block_values(j, b, v);
-    if (j->has_specials) {
-      pg_rng_block(&j->specials, b, w);
-      for (int k = 0; k < 4; k++) v[k] = special_value(j, pg_rng_u01(w[k]), v[k]);
-    }
-    size_t n = j->end - i0 < 4 ? j->end - i0 : 4;
+    if (batch == 16) normal16(j, b, v);
+    else block_values(j, b, v);
+    if (j->has_specials)
+      for (int q = 0; q < batch / 4; q++) {
+        pg_rng_block(&j->specials, b + (uint64_t)q, w);
+        for (int k = 0; k < 4; k++)
+          v[4 * q + k] = special_value(j, pg_rng_u01(w[k]), v[4 * q + k]);
+      }
+    size_t n = j->end - i0 < (size_t)batch ? j->end - i0 : (size_t)batch;
     for (size_t k = 0; k < n; k++) store(j->data, j->dtype, i0 + k, v[k]);
   }
 }
@@ -407,7 +460,7 @@ int pg_fill_generate(struct pg_tensor *t, const struct pg_fill *fill, uint64_t s
   }
   /* Chunks aligned to whole Philox blocks: each block is computed once. */
   size_t chunk = (n + (size_t)nt - 1) / (size_t)nt;
-  chunk = (chunk + 3) / 4 * 4;
+  chunk = (chunk + 15) / 16 * 16; /* whole 16-element batches (normal16) */
   struct fill_job jobs[PG_FILL_MAX_THREADS];
   pthread_t tids[PG_FILL_MAX_THREADS];
   int started[PG_FILL_MAX_THREADS] = {0};

@@ -256,8 +256,9 @@ static int sub_operands(const char *step, const char *target, char *x, char *y, 
   *b++ = '\0';
   if (!*a || !*b || strchr(b, ',') || strchr(b, '-') || strchr(a, '(') || strchr(b, '('))
     return 0;
-  snprintf(x, n, "%s", a);
-  snprintf(y, n, "%s", b);
+  if (strlen(a) >= n || strlen(b) >= n) return 0; /* not tensor names */
+  memcpy(x, a, strlen(a) + 1);
+  memcpy(y, b, strlen(b) + 1);
   return 1;
 }
 

@@ -436,7 +436,7 @@ int pg_safetensors_write(const char *path, const struct pg_tensor *tensors, int 
   for (int i = 0; i < count; i++) {
     const struct pg_tensor *t = &tensors[i];
     const char *code = st_code(t->dtype);
-    int64_t numel;
+    int64_t numel = 0;
     if (!code) {
       rc = pg_error_set(err, PG_EDTYPE, "%s: tensor '%s' has no safetensors dtype", path, t->name);
       break;

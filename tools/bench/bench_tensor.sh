@@ -1,0 +1,74 @@
+#!/bin/sh
+# tools/bench/bench_tensor.sh — tensor core throughput against numpy, same machine and
+# run: normal/uniform fills (float32) single- and multi-threaded vs
+# numpy default_rng().standard_normal / .random (dtype=float32, single-threaded), and
+# .npy read vs numpy.load on the same file with a warm page cache. Prints GB/s and
+# ratios (ours / numpy; > 1 means phasegate is faster).
+#
+#   tools/bench/bench_tensor.sh [BUILD_DIR] [N_ELEMENTS]
+# BUILD_DIR defaults to ./build; it must contain tools/bench/bench_tensor (built with
+# `ninja -C BUILD_DIR bench_tensor`, Release or RelWithDebInfo for meaningful numbers).
+set -eu
+BUILD=${1:-build}
+N=${2:-16777216}
+PY=${PYTHON:-/usr/bin/python3}
+B="$BUILD/tools/bench/bench_tensor"
+[ -x "$B" ] || { echo "missing $B: ninja -C $BUILD bench_tensor" >&2; exit 2; }
+THREADS=$(getconf _NPROCESSORS_ONLN)
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+numpy_gbs() { # $1: python expression generating N float32 values from rng
+  "$PY" - "$N" "$1" <<'PYEOF'
+import sys, time
+import numpy as np
+n, expr = int(sys.argv[1]), sys.argv[2]
+rng = np.random.default_rng(0)
+out = np.empty(n, np.float32)
+best = 1e30
+for _ in range(3):
+    t0 = time.perf_counter()
+    eval(expr)
+    best = min(best, time.perf_counter() - t0)
+print(f"{n * 4 / best / 1e9:.3f}")
+PYEOF
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+
+echo "phasegate tensor bench: N=$N float32 elements, $THREADS threads available"
+np_norm=$(numpy_gbs "rng.standard_normal(out=out, dtype=np.float32)")
+np_unif=$(numpy_gbs "rng.random(out=out, dtype=np.float32)")
+for kind in normal uniform; do
+  spec="normal(0, 1)"; peer=$np_norm; peer_name="standard_normal"
+  if [ $kind = uniform ]; then spec="uniform(0, 1)"; peer=$np_unif; peer_name="random"; fi
+  st=$("$B" fill "$spec" float32 "$N" 1 3)
+  mt=$("$B" fill "$spec" float32 "$N" "$THREADS" 3)
+  printf "fill %-7s 1 thread  %7s GB/s   numpy %-15s %7s GB/s   ratio %s\n" "$kind" "$st" "$peer_name" "$peer" "$(ratio "$st" "$peer")"
+  printf "fill %-7s %d threads %7s GB/s   numpy %-15s %7s GB/s   ratio %s\n" "$kind" "$THREADS" "$mt" "$peer_name" "$peer" "$(ratio "$mt" "$peer")"
+done
+
+F="$TMP/bench.npy"
+"$B" write "$F" "$N"
+cat "$F" > /dev/null # warm the page cache
+np_read() { # $1: mmap_mode ('' = read into memory; 'r' = map, then touch every page)
+  "$PY" - "$F" "$1" <<'PYEOF'
+import sys, time
+import numpy as np
+mode = sys.argv[2] or None
+best = 1e30
+for _ in range(5):
+    t0 = time.perf_counter()
+    a = np.load(sys.argv[1], mmap_mode=mode)
+    if mode:
+        int(a.view(np.uint8)[::4096].sum())  # fault every page in, as bench_tensor does
+    best = min(best, time.perf_counter() - t0)
+print(f"{a.nbytes / best / 1e9:.3f}")
+PYEOF
+}
+np_own=$(np_read "")
+np_mm=$(np_read r)
+own=$("$B" read "$F" 5 owned)
+mm=$("$B" read "$F" 5 mmap)
+printf "npy read  into memory     %7s GB/s   numpy.load              %7s GB/s   ratio %s\n" "$own" "$np_own" "$(ratio "$own" "$np_own")"
+printf "npy read  mmap + touch    %7s GB/s   numpy.load(mmap_mode=r) %7s GB/s   ratio %s\n" "$mm" "$np_mm" "$(ratio "$mm" "$np_mm")"
