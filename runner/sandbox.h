@@ -16,6 +16,19 @@
 
 #include "phasegate/error.h"
 
+/* 1 when this build runs under AddressSanitizer: RLIMIT_AS is then not applied (ASan
+ * reserves terabytes of shadow address space). */
+#if defined(__SANITIZE_ADDRESS__)
+#define PG_SANDBOX_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PG_SANDBOX_ASAN 1
+#endif
+#endif
+#ifndef PG_SANDBOX_ASAN
+#define PG_SANDBOX_ASAN 0
+#endif
+
 /* Runs in the child; its return value becomes the child's exit status. It may also
  * exec() another program (the exec adapter does). */
 typedef int (*pg_sandbox_fn)(void *ctx);

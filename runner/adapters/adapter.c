@@ -121,6 +121,13 @@ int pg__classify_abnormal(const struct pg_sandbox_result *sr, const struct pg_im
                             req->mode),
            1;
   }
+  /* A sanitizer runtime turns a crash into a report and exit(1). */
+  if (sr->exited && sr->exit_code != 0 && sr->err &&
+      (strstr(sr->err, "AddressSanitizer: SEGV") || strstr(sr->err, "AddressSanitizer: BUS") ||
+       strstr(sr->err, "AddressSanitizer: FPE") || strstr(sr->err, "AddressSanitizer: ILL")))
+    return pg__outcome_fail(out, PG_CAT_RUNTIME, "%s crashed in mode '%s' (sanitizer report "
+                            "in the captured output)", what, req->mode),
+           1;
   if (sr->exited && sr->exit_code != 0 && oom)
     return pg__outcome_fail(out, PG_CAT_RUNTIME,
                             "allocation failure: %s ran out of memory (exit status %d) in mode "

@@ -117,6 +117,7 @@ static int check_limits(void *ctx) {
 }
 
 PG_TEST(sandbox_rlimits) {
+  if (PG_SANDBOX_ASAN) PG_SKIP("RLIMIT_AS is not applied under AddressSanitizer");
   struct pg_sandbox_result r;
   struct pg_sandbox_opts o = {10, (uint64_t)1 << 34, 0};
   PG_CHECK_OK(pg_sandbox_run(check_limits, NULL, &o, &r, NULL));
