@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "golden_private.h"
 #include "kernels_internal.h"
@@ -105,6 +106,28 @@ struct pg__gtensor *pg__gtable_resolve(const struct pg__gtable *tab, const struc
   return best;
 }
 
+/* ---------------------------------------------------------------- allocation */
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+int pg__golden_alloc(struct pg_tensor *t, enum pg_dtype dtype, int ndim, const int64_t *shape,
+                     struct pg_error *err) {
+  PG_RETURN_IF_ERROR(pg_tensor_describe(t, dtype, ndim, shape, err));
+  if (t->nbytes < HUGE_PAGE) return pg_tensor_alloc(t, dtype, ndim, shape, err);
+  size_t bytes = (t->nbytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+  void *p = aligned_alloc(HUGE_PAGE, bytes);
+  if (!p)
+    return pg_error_set(err, PG_ENOMEM, "cannot allocate %zu bytes for tensor '%s'", bytes,
+                        t->name);
+#ifdef MADV_HUGEPAGE
+  madvise(p, bytes, MADV_HUGEPAGE); /* advice only: failure is harmless */
+#endif
+  t->owned = p;
+  t->release = NULL;
+  t->dl.data = p;
+  return PG_OK;
+}
+
 /* ---------------------------------------------------------------- dtype helpers */
 
 static enum pg_dtype ref_dtype(int precision_bits) {
@@ -138,7 +161,7 @@ static void widen_range(void *ctx, int64_t begin, int64_t end) {
 /* dst = src converted to dtype `to` (values rounded as pg_store_f64 does). */
 static int convert(struct pg_tensor *dst, const struct pg_tensor *src, enum pg_dtype to,
                    int n_threads, struct pg_error *err) {
-  PG_RETURN_IF_ERROR(pg_tensor_alloc(dst, to, src->dl.ndim, src->shape, err));
+  PG_RETURN_IF_ERROR(pg__golden_alloc(dst, to, src->dl.ndim, src->shape, err));
   if (to == src->dtype) {
     memcpy(dst->dl.data, src->dl.data, src->nbytes);
     return PG_OK;
@@ -212,7 +235,7 @@ static int alloc_decl(struct pg_tensor *t, const struct pg_tensor_decl *d,
                          ? ref_dtype(precision_bits)
                          : d->dtype;
   pg_tensor_set_name(t, d->name);
-  return pg_tensor_alloc(t, dt, d->ndim, shape, err);
+  return pg__golden_alloc(t, dt, d->ndim, shape, err);
 }
 
 /* Runs a plugin golden for module m (NULL: op level, inputs = primaries, outputs =

@@ -89,6 +89,12 @@ void pg__gtable_promote(struct pg__gtable *tab, const struct pg_module *m);
 struct pg__gtensor *pg__gtable_resolve(const struct pg__gtable *tab, const struct pg_module *m,
                                        const char *name);
 
+/* pg_tensor_alloc, but buffers of 2 MiB and more are 2 MiB-aligned and advised as
+ * transparent huge pages: first-touch page faults of fresh multi-MB goldens otherwise
+ * cost as much as a good part of the matmul. Freed by pg_tensor_reset as usual. */
+int pg__golden_alloc(struct pg_tensor *t, enum pg_dtype dtype, int ndim, const int64_t *shape,
+                     struct pg_error *err);
+
 /* ---------------------------------------------------------------- step execution */
 
 struct pg__run_ctx {

@@ -2,7 +2,8 @@
 # Cumulative-golden overhead benchmark: builds bench_golden (Release) and times
 # pg_golden_cumulative for swiglu_ffn phase 1 against raw cblas_sgemm of the same
 # shapes in the same run. Usage: tools/bench/bench_golden.sh [T D F] [REPS]
-# Env: BUILD_DIR (default build-bench), OPENBLAS_NUM_THREADS to pin BLAS threads.
+# Env: BUILD_DIR (default build-bench). Times are single-thread process CPU time
+# (OPENBLAS_NUM_THREADS=1), robust to other load on the machine.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${BUILD_DIR:-$root/build-bench}"
@@ -12,4 +13,4 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 ninja -C "$build" bench_golden >/dev/null
 exe="$(find "$build" -name bench_golden -type f -perm -u+x | head -n 1)"
-"$exe" "$root/suites/swiglu_ffn/module_interfaces.yaml" "$@"
+OPENBLAS_NUM_THREADS=1 "$exe" "$root/suites/swiglu_ffn/module_interfaces.yaml" "$@"
