@@ -367,6 +367,19 @@ static int load_primaries(const struct pg_golden_env *env, const struct pg_tenso
     const struct pg_tensor *src = &primary[i];
     if (!src->dl.data && src->numel > 0)
       return pg_error_set(err, PG_EINVAL, "primary input '%s' has no data", d->name);
+    if (d->ndim >= 0) {
+      /* a wrong input shape would otherwise surface as a puzzling kernel error */
+      int same = d->ndim == src->dl.ndim;
+      for (int a = 0; same && a < d->ndim; a++) {
+        int64_t v;
+        same = pg_shape_expr_eval(d->dims[a], env->dims, &v, NULL) == PG_OK && v == src->shape[a];
+      }
+      if (!same)
+        return pg_error_set(err, PG_ESHAPE,
+                            "primary input '%s' does not have the shape the contract declares "
+                            "under the bound dims",
+                            d->name);
+    }
     enum pg_dtype to = pg_dtype_is_float(src->dtype) ? ref_dtype(env->precision_bits) : src->dtype;
     if (to == src->dtype) {
       /* already in the reference dtype: a read-only view (kernels never write inputs) */

@@ -588,6 +588,16 @@ static int validate_spec(struct vctx *v, const struct pg_module *m, const struct
   return PG_OK;
 }
 
+/* A plugin golden names a C symbol: it must be an identifier. */
+static void check_plugin_name(struct vctx *v, const struct pg_golden_spec *g) {
+  const char *p = g->plugin ? g->plugin : "";
+  int ok = is_name_start((unsigned char)p[0]);
+  for (const char *q = p; ok && *q; q++) ok = isalnum((unsigned char)*q) || *q == '_';
+  if (!ok)
+    vdiag(v, g->mark.line, g->mark.column,
+          "golden plugin '%s' is not a C identifier (the name of the exported function)", p);
+}
+
 int pg__goldens_validate_ks(const struct pg_contract *c, const struct pg__kernel_source *ks,
                             struct pg_diags *diags) {
   if (!c) return PG_EINVAL;
@@ -604,6 +614,7 @@ int pg__goldens_validate_ks(const struct pg_contract *c, const struct pg__kernel
   }
   for (int mi = 0; mi < c->n_modules && rc == PG_OK; mi++) {
     const struct pg_module *m = &c->modules[mi];
+    if (m->golden.kind == PG_GOLDEN_PLUGIN) check_plugin_name(&v, &m->golden);
     if (m->golden.kind == PG_GOLDEN_STEPS) {
       int before = v.errors;
       v.unparsed = 0;
@@ -665,6 +676,7 @@ int pg__goldens_validate_ks(const struct pg_contract *c, const struct pg__kernel
     }
   }
   /* op-level golden: steps over the primary inputs, producing the final outputs */
+  if (rc == PG_OK && c->op_golden.kind == PG_GOLDEN_PLUGIN) check_plugin_name(&v, &c->op_golden);
   if (rc == PG_OK && c->op_golden.kind == PG_GOLDEN_STEPS) {
     struct pg__gtable optab;
     pg__gtable_init(&optab);

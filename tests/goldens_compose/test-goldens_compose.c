@@ -675,3 +675,73 @@ PG_TEST(plugin_goldens) {
   pg_tensor_reset(&in[0]);
   pg_tensor_reset(&in[1]);
 }
+
+PG_TEST(step_parse_random_input) {
+  /* random texts from the step alphabet: the parser never crashes or over-reads (ASan
+   * checks the reads) and every failure has a column inside the text (or just past
+   * its end) */
+  static const char alphabet[] = "ab_x1=(),[]\"' .+-*/";
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  char text[48];
+  int parsed = 0;
+  for (int round = 0; round < 20000; round++) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    int len = (int)((state >> 33) % (sizeof text - 1));
+    for (int i = 0; i < len; i++) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      text[i] = alphabet[(state >> 33) % (sizeof alphabet - 1)];
+    }
+    text[len] = '\0';
+    if (round % 2) { /* half the rounds: a valid step with one character replaced */
+      static const char base[] = "y, z = op(a, b_1, k=[1, 2*x], s=\"t\", f=(1+2)/3)";
+      memcpy(text, base, sizeof base);
+      len = (int)sizeof base - 1;
+      if (round % 4 == 1) text[(state >> 40) % (uint64_t)len] = alphabet[(state >> 20) % (sizeof alphabet - 1)];
+    }
+    char *copy = malloc((size_t)len + 1); /* exact-size heap copy: over-reads trip ASan */
+    PG_CHECK(copy != NULL);
+    memcpy(copy, text, (size_t)len + 1);
+    struct pg__step s;
+    struct pg_error err;
+    pg_error_clear(&err);
+    int rc = pg__step_parse(copy, &s, &err);
+    PG_CHECK_MSG(rc == PG_OK || rc == PG_EPARSE, "'%s': rc %d", copy, rc);
+    if (rc == PG_EPARSE)
+      PG_CHECK_MSG(err.column >= 1 && err.column <= len + 1, "'%s': column %d", copy, err.column);
+    else
+      parsed++;
+    free(copy);
+  }
+  PG_CHECK(parsed > 0); /* the alphabet can spell valid steps, and some do */
+}
+
+PG_TEST(cumulative_rejects_wrong_input_shape) {
+  struct fixture f;
+  fixture_init(&f);
+  struct pg_tensor in[2], out[PG_MAX_BOUNDARY_OUTPUTS];
+  make_inputs(in);
+  init_outs(out);
+  in[1].shape[0] = 2; /* w declared [K, N] = [3, 2]; pretend it is [2, 2] */
+  struct pg_golden_env env = {&f.c, &f.c.dims, NULL, 0, 32, NULL, 1};
+  struct pg_error err;
+  int n = 0;
+  PG_CHECK_EQ_INT(PG_ESHAPE, pg__golden_cumulative_ks(&env, &mini_ks, 1, in, 2, out, &n, &err));
+  PG_CHECK_EQ_STR("primary input 'w' does not have the shape the contract declares under the "
+                  "bound dims", err.message);
+  in[1].shape[0] = 3;
+  pg_tensor_reset(&in[0]);
+  pg_tensor_reset(&in[1]);
+}
+
+PG_TEST(validate_plugin_names) {
+  struct fixture f;
+  fixture_init(&f);
+  plugin_module3(&f, "not a symbol");
+  f.c.op_golden.kind = PG_GOLDEN_PLUGIN;
+  f.c.op_golden.plugin = "ok_symbol_1";
+  struct pg_diags d;
+  pg_diags_init(&d);
+  PG_CHECK_EQ_INT(1, pg__goldens_validate_ks(&f.c, &mini_ks, &d));
+  PG_CHECK(has_diag(&d, 31, 13, "golden plugin 'not a symbol' is not a C identifier"));
+  pg_diags_reset(&d);
+}
