@@ -479,6 +479,33 @@ static void load_cancellation(struct ctx *x, const cJSON *obj, int on, const cha
   cx->present = 1;
 }
 
+/* The value of node n as compact JSON: its source text without insignificant
+ * whitespace. Unlike re-printing the cJSON tree, numbers keep their exact spelling
+ * (a 64-bit seed stays exact for exec impls) and it costs one pass over the bytes. */
+static char *compact_json(const struct ctx *x, int n) {
+  const struct pg__jnode *nd = node_at(x, n);
+  const char *t = x->data + nd->off;
+  char *out = malloc(nd->len + 1);
+  if (!out) return NULL;
+  size_t k = 0;
+  int in_string = 0;
+  for (size_t i = 0; i < nd->len; i++) {
+    char c = t[i];
+    if (in_string) {
+      out[k++] = c;
+      if (c == '\\' && i + 1 < nd->len) out[k++] = t[++i];
+      else if (c == '"') in_string = 0;
+    } else if (c == '"') {
+      in_string = 1;
+      out[k++] = c;
+    } else if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+      out[k++] = c;
+    }
+  }
+  out[k] = '\0';
+  return out;
+}
+
 /* Loads cases[index] (an object) into cs. */
 static void load_case(struct ctx *x, const cJSON *obj, int on, int index, struct pg_case *cs,
                       struct pg_mark *id_mark) {
@@ -576,13 +603,7 @@ static void load_case(struct ctx *x, const cJSON *obj, int on, int index, struct
   }
   if (cs->level == 0) cs->level = 1;
   if (!have_precision) cs->precision = cs->level > 1;
-  char *json = cJSON_PrintUnformatted(obj);
-  if (!json) {
-    x->oom = 1;
-    return;
-  }
-  cs->json = dup_str(json);
-  cJSON_free(json);
+  cs->json = compact_json(x, on);
   if (!cs->json) x->oom = 1;
 }
 

@@ -241,6 +241,8 @@ PG_TEST(load_fields) {
   PG_CHECK_NEAR(1e-4, c1->atol, 0);
   PG_CHECK_NEAR(2.5e-4, c1->rtol, 0);
   PG_CHECK(c1->has_seed && c1->seed == UINT64_MAX);
+  PG_CHECK(strstr(c1->json, "\"seed\":18446744073709551615,\"rule\":\"ulp:4\"") != NULL);
+  PG_CHECK(strstr(c1->json, "\"atol\":1e-4,\"rtol\":2.5e-4") != NULL);
   PG_CHECK_EQ_STR("ulp:4", c1->rule);
   PG_CHECK_EQ_INT(1, c1->equal_nan);
   PG_CHECK(strstr(c1->json, "\"my_knob\":{\"x\":[1,2]}") != NULL);

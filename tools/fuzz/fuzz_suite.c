@@ -10,6 +10,7 @@
  * PG_ENOMEM otherwise, which here means the two parsers disagree). Any violation
  * traps, so the fuzzer records the input. Sanitizers catch over-reads and leaks.
  */
+#include <cjson/cJSON.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -86,6 +87,9 @@ static void load_once(const uint8_t *data, size_t size, const struct pg_contract
       check(valid_id(s.cases[i].id));
       check(s.cases[i].level >= 1 && s.cases[i].level <= 5);
       check(s.cases[i].json != NULL);
+      cJSON *again = cJSON_Parse(s.cases[i].json); /* the kept case text is valid JSON */
+      check(cJSON_IsObject(again));
+      cJSON_Delete(again);
     }
   } else {
     check(rc < 0);
