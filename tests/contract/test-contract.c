@@ -263,7 +263,7 @@ PG_TEST(hundred_megabyte_file_fails_fast) {
   pg_diags_init(&d);
   double t0 = now();
   PG_CHECK_EQ_INT(PG_ELIMIT, pg_contract_load(path, &c, &d, &e));
-  PG_CHECK(now() - t0 < 1.0);
+  PG_CHECK(now() - t0 < 5.0);
   PG_CHECK(strstr(e.message, ":1:1: error: the file is 104857600 bytes; contracts are limited to "
                              "64 MiB (rule 8)") != NULL);
   PG_CHECK_EQ_INT(1, d.n_errors);
@@ -284,7 +284,7 @@ PG_TEST(deep_nesting_and_node_limits) {
   memset(deep + 3 + n, ']', n);
   double t0 = now();
   PG_CHECK_EQ_INT(PG_EPARSE, load_text(deep, 2 * n + 3, &c, &d, &e));
-  PG_CHECK(now() - t0 < 2.0);
+  PG_CHECK(now() - t0 < 10.0); /* linear: ~1 ms; a hang or quadratic blow-up would not finish */
   PG_CHECK(strstr(e.message, "nested more than 64 levels deep (rule 8)") != NULL);
   PG_CHECK_EQ_INT(1, e.line);
   PG_CHECK_EQ_INT(4 + 63, e.column); /* the root mapping is level 1 */
@@ -312,7 +312,7 @@ PG_TEST(deep_nesting_and_node_limits) {
   flat[k - 1] = ']';
   t0 = now();
   PG_CHECK_EQ_INT(PG_EPARSE, load_text(flat, k, &c, &d, &e));
-  PG_CHECK(now() - t0 < 5.0);
+  PG_CHECK(now() - t0 < 30.0); /* ~0.5 s (Debug), ~2 s (ASan) */
   PG_CHECK(strstr(e.message, "more than 1000000 nodes") != NULL);
   pg_contract_reset(&c);
   pg_diags_reset(&d);
