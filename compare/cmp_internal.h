@@ -5,7 +5,9 @@
 #ifndef PG_CMP_INTERNAL_H
 #define PG_CMP_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "phasegate/compare.h"
 
@@ -24,6 +26,9 @@ struct pg__kparams {
   uint64_t ulp;
   double large;    /* |b| >= large: rtol governs the tolerance (atol/rtol) */
   double rtol100;  /* rtol / 100: "orders of magnitude below rtol" */
+  /* Largest max_rel any chunk of this call has confirmed so far (double bits; only
+   * decides which blocks are re-scanned, never the result). */
+  _Atomic uint64_t *rel_hint;
 };
 
 /* Everything one chunk contributes; merged in chunk order so results do not depend
@@ -31,14 +36,40 @@ struct pg__kparams {
 struct pg__partial {
   int64_t mismatches, mism_nonfinite, n_finite;
   int64_t nan_a, nan_b, inf_a, inf_b, gt, lt, within3, within53, zeros_b;
-  int64_t large, large_bad;
+  int64_t large, large_bad; /* flags: some cell has |b| >= large; one of them is bad */
   double sum_abs, sum_sq, sum_ab, sum_aa, sum_bb;
   double max_abs, max_rel; /* -1 until a finite pair is seen */
   int64_t max_abs_at, max_rel_at;
-  double min_b, max_b;     /* over non-NaN reference values */
+  double b0;               /* the chunk's first reference value */
+  int nonconst;            /* some reference value differs from b0 (or is NaN) */
   uint64_t max_ulp;
   int n_first;
   int64_t first[PG_CMP_FIRST_MISMATCHES];
+};
+
+static inline double pg__rel_hint_get(const struct pg__kparams *kp) {
+  uint64_t u = atomic_load_explicit(kp->rel_hint, memory_order_relaxed);
+  double d;
+  memcpy(&d, &u, sizeof d);
+  return d;
+}
+
+/* Raises the hint to v (>= 0): non-negative doubles order like their bit patterns. */
+static inline void pg__rel_hint_raise(const struct pg__kparams *kp, double v) {
+  uint64_t nv;
+  memcpy(&nv, &v, sizeof nv);
+  uint64_t cur = atomic_load_explicit(kp->rel_hint, memory_order_relaxed);
+  while (cur < nv &&
+         !atomic_compare_exchange_weak_explicit(kp->rel_hint, &cur, nv, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+  }
+}
+
+/* Integers and bool, widened for the block kernel; zero-padded past m. */
+struct pg__staged {
+  _Alignas(64) double a[PG__CMP_BLOCK + 8];
+  _Alignas(64) double b[PG__CMP_BLOCK + 8];
+  _Alignas(64) uint64_t u[PG__CMP_BLOCK + 8];
 };
 
 #endif

@@ -24,14 +24,6 @@
 #define PG__CMP_MAX_CHUNKS 4096
 #define PG__CMP_MAX_THREADS 64
 
-typedef double pg__v4d __attribute__((vector_size(32)));
-typedef float pg__v4f __attribute__((vector_size(16)));
-typedef int64_t pg__v4l __attribute__((vector_size(32)));
-typedef uint64_t pg__v4u __attribute__((vector_size(32)));
-typedef int32_t pg__v4i __attribute__((vector_size(16)));
-typedef uint32_t pg__v4ui __attribute__((vector_size(16)));
-typedef uint16_t pg__v4h __attribute__((vector_size(8)));
-
 static inline uint64_t pg__f64_bits(double d) {
   uint64_t u;
   memcpy(&u, &d, 8);
@@ -77,7 +69,10 @@ static int pg__elem_pass(const struct pg__kparams *kp, double a, double b, uint6
 /* Integers and bool: widened to double for the metrics; u is the exact integer
  * distance |a - b| (bool: truth values), which decides the verdict. */
 static void pg__stage_int(enum pg_dtype t, const void *impl, const void *ref, int64_t at, int m,
-                          double *a, double *b, uint64_t *u) {
+                          struct pg__staged *st) {
+  double *a = st->a, *b = st->b;
+  uint64_t *u = st->u;
+  for (int i = m; i < PG__CMP_BLOCK + 8; i++) a[i] = b[i] = 0.0, u[i] = 0;
   for (int i = 0; i < m; i++) {
     int64_t x, y;
     switch (t) {
@@ -93,28 +88,76 @@ static void pg__stage_int(enum pg_dtype t, const void *impl, const void *ref, in
   }
 }
 
-#define PG__K(name) name##_base
+/* Element i of two float tensors, widened, with their ULP distance (re-scans). */
+static inline void pg__scalar(enum pg_dtype t, const void *pa, const void *pb, int64_t i,
+                              double *a, double *b, uint64_t *u) {
+  switch (t) {
+    case PG_DTYPE_F32: {
+      float x = ((const float *)pa)[i], y = ((const float *)pb)[i];
+      *a = x, *b = y, *u = pg__ulp32(pg__f32_bits(x), pg__f32_bits(y));
+      return;
+    }
+    case PG_DTYPE_F16:
+    case PG_DTYPE_BF16: {
+      uint16_t x = ((const uint16_t *)pa)[i], y = ((const uint16_t *)pb)[i];
+      *a = t == PG_DTYPE_F16 ? pg_f16_to_f32(x) : pg_bf16_to_f32(x);
+      *b = t == PG_DTYPE_F16 ? pg_f16_to_f32(y) : pg_bf16_to_f32(y);
+      *u = pg__ulp16(x, y);
+      return;
+    }
+    default: {
+      double x = ((const double *)pa)[i], y = ((const double *)pb)[i];
+      *a = x, *b = y, *u = pg__ulp64(pg__f64_bits(x), pg__f64_bits(y));
+      return;
+    }
+  }
+}
+
+#define PG__CAT2(a, b) a##b
+#define PG__CAT(a, b) PG__CAT2(a, b)
+#define PG__K(name) PG__CAT(name, _base)
 #define PG__KATTR
+#define PG__W 2
 #include "cmp_kernel.h"
 #undef PG__K
 #undef PG__KATTR
+#undef PG__W
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define PG__HAVE_AVX2 1
-#define PG__K(name) name##_avx2
+#define PG__K(name) PG__CAT(name, _avx2)
 #define PG__KATTR __attribute__((target("avx2")))
+#define PG__W 4
 #include "cmp_kernel.h"
 #undef PG__K
 #undef PG__KATTR
+#undef PG__W
+
+#define PG__K(name) PG__CAT(name, _avx512)
+#define PG__KATTR __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw")))
+#define PG__W 8
+#include "cmp_kernel.h"
+#undef PG__K
+#undef PG__KATTR
+#undef PG__W
 #endif
 
 typedef void (*pg__chunk_fn)(const struct pg__kparams *, const void *, const void *, int64_t,
                              int64_t, struct pg__partial *);
 
+/* The widest kernel this CPU runs. PHASEGATE_SIMD=base|avx2|avx512 caps the choice
+ * (tests and benchmarks compare the variants). Nothing is cached: no global state. */
 static pg__chunk_fn pick_kernel(void) {
 #ifdef PG__HAVE_AVX2
-  /* Reading CPU features is idempotent; no state is kept. */
-  if (!getenv("PHASEGATE_NO_SIMD_DISPATCH") && __builtin_cpu_supports("avx2")) return chunk_avx2;
+  const char *cap = getenv("PHASEGATE_SIMD");
+  int allow = 2;
+  if (cap && strcmp(cap, "base") == 0) allow = 0;
+  else if (cap && strcmp(cap, "avx2") == 0) allow = 1;
+  __builtin_cpu_init();
+  if (allow >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw"))
+    return chunk_avx512;
+  if (allow >= 1 && __builtin_cpu_supports("avx2")) return chunk_avx2;
 #endif
   return chunk_base;
 }
@@ -123,8 +166,6 @@ static void partial_init(struct pg__partial *p) {
   memset(p, 0, sizeof *p);
   p->max_abs = p->max_rel = -1.0;
   p->max_abs_at = p->max_rel_at = -1;
-  p->min_b = INFINITY;
-  p->max_b = -INFINITY;
 }
 
 struct work {
@@ -144,6 +185,7 @@ static void *worker(void *arg) {
     int64_t start = (int64_t)c * w->chunk;
     int64_t count = w->n - start < w->chunk ? w->n - start : w->chunk;
     partial_init(&w->parts[c]);
+    w->parts[c].b0 = pg_load_f64(w->ref, w->kp->dtype, (size_t)start);
     w->fn(w->kp, w->impl, w->ref, start, count, &w->parts[c]);
   }
   return NULL;
@@ -163,8 +205,6 @@ static void partial_merge(struct pg__partial *p, const struct pg__partial *q) {
   p->within3 += q->within3;
   p->within53 += q->within53;
   p->zeros_b += q->zeros_b;
-  p->large += q->large;
-  p->large_bad += q->large_bad;
   p->sum_abs += q->sum_abs;
   p->sum_sq += q->sum_sq;
   p->sum_ab += q->sum_ab;
@@ -172,8 +212,9 @@ static void partial_merge(struct pg__partial *p, const struct pg__partial *q) {
   p->sum_bb += q->sum_bb;
   if (q->max_abs > p->max_abs) p->max_abs = q->max_abs, p->max_abs_at = q->max_abs_at;
   if (q->max_rel > p->max_rel) p->max_rel = q->max_rel, p->max_rel_at = q->max_rel_at;
-  if (q->min_b < p->min_b) p->min_b = q->min_b;
-  if (q->max_b > p->max_b) p->max_b = q->max_b;
+  p->large |= q->large;
+  p->large_bad |= q->large_bad;
+  p->nonconst |= q->nonconst || !(q->b0 == p->b0);
   if (q->max_ulp > p->max_ulp) p->max_ulp = q->max_ulp;
   for (int i = 0; i < q->n_first && p->n_first < PG_CMP_FIRST_MISMATCHES; i++)
     p->first[p->n_first++] = q->first[i];
@@ -296,6 +337,8 @@ int pg_tensor_compare(const DLTensor *impl, const DLTensor *ref, const struct pg
   kp.ulp = (uint64_t)(rule->ulp > 0 ? rule->ulp : 0);
   kp.large = rule->rtol > 0 ? rule->atol / rule->rtol : INFINITY;
   kp.rtol100 = rule->rtol / 100.0;
+  _Atomic uint64_t rel_hint = 0; /* +0.0 */
+  kp.rel_hint = &rel_hint;
   if (!pg_dtype_is_float(tr)) kp.kind = PG__K_INT;
   else if (rule->kind == PG_RULE_EXACT) kp.kind = PG__K_EXACT;
   else if (rule->kind == PG_RULE_ULP) kp.kind = PG__K_ULP;
@@ -314,6 +357,7 @@ int pg_tensor_compare(const DLTensor *impl, const DLTensor *ref, const struct pg
   struct pg__partial total;
   partial_init(&total);
   if (nchunks > 0) {
+    total.b0 = pg_load_f64(pr, tr, 0);
     struct work w;
     w.kp = &kp;
     w.fn = pick_kernel();
@@ -357,6 +401,12 @@ int pg_tensor_compare(const DLTensor *impl, const DLTensor *ref, const struct pg
     out->max_abs_flat = total.max_abs_at;
     unravel(total.max_abs_at, ref->ndim, ref->shape, out->max_abs_index);
   }
+  if (total.max_rel_at < 0 && total.max_abs_at >= 0) {
+    /* no block was re-scanned: every finite pair has a == b, so max_rel is 0 at the
+     * first finite pair, which is also where max_abs (0) was first seen */
+    total.max_rel = 0.0;
+    total.max_rel_at = total.max_abs_at;
+  }
   if (total.max_rel_at >= 0) {
     out->max_rel_diff = total.max_rel;
     out->max_rel_flat = total.max_rel_at;
@@ -391,7 +441,7 @@ int pg_tensor_compare(const DLTensor *impl, const DLTensor *ref, const struct pg
     snprintf(out->mistrust_reason, sizeof out->mistrust_reason,
              "%.1f%% of the reference elements are exactly zero (>= 30%%)",
              100.0 * out->zero_share_ref);
-  } else if (n >= 10 && total.nan_b == 0 && total.min_b == total.max_b) {
+  } else if (n >= 10 && total.nan_b == 0 && !total.nonconst) {
     out->mistrusted = 1;
     snprintf(out->mistrust_reason, sizeof out->mistrust_reason,
              "all %lld reference elements are equal", (long long)n);
