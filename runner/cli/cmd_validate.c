@@ -177,10 +177,9 @@ int pg_cmd_validate(int argc, char **argv) {
       printf("%s: %d module%s, %d primary input%s%s \xE2\x80\x94 OK%s\n", c.op ? c.op : "?",
              c.n_modules, c.n_modules == 1 ? "" : "s", c.n_primary, c.n_primary == 1 ? "" : "s",
              cases, warn);
-    } else {
-      fprintf(stderr, "%s: %d error%s, %d warning%s\n", contract_path,
-              diags.n_errors + (fatal ? 1 : 0), diags.n_errors + (fatal ? 1 : 0) == 1 ? "" : "s",
-              diags.n_warnings, diags.n_warnings == 1 ? "" : "s");
+    } else if (diags.n_errors > 0) {
+      fprintf(stderr, "phasegate validate: %d error%s, %d warning%s\n", diags.n_errors,
+              diags.n_errors == 1 ? "" : "s", diags.n_warnings, diags.n_warnings == 1 ? "" : "s");
     }
   }
   pg_contract_reset(&c);

@@ -422,7 +422,7 @@ PG_TEST(cli_reports_findings_and_summary) {
       snprintf(tag, sizeof tag, "(rule %d)\n", r);
       if (strstr(line, tag) && strstr(line, ": error: ")) rules[r]++;
     }
-    if (strstr(line, "9 errors, 0 warnings")) rules[0]++;
+    if (strcmp(line, "phasegate validate: 9 errors, 0 warnings\n") == 0) rules[0]++;
   }
   int status = pclose(p);
   PG_CHECK_EQ_INT(2, WEXITSTATUS(status));
