@@ -1063,6 +1063,14 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
     rc->modes_buf[0] = '\0';
     for (char *save = NULL, *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
       if (!*t || in_list(rc->modes_buf, t)) continue;
+      /* modes become directory names (exec, replay): same alphabet as case ids */
+      for (const char *c = t; *c; c++)
+        if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '-' || *c == '.') ||
+            strlen(t) > 63 || strcmp(t, ".") == 0 || strcmp(t, "..") == 0) {
+          ret = pg_error_set(err, PG_EINVAL, "--modes: '%s' is not a valid mode name "
+                             "([A-Za-z0-9_.-]+, at most 63 characters)", t);
+          goto out;
+        }
       if (rc->n_modes == PG_MAX_MODES) {
         ret = pg_error_set(err, PG_ELIMIT, "more than %d modes", PG_MAX_MODES);
         goto out;

@@ -25,7 +25,6 @@ cp "$contract" "$work/op/module_interfaces.yaml"
 printf '{"op": "attention", "total_modules": 3, "cases": [{"id": "bench", "level": 2, "seed": 1}]}\n' \
   > "$work/op/adversarial_suite.json"
 
-now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 "$pg" run --op-dir "$work/op" --impl "plugin:$impl" --up-to-module 3 --no-golden-cache \
@@ -34,21 +33,25 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+
   --report "$work/r.json"; exit 1; }
 : > "$work/pg.txt"
 : > "$work/py.txt"
+# GNU time gives wall and CPU (user + sys, children included) of each process.
+tm=/usr/bin/time
+[ -x "$tm" ] || { echo "bench_run.sh: needs /usr/bin/time"; exit 2; }
 i=0
 while [ $i -lt "$n" ]; do
-  t0=$(now)
-  "$pg" run --op-dir "$work/op" --impl "plugin:$impl" --up-to-module 3 --no-golden-cache \
-    --report "$work/r.json" >/dev/null
-  t1=$(now)
-  "$py" "$root/tools/bench/bench_run_peer.py" 2 4 128 64 "$work/p.json"
-  t2=$(now)
-  echo "$t1 - $t0" | bc -l >> "$work/pg.txt"
-  echo "$t2 - $t1" | bc -l >> "$work/py.txt"
+  $tm -a -o "$work/pg.txt" -f "%e %U %S" "$pg" run --op-dir "$work/op" --impl "plugin:$impl" \
+    --up-to-module 3 --no-golden-cache --report "$work/r.json" >/dev/null
+  $tm -a -o "$work/py.txt" -f "%e %U %S" "$py" "$root/tools/bench/bench_run_peer.py" 2 4 128 64 "$work/p.json"
   i=$((i + 1))
 done
-pgm=$(median < "$work/pg.txt")
-pym=$(median < "$work/py.txt")
-printf 'case: attention M3, B=2 H=4 S=128 D=64, fp16, plugin impl, %d runs each (median)\n' "$n"
-printf '  phasegate run (C, fork sandbox, no golden cache): %8.1f ms\n' "$(echo "$pgm * 1000" | bc -l)"
-printf '  python3 + numpy peer script:                      %8.1f ms\n' "$(echo "$pym * 1000" | bc -l)"
-printf '  ratio (peer / phasegate):                         %8.1fx\n' "$(echo "$pym / $pgm" | bc -l)"
+pg_wall=$(awk '{print $1}' "$work/pg.txt" | median)
+py_wall=$(awk '{print $1}' "$work/py.txt" | median)
+pg_cpu=$(awk '{print $2 + $3}' "$work/pg.txt" | median)
+py_cpu=$(awk '{print $2 + $3}' "$work/py.txt" | median)
+load=$(cut -d' ' -f1 /proc/loadavg)
+printf 'case: attention M3, B=2 H=4 S=128 D=64, fp16, plugin impl, %d runs each (median), load %s\n' "$n" "$load"
+printf '                                        wall ms   cpu ms (user+sys)\n'
+printf '  phasegate run (C, no golden cache):  %7.0f   %7.0f\n' "$(echo "$pg_wall * 1000" | bc -l)" "$(echo "$pg_cpu * 1000" | bc -l)"
+printf '  python3 + numpy peer script:         %7.0f   %7.0f\n' "$(echo "$py_wall * 1000" | bc -l)" "$(echo "$py_cpu * 1000" | bc -l)"
+printf '  ratio (peer / phasegate):            %7.1fx  %7.1fx\n' "$(echo "$py_wall / $pg_wall" | bc -l)" \
+  "$(echo "$py_cpu / ($pg_cpu + 0.005)" | bc -l)"
+echo "(GNU time reports 10 ms steps: the CPU ratio adds 5 ms to phasegate's CPU time, a lower bound)"
