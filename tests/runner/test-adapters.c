@@ -242,3 +242,52 @@ PG_TEST(replay_layout) {
   pg_impl_outcome_reset(&o);
   pg_tensor_reset(&f.x);
 }
+
+PG_TEST(exec_safetensors_and_timeout) {
+  if (!npy_available()) PG_SKIP(".npy writer not available yet");
+  /* an impl that ships its outputs as one safetensors file */
+  struct fixture f;
+  fixture_init(&f, "c1", "sim", "1");
+  struct pg_tensor ts[2];
+  pg_tensor_init(&ts[0]);
+  pg_tensor_init(&ts[1]);
+  int64_t shape[2] = {3, 5};
+  PG_CHECK_OK(pg_tensor_alloc(&ts[0], PG_DTYPE_F32, 2, shape, NULL));
+  PG_CHECK_OK(pg_tensor_alloc(&ts[1], PG_DTYPE_F32, 2, shape, NULL));
+  memset(ts[0].dl.data, 0, ts[0].nbytes);
+  memset(ts[1].dl.data, 0, ts[1].nbytes);
+  pg_tensor_set_name(&ts[0], "y");
+  pg_tensor_set_name(&ts[1], "extra");
+  char good[4200], bad[4200], cmd[9000];
+  snprintf(good, sizeof good, "%s/good.safetensors", pg_test_tmpdir());
+  snprintf(bad, sizeof bad, "%s/bad.safetensors", pg_test_tmpdir());
+  PG_CHECK_OK(pg_safetensors_write(good, ts, 1, NULL));
+  PG_CHECK_OK(pg_safetensors_write(bad, ts, 2, NULL));
+  struct pg_impl_outcome o;
+  snprintf(cmd, sizeof cmd, "cp '%s' \"$PHASEGATE_OUT_DIR/outputs.safetensors\"", good);
+  run_exec(cmd, "sim", &o);
+  PG_CHECK_MSG(o.status == PG_IMPL_DONE, "%s", o.summary);
+  PG_CHECK_EQ_STR("y", o.outputs[0].name);
+  pg_impl_outcome_reset(&o);
+  snprintf(cmd, sizeof cmd, "cp '%s' \"$PHASEGATE_OUT_DIR/outputs.safetensors\"", bad);
+  run_exec(cmd, "sim", &o);
+  PG_CHECK_EQ_INT(PG_CAT_STRUCTURAL, o.category);
+  PG_CHECK_MSG(strstr(o.summary, "'extra'") != NULL, "%s", o.summary);
+  pg_impl_outcome_reset(&o);
+  pg_tensor_reset(&ts[0]);
+  pg_tensor_reset(&ts[1]);
+  pg_tensor_reset(&f.x);
+
+  /* a hanging command and its background child are killed at the timeout */
+  fixture_init(&f, "c1", "sim", "1");
+  f.req.work_dir = pg_test_tmpdir();
+  f.req.timeout_s = 0.3;
+  struct pg_impl impl;
+  PG_CHECK_OK(pg_impl_parse("exec:sleep 30 & sleep 30", &impl, NULL));
+  PG_CHECK_OK(pg_impl_invoke(&impl, &f.req, &o, NULL));
+  PG_CHECK_EQ_INT(PG_CAT_RUNTIME, o.category);
+  PG_CHECK_MSG(strstr(o.summary, "timed out") != NULL, "%s", o.summary);
+  PG_CHECK(o.wall_ms < 2000);
+  pg_impl_outcome_reset(&o);
+  pg_tensor_reset(&f.x);
+}
