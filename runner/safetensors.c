@@ -78,7 +78,8 @@ static int parse_header(const char *src, const char *json, size_t len, uint64_t 
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
   if (!root) {
-    const char *at = cJSON_GetErrorPtr();
+    const char *at = end; /* cJSON sets it to the error position; its global error
+                             pointer (cJSON_GetErrorPtr) is not thread-safe */
     size_t off = at && at >= json && at <= json + len ? (size_t)(at - json) : 0;
     return pg_error_set(err, PG_EPARSE, "%s: safetensors header: JSON syntax error at byte %zu",
                         src, 8 + off);
