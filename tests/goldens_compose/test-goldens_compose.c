@@ -745,3 +745,32 @@ PG_TEST(validate_plugin_names) {
   PG_CHECK(has_diag(&d, 31, 13, "golden plugin 'not a symbol' is not a C identifier"));
   pg_diags_reset(&d);
 }
+
+PG_TEST(cumulative_bf16_and_int_outputs) {
+  struct fixture f;
+  fixture_init(&f);
+  struct pg_tensor in[2], out[PG_MAX_BOUNDARY_OUTPUTS];
+  make_inputs(in);
+  init_outs(out);
+  struct pg_error err;
+  int n = 0;
+  /* y stored as bfloat16: phase 2 sees bf16-rounded values */
+  struct pg_name_value bf = {"y", "bfloat16", {0, 0}};
+  struct pg_golden_env env = {&f.c, &f.c.dims, &bf, 1, 32, NULL, 1};
+  PG_CHECK_OK(pg__golden_cumulative_ks(&env, &mini_ks, 2, in, 2, out, &n, &err));
+  float acc = 0;
+  for (int k = 0; k < 3; k++) acc += (float)(k + 1) * (0.1f * (float)(k * 2 + 1));
+  float want = pg_bf16_to_f32(pg_f32_to_bf16(0.5f * acc));
+  PG_CHECK(((float *)out[0].dl.data)[0] == want);
+  PG_CHECK(want != pg_f16_to_f32(pg_f32_to_f16(0.5f * acc))); /* bf16 really differs */
+  reset_outs(out);
+  /* y as int32: truncated toward zero, and phase 1 returns it as int32 */
+  struct pg_name_value iv = {"y", "int32", {0, 0}};
+  env.dtype_overrides = &iv;
+  PG_CHECK_OK(pg__golden_cumulative_ks(&env, &mini_ks, 1, in, 2, out, &n, &err));
+  PG_CHECK_EQ_INT(PG_DTYPE_I32, out[0].dtype);
+  PG_CHECK_EQ_INT(1, ((int32_t *)out[0].dl.data)[0]); /* 0.5 * 2.2 = 1.1 -> 1 */
+  reset_outs(out);
+  pg_tensor_reset(&in[0]);
+  pg_tensor_reset(&in[1]);
+}
