@@ -1,10 +1,11 @@
-/* phasegate — pieces of the spec API shared by the contract and suite loaders:
- * the diagnostics list, phase suffixes and op-directory resolution. */
+/* phasegate — the I/O-free helpers of the spec API (include/phasegate/spec.h): the
+ * diagnostics list, phase suffixes, dim bindings, phase boundaries, effective dtypes.
+ * They live in goldens/ because composition needs them and goldens must not depend on
+ * runner/; the loaders themselves stay in runner/. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "phasegate/spec.h"
 
@@ -82,28 +83,6 @@ void pg_phase_suffix(int k, char *buf, size_t size) {
     if (w < 0 || (size_t)w >= size - n) break;
     n += (size_t)w;
   }
-}
-
-static int is_file(const char *p) {
-  struct stat st;
-  return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-int pg_op_dir_resolve(const char *dir, char *contract_path, size_t contract_size,
-                      char *suite_path, size_t suite_size, struct pg_error *err) {
-  static const char *const subdirs[] = {"", "/eval"};
-  for (size_t i = 0; i < sizeof subdirs / sizeof *subdirs; i++) {
-    char c[4096];
-    snprintf(c, sizeof c, "%s%s/module_interfaces.yaml", dir, subdirs[i]);
-    if (!is_file(c)) continue;
-    snprintf(contract_path, contract_size, "%s", c);
-    if (suite_path) snprintf(suite_path, suite_size, "%s%s/adversarial_suite.json", dir,
-                             subdirs[i]);
-    return PG_OK;
-  }
-  return pg_error_set(err, PG_ENOENT,
-                      "%s: no module_interfaces.yaml in the directory or its eval/ subdirectory",
-                      dir);
 }
 
 int pg_bindings_get(const struct pg_bindings *b, const char *name, int64_t *value) {

@@ -1,0 +1,29 @@
+/* phasegate runner — finds an op's contract and suite in DIR or DIR/eval (the pypto
+ * layout custom/<op>/eval/). */
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "phasegate/spec.h"
+
+static int is_file(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int pg_op_dir_resolve(const char *dir, char *contract_path, size_t contract_size,
+                      char *suite_path, size_t suite_size, struct pg_error *err) {
+  static const char *const subdirs[] = {"", "/eval"};
+  for (size_t i = 0; i < sizeof subdirs / sizeof *subdirs; i++) {
+    char c[4096];
+    snprintf(c, sizeof c, "%s%s/module_interfaces.yaml", dir, subdirs[i]);
+    if (!is_file(c)) continue;
+    snprintf(contract_path, contract_size, "%s", c);
+    if (suite_path) snprintf(suite_path, suite_size, "%s%s/adversarial_suite.json", dir,
+                             subdirs[i]);
+    return PG_OK;
+  }
+  return pg_error_set(err, PG_ENOENT,
+                      "%s: no module_interfaces.yaml in the directory or its eval/ subdirectory",
+                      dir);
+}
+
