@@ -380,7 +380,12 @@ struct run_ctx {
   char cache_dir[4096];
   int use_cache;
   double timeout_s;
+  int n_threads;   /* for the current case: 1 for small cases, 0 (all cores) otherwise */
 };
+
+/* Below this many elements per case, worker threads cost more than they save (and
+ * on a loaded machine each parallel region waits for a core). */
+#define PG_SMALL_CASE_ELEMENTS (1 << 20)
 
 /* Boundary output specs of phase k for a case. */
 static int phase_outputs(struct run_ctx *rc, int k, const struct pg_case *cs,
@@ -431,6 +436,7 @@ static int compute_golden(struct run_ctx *rc, int k, const struct pg_case *cs,
   env.n_dtype_overrides = cs->n_dtypes;
   env.precision_bits = o->reference_bits == 64 ? 64 : 32;
   env.golden_lib = rc->golden_lib;
+  env.n_threads = rc->n_threads;
   int n = 0;
   struct pg_tensor tmp[PG_MAX_BOUNDARY_OUTPUTS];
   for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_init(&tmp[i]);
@@ -553,7 +559,7 @@ static void compare_outputs(struct run_ctx *rc, int k, const struct pg_case *cs,
     t->atol = rule.atol;
     t->rtol = rule.rtol;
     DLTensor a = pg_tensor_dl(&impl_out[i]), b = pg_tensor_dl(&goldens[i]);
-    int r = pg_tensor_compare(&a, &b, &rule, 0, &t->cmp, &e);
+    int r = pg_tensor_compare(&a, &b, &rule, rc->n_threads, &t->cmp, &e);
     if (r != PG_OK) {
       if (m->status < PG_VERDICT_ERROR) {
         m->status = PG_VERDICT_ERROR;
@@ -664,11 +670,11 @@ static int find_failing_boundary(struct run_ctx *rc, int k, const struct pg_case
 static void set_case_error(struct pg_case_result *r, enum pg_category cat, const char *msg) {
   r->status = PG_VERDICT_ERROR;
   r->category = cat;
-  snprintf(r->summary, sizeof r->summary, "%s", msg);
+  snprintf(r->summary, sizeof r->summary, "%.600s", msg);
   for (int i = 0; i < r->n_modes; i++) {
     r->modes[i].status = PG_VERDICT_ERROR;
     r->modes[i].category = cat;
-    snprintf(r->modes[i].summary, sizeof r->modes[i].summary, "%s", msg);
+    snprintf(r->modes[i].summary, sizeof r->modes[i].summary, "%.600s", msg);
   }
 }
 
@@ -797,6 +803,24 @@ static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_cas
     goto finish;
   }
 
+  {
+    int64_t total = 0;
+    for (int i = 0; i < n_out; i++) {
+      int64_t n = 1;
+      for (int a = 0; a < specs[i].ndim; a++) n *= specs[i].shape[a];
+      total += n;
+    }
+    for (int i = 0; i < rc->contract.n_primary; i++) {
+      int nd;
+      int64_t sh[PG_MAX_NDIM], n = 1;
+      struct pg_error ie;
+      if (pg_decl_shape(&rc->contract.primary_inputs[i], &dims, &nd, sh, &ie) != PG_OK) continue;
+      for (int a = 0; a < nd; a++) n *= sh[a];
+      total += n;
+    }
+    rc->n_threads = total < PG_SMALL_CASE_ELEMENTS ? 1 : 0;
+  }
+
   /* Inputs and goldens: from --golden-data, or generated + computed. */
   double t0 = now_ms();
   char gd_case[4200] = "";
@@ -815,7 +839,7 @@ static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_cas
         goto finish;
       }
   } else {
-    struct pg_materialize_opts mo = {o->max_bytes, 0};
+    struct pg_materialize_opts mo = {o->max_bytes, rc->n_threads};
     if (pg_case_generate_inputs(&rc->contract, cs, &dims, &mo, inputs, &e) != PG_OK) {
       snprintf(msg, sizeof msg, "case '%s': cannot generate inputs: %.700s", cs->id, e.message);
       set_case_error(r, e.code == PG_ELIMIT ? PG_CAT_OTHER : PG_CAT_INFRA, msg);
