@@ -18,6 +18,29 @@
 /* One Philox-4x32 bijection with 10 rounds: out = philox(ctr, key). */
 void pg_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 
+/* The same bijection, inline for the fill loops (philox.c's function calls it). */
+static inline void pg__philox4x32_10_inline(const uint32_t ctr[4], const uint32_t key[2],
+                                            uint32_t out[4]) {
+  uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
+  uint32_t k0 = key[0], k1 = key[1];
+  for (int r = 0; r < 10; r++) {
+    if (r > 0) { /* key schedule: bump before every round but the first */
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+    uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+    c1 = (uint32_t)p1;
+    c3 = (uint32_t)p0;
+    c0 = n0;
+    c2 = n2;
+  }
+  out[0] = c0;
+  out[1] = c1;
+  out[2] = c2;
+  out[3] = c3;
+}
+
 /* 64-bit FNV-1a of a NUL-terminated string (input names, case ids). */
 uint64_t pg_fnv1a64(const char *s);
 
@@ -33,7 +56,10 @@ enum pg_rng_purpose { PG_RNG_VALUES = 0, PG_RNG_SPECIALS = 1, PG_RNG_SEARCH = 2 
 void pg_rng_stream_init(struct pg_rng_stream *s, uint64_t seed, const char *name,
                         enum pg_rng_purpose purpose);
 /* The four 32-bit words of block `block`. */
-void pg_rng_block(const struct pg_rng_stream *s, uint64_t block, uint32_t out[4]);
+static inline void pg_rng_block(const struct pg_rng_stream *s, uint64_t block, uint32_t out[4]) {
+  uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), s->tag[0], s->tag[1]};
+  pg__philox4x32_10_inline(ctr, s->key, out);
+}
 
 /* A 32-bit word mapped to the open interval (0, 1): (x + 0.5) / 2^32. Never 0 or 1,
  * so log() is always finite. */

@@ -153,6 +153,24 @@ PG_TEST(fill_identical_for_any_thread_count) {
   }
 }
 
+PG_TEST(fill_f32_fast_path_matches_f64_rounded) {
+  /* float32 without specials takes a separate loop; it must equal (float) of the f64
+   * values, which go through the generic loop, for every length tail and thread count */
+  const char *specs[] = {"normal(0.5, 2)", "uniform(-3, 7)"};
+  for (int s = 0; s < 2; s++)
+    for (int64_t n = 131089; n <= 131095; n += 3)
+      for (int th = 1; th <= 3; th++) {
+        struct pg_tensor f, d;
+        gen(&f, PG_DTYPE_F32, n, specs[s], 11, "w", th);
+        gen(&d, PG_DTYPE_F64, n, specs[s], 11, "w", 1);
+        for (int64_t i = 0; i < n; i++)
+          PG_CHECK_MSG(((float *)f.dl.data)[i] == (float)((double *)d.dl.data)[i],
+                       "%s n=%lld threads=%d element %lld", specs[s], (long long)n, th, (long long)i);
+        pg_tensor_reset(&f);
+        pg_tensor_reset(&d);
+      }
+}
+
 PG_TEST(fill_depends_on_seed_and_name) {
   struct pg_tensor a, b, c;
   gen(&a, PG_DTYPE_F32, 1000, "normal(0, 1)", 1, "q", 1);
