@@ -1,0 +1,617 @@
+# phasegate — the CMake API. phasegate_add_op() turns one op (contract + suite) and its
+# impl into CTest tests, one per (phase, case), gated phase by phase, plus verify_*
+# targets. It never runs kernels itself: every test runs the phasegate CLI.
+
+#[=======================================================================[.rst:
+PhaseGate
+---------
+
+.. versionadded:: 0.1
+
+Register the tests of an accelerator op developed one module at a time. For every
+phase ``M<k>`` (modules M1..Mk implemented) and every case of the op's
+``adversarial_suite.json`` one CTest test runs ``phasegate run``, which compares the
+impl's output at the Mk boundary with the cumulative golden. The cases are listed by
+``phasegate list --format json`` (discovery, like :command:`gtest_discover_tests`).
+
+.. code-block:: cmake
+
+  find_package(PhaseGate REQUIRED)   # or add_subdirectory(phasegate) / FetchContent
+  # or: include(PhaseGate)
+
+.. command:: phasegate_add_op
+
+  .. code-block:: cmake
+
+    phasegate_add_op(<op>
+                     OP_DIR <dir>
+                     (IMPL <target> | IMPL_COMMAND <command>... | REPLAY <dir>)
+                     [GOLDEN <target>]
+                     [MODES <mode>...]
+                     [LEVELS <level>...]
+                     [RESOURCES <group>...]
+                     [TIMEOUT <seconds>]
+                     [GATE <ON|OFF>]
+                     [REPORT_DIR <dir>]
+                     [DISCOVERY_MODE <CONFIGURE|POST_BUILD|PRE_TEST>]
+                     [DISCOVERY_TIMEOUT <seconds>]
+                     [RUNNER <target-or-path>]
+                     [LABELS <label>...]
+                     [EXTRA_ARGS <arg>...])
+
+  Registers, in the current directory:
+
+  * ``<op>/contract`` — ``phasegate validate`` (every contract and suite finding);
+  * ``<op>/composition`` — ``phasegate selftest`` (composition verification);
+  * ``<op>/M<k>/L<n>/<case>`` — ``phasegate run --up-to-module <k> --case <case>``
+    for every phase ``k`` and every case;
+  * ``<op>/M<k>/gate`` — the barrier of phase ``k`` (see ``GATE``);
+  * before the first build, a single ``<op>/NOT_BUILT`` test that fails with
+    "build the project first".
+
+  Labels: ``phasegate``, ``op_<op>``, ``phase_M<k>``, ``level_L<n>`` (and
+  ``contract`` / ``composition``). A skipped run (exit 77, or the line
+  ``[phasegate] SKIPPED``) is reported by CTest as skipped.
+
+  The targets ``verify_all``, ``verify_<op>`` and ``verify_<op>_M<k>`` build the runner,
+  impl and golden, run the matching tests with ``ctest --output-junit``, print a
+  phase x level summary and fail the build when a test failed or did not run.
+
+  ``<op>``
+    The test namespace, ``[A-Za-z0-9_.-]+``. Usually the contract's op name; two
+    registrations of one contract (two impls) need two names.
+
+  ``OP_DIR <dir>``
+    Directory holding ``module_interfaces.yaml`` and ``adversarial_suite.json``
+    (or ``<dir>/eval/``, the pypto layout). Relative to the current source dir.
+
+  ``IMPL <target>``
+    A shared library target (``add_library(... MODULE|SHARED)``) exporting the
+    ``<op>_module<suffix>_wrapper`` functions; run as ``--impl plugin:$<TARGET_FILE>``.
+
+  ``IMPL_COMMAND <command>...``
+    A command (``exec:`` adapter); generator expressions are allowed. The words are
+    joined with spaces, so quote words containing spaces yourself.
+
+  ``REPLAY <dir>``
+    Outputs dumped by a device run, ``<dir>/<case>/<mode>/<name>.npy``.
+
+  ``GOLDEN <target>``
+    Golden plugin library target, passed as ``--golden-lib`` to ``run`` and ``selftest``.
+
+  ``MODES <mode>...``
+    Modes to run (``--modes``); default: the runner's (``sim``).
+
+  ``LEVELS <level>...``
+    Only register cases of these levels (``L1``..``L5`` or ``1``..``5``).
+
+  ``RESOURCES <group>...``
+    CTest ``RESOURCE_GROUPS`` of every case test, e.g. ``npus:1``. Run ctest with
+    ``--resource-spec-file``; the runner takes its device id from
+    ``CTEST_RESOURCE_GROUP_0_<TYPE>``.
+
+  ``TIMEOUT <seconds>``
+    Per impl call (``run --timeout``). The CTest ``TIMEOUT`` of a case test is
+    ``<seconds> * <number of modes> + 60`` so the runner, not CTest, reports a hang.
+
+  ``GATE <ON|OFF>``
+    Default ``ON``: the cases of phase ``k`` need every case of phase ``k-1`` to
+    pass (or skip), through CTest fixtures, so ``ctest -L phase_M3`` first runs M1
+    and M2 and reports M3 as not run when one of them fails. ``OFF`` drops it;
+    ``ctest -FA '.*'`` skips it for one run.
+
+  ``REPORT_DIR <dir>``
+    Where ``evaluation_report.json`` files go, ``<dir>/<contract op>/M<k>/``.
+    Default ``${CMAKE_CURRENT_BINARY_DIR}/phasegate-reports``.
+
+  ``DISCOVERY_MODE <CONFIGURE|POST_BUILD|PRE_TEST>``
+    When ``phasegate list`` runs. ``CONFIGURE`` (default for an imported or
+    installed runner, or a path): at configure time; the contract, suite and runner
+    re-trigger a configure when they change. ``POST_BUILD`` (default for a runner
+    built by this project): after the runner is built, in a per-op custom target
+    ``phasegate_discover_<op>`` that reruns when the runner, contract or suite
+    changes. ``PRE_TEST``: when ctest reads the tests, if they are stale (suits
+    cross builds and hosts without the accelerator). The default can be set
+    project-wide with ``PHASEGATE_DISCOVERY_MODE``.
+
+  ``DISCOVERY_TIMEOUT <seconds>``
+    Limit for ``phasegate list`` (default 60).
+
+  ``RUNNER <target-or-path>``
+    The phasegate CLI. Default: the ``phasegate::phasegate`` target (exists after
+    ``find_package(PhaseGate)`` or ``add_subdirectory``).
+
+  ``LABELS <label>...``
+    Extra labels for every test of the op.
+
+  ``EXTRA_ARGS <arg>...``
+    Appended to every ``phasegate run`` command line.
+
+  .. note::
+    Call :command:`enable_testing` (or ``include(CTest)``) in the top-level
+    ``CMakeLists.txt``. Paths of the runner, impl and golden must not contain ``;``.
+    CTest resolves fixtures by name in linear time, so the gate is a barrier test
+    per phase rather than a dependency of every case on every case of the phase
+    before (which is quadratic in the number of cases).
+
+  Example:
+
+  .. code-block:: cmake
+
+    add_library(attention_impl MODULE attention_impl.c)
+    target_link_libraries(attention_impl PRIVATE phasegate::abi)
+    phasegate_add_op(attention
+      OP_DIR   custom/attention
+      IMPL     attention_impl
+      MODES    sim npu
+      RESOURCES npus:1
+      TIMEOUT  300)
+
+#]=======================================================================]
+
+include_guard(GLOBAL)
+
+# Quotes TEXT as a CMake bracket argument that TEXT cannot close early.
+function(_phasegate_bracket out text)
+  set(eq "=")
+  while(TRUE)
+    string(FIND "${text}]" "]${eq}]" pos)
+    if(pos EQUAL -1)
+      break()
+    endif()
+    string(APPEND eq "=")
+  endwhile()
+  set(${out} "[${eq}[${text}]${eq}]" PARENT_SCOPE)
+endfunction()
+
+# Finds the contract and suite in DIR or DIR/eval.
+function(_phasegate_find_specs dir out_contract out_suite)
+  foreach(d "${dir}" "${dir}/eval")
+    if(EXISTS "${d}/module_interfaces.yaml" AND EXISTS "${d}/adversarial_suite.json")
+      set(${out_contract} "${d}/module_interfaces.yaml" PARENT_SCOPE)
+      set(${out_suite} "${d}/adversarial_suite.json" PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
+  set(${out_contract} "" PARENT_SCOPE)
+  set(${out_suite} "" PARENT_SCOPE)
+endfunction()
+
+# The module count, read at configure time to name the verify_<op>_M<k> targets:
+# the suite's total_modules, else the number of `- id:` entries in the contract.
+function(_phasegate_module_count contract suite out)
+  file(READ "${suite}" json)
+  string(JSON n ERROR_VARIABLE jerr GET "${json}" total_modules)
+  if(NOT jerr AND n MATCHES "^[1-9][0-9]*$")
+    set(${out} "${n}" PARENT_SCOPE)
+    return()
+  endif()
+  file(STRINGS "${contract}" ids REGEX "^[ \t-]*id:[ \t]*[0-9]+")
+  list(LENGTH ids n)
+  set(${out} "${n}" PARENT_SCOPE)
+endfunction()
+
+# The on-disk file of an imported executable for the current build type.
+function(_phasegate_imported_location target out)
+  set(loc "")
+  if(CMAKE_BUILD_TYPE)
+    string(TOUPPER "${CMAKE_BUILD_TYPE}" cfg)
+    get_target_property(loc ${target} IMPORTED_LOCATION_${cfg})
+  endif()
+  if(NOT loc)
+    get_target_property(loc ${target} IMPORTED_LOCATION)
+  endif()
+  if(NOT loc)
+    get_target_property(cfgs ${target} IMPORTED_CONFIGURATIONS)
+    foreach(c IN LISTS cfgs)
+      string(TOUPPER "${c}" c)
+      get_target_property(loc ${target} IMPORTED_LOCATION_${c})
+      if(loc)
+        break()
+      endif()
+    endforeach()
+  endif()
+  set(${out} "${loc}" PARENT_SCOPE)
+endfunction()
+
+# Checks that TARGET exists and is a loadable library (for IMPL and GOLDEN).
+function(_phasegate_check_library keyword target)
+  if(NOT TARGET "${target}")
+    message(FATAL_ERROR "phasegate_add_op: ${keyword} '${target}' is not a target "
+      "(define it with add_library(${target} MODULE ...) before phasegate_add_op)")
+  endif()
+  get_target_property(type "${target}" TYPE)
+  if(NOT type MATCHES "^(SHARED_LIBRARY|MODULE_LIBRARY)$")
+    message(FATAL_ERROR "phasegate_add_op: ${keyword} '${target}' is a ${type}; "
+      "it must be a SHARED or MODULE library (the runner loads it with dlopen)")
+  endif()
+endfunction()
+
+# Adds (once) a verify target running the tests whose labels match every regex in
+# ARGN, and makes it depend on DEPS.
+function(_phasegate_verify_target name deps)
+  if(NOT TARGET ${name})
+    set(label_args "")
+    set(i 0)
+    foreach(re IN LISTS ARGN)
+      math(EXPR i "${i} + 1")
+      list(APPEND label_args "-DPG_LABEL_${i}=${re}")
+    endforeach()
+    get_property(multi GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
+    set(cfg_arg "")
+    if(multi)
+      set(cfg_arg "-DPG_CONFIG=$<CONFIG>")
+    endif()
+    set(extra "${PHASEGATE_VERIFY_CTEST_ARGS}")
+    string(REPLACE ";" "|" extra "${extra}")
+    add_custom_target(${name}
+      COMMAND "${CMAKE_COMMAND}"
+              "-DPG_CTEST=${CMAKE_CTEST_COMMAND}"
+              "-DPG_TEST_DIR=${CMAKE_BINARY_DIR}"
+              "-DPG_JUNIT=${CMAKE_BINARY_DIR}/phasegate-junit/${name}.xml"
+              "-DPG_TITLE=${name}"
+              "-DPG_EXTRA_ARGS=${extra}"
+              ${cfg_arg} ${label_args}
+              -P "${_PHASEGATE_CMAKE_DIR}/PhaseGateSummary.cmake"
+      USES_TERMINAL VERBATIM
+      COMMENT "phasegate: ${name}")
+  endif()
+  if(deps)
+    add_dependencies(${name} ${deps})
+  endif()
+endfunction()
+
+function(phasegate_add_op op)
+  block(SCOPE_FOR POLICIES)
+  cmake_policy(VERSION 3.25)
+  # The helper scripts live next to this file (build tree or installed package).
+  set(_PHASEGATE_CMAKE_DIR "${CMAKE_CURRENT_FUNCTION_LIST_DIR}")
+
+  set(options "")
+  set(oneValueArgs OP_DIR IMPL REPLAY GOLDEN TIMEOUT GATE REPORT_DIR DISCOVERY_MODE
+                   DISCOVERY_TIMEOUT RUNNER)
+  set(multiValueArgs IMPL_COMMAND MODES LEVELS RESOURCES LABELS EXTRA_ARGS)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "${options}" "${oneValueArgs}" "${multiValueArgs}")
+
+  # --- arguments -----------------------------------------------------------------
+  if(NOT op MATCHES "^[A-Za-z0-9_.-]+$")
+    message(FATAL_ERROR "phasegate_add_op: op name '${op}' must match [A-Za-z0-9_.-]+ "
+      "(it becomes test, label, fixture and target names)")
+  endif()
+  if(arg_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "phasegate_add_op(${op}): unknown arguments: ${arg_UNPARSED_ARGUMENTS}")
+  endif()
+  foreach(kw IN LISTS arg_KEYWORDS_MISSING_VALUES)
+    message(FATAL_ERROR "phasegate_add_op(${op}): ${kw} needs a value")
+  endforeach()
+  get_property(added GLOBAL PROPERTY PHASEGATE_OPS)
+  if(op IN_LIST added)
+    get_property(where GLOBAL PROPERTY PHASEGATE_OP_${op}_DIR)
+    message(FATAL_ERROR "phasegate_add_op: op '${op}' was already added (in ${where}); "
+      "test names must be unique: give the second registration another name")
+  endif()
+
+  if(NOT arg_OP_DIR)
+    message(FATAL_ERROR "phasegate_add_op(${op}): OP_DIR is required")
+  endif()
+  get_filename_component(op_dir "${arg_OP_DIR}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+  _phasegate_find_specs("${op_dir}" contract suite)
+  if(NOT contract)
+    message(FATAL_ERROR "phasegate_add_op(${op}): OP_DIR '${op_dir}' holds no "
+      "module_interfaces.yaml + adversarial_suite.json (looked in the directory and in eval/)")
+  endif()
+
+  set(n_impl 0)
+  foreach(kw IMPL IMPL_COMMAND REPLAY)
+    if(DEFINED arg_${kw})
+      math(EXPR n_impl "${n_impl} + 1")
+    endif()
+  endforeach()
+  if(NOT n_impl EQUAL 1)
+    message(FATAL_ERROR "phasegate_add_op(${op}): give exactly one of IMPL <target>, "
+      "IMPL_COMMAND <command...> or REPLAY <dir>")
+  endif()
+  set(impl_deps "")
+  if(DEFINED arg_IMPL)
+    _phasegate_check_library(IMPL "${arg_IMPL}")
+    set(impl_spec "plugin:$<TARGET_FILE:${arg_IMPL}>")
+    set(impl_deps ${arg_IMPL})
+  elseif(DEFINED arg_IMPL_COMMAND)
+    list(JOIN arg_IMPL_COMMAND " " cmd)
+    set(impl_spec "exec:${cmd}")
+  else()
+    get_filename_component(replay "${arg_REPLAY}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    set(impl_spec "replay:${replay}")
+  endif()
+
+  set(golden_args "")
+  if(DEFINED arg_GOLDEN)
+    _phasegate_check_library(GOLDEN "${arg_GOLDEN}")
+    set(golden_args --golden-lib "$<TARGET_FILE:${arg_GOLDEN}>")
+    list(APPEND impl_deps ${arg_GOLDEN})
+  endif()
+
+  foreach(m IN LISTS arg_MODES)
+    if(NOT m MATCHES "^[A-Za-z0-9_.-]+$")
+      message(FATAL_ERROR "phasegate_add_op(${op}): bad mode '${m}' (modes match [A-Za-z0-9_.-]+)")
+    endif()
+  endforeach()
+  list(LENGTH arg_MODES n_modes)
+
+  set(levels "")
+  foreach(l IN LISTS arg_LEVELS)
+    if(l MATCHES "^[Ll]?([1-5])$")
+      list(APPEND levels "L${CMAKE_MATCH_1}")
+    else()
+      message(FATAL_ERROR "phasegate_add_op(${op}): bad level '${l}' (expected L1..L5)")
+    endif()
+  endforeach()
+  list(REMOVE_DUPLICATES levels)
+  list(JOIN levels "," levels_csv)
+
+  set(rg_re "[a-z_][a-z0-9_]*:[1-9][0-9]*")
+  foreach(g IN LISTS arg_RESOURCES)
+    if(NOT g MATCHES "^([1-9][0-9]*,)?${rg_re}(,${rg_re})*$")
+      message(FATAL_ERROR "phasegate_add_op(${op}): bad RESOURCES group '${g}' "
+        "(expected [<count>,]<type>:<slots>[,<type>:<slots>...], e.g. npus:1)")
+    endif()
+  endforeach()
+
+  set(ctest_timeout "")
+  if(DEFINED arg_TIMEOUT)
+    if(NOT arg_TIMEOUT MATCHES "^[0-9]+$" OR arg_TIMEOUT EQUAL 0)
+      message(FATAL_ERROR "phasegate_add_op(${op}): TIMEOUT must be a positive number of seconds, not '${arg_TIMEOUT}'")
+    endif()
+    set(m ${n_modes})
+    if(m EQUAL 0)
+      set(m 1)
+    endif()
+    math(EXPR ctest_timeout "${arg_TIMEOUT} * ${m} + 60")
+  endif()
+
+  set(gate ON)
+  if(DEFINED arg_GATE)
+    if(NOT arg_GATE MATCHES "^(ON|OFF|TRUE|FALSE|YES|NO|1|0)$")
+      message(FATAL_ERROR "phasegate_add_op(${op}): GATE must be ON or OFF, not '${arg_GATE}'")
+    endif()
+    if(NOT arg_GATE)
+      set(gate OFF)
+    endif()
+  endif()
+
+  set(discovery_timeout 60)
+  if(DEFINED arg_DISCOVERY_TIMEOUT)
+    if(NOT arg_DISCOVERY_TIMEOUT MATCHES "^[1-9][0-9]*$")
+      message(FATAL_ERROR "phasegate_add_op(${op}): DISCOVERY_TIMEOUT must be a positive number of seconds")
+    endif()
+    set(discovery_timeout ${arg_DISCOVERY_TIMEOUT})
+  endif()
+
+  foreach(l IN LISTS arg_LABELS)
+    if(NOT l MATCHES "^[A-Za-z0-9_.:+-]+$")
+      message(FATAL_ERROR "phasegate_add_op(${op}): bad label '${l}' (labels match [A-Za-z0-9_.:+-]+)")
+    endif()
+  endforeach()
+
+  if(DEFINED arg_REPORT_DIR)
+    get_filename_component(report_dir "${arg_REPORT_DIR}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_BINARY_DIR}")
+  else()
+    set(report_dir "${CMAKE_CURRENT_BINARY_DIR}/phasegate-reports")
+  endif()
+
+  # --- the runner ------------------------------------------------------------------
+  if(DEFINED arg_RUNNER)
+    set(runner "${arg_RUNNER}")
+  elseif(TARGET phasegate::phasegate)
+    set(runner phasegate::phasegate)
+  else()
+    message(FATAL_ERROR "phasegate_add_op(${op}): no phasegate runner: call "
+      "find_package(PhaseGate) or add_subdirectory(<phasegate>) first, or pass RUNNER")
+  endif()
+  set(runner_target "")
+  set(runner_now "")   # the runner's path at configure time, when it already exists
+  if(TARGET "${runner}")
+    get_target_property(aliased "${runner}" ALIASED_TARGET)
+    if(aliased)
+      set(runner_target "${aliased}")
+    else()
+      set(runner_target "${runner}")
+    endif()
+    get_target_property(type "${runner_target}" TYPE)
+    if(NOT type STREQUAL "EXECUTABLE")
+      message(FATAL_ERROR "phasegate_add_op(${op}): RUNNER '${runner}' is a ${type}, not an executable")
+    endif()
+    set(runner_file "$<TARGET_FILE:${runner_target}>")
+    get_target_property(imported "${runner_target}" IMPORTED)
+    if(imported)
+      _phasegate_imported_location("${runner_target}" runner_now)
+    endif()
+  else()
+    get_filename_component(runner_now "${runner}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    if(NOT EXISTS "${runner_now}" OR IS_DIRECTORY "${runner_now}")
+      message(FATAL_ERROR "phasegate_add_op(${op}): RUNNER '${runner}' is neither a target nor an existing file")
+    endif()
+    set(runner_file "${runner_now}")
+  endif()
+
+  if(DEFINED arg_DISCOVERY_MODE)
+    set(mode "${arg_DISCOVERY_MODE}")
+  elseif(PHASEGATE_DISCOVERY_MODE)
+    set(mode "${PHASEGATE_DISCOVERY_MODE}")
+  elseif(runner_now)
+    set(mode CONFIGURE)
+  else()
+    set(mode POST_BUILD)
+  endif()
+  if(NOT mode MATCHES "^(CONFIGURE|POST_BUILD|PRE_TEST)$")
+    message(FATAL_ERROR "phasegate_add_op(${op}): unknown DISCOVERY_MODE '${mode}' "
+      "(expected CONFIGURE, POST_BUILD or PRE_TEST)")
+  endif()
+  if(mode STREQUAL "CONFIGURE" AND NOT runner_now)
+    message(FATAL_ERROR "phasegate_add_op(${op}): DISCOVERY_MODE CONFIGURE needs a runner "
+      "that exists at configure time (an installed phasegate or a path); "
+      "'${runner}' is built by this project: use POST_BUILD or PRE_TEST")
+  endif()
+
+  set_property(GLOBAL APPEND PROPERTY PHASEGATE_OPS "${op}")
+  set_property(GLOBAL PROPERTY PHASEGATE_OP_${op}_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+
+  # --- what the generated files need --------------------------------------------------
+  set(run_extra "")
+  if(arg_MODES)
+    list(JOIN arg_MODES "," modes_csv)
+    list(APPEND run_extra --modes "${modes_csv}")
+  endif()
+  list(APPEND run_extra --report-dir "${report_dir}")
+  if(DEFINED arg_TIMEOUT)
+    list(APPEND run_extra --timeout "${arg_TIMEOUT}")
+  endif()
+  list(APPEND run_extra ${golden_args} ${arg_EXTRA_ARGS})
+
+  set(base "${CMAKE_CURRENT_BINARY_DIR}/${op}")
+  set(tests_file "${base}_tests.cmake")
+  set(discover_script "${_PHASEGATE_CMAKE_DIR}/PhaseGateDiscover.cmake")
+  list(JOIN arg_RESOURCES "|" resources_enc)
+  list(JOIN arg_LABELS "|" labels_enc)
+  # Everything the generated tests file depends on besides the list output.
+  set(signature_text "${op}|${op_dir}|${levels_csv}|${gate}|${ctest_timeout}|${resources_enc}|${labels_enc}")
+  string(MD5 signature "${signature_text}")
+  set(discover_defs
+    "-DPG_OP=${op}" "-DPG_OP_DIR=${op_dir}" "-DPG_LEVELS=${levels_csv}"
+    "-DPG_TESTS_FILE=${tests_file}" "-DPG_GATE=${gate}" "-DPG_CTEST_TIMEOUT=${ctest_timeout}"
+    "-DPG_RESOURCES=${resources_enc}" "-DPG_LABELS=${labels_enc}"
+    "-DPG_SIGNATURE=${signature}" "-DPG_DISCOVERY_TIMEOUT=${discovery_timeout}")
+
+  # The include file CTest reads: resolved paths (generator expressions) first, then
+  # either the discovered tests or the NOT_BUILT placeholder.
+  foreach(v op_dir tests_file contract suite discover_script signature
+            CMAKE_COMMAND impl_spec runner_file)
+    _phasegate_bracket(q_${v} "${${v}}")
+  endforeach()
+  set(q_run_extra "")
+  foreach(a IN LISTS run_extra)
+    _phasegate_bracket(q "${a}")
+    string(APPEND q_run_extra " ${q}")
+  endforeach()
+  set(selftest_extra "")
+  foreach(a IN LISTS golden_args)
+    _phasegate_bracket(q "${a}")
+    string(APPEND selftest_extra " ${q}")
+  endforeach()
+
+  set(discover_call "")
+  if(mode STREQUAL "PRE_TEST")
+    set(pre_defs "")
+    foreach(d IN LISTS discover_defs)
+      string(REGEX REPLACE "^-D([A-Z_]+)=(.*)$" "\\1" k "${d}")
+      string(REGEX REPLACE "^-D([A-Z_]+)=(.*)$" "\\2" v "${d}")
+      _phasegate_bracket(qv "${v}")
+      string(APPEND pre_defs "  set(${k} ${qv})\n")
+    endforeach()
+    set(discover_call "\
+  include(${q_discover_script})
+${pre_defs}  set(PG_RUNNER \"\${_pg_runner}\")
+  set(PG_CONTRACT ${q_contract})
+  set(PG_SUITE ${q_suite})
+  phasegate__discover_if_stale()
+")
+  endif()
+
+  set(extra_labels "")
+  foreach(l IN LISTS arg_LABELS)
+    string(APPEND extra_labels ";${l}")
+  endforeach()
+  set(contract_fixture "")
+  set(composition_fixture "")
+  if(gate)
+    set(contract_fixture " FIXTURES_SETUP [==[${op}_contract]==]")
+    set(composition_fixture " FIXTURES_REQUIRED [==[${op}_contract]==]")
+  endif()
+  set(include_content "\
+# Generated by phasegate_add_op(${op}) for CTest: do not edit.
+set(_pg_cmake ${q_CMAKE_COMMAND})
+set(_pg_runner ${q_runner_file})
+set(_pg_impl ${q_impl_spec})
+set(_pg_run_extra${q_run_extra})
+if(EXISTS \"\${_pg_runner}\")
+${discover_call}endif()
+if(EXISTS \"\${_pg_runner}\" AND EXISTS ${q_tests_file})
+  add_test([==[${op}/contract]==] \"\${_pg_runner}\" validate --op-dir ${q_op_dir})
+  set_tests_properties([==[${op}/contract]==] PROPERTIES
+    LABELS [==[phasegate;op_${op};contract${extra_labels}]==]${contract_fixture})
+  add_test([==[${op}/composition]==] \"\${_pg_runner}\" selftest --op-dir ${q_op_dir}${selftest_extra})
+  set_tests_properties([==[${op}/composition]==] PROPERTIES
+    LABELS [==[phasegate;op_${op};composition${extra_labels}]==]${composition_fixture}
+    SKIP_RETURN_CODE 77 SKIP_REGULAR_EXPRESSION [==[\\[phasegate\\] SKIPPED]==])
+  include(${q_tests_file})
+else()
+  add_test([==[${op}/NOT_BUILT]==] \"\${_pg_cmake}\" [==[-DPHASEGATE_NOT_BUILT=${op}]==]
+           [==[-DPHASEGATE_BUILD_DIR=${CMAKE_BINARY_DIR}]==] -P ${q_discover_script})
+  set_tests_properties([==[${op}/NOT_BUILT]==] PROPERTIES LABELS [==[phasegate;op_${op}]==])
+endif()
+")
+
+  get_property(multi GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
+  set(ctest_include "${base}_include.cmake")
+  if(multi)
+    foreach(cfg IN LISTS CMAKE_CONFIGURATION_TYPES)
+      file(GENERATE OUTPUT "${base}_include-${cfg}.cmake" CONDITION $<CONFIG:${cfg}>
+           CONTENT "${include_content}")
+    endforeach()
+    file(WRITE "${ctest_include}"
+      "include(\"${base}_include-\${CTEST_CONFIGURATION_TYPE}.cmake\" OPTIONAL)\n")
+  else()
+    file(GENERATE OUTPUT "${ctest_include}" CONTENT "${include_content}")
+  endif()
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${ctest_include}")
+
+  # --- discovery -----------------------------------------------------------------------
+  set(discover_deps "${contract}" "${suite}" "${discover_script}")
+  if(mode STREQUAL "CONFIGURE")
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+                 "${contract}" "${suite}" "${runner_now}")
+    include("${discover_script}")
+    foreach(d IN LISTS discover_defs)
+      string(REGEX REPLACE "^-D([A-Z_]+)=(.*)$" "\\1" k "${d}")
+      string(REGEX REPLACE "^-D([A-Z_]+)=(.*)$" "\\2" v "${d}")
+      set(${k} "${v}")
+    endforeach()
+    set(PG_RUNNER "${runner_now}")
+    set(PG_CONTRACT "${contract}")
+    set(PG_SUITE "${suite}")
+    phasegate__discover_if_stale()
+    add_custom_target(phasegate_discover_${op})
+  elseif(mode STREQUAL "POST_BUILD")
+    if(runner_target)
+      list(APPEND discover_deps ${runner_target})
+    else()
+      list(APPEND discover_deps "${runner_now}")
+    endif()
+    add_custom_command(
+      OUTPUT "${tests_file}"
+      COMMAND "${CMAKE_COMMAND}" ${discover_defs} "-DPG_RUNNER=${runner_file}"
+              -P "${discover_script}"
+      DEPENDS ${discover_deps}
+      COMMENT "phasegate: discovering the tests of ${op}"
+      VERBATIM)
+    add_custom_target(phasegate_discover_${op} ALL DEPENDS "${tests_file}")
+  else()
+    add_custom_target(phasegate_discover_${op})
+  endif()
+  if(runner_target)
+    add_dependencies(phasegate_discover_${op} ${runner_target})
+  endif()
+
+  # --- verify targets -----------------------------------------------------------------
+  string(REGEX REPLACE "([.+])" "\\\\\\1" op_re "${op}")
+  set(deps phasegate_discover_${op} ${impl_deps})
+  _phasegate_verify_target(verify_all "${deps}" "^phasegate$")
+  _phasegate_verify_target(verify_${op} "${deps}" "^op_${op_re}$")
+  _phasegate_module_count("${contract}" "${suite}" n_modules)
+  if(n_modules GREATER 0)
+    foreach(k RANGE 1 ${n_modules})
+      _phasegate_verify_target(verify_${op}_M${k} "${deps}" "^op_${op_re}$" "^phase_M${k}$")
+    endforeach()
+  endif()
+  endblock()
+endfunction()

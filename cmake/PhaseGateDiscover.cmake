@@ -1,0 +1,263 @@
+# phasegate — test discovery for phasegate_add_op(): runs `phasegate list --format json`
+# for one op and writes <op>_tests.cmake, the file CTest includes (one add_test per
+# phase and case, the phase gates, labels, fixtures, skip rules).
+#
+# Used three ways: `cmake -P` from the POST_BUILD custom command (PG_* given with -D),
+# include()d at configure time or by CTest itself (PRE_TEST), and `cmake -P` as the
+# command of the <op>/NOT_BUILT placeholder test (PHASEGATE_NOT_BUILT given).
+# Inputs (variables): PG_OP, PG_RUNNER, PG_OP_DIR, PG_LEVELS (L1,L2), PG_TESTS_FILE,
+# PG_GATE, PG_CTEST_TIMEOUT, PG_RESOURCES and PG_LABELS (lists joined with "|"),
+# PG_SIGNATURE, PG_DISCOVERY_TIMEOUT; PG_CONTRACT and PG_SUITE for the stale check.
+
+include_guard(GLOBAL)
+
+# Stops with the context a user needs to reproduce a failed discovery by hand.
+function(_phasegate_discovery_error what rc output)
+  string(REPLACE "\n" "\n    " output "    ${output}")
+  message(FATAL_ERROR
+    "phasegate: discovering the tests of op '${PG_OP}' failed: ${what}\n"
+    "  Path: ${PG_RUNNER}\n"
+    "  Command: ${PG_RUNNER} list --op-dir ${PG_OP_DIR} --format json${_pg_levels_arg}\n"
+    "  Working directory: ${_pg_workdir}\n"
+    "  Result: ${rc}\n"
+    "  Output:\n${output}")
+endfunction()
+
+# Same bracket quoting as PhaseGate.cmake: `=` signs until TEXT cannot close it early.
+function(_phasegate_discover_bracket out text)
+  set(eq "=")
+  while(TRUE)
+    string(FIND "${text}]" "]${eq}]" pos)
+    if(pos EQUAL -1)
+      break()
+    endif()
+    string(APPEND eq "=")
+  endwhile()
+  set(${out} "[${eq}[${text}]${eq}]" PARENT_SCOPE)
+endfunction()
+
+# Splits the JSON array text ARR (COUNT elements) into a CMake list of element texts
+# in linear time. string(JSON GET arr i) reparses the whole array per element, which
+# is quadratic for 10 000 cases; instead ';', '[' and ']' (list syntax) are swapped
+# for control bytes that valid JSON text cannot contain raw, flat objects are cut out
+# with one regex, and callers swap the bytes back per element. Falls back to the slow
+# exact path when the elements are not flat objects.
+function(_phasegate_split_array arr count out)
+  string(ASCII 1 soh)
+  string(ASCII 2 stx)
+  string(ASCII 3 etx)
+  string(REPLACE ";" "${soh}" enc "${arr}")
+  string(REPLACE "[" "${stx}" enc "${enc}")
+  string(REPLACE "]" "${etx}" enc "${enc}")
+  string(REGEX MATCHALL [=[{([^"{}]|"([^"\\]|\\.)*")*}]=] objs "${enc}")
+  list(LENGTH objs n)
+  if(NOT n EQUAL count)
+    set(objs "")
+    math(EXPR last "${count} - 1")
+    foreach(i RANGE ${last})
+      string(JSON o GET "${arr}" ${i})
+      string(REPLACE ";" "${soh}" o "${o}")
+      string(REPLACE "[" "${stx}" o "${o}")
+      string(REPLACE "]" "${etx}" o "${o}")
+      list(APPEND objs "${o}")
+    endforeach()
+  endif()
+  set(${out} "${objs}" PARENT_SCOPE)
+endfunction()
+
+# Runs the listing and (re)writes PG_TESTS_FILE atomically.
+function(phasegate__discover)
+  get_filename_component(_pg_workdir "${PG_TESTS_FILE}" DIRECTORY)
+  set(_pg_levels_arg "")
+  set(cmd "${PG_RUNNER}" list --op-dir "${PG_OP_DIR}" --format json)
+  if(PG_LEVELS)
+    list(APPEND cmd --levels "${PG_LEVELS}")
+    set(_pg_levels_arg " --levels ${PG_LEVELS}")
+  endif()
+  if(NOT PG_DISCOVERY_TIMEOUT)
+    set(PG_DISCOVERY_TIMEOUT 60)
+  endif()
+  execute_process(COMMAND ${cmd}
+    WORKING_DIRECTORY "${_pg_workdir}"
+    TIMEOUT ${PG_DISCOVERY_TIMEOUT}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    _phasegate_discovery_error("phasegate list did not succeed" "${rc}" "${err}${out}")
+  endif()
+
+  # --- the listing (docs/interfaces.md) ---------------------------------------------
+  string(JSON schema ERROR_VARIABLE jerr GET "${out}" schema_version)
+  if(jerr)
+    _phasegate_discovery_error("the output is not the JSON listing (${jerr})" "${rc}" "${out}")
+  endif()
+  if(NOT schema EQUAL 1)
+    _phasegate_discovery_error(
+      "unsupported listing schema_version ${schema} (this PhaseGate.cmake reads 1)" "${rc}" "")
+  endif()
+  string(JSON n_modules ERROR_VARIABLE jerr GET "${out}" module_count)
+  if(jerr OR NOT n_modules MATCHES "^[1-9][0-9]*$")
+    _phasegate_discovery_error("module_count missing or not a positive integer" "${rc}" "")
+  endif()
+  string(JSON n_tests ERROR_VARIABLE jerr LENGTH "${out}" tests)
+  if(jerr)
+    _phasegate_discovery_error("no 'tests' array (${jerr})" "${rc}" "")
+  endif()
+  set(objs "")
+  if(n_tests GREATER 0)
+    string(JSON arr GET "${out}" tests)
+    _phasegate_split_array("${arr}" ${n_tests} objs)
+  endif()
+
+  # --- common pieces of every case test ---------------------------------------------
+  string(REPLACE "|" ";" resources "${PG_RESOURCES}")
+  string(REPLACE "|" ";" extra_labels "${PG_LABELS}")
+  set(common_props " SKIP_RETURN_CODE 77 SKIP_REGULAR_EXPRESSION [==[\\[phasegate\\] SKIPPED]==]")
+  if(PG_CTEST_TIMEOUT)
+    string(APPEND common_props " TIMEOUT ${PG_CTEST_TIMEOUT}")
+  endif()
+  if(resources)
+    _phasegate_discover_bracket(q "${resources}")
+    string(APPEND common_props " RESOURCE_GROUPS ${q}")
+  endif()
+  set(label_tail "")
+  foreach(l IN LISTS extra_labels)
+    string(APPEND label_tail ";${l}")
+  endforeach()
+  # Source lines cost one more linear scan per test inside CTest (set_tests_properties
+  # searches every test by name), so only smaller suites get them.
+  set(with_source_lines FALSE)
+  if(n_tests LESS_EQUAL 2000)
+    set(with_source_lines TRUE)
+  endif()
+
+  string(ASCII 1 soh)
+  string(ASCII 2 stx)
+  string(ASCII 3 etx)
+  set(ctl "")
+  foreach(c RANGE 1 31)
+    string(ASCII ${c} ch)
+    string(APPEND ctl "${ch}")
+  endforeach()
+
+  set(op "${PG_OP}")
+  _phasegate_discover_bracket(q_op_dir "${PG_OP_DIR}")
+  set(tmp "${PG_TESTS_FILE}.tmp")
+  file(WRITE "${tmp}"
+    "# Generated by PhaseGateDiscover.cmake from `phasegate list` for op '${op}': do not edit.\n"
+    "# signature: ${PG_SIGNATURE}\n"
+    "set(_pg_op_dir ${q_op_dir})\n")
+
+  # Gates first: CTest resolves dependencies by a linear search from the start of
+  # its test list, so tests that many others depend on belong at the front.
+  set(content "")
+  if(PG_GATE)
+    math(EXPR last_gate "${n_modules} - 1")
+    if(last_gate GREATER 0)
+      foreach(k RANGE 1 ${last_gate})
+        math(EXPR next "${k} + 1")
+        string(APPEND content
+          "add_test([==[${op}/M${k}/gate]==] \"\${_pg_cmake}\" -E echo "
+          "[==[phasegate: every case of ${op} M${k} passed or was skipped: M${next} may run]==])\n"
+          "set_tests_properties([==[${op}/M${k}/gate]==] PROPERTIES "
+          "LABELS [==[phasegate;op_${op};phase_M${k};gate${label_tail}]==] "
+          "FIXTURES_REQUIRED [==[${op}_M${k}]==] FIXTURES_SETUP [==[${op}_M${k}_gate]==])\n")
+      endforeach()
+    endif()
+  endif()
+
+  set(count 0)
+  foreach(o IN LISTS objs)
+    string(REPLACE "${soh}" ";" o "${o}")
+    string(REPLACE "${stx}" "[" o "${o}")
+    string(REPLACE "${etx}" "]" o "${o}")
+    string(JSON phase ERROR_VARIABLE jerr GET "${o}" phase)
+    if(jerr OR NOT phase MATCHES "^[1-9][0-9]*$" OR phase GREATER n_modules)
+      _phasegate_discovery_error("test entry ${count} has no valid 'phase' (1..${n_modules}): ${o}" 0 "")
+    endif()
+    string(JSON level ERROR_VARIABLE jerr GET "${o}" level)
+    if(jerr OR NOT level MATCHES "^[Ll]?([1-9])$")
+      _phasegate_discovery_error("test entry ${count} has no valid 'level' (1..9): ${o}" 0 "")
+    endif()
+    set(level "${CMAKE_MATCH_1}")
+    string(JSON case ERROR_VARIABLE jerr GET "${o}" case)
+    if(jerr OR case STREQUAL "")
+      _phasegate_discovery_error("test entry ${count} has no 'case': ${o}" 0 "")
+    endif()
+    if(case MATCHES "[${ctl}]")
+      _phasegate_discovery_error("case id of test entry ${count} holds control characters: ${o}" 0 "")
+    endif()
+    set(name "${op}/M${phase}/L${level}/${case}")
+    string(MD5 key "${phase}/${case}")
+    if(DEFINED _pg_seen_${key})
+      _phasegate_discovery_error("duplicate test name '${name}' (phase ${phase} lists case '${case}' twice)" 0 "")
+    endif()
+    set(_pg_seen_${key} 1)
+
+    _phasegate_discover_bracket(q_name "${name}")
+    _phasegate_discover_bracket(q_case "${case}")
+    set(props "LABELS [==[phasegate;op_${op};phase_M${phase};level_L${level}${label_tail}]==]")
+    if(PG_GATE)
+      if(phase EQUAL 1)
+        set(req "${op}_contract")
+      else()
+        math(EXPR prev "${phase} - 1")
+        set(req "${op}_M${prev}_gate")
+      endif()
+      string(APPEND props " FIXTURES_SETUP [==[${op}_M${phase}]==] FIXTURES_REQUIRED [==[${req}]==]")
+    endif()
+    if(with_source_lines)
+      string(JSON file ERROR_VARIABLE jerr GET "${o}" file)
+      string(JSON line ERROR_VARIABLE jerr2 GET "${o}" line)
+      if(NOT jerr AND NOT jerr2)
+        _phasegate_discover_bracket(q_src "${file}:${line}")
+        string(APPEND props " DEF_SOURCE_LINE ${q_src}")
+      endif()
+    endif()
+    string(APPEND content
+      "add_test(${q_name} \"\${_pg_runner}\" run --op-dir \"\${_pg_op_dir}\" --impl \"\${_pg_impl}\" "
+      "--up-to-module ${phase} --case ${q_case} \${_pg_run_extra})\n"
+      "set_tests_properties(${q_name} PROPERTIES ${props}${common_props})\n")
+    math(EXPR count "${count} + 1")
+    math(EXPR flush "${count} % 500")
+    if(flush EQUAL 0)
+      file(APPEND "${tmp}" "${content}")
+      set(content "")
+    endif()
+  endforeach()
+  file(APPEND "${tmp}" "${content}")
+  file(RENAME "${tmp}" "${PG_TESTS_FILE}")
+endfunction()
+
+# Rediscovers when the tests file is missing, older than the runner, contract, suite
+# or this script, or was generated with other options (signature).
+function(phasegate__discover_if_stale)
+  set(stale FALSE)
+  if(NOT EXISTS "${PG_TESTS_FILE}")
+    set(stale TRUE)
+  else()
+    foreach(f "${PG_RUNNER}" "${PG_CONTRACT}" "${PG_SUITE}" "${CMAKE_CURRENT_FUNCTION_LIST_FILE}")
+      if(f AND EXISTS "${f}" AND "${f}" IS_NEWER_THAN "${PG_TESTS_FILE}")
+        set(stale TRUE)
+      endif()
+    endforeach()
+    if(NOT stale)
+      file(READ "${PG_TESTS_FILE}" head LIMIT 400)
+      string(FIND "${head}" "# signature: ${PG_SIGNATURE}\n" pos)
+      if(pos EQUAL -1)
+        set(stale TRUE)
+      endif()
+    endif()
+  endif()
+  if(stale)
+    phasegate__discover()
+  endif()
+endfunction()
+
+if(CMAKE_SCRIPT_MODE_FILE AND CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
+  if(DEFINED PHASEGATE_NOT_BUILT)
+    message(FATAL_ERROR "phasegate: the tests of op '${PHASEGATE_NOT_BUILT}' are not "
+      "registered yet: build the project first (cmake --build ${PHASEGATE_BUILD_DIR}), "
+      "then run ctest again")
+  endif()
+  phasegate__discover()
+endif()
