@@ -613,12 +613,10 @@ static void parse_golden(struct sctx *s, struct pg_golden_spec *g, const struct 
     WARN(n, "%s is an empty list of steps", what);
     return;
   }
-  if (n->flow)
-    WARN(n, "%s is a flow list [...], which YAML splits at every comma; write one '- step' per "
-            "line", what);
   g->kind = PG_GOLDEN_STEPS;
   g->steps = scalloc(s, (size_t)len, sizeof *g->steps);
   if (!g->steps) return;
+  int rejoined = 0;
   for (int i = 0; i < len; i++) {
     const struct pg__ynode *k = n->kids[i];
     if (k->kind != PG__Y_SCALAR || is_null(k)) {
@@ -627,9 +625,33 @@ static void parse_golden(struct sctx *s, struct pg_golden_spec *g, const struct 
       continue;
     }
     struct pg_golden_step *st = &g->steps[g->n_steps++];
-    st->text = sdup(s, k->value);
     st->mark = (struct pg_mark){k->line, text_column(k)};
+    /* A flow list [y = add(a, b)] reaches us split at the comma: join the pieces back
+     * while parentheses are open, as for fills. */
+    int j = i, bal = paren_balance(k->value);
+    size_t size = strlen(k->value) + 1;
+    while (n->flow && bal > 0 && j + 1 < len && n->kids[j + 1]->kind == PG__Y_SCALAR &&
+           !is_null(n->kids[j + 1])) {
+      j++;
+      size += strlen(n->kids[j]->value) + 2;
+      bal += paren_balance(n->kids[j]->value);
+    }
+    st->text = malloc(size);
+    if (!st->text) {
+      s->x->oom = 1;
+      return;
+    }
+    strcpy(st->text, k->value);
+    for (int m = i + 1; m <= j; m++) {
+      strcat(st->text, ", ");
+      strcat(st->text, n->kids[m]->value);
+    }
+    if (j > i) rejoined = 1;
+    i = j;
   }
+  if (rejoined)
+    WARN(n, "%s is a flow list [...], which YAML splits at every comma (rejoined here); write "
+            "one '- step' per line", what);
 }
 
 /* ------------------------------------------------------------------ sections */
