@@ -27,6 +27,7 @@
 #include "tensor_io.h"
 
 #define PG_MAX_MODES 16
+#define PG_CAPTURE_KEEP (16u * 1024u) /* captured impl output kept per mode */
 #define PG_REDACT_MIN_SIG_DIGITS 4
 #define PG_REDACT_MAX_VALUES (16u * 1024u * 1024u)
 
@@ -360,6 +361,20 @@ static char *make_repro(const struct pg_run_opts *o, const char *contract, const
     snprintf(t, sizeof t, "%llu", (unsigned long long)o->max_bytes);
     append_quoted(&b, &len, &cap, "--max-bytes");
     append_quoted(&b, &len, &cap, t);
+  }
+  if (o->rlimit_as) {
+    char t[64];
+    snprintf(t, sizeof t, "%llu", (unsigned long long)o->rlimit_as);
+    append_quoted(&b, &len, &cap, "--memory-limit");
+    append_quoted(&b, &len, &cap, t);
+  }
+  /* the same report, so a re-run after a fix updates this case's entry */
+  if (o->report_path) {
+    append_quoted(&b, &len, &cap, "--report");
+    append_quoted(&b, &len, &cap, o->report_path);
+  } else if (o->report_dir) {
+    append_quoted(&b, &len, &cap, "--report-dir");
+    append_quoted(&b, &len, &cap, o->report_dir);
   }
   return b;
 }
@@ -918,6 +933,15 @@ static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_cas
           both[lo + le] = '\0';
           m->captured = pg_redact_text(both, barrier, n_barrier);
           free(both);
+          /* keep the report small: the last PG_CAPTURE_KEEP bytes of each mode */
+          size_t cl = m->captured ? strlen(m->captured) : 0;
+          if (cl > PG_CAPTURE_KEEP) {
+            size_t from = cl - PG_CAPTURE_KEEP;
+            size_t nl = from;
+            while (nl < cl && nl < from + 1024 && m->captured[nl - 1] != '\n') nl++;
+            if (nl < cl && m->captured[nl - 1] == '\n') from = nl; /* start at a line */
+            memmove(m->captured, m->captured + from, cl - from + 1);
+          }
         }
       }
       if (out.status == PG_IMPL_UNAVAILABLE) {
