@@ -229,10 +229,10 @@ static const double log_k[] = {1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15,
                                1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3,  1.0};
 
 static inline double log_core(double m, int e) {
-  if (m < 0.70710678118654752440) {
-    m *= 2.0;
-    e--;
-  }
+  /* branchless (random inputs would mispredict half the time); *1 and *2 are exact */
+  int lt = m < 0.70710678118654752440;
+  m *= (double)(1 + lt);
+  e -= lt;
   double s = (m - 1.0) / (m + 1.0), s2 = s * s;
   double p = log_k[0];
   for (size_t i = 1; i < sizeof log_k / sizeof *log_k; i++) p = p * s2 + log_k[i];
@@ -278,12 +278,12 @@ static inline void sincos_core(double u, double *sn, double *cs) {
   double cp = 1.0 / 6402373705728000.0; /* 1/18! */
   for (size_t i = 0; i < sizeof cos_k / sizeof *cos_k; i++) cp = cp * t2 + cos_k[i];
   double c = 1.0 - cp * t2;
-  switch (q & 3) {
-    case 0: *sn = s; *cs = c; break;
-    case 1: *sn = c; *cs = -s; break;
-    case 2: *sn = -s; *cs = -c; break;
-    default: *sn = -c; *cs = s; break;
-  }
+  /* rotate by q quarter turns: q&1 swaps sin and cos, signs follow the quadrant;
+   * selected by index rather than a (randomly mispredicted) switch */
+  static const double sign[2] = {1.0, -1.0};
+  const double sc[2] = {s, c};
+  *sn = sc[q & 1] * sign[(q >> 1) & 1];
+  *cs = sc[(q & 1) ^ 1] * sign[((q + 1) >> 1) & 1];
 }
 
 void pg__rng_sincos2pi(double u, double *sn, double *cs) {
