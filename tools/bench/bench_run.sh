@@ -25,33 +25,37 @@ cp "$contract" "$work/op/module_interfaces.yaml"
 printf '{"op": "attention", "total_modules": 3, "cases": [{"id": "bench", "level": 2, "seed": 1}]}\n' \
   > "$work/op/adversarial_suite.json"
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 "$pg" run --op-dir "$work/op" --impl "plugin:$impl" --up-to-module 3 --no-golden-cache \
   --report "$work/r.json" >/dev/null || { echo "bench_run.sh: phasegate run failed"; \
   "$pg" run --op-dir "$work/op" --impl "plugin:$impl" --up-to-module 3 --no-golden-cache \
   --report "$work/r.json"; exit 1; }
-: > "$work/pg.txt"
-: > "$work/py.txt"
-# GNU time gives wall and CPU (user + sys, children included) of each process.
-tm=/usr/bin/time
-[ -x "$tm" ] || { echo "bench_run.sh: needs /usr/bin/time"; exit 2; }
-i=0
-while [ $i -lt "$n" ]; do
-  $tm -a -o "$work/pg.txt" -f "%e %U %S" "$pg" run --op-dir "$work/op" --impl "plugin:$impl" \
-    --up-to-module 3 --no-golden-cache --report "$work/r.json" >/dev/null
-  $tm -a -o "$work/py.txt" -f "%e %U %S" "$py" "$root/tools/bench/bench_run_peer.py" 2 4 128 64 "$work/p.json"
-  i=$((i + 1))
-done
-pg_wall=$(awk '{print $1}' "$work/pg.txt" | median)
-py_wall=$(awk '{print $1}' "$work/py.txt" | median)
-pg_cpu=$(awk '{print $2 + $3}' "$work/pg.txt" | median)
-py_cpu=$(awk '{print $2 + $3}' "$work/py.txt" | median)
-load=$(cut -d' ' -f1 /proc/loadavg)
-printf 'case: attention M3, B=2 H=4 S=128 D=64, fp16, plugin impl, %d runs each (median), load %s\n' "$n" "$load"
-printf '                                        wall ms   cpu ms (user+sys)\n'
-printf '  phasegate run (C, no golden cache):  %7.0f   %7.0f\n' "$(echo "$pg_wall * 1000" | bc -l)" "$(echo "$pg_cpu * 1000" | bc -l)"
-printf '  python3 + numpy peer script:         %7.0f   %7.0f\n' "$(echo "$py_wall * 1000" | bc -l)" "$(echo "$py_cpu * 1000" | bc -l)"
-printf '  ratio (peer / phasegate):            %7.1fx  %7.1fx\n' "$(echo "$py_wall / $pg_wall" | bc -l)" \
-  "$(echo "$py_cpu / ($pg_cpu + 0.005)" | bc -l)"
-echo "(GNU time reports 10 ms steps: the CPU ratio adds 5 ms to phasegate's CPU time, a lower bound)"
+# Alternate the two, N times each; wall time and CPU time (user + sys of the process
+# and everything it waited for) per run, from getrusage(RUSAGE_CHILDREN).
+"$py" - "$n" "$pg" "$impl" "$work" "$root/tools/bench/bench_run_peer.py" <<'PYEOF'
+import os, resource, subprocess, sys, time
+n, pg, impl, work, peer = int(sys.argv[1]), *sys.argv[2:]
+cmds = {
+    "pg": [pg, "run", "--op-dir", work + "/op", "--impl", "plugin:" + impl, "--up-to-module", "3",
+           "--no-golden-cache", "--report", work + "/r.json"],
+    "py": [sys.executable, peer, "2", "4", "128", "64", work + "/p.json"],
+}
+res = {k: ([], []) for k in cmds}
+for _ in range(n):
+    for k, cmd in cmds.items():
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
+        t1 = time.perf_counter()
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        res[k][0].append((t1 - t0) * 1e3)
+        res[k][1].append((r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1e3)
+med = lambda v: sorted(v)[len(v) // 2]
+(pw, pc), (yw, yc) = [(med(res[k][0]), med(res[k][1])) for k in ("pg", "py")]
+print(f"case: attention M3, B=2 H=4 S=128 D=64, fp16, plugin impl; {n} runs each, medians; "
+      f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+print(f"                                        wall ms   cpu ms (user+sys)")
+print(f"  phasegate run (C, no golden cache):  {pw:7.1f}   {pc:7.1f}")
+print(f"  python3 + numpy peer script:         {yw:7.1f}   {yc:7.1f}")
+print(f"  ratio (peer / phasegate):            {yw / pw:6.1f}x   {yc / pc:6.1f}x")
+PYEOF
