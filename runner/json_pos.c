@@ -544,6 +544,18 @@ int pg__json_pos_scan(const char *data, size_t size, const struct pg__json_limit
   if (limits && limits->max_nodes > 0) sc.max_nodes = limits->max_nodes;
   memset(sc.fail, 0, sizeof *sc.fail);
   if (!data) size = sc.n = 0;
+  /* Size the node array once: a document has at most one value per ',' '[' '{' plus
+   * the root, and growing a multi-MiB array by doubling costs more than this pass. */
+  size_t bound = 1;
+  for (size_t i = 0; i < size; i++) {
+    char c = data[i];
+    bound += c == ',' || c == '[' || c == '{';
+  }
+  if (bound > (size_t)sc.max_nodes) bound = (size_t)sc.max_nodes;
+  if (bound > 64) {
+    p->nodes = malloc(bound * sizeof *p->nodes);
+    if (p->nodes) p->cap = (int)bound;
+  }
   if (size >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0) sc.i = 3;
   skip_ws(&sc);
   int rc;

@@ -871,6 +871,10 @@ int pg_suite_load_buffer(const char *path, const char *data, size_t size,
         x.oom = 1;
       } else {
         load_top(&x, root, s);
+        /* Free the (large) position arrays before cJSON's many small nodes: freeing a
+         * big block while the allocator holds thousands of small free chunks makes
+         * glibc consolidate them all, which costs more than the parse. */
+        pg__json_pos_reset(&x.pos);
         cJSON_Delete(root);
         rc = x.n_errors ? PG_EVALIDATE : PG_OK;
       }
