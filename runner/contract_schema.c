@@ -553,12 +553,15 @@ static void parse_decl(struct sctx *s, struct pg_tensor_decl *d, const struct pg
   }
   if (kind == D_OUTPUT) {
     const struct pg__ynode *t;
+    char w[512];
     if ((t = map_get(n, "atol"))) {
-      d->has_atol = get_num(s, t, "atol", &d->atol);
+      snprintf(w, sizeof w, "atol of %s", what);
+      d->has_atol = get_num(s, t, w, &d->atol);
       if (d->has_atol && d->atol < 0) ERR(t, 8, "atol of %s is negative", what);
     }
     if ((t = map_get(n, "rtol"))) {
-      d->has_rtol = get_num(s, t, "rtol", &d->rtol);
+      snprintf(w, sizeof w, "rtol of %s", what);
+      d->has_rtol = get_num(s, t, w, &d->rtol);
       if (d->has_rtol && d->rtol < 0) ERR(t, 8, "rtol of %s is negative", what);
     }
   }
@@ -700,8 +703,11 @@ static void parse_tolerance(struct sctx *s, const struct pg__ynode *n, const cha
   check_keys(s, n, keys, what);
   const struct pg__ynode *a = map_get(n, "atol"), *r = map_get(n, "rtol");
   int ok = 1;
-  if (a && get_num(s, a, "atol", atol) && *atol < 0) ERR(a, 8, "atol in %s is negative", what);
-  if (r && get_num(s, r, "rtol", rtol) && *rtol < 0) ERR(r, 8, "rtol in %s is negative", what);
+  char w[512];
+  snprintf(w, sizeof w, "atol in %s", what);
+  if (a && get_num(s, a, w, atol) && *atol < 0) ERR(a, 8, "atol in %s is negative", what);
+  snprintf(w, sizeof w, "rtol in %s", what);
+  if (r && get_num(s, r, w, rtol) && *rtol < 0) ERR(r, 8, "rtol in %s is negative", what);
   if (!a && !r) {
     ERR(n, 8, "%s needs 'atol' and/or 'rtol'", what);
     ok = 0;
@@ -716,9 +722,11 @@ static void parse_composition(struct sctx *s, const struct pg__ynode *n) {
   check_keys(s, n, keys, "'composition_verification'");
   c->has_composition = 1;
   const struct pg__ynode *t;
-  if ((t = map_get(n, "atol")) && get_num(s, t, "atol", &c->comp_atol) && c->comp_atol < 0)
+  if ((t = map_get(n, "atol")) &&
+      get_num(s, t, "atol in 'composition_verification'", &c->comp_atol) && c->comp_atol < 0)
     ERR(t, 8, "atol in 'composition_verification' is negative");
-  if ((t = map_get(n, "rtol")) && get_num(s, t, "rtol", &c->comp_rtol) && c->comp_rtol < 0)
+  if ((t = map_get(n, "rtol")) &&
+      get_num(s, t, "rtol in 'composition_verification'", &c->comp_rtol) && c->comp_rtol < 0)
     ERR(t, 8, "rtol in 'composition_verification' is negative");
   if ((t = map_get(n, "seeds")) && !is_null(t)) {
     int single = t->kind == PG__Y_SCALAR;
