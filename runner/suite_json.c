@@ -9,6 +9,7 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -778,24 +779,30 @@ void pg_suite_reset(struct pg_suite *s) {
 
 struct diag_ref {
   struct pg_diag d;
+  int line, column; /* sort key: the position, or INT_MAX for the "too many" note */
   int order;
 };
 
 static int diag_ref_cmp(const void *a, const void *b) {
   const struct diag_ref *p = a, *q = b;
-  if (p->d.line != q->d.line) return p->d.line < q->d.line ? -1 : 1;
-  if (p->d.column != q->d.column) return p->d.column < q->d.column ? -1 : 1;
+  if (p->line != q->line) return p->line < q->line ? -1 : 1;
+  if (p->column != q->column) return p->column < q->column ? -1 : 1;
   return (p->order > q->order) - (p->order < q->order);
 }
 
-/* Sorts this load's findings by position (stable), so they read top to bottom. */
+/* Sorts this load's findings by position (stable), so they read top to bottom; the
+ * "too many findings" note stays last. */
 static void sort_findings(struct ctx *x) {
   struct pg_diags *d = x->diags;
   int n = d->count - x->first_diag;
   if (n < 2) return;
   struct diag_ref *refs = malloc((size_t)n * sizeof *refs);
   if (!refs) return; /* unsorted is still correct */
-  for (int i = 0; i < n; i++) refs[i] = (struct diag_ref){d->items[x->first_diag + i], i};
+  for (int i = 0; i < n; i++) {
+    const struct pg_diag *g = &d->items[x->first_diag + i];
+    int note = g->severity == PG_SEV_NOTE && !g->rule;
+    refs[i] = (struct diag_ref){*g, note ? INT_MAX : g->line, note ? INT_MAX : g->column, i};
+  }
   qsort(refs, (size_t)n, sizeof *refs, diag_ref_cmp);
   for (int i = 0; i < n; i++) d->items[x->first_diag + i] = refs[i].d;
   free(refs);

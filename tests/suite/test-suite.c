@@ -408,6 +408,11 @@ PG_TEST(load_many_findings_are_capped) {
   free(t);
   PG_CHECK_EQ_INT(1001, d.count);
   PG_CHECK_EQ_INT(1000, d.n_errors);
+  PG_CHECK_EQ_INT(PG_SEV_NOTE, d.items[1000].severity); /* the note comes last */
+  PG_CHECK_EQ_STR("too many findings; the rest are not shown", d.items[1000].message);
+  PG_CHECK_EQ_STR("m.json:1:34: error: cases[0].level: expected 1..5 or \"L1\"..\"L5\", got 0 "
+                  "(level)",
+                  err.message);
   PG_CHECK_EQ_INT(3000, s.n_cases);
   pg_suite_reset(&s);
   pg_diags_reset(&d);
