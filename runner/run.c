@@ -852,6 +852,28 @@ static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_cas
                  rc->contract.primary_inputs[i].name, e.message);
         set_case_error(r, PG_CAT_INFRA, msg);
         goto finish;
+      } else {
+        const struct pg_tensor_decl *pd = &rc->contract.primary_inputs[i];
+        int nd;
+        int64_t sh[PG_MAX_NDIM];
+        struct pg_error se;
+        if (pg_decl_shape(pd, &dims, &nd, sh, &se) == PG_OK) {
+          int same = inputs[i].dl.ndim == nd;
+          for (int a = 0; same && a < nd; a++) same = inputs[i].shape[a] == sh[a];
+          if (!same) {
+            char got[160], want[160];
+            pg__impl_shape_str(inputs[i].dl.ndim, inputs[i].shape, got, sizeof got);
+            pg__impl_shape_str(nd, sh, want, sizeof want);
+            snprintf(msg, sizeof msg, "--golden-data: input '%s' has shape %s, case '%s' "
+                     "declares %s", pd->name, got, cs->id, want);
+            set_case_error(r, PG_CAT_INFRA, msg);
+            goto finish;
+          }
+        }
+        if (inputs[i].dtype != pg_case_dtype(cs, pd))
+          emit(o, 1, "phasegate: warning: --golden-data: input '%s' is %s, case '%s' declares "
+               "%s; the impl gets it as stored", pd->name, pg_dtype_name(inputs[i].dtype), cs->id,
+               pg_dtype_name(pg_case_dtype(cs, pd)));
       }
   } else {
     struct pg_materialize_opts mo = {o->max_bytes, rc->n_threads};
@@ -875,6 +897,21 @@ static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_cas
         set_case_error(r, PG_CAT_INFRA, msg);
         goto finish;
       }
+    /* A reference that does not match the boundary would be blamed on the impl. */
+    for (int i = 0; i < n_out; i++) {
+      int same = goldens[i].dl.ndim == specs[i].ndim && goldens[i].dtype == specs[i].dtype;
+      for (int a = 0; same && a < specs[i].ndim; a++) same = goldens[i].shape[a] == specs[i].shape[a];
+      if (!same) {
+        char got[160], want[160];
+        pg__impl_shape_str(goldens[i].dl.ndim, goldens[i].shape, got, sizeof got);
+        pg__impl_shape_str(specs[i].ndim, specs[i].shape, want, sizeof want);
+        snprintf(msg, sizeof msg, "--golden-data: reference '%s' is %s %s, the M%d boundary of "
+                 "case '%s' is %s %s", specs[i].name, pg_dtype_name(goldens[i].dtype), got, k,
+                 cs->id, pg_dtype_name(specs[i].dtype), want);
+        set_case_error(r, PG_CAT_INFRA, msg);
+        goto finish;
+      }
+    }
   } else if (compute_golden(rc, k, cs, &dims, inputs, specs, n_out, goldens, &r->golden_cached,
                             &e) != PG_OK) {
     snprintf(msg, sizeof msg, "case '%s': cumulative golden M1..M%d failed: %.700s", cs->id, k,

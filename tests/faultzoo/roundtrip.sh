@@ -19,6 +19,13 @@ done
   --golden-data "$out/data/L2_basic" --report "$out/r3.json"
 [ $? -eq 1 ] || { echo "transposed impl on golden data should fail"; exit 1; }
 "$check" "$out/r3.json" status=FAIL first.failure_category=precision || exit 1
+# a reference that does not match the boundary is the runner's problem (ERROR), not the impl's
+cp "$out/data/L2_basic/out/scores.npy" "$out/data/L2_basic/out/probs.npy"
+"$pg" run --op-dir "$op" --impl "plugin:$good" --up-to-module 2 --case L2_basic \
+  --golden-data "$out/data" --report "$out/r5.json" >"$out/r5.txt" 2>&1
+[ $? -eq 2 ] || { echo "mismatching reference should be an ERROR"; cat "$out/r5.txt"; exit 1; }
+grep -q "reference 'probs' is float32" "$out/r5.txt" || { cat "$out/r5.txt"; exit 1; }
+"$check" "$out/r5.json" status=ERROR first.failure_category=infra || exit 1
 mkdir -p "$out/replay/L2_basic/sim"
 cp "$out/data/L2_basic/out/scores.npy" "$out/replay/L2_basic/sim/scores.npy"
 "$pg" run --op-dir "$op" --impl "replay:$out/replay" --up-to-module 1 --case L2_basic \
