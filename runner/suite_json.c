@@ -171,6 +171,16 @@ static int valid_id(const char *s) {
   return 1;
 }
 
+/* A dim name as shape expressions spell it: [A-Za-z_][A-Za-z0-9_]*. */
+static int is_identifier(const char *s) {
+  if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
+  for (s++; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+          *s == '_'))
+      return 0;
+  return 1;
+}
+
 /* ---------------------------------------------------------------- contract lookups */
 
 static int decl_named(const struct pg_tensor_decl *d, int n, const char *name) {
@@ -345,6 +355,15 @@ static void load_shape(struct ctx *x, const cJSON *obj, int on, const char *path
     if (!cJSON_IsNumber(it) || !exact_integer(x, n, it, &neg, &m) || neg ||
         m > (uint64_t)INT64_MAX) {
       not_count(x, n, it, "%s.shape.%s", path, dim);
+      continue;
+    }
+    if (!is_identifier(dim)) {
+      int l, c;
+      key_pos(x, n, &l, &c);
+      finding(x, PG_SEV_ERROR, l, c, "dim",
+              "%s.shape: \"%.64s\" is not a dim name (letters, digits, '_'; not starting "
+              "with a digit)",
+              path, dim);
       continue;
     }
     if (x->contract && !is_known_dim(x->contract, dim)) {
