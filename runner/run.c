@@ -768,6 +768,45 @@ static void show_captured(struct run_ctx *rc, const struct pg_mode_result *m) {
   }
 }
 
+/* A next step for the common failure shapes (the summary says what, this says how). */
+static void failure_hint(struct run_ctx *rc, struct pg_case_result *r) {
+  const char *s = r->summary;
+  const char *h = NULL;
+  char buf[512];
+  if (strstr(s, "missing wrapper symbol")) {
+    char sym[160];
+    char suffix[64];
+    pg_phase_suffix(rc->o->up_to_module, suffix, sizeof suffix);
+    pg_impl_symbol(rc->contract.op, suffix, sym, sizeof sym);
+    snprintf(buf, sizeof buf, "export int %s(const DLTensor *, int32_t, DLTensor *, int32_t, "
+             "const pg_call *) (extern \"C\", default visibility), or run an earlier phase", sym);
+    h = buf;
+  } else if (strstr(s, "timed out")) {
+    snprintf(buf, sizeof buf, "raise --timeout (now %g s) if the kernel is only slow; otherwise "
+             "look for a wait that never completes", rc->timeout_s);
+    h = buf;
+  } else if (strstr(s, "wrote past output buffer")) {
+    h = "the impl writes beyond the declared output size: check the tail tile and the shape "
+        "arithmetic of the last block";
+  } else if (strstr(s, "never wrote output")) {
+    h = "the wrapper returned 0 without writing the output: check it writes outputs[i].data";
+  } else if (strstr(s, "allocation failure")) {
+    h = "the impl ran out of memory: check its workspace size (or raise --memory-limit)";
+  } else if (strstr(s, "crashed with")) {
+    h = "rerun the repro line under a debugger (the impl runs in a child process: use "
+        "'set follow-fork-mode child' in gdb) or with ASan";
+  } else if (strstr(s, "NaN in the impl")) {
+    h = "the impl produces NaN where the reference has none: look for exp overflow (missing "
+        "max subtraction), 0/0, or uninitialised memory";
+  } else if (r->category == PG_CAT_STRUCTURAL) {
+    h = "the outputs must match the contract's boundary exactly (count, names, shapes, dtypes)";
+  } else if (r->category == PG_CAT_PRECISION && r->precision_checked) {
+    h = "use --inspect <output> for every metric and the first mismatching indices, "
+        "--save-data DIR to get the case's tensors";
+  }
+  if (h) snprintf(r->hint, sizeof r->hint, "%s", h);
+}
+
 static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_case_result *r) {
   const struct pg_run_opts *o = rc->o;
   const int k = o->up_to_module;
@@ -1054,6 +1093,8 @@ static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_cas
   else if (r->failing_boundary && r->failing_boundary < k)
     snprintf(r->hint, sizeof r->hint, "the impl already diverges at the M%d boundary: fix "
              "module %d first", r->failing_boundary, r->failing_boundary);
+  else if (r->status == PG_VERDICT_FAIL)
+    failure_hint(rc, r);
 
 finish:
   r->total_ms = now_ms() - t_case;
@@ -1064,6 +1105,7 @@ finish:
   }
   if (r->status == PG_VERDICT_FAIL || r->status == PG_VERDICT_ERROR)
     emit(o, 1, "    repro: %s", r->repro ? r->repro : "");
+  if (r->hint[0]) emit(o, 1, "    hint: %s", r->hint);
   if (inputs)
     for (int i = 0; i < rc->contract.n_primary; i++) pg_tensor_reset(&inputs[i]);
   free(inputs);
