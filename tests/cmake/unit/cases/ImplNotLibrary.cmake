@@ -1,0 +1,2 @@
+add_library(iface INTERFACE)
+phasegate_add_op(x OP_DIR ${OPS}/basic IMPL iface RUNNER "${FAKE_RUNNER}")

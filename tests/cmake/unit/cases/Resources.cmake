@@ -1,0 +1,2 @@
+phasegate_add_op(basic OP_DIR ${OPS}/basic IMPL fake_impl RUNNER "${FAKE_RUNNER}"
+  RESOURCES npus:1 GATE OFF)
