@@ -63,6 +63,19 @@ static inline int64_t pg_call_dim(const pg_call *call, const char *name, int64_t
   return fallback;
 }
 
+/* Marks a wrapper for export from the plugin (default visibility, C linkage in C++):
+ *   PG_IMPL_EXPORT int attention_module1_wrapper(...);                               */
+#ifdef __cplusplus
+#define PG__IMPL_LINKAGE extern "C"
+#else
+#define PG__IMPL_LINKAGE
+#endif
+#if defined(__GNUC__)
+#define PG_IMPL_EXPORT PG__IMPL_LINKAGE __attribute__((visibility("default")))
+#else
+#define PG_IMPL_EXPORT PG__IMPL_LINKAGE
+#endif
+
 typedef int (*pg_wrapper_fn)(const DLTensor *inputs, int32_t n_inputs, DLTensor *outputs,
                              int32_t n_outputs, const pg_call *call);
 

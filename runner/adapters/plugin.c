@@ -20,7 +20,8 @@
 #include "adapters/adapter.h"
 #include "phasegate/impl.h"
 
-enum { STAGE_START = 0, STAGE_DLOPEN_FAILED, STAGE_NOSYM, STAGE_CALLING, STAGE_RETURNED };
+enum { STAGE_START = 0, STAGE_DLOPEN_FAILED, STAGE_NOSYM, STAGE_NOMEM, STAGE_CALLING,
+       STAGE_RETURNED };
 
 struct shared_hdr {
   volatile int32_t stage;
@@ -113,7 +114,10 @@ static int child_main(void *vctx) {
   pg_wrapper_fn fn;
   memcpy(&fn, &sym, sizeof fn); /* object pointer -> function pointer without a cast warning */
   DLTensor *in = calloc((size_t)(req->n_inputs > 0 ? req->n_inputs : 1), sizeof *in);
-  if (!in) return 4;
+  if (!in) {
+    c->hdr->stage = STAGE_NOMEM;
+    return 4;
+  }
   for (int i = 0; i < req->n_inputs; i++) in[i] = pg_tensor_dl(&req->inputs[i]);
   pg_call call;
   memset(&call, 0, sizeof call);
@@ -197,6 +201,10 @@ int pg__plugin_invoke(const struct pg_impl *impl, const struct pg_impl_request *
       pg__outcome_fail(out, PG_CAT_STRUCTURAL,
                        "missing wrapper symbol '%s' in %.300s (phase %d needs it)", symbol,
                        impl->target, req->up_to_module);
+      goto done;
+    case STAGE_NOMEM:
+      pg__outcome_fail(out, PG_CAT_RUNTIME, "allocation failure: the impl process ran out of "
+                       "memory before calling %s (mode '%s')", symbol, req->mode);
       goto done;
     case STAGE_RETURNED: break;
     case STAGE_CALLING:

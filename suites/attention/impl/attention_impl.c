@@ -20,13 +20,11 @@
 #include "phasegate/impl.h"
 #include "phasegate/tensor.h"
 
-#define EXPORT __attribute__((visibility("default")))
-
-EXPORT int attention_module1_wrapper(const DLTensor *in, int32_t n_in, DLTensor *out,
+PG_IMPL_EXPORT int attention_module1_wrapper(const DLTensor *in, int32_t n_in, DLTensor *out,
                                      int32_t n_out, const pg_call *call);
-EXPORT int attention_module12_wrapper(const DLTensor *in, int32_t n_in, DLTensor *out,
+PG_IMPL_EXPORT int attention_module12_wrapper(const DLTensor *in, int32_t n_in, DLTensor *out,
                                       int32_t n_out, const pg_call *call);
-EXPORT int attention_module123_wrapper(const DLTensor *in, int32_t n_in, DLTensor *out,
+PG_IMPL_EXPORT int attention_module123_wrapper(const DLTensor *in, int32_t n_in, DLTensor *out,
                                        int32_t n_out, const pg_call *call);
 
 enum { TILE_D = 32, TILE_S = 64 };
