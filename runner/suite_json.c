@@ -69,8 +69,19 @@ static void finding(struct ctx *x, enum pg_severity sev, int line, int col, cons
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
   }
+  /* Quoted keys and values may hold control characters (written as \u escapes):
+   * show them as \xNN so a message can never drive the terminal. */
+  char safe[PG_ERROR_MESSAGE_MAX];
+  size_t k = 0;
+  for (const unsigned char *m = (const unsigned char *)msg; *m && k + 5 < sizeof safe; m++) {
+    if (*m < 0x20 || *m == 0x7f)
+      k += (size_t)snprintf(safe + k, sizeof safe - k, "\\x%02X", *m);
+    else
+      safe[k++] = (char)*m;
+  }
+  safe[k] = '\0';
   x->n_findings++;
-  if (pg_diags_add(x->diags, sev, x->path, line, col, rule, "%s", msg) != PG_OK) x->oom = 1;
+  if (pg_diags_add(x->diags, sev, x->path, line, col, rule, "%s", safe) != PG_OK) x->oom = 1;
 }
 
 static const struct pg__jnode *node_at(const struct ctx *x, int n) { return &x->pos.nodes[n]; }

@@ -430,3 +430,17 @@ PG_TEST(load_bom_before_a_short_document) {
   pg_suite_reset(&s);
   pg_diags_reset(&d);
 }
+
+PG_TEST(load_messages_escape_control_characters) {
+  struct pg_suite s;
+  struct pg_diags d;
+  struct pg_error err;
+  PG_CHECK_EQ_INT(PG_EVALIDATE,
+                  load("{\"cases\": [{\"id\": \"a\\u001b[31mb\", \"level\": 1}]}", NULL, &s,
+                       &d, &err));
+  PG_CHECK_EQ_STR("s.json:1:19: error: cases[0].id: \"a\\x1B[31mb\" is not a valid case id (use "
+                  "only letters, digits, '_', '.', '-') (id)",
+                  err.message);
+  pg_suite_reset(&s);
+  pg_diags_reset(&d);
+}
