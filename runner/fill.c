@@ -280,10 +280,10 @@ static inline void sincos_core(double u, double *sn, double *cs) {
   double c = 1.0 - cp * t2;
   /* rotate by q quarter turns: q&1 swaps sin and cos, signs follow the quadrant;
    * selected by index rather than a (randomly mispredicted) switch */
-  static const double sign[2] = {1.0, -1.0};
-  const double sc[2] = {s, c};
-  *sn = sc[q & 1] * sign[(q >> 1) & 1];
-  *cs = sc[(q & 1) ^ 1] * sign[((q + 1) >> 1) & 1];
+  int odd = q & 1;
+  double a = odd ? c : s, b = odd ? s : c;
+  *sn = a * (double)(1 - 2 * ((q >> 1) & 1));       /* * +-1: exact */
+  *cs = b * (double)(1 - 2 * (((q + 1) >> 1) & 1));
 }
 
 void pg__rng_sincos2pi(double u, double *sn, double *cs) {
@@ -357,13 +357,16 @@ static double special_value(const struct fill_job *j, double u, double v) {
  * arithmetic, same bits as block_values. */
 static void normal16(const struct fill_job *j, uint64_t b0, double v[16]) {
   uint32_t w[16];
-  double r[8], s[8], c[8];
+  double u1[8], u2[8], lg[8], r[8], s[8], c[8];
   for (int k = 0; k < 4; k++) pg_rng_block(&j->values, b0 + (uint64_t)k, w + 4 * k);
-  for (int p = 0; p < 8; p++) {
-    int k = (p / 2) * 4 + (p % 2) * 2; /* pairs (0,1), (2,3) of each block */
-    r[p] = sqrt(-2.0 * log_normal(pg_rng_u01(w[k])));
-    sincos_core(pg_rng_u01(w[k + 1]), &s[p], &c[p]);
+  for (int p = 0; p < 8; p++) { /* pairs (0,1), (2,3) of each block */
+    u1[p] = pg_rng_u01(w[(p / 2) * 4 + (p % 2) * 2]);
+    u2[p] = pg_rng_u01(w[(p / 2) * 4 + (p % 2) * 2 + 1]);
   }
+  /* separate simple loops: the compiler may run them two or four lanes wide */
+  for (int p = 0; p < 8; p++) lg[p] = log_normal(u1[p]);
+  for (int p = 0; p < 8; p++) r[p] = sqrt(-2.0 * lg[p]);
+  for (int p = 0; p < 8; p++) sincos_core(u2[p], &s[p], &c[p]);
   const double mu = j->fill->a, sigma = j->fill->b;
   for (int p = 0; p < 8; p++) {
     int k = (p / 2) * 4 + (p % 2) * 2;
