@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "golden_cache.h"
 #include "materialize.h"
@@ -1113,6 +1115,95 @@ finish:
   pg_bindings_reset(&dims);
 }
 
+/* ------------------------------------------------------------------ --jobs */
+
+/* What a worker sends back per case: enough for the summary (the full result went
+ * into the report). Smaller than PIPE_BUF, so concurrent writes stay whole. */
+struct case_record {
+  int32_t slot, status, category, failing_boundary, report_ok;
+  char id[PG_NAME_MAX];
+  char fingerprint[32];
+  char summary[640];
+  char report_error[256];
+};
+
+/* Runs the selected cases in `jobs` forked workers, case i in worker i % jobs. Each
+ * worker merges its cases into the report (locked) and sends one record per case. */
+static int run_parallel(struct run_ctx *rc, const int *sel, int n_sel, int jobs,
+                        const char *report_path, const struct pg_report_meta *meta,
+                        struct pg_case_result *results, struct pg_error *re) {
+  int p[2];
+  if (pipe(p) != 0) return pg_error_set(re, PG_EIO, "pipe: %s", strerror(errno));
+  pid_t pids[64];
+  int n_pids = 0;
+  fflush(NULL);
+  for (int w = 0; w < jobs && w < n_sel; w++) {
+    pid_t pid = fork();
+    if (pid < 0) break;
+    if (pid == 0) {
+      close(p[0]);
+      struct pg_case_result *loc = calloc((size_t)n_sel, sizeof *loc);
+      int n = 0;
+      if (!loc) _exit(3);
+      for (int i = w; i < n_sel; i += jobs) run_case(rc, &rc->suite.cases[sel[i]], &loc[n++]);
+      struct pg_error we;
+      pg_error_clear(&we);
+      int ok = pg_report_merge_write(report_path, meta, loc, n, &we) == PG_OK;
+      for (int i = w, j = 0; i < n_sel; i += jobs, j++) {
+        struct case_record cr;
+        memset(&cr, 0, sizeof cr);
+        cr.slot = i;
+        cr.status = (int32_t)loc[j].status;
+        cr.category = (int32_t)loc[j].category;
+        cr.failing_boundary = loc[j].failing_boundary;
+        cr.report_ok = ok;
+        snprintf(cr.id, sizeof cr.id, "%s", loc[j].id);
+        snprintf(cr.fingerprint, sizeof cr.fingerprint, "%s", loc[j].fingerprint);
+        snprintf(cr.summary, sizeof cr.summary, "%s", loc[j].summary);
+        snprintf(cr.report_error, sizeof cr.report_error, "%.250s", we.message);
+        if (write(p[1], &cr, sizeof cr) != (ssize_t)sizeof cr) _exit(4);
+      }
+      fflush(NULL);
+      _exit(0);
+    }
+    pids[n_pids++] = pid;
+  }
+  close(p[1]);
+  char *seen = calloc((size_t)n_sel, 1);
+  int report_ok = 1;
+  struct case_record cr;
+  for (;;) {
+    ssize_t got = read(p[0], &cr, sizeof cr);
+    if (got < 0 && errno == EINTR) continue;
+    if (got != (ssize_t)sizeof cr) break;
+    if (cr.slot < 0 || cr.slot >= n_sel) continue;
+    struct pg_case_result *r = &results[cr.slot];
+    snprintf(r->id, sizeof r->id, "%s", cr.id);
+    r->status = (enum pg_verdict)cr.status;
+    r->category = (enum pg_category)cr.category;
+    r->failing_boundary = cr.failing_boundary;
+    snprintf(r->fingerprint, sizeof r->fingerprint, "%s", cr.fingerprint);
+    snprintf(r->summary, sizeof r->summary, "%s", cr.summary);
+    if (!cr.report_ok && report_ok) {
+      report_ok = 0;
+      pg_error_set(re, PG_EIO, "%s", cr.report_error);
+    }
+    if (seen) seen[cr.slot] = 1;
+  }
+  close(p[0]);
+  for (int i = 0; i < n_pids; i++) waitpid(pids[i], NULL, 0);
+  for (int i = 0; i < n_sel; i++)
+    if (!seen || !seen[i]) {
+      struct pg_case_result *r = &results[i];
+      snprintf(r->id, sizeof r->id, "%s", rc->suite.cases[sel[i]].id);
+      r->status = PG_VERDICT_ERROR;
+      r->category = PG_CAT_INFRA;
+      snprintf(r->summary, sizeof r->summary, "the worker process running this case died");
+    }
+  free(seen);
+  return report_ok ? PG_OK : PG_EIO;
+}
+
 /* ------------------------------------------------------------------ pg_run */
 
 static void print_diags(const struct pg_run_opts *o, const struct pg_diags *d) {
@@ -1250,19 +1341,23 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
     }
     rc->n_modes = n;
   }
+  int *sel = calloc((size_t)(rc->suite.n_cases + 1), sizeof *sel);
+  if (!sel) {
+    ret = pg_error_set(err, PG_ENOMEM, "out of memory");
+    goto out;
+  }
+  int n_sel = 0;
   for (int i = 0; i < rc->suite.n_cases; i++) {
     const struct pg_case *cs = &rc->suite.cases[i];
     if (o->case_ids && !in_list(o->case_ids, cs->id)) continue;
     if (o->levels_mask && !(o->levels_mask & (1u << cs->level))) continue;
-    run_case(rc, cs, &results[n_results]);
-    n_results++;
+    sel[n_sel++] = i;
   }
-  if (n_results == 0) {
+  if (n_sel == 0) {
+    free(sel);
     ret = pg_error_set(err, PG_ENOTFOUND, "no case of %s matches the selection", rc->suite_path);
     goto out;
   }
-
-  /* Report. */
   if (o->report_path) snprintf(s->report_path, sizeof s->report_path, "%s", o->report_path);
   else
     snprintf(s->report_path, sizeof s->report_path, "%s/%s/M%d/evaluation_report.json",
@@ -1273,7 +1368,17 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
                                 rc->modes_buf};
   struct pg_error re;
   pg_error_clear(&re);
-  int wrote = pg_report_merge_write(s->report_path, &meta, results, n_results, &re);
+  int wrote = PG_OK;
+  if (o->jobs > 1 && n_sel > 1) {
+    wrote = run_parallel(rc, sel, n_sel, o->jobs > 64 ? 64 : o->jobs, s->report_path, &meta,
+                         results, &re);
+    n_results = n_sel;
+  } else {
+    for (int i = 0; i < n_sel; i++) run_case(rc, &rc->suite.cases[sel[i]], &results[n_results++]);
+    /* Report. */
+    wrote = pg_report_merge_write(s->report_path, &meta, results, n_results, &re);
+  }
+  free(sel);
 
   /* Summary. */
   s->cases_total = n_results;

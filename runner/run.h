@@ -100,6 +100,7 @@ struct pg_run_opts {
   const char *work_dir;
   int keep_work;
   int no_bisect;              /* do not search earlier boundaries on failure */
+  int jobs;                   /* > 1: run cases in that many worker processes */
   const char *self_exe;       /* for repro lines; NULL = "phasegate" */
   const char *tool_version;
   const char *inspect;        /* print every metric of this output per case and mode */

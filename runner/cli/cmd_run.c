@@ -41,7 +41,7 @@ static void usage(FILE *out) {
           "  --work-dir DIR             where exec case directories go (default $TMPDIR)\n"
           "  --keep-work                keep exec case directories\n"
           "  --no-bisect                do not look for the earliest failing boundary\n"
-          "  --jobs N                   accepted; cases run one after another\n"
+          "  --jobs N                   run cases in N worker processes (default 1)\n"
           "  --inspect NAME             print every metric of output NAME per case and mode\n"
           "\n"
           "Exit: 0 PASS, 1 FAIL, 2 ERROR, 77 every requested mode SKIPPED\n"
@@ -178,7 +178,9 @@ int pg_cmd_run(int argc, char **argv) {
     else if (strcmp(name, "--jobs") == 0) {
       char *end;
       long j = strtol(val, &end, 10);
-      if (*end || j < 0) return pg_cli_usage_error("run", "--jobs: expected an integer, got '%s'", val);
+      if (*end || j < 0 || j > 64)
+        return pg_cli_usage_error("run", "--jobs: expected 0..64, got '%s'", val);
+      o.jobs = (int)j;
     } else if (strcmp(name, "--inspect") == 0) inspect = val;
     else return pg_cli_usage_error("run", "unknown option '%s' (see --help)", name);
   }
