@@ -23,7 +23,8 @@ static void list_usage(FILE *out) {
           "\n"
           "Lists every (phase, case) test: <op>/M<k>/L<n>/<case>, phase-major, cases in\n"
           "suite order. --op-dir finds module_interfaces.yaml and adversarial_suite.json\n"
-          "in DIR or DIR/eval; --contract/--suite name them explicitly.\n"
+          "in DIR or DIR/eval; --contract/--suite name them explicitly (the suite\n"
+          "defaults to adversarial_suite.json next to the contract).\n"
           "Exit 0, or 2 with findings on stderr when the contract or suite is invalid.\n");
 }
 
@@ -183,8 +184,13 @@ int pg_cmd_list(int argc, char **argv) {
   if (suite_arg) snprintf(suite_path, sizeof suite_path, "%s", suite_arg);
   if (!contract_path[0])
     return pg_cli_usage_error("list", "give --op-dir DIR or --contract FILE (see --help)");
-  if (!suite_path[0])
-    return pg_cli_usage_error("list", "no suite: give --suite FILE with --contract");
+  if (!suite_path[0]) {
+    /* Like `run`: the suite defaults to the contract's directory. */
+    const char *slash = strrchr(contract_path, '/');
+    int dir_len = slash ? (int)(slash - contract_path) + 1 : 0;
+    snprintf(suite_path, sizeof suite_path, "%.*sadversarial_suite.json", dir_len,
+             contract_path);
+  }
 
   struct pg_contract contract;
   struct pg_suite suite;

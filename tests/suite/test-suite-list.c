@@ -157,8 +157,7 @@ PG_TEST(list_text_and_cmake_formats) {
                   "toy/M2/L2/L2_basic  [phasegate;op_toy;phase_M2;level_L2]\n",
                   r.out);
   run_free(&r);
-  snprintf(args, sizeof args, "--contract '%s/module_interfaces.yaml' --suite "
-           "'%s/adversarial_suite.json' --format=cmake", op_dir(), op_dir());
+  snprintf(args, sizeof args, "--contract '%s/module_interfaces.yaml' --format=cmake", op_dir());
   r = list(args);
   PG_CHECK_MSG(r.status == 0, "exit %d, stderr: %s", r.status, r.err);
   PG_CHECK_EQ_STR("toy/M1/L1/L1_smoke;1;1;L1_smoke\n"
