@@ -849,6 +849,18 @@ static void check_unique(struct sctx *s, const struct pg_tensor_decl *d, int n, 
   }
 }
 
+/* A dtype repeated on a consumer (module input, final output) should agree with the
+ * producer's; the producer's wins, so a disagreement is worth a warning. */
+static void check_same_dtype(struct sctx *s, const struct pg_tensor_decl *use,
+                             const struct pg_tensor_decl *def, const char *def_what) {
+  if (use->dtype == PG_DTYPE_INVALID || def->dtype == PG_DTYPE_INVALID || use->dtype == def->dtype)
+    return;
+  pg__cfind(s->x, PG_SEV_WARNING, use->dtype_mark.line, use->dtype_mark.column, 0,
+            "'%.64s' is declared %s here but %s in %s (line %d); %s is used",
+            use->name, pg_dtype_name(use->dtype), pg_dtype_name(def->dtype), def_what,
+            def->mark.line, pg_dtype_name(def->dtype));
+}
+
 static void check_wiring(struct sctx *s) {
   struct pg_contract *c = s->c;
   for (int i = 0; i < c->n_modules; i++) {
@@ -865,11 +877,15 @@ static void check_wiring(struct sctx *s) {
       const struct pg_tensor_decl *in = &m->inputs[j];
       if (!in->name || !in->source) continue;
       const struct pg_mark *sm = &in->source_mark;
+      const struct pg_tensor_decl *o;
       if (in->source_module == 0) {
-        if (!find_decl(c->primary_inputs, c->n_primary, in->name))
+        const struct pg_tensor_decl *p = find_decl(c->primary_inputs, c->n_primary, in->name);
+        if (!p)
           ERR_AT(in->mark.line, in->mark.column, 1,
                  "input '%.64s' of module %d has source: primary, but no primary input is named "
                  "'%.64s'", in->name, self, in->name);
+        else
+          check_same_dtype(s, in, p, "the primary input");
       } else if (in->source_module < 0) {
         ERR_AT(sm->line, sm->column, 2,
                "input '%.64s' of module %d has source '%.64s'; expected 'primary' or 'module_<j>'",
@@ -883,10 +899,12 @@ static void check_wiring(struct sctx *s) {
         if (!src)
           ERR_AT(sm->line, sm->column, 2, "input '%.64s' of module %d: no module has id %d",
                  in->name, self, in->source_module);
-        else if (!find_decl(src->outputs, src->n_outputs, in->name))
+        else if (!(o = find_decl(src->outputs, src->n_outputs, in->name)))
           ERR_AT(sm->line, sm->column, 2,
                  "input '%.64s' of module %d: module_%d has no output named '%.64s'", in->name,
                  self, in->source_module, in->name);
+        else
+          check_same_dtype(s, in, o, "its source");
       }
     }
   }
@@ -894,6 +912,7 @@ static void check_wiring(struct sctx *s) {
     const struct pg_tensor_decl *f = &c->final_outputs[i];
     if (!f->name || !f->source) continue;
     const struct pg_mark *sm = &f->source_mark;
+    const struct pg_tensor_decl *o;
     if (f->source_module <= 0) {
       ERR_AT(sm->line, sm->column, 3, "final output '%.64s' has source '%.64s'; expected 'module_<j>'",
              f->name, f->source);
@@ -906,9 +925,11 @@ static void check_wiring(struct sctx *s) {
       if (!src)
         ERR_AT(sm->line, sm->column, 3, "final output '%.64s': no module has id %d", f->name,
                f->source_module);
-      else if (!find_decl(src->outputs, src->n_outputs, f->name))
+      else if (!(o = find_decl(src->outputs, src->n_outputs, f->name)))
         ERR_AT(sm->line, sm->column, 3, "final output '%.64s': module_%d has no output named '%.64s'",
                f->name, f->source_module, f->name);
+      else
+        check_same_dtype(s, f, o, "its source");
     }
   }
   check_unique(s, c->primary_inputs, c->n_primary, "primary input", "");

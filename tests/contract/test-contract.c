@@ -431,3 +431,28 @@ PG_TEST(cli_reports_findings_and_summary) {
   PG_CHECK_EQ_INT(1, rules[0]);
   for (int r = 1; r <= 8; r++) PG_CHECK_EQ_INT(r == 5 ? 2 : 1, rules[r]);
 }
+
+PG_TEST(consumer_dtype_disagreement_is_a_warning) {
+  const char *text =
+      "op: x\n"
+      "dims: {N: 2}\n"
+      "primary_inputs: [{name: a, shape: [N], dtype: float16}]\n"
+      "modules:\n"
+      "  - id: 1\n"
+      "    name: m\n"
+      "    inputs: [{name: a, source: primary, dtype: float32}]\n"
+      "    outputs: [{name: y, shape: [N], dtype: float32}]\n"
+      "final_outputs: [{name: y, source: module_1, dtype: float32}]\n";
+  struct pg_contract c;
+  struct pg_diags d;
+  struct pg_error e;
+  PG_CHECK_OK(load_text(text, strlen(text), &c, &d, &e));
+  PG_CHECK_EQ_INT(1, d.count);
+  PG_CHECK_EQ_INT(PG_SEV_WARNING, d.items[0].severity);
+  PG_CHECK_EQ_INT(7, d.items[0].line);
+  PG_CHECK_EQ_INT(48, d.items[0].column);
+  PG_CHECK_EQ_STR("'a' is declared float32 here but float16 in the primary input (line 3); float16 "
+                  "is used", d.items[0].message);
+  pg_contract_reset(&c);
+  pg_diags_reset(&d);
+}
