@@ -25,7 +25,7 @@
 #define PG__BODY(LA, LB, LI, VALID, AT)                                               \
   do {                                                                                \
     VD va, vb;                                                                        \
-    VU vu;                                                                            \
+    PG__BUT vu;                                                                       \
     PG__BLOAD(LA, LB, LI, va, vb, vu);                                                \
     VL fa = (va - va) == zero, fb = (vb - vb) == zero;                                \
     VL both = fa & fb & (VALID);                                                      \
@@ -48,8 +48,8 @@
     switch (kind) {                                                                   \
       case PG__K_CLOSE: pass = ((ad <= vatol + vrtol * ab) & fa & fb) | eq | nanpair; break; \
       case PG__K_EXACT: pass = eq | nanpair; break;                                   \
-      case PG__K_ULP: pass = ((VL)(vu <= vulp) & fa & fb) | eq | nanpair; break;      \
-      default: pass = (VL)(vu == uzero); break;                                       \
+      case PG__K_ULP: pass = (PG__WIDE(vu <= vulp) & fa & fb) | eq | nanpair; break;  \
+      default: pass = PG__WIDE(vu == uzero); break;                                   \
     }                                                                                 \
     VD den = ab + 1e-8;                                                               \
     VL w3 = ((adm <= den * 1e-3) & both) | eq;                                        \
@@ -62,10 +62,13 @@
              (lg & (ad > den * vr100) & PG__F_LBAD) |                                 \
              ((vb != vb0) & (VALID) & PG__F_NONCONST) |                               \
              (both & (ad >= den * vr0) & PG__F_REL);                                  \
-    VU um = vu & (VU)both;                                                            \
-    VL uup = um > mx_u;                                                               \
-    mx_u = (um & (VU)uup) | (mx_u & ~(VU)uup);                                        \
+    PG__BUT um = vu & (PG__BUT)__builtin_convertvector(both, PG__BMT);                \
+    PG__BUT uup = (PG__BUT)(um > mx_u);                                               \
+    mx_u = (um & uup) | (mx_u & ~uup);                                                \
   } while (0)
+
+/* A lane mask of the ULP lanes' type, as a 64-bit lane mask. */
+#define PG__WIDE(m) __builtin_convertvector((m), VL)
 
 /* The lean loop for blocks whose pairs are all finite (the common case): no lane
  * masks, the rule's predicate fixed at compile time. It only records whether some
@@ -73,7 +76,7 @@
 #define PG__FAST(LA, LB, LI, KIND)                                                    \
   do {                                                                                \
     VD va, vb;                                                                        \
-    VU vu;                                                                            \
+    PG__BUT vu;                                                                       \
     PG__BLOAD(LA, LB, LI, va, vb, vu);                                                \
     VD d = va - vb;                                                                   \
     VD ad = (VD)((VL)d & absm);                                                       \
@@ -90,8 +93,8 @@
     VL mis;                                                                           \
     if ((KIND) == PG__K_CLOSE) mis = ad > vatol + vrtol * ab;                         \
     else if ((KIND) == PG__K_EXACT) mis = ad != zero;                                 \
-    else if ((KIND) == PG__K_ULP) mis = (VL)(vu > vulp);                              \
-    else mis = (VL)(vu != uzero);                                                     \
+    else if ((KIND) == PG__K_ULP) mis = PG__WIDE(vu > vulp);                          \
+    else mis = PG__WIDE(vu != uzero);                                                 \
     VD den = ab + 1e-8;                                                               \
     pk1 += (mis & 1) | ((ad <= den * 1e-3) & 0x10000) |                               \
            ((ad <= den * 5e-3) & INT64_C(0x100000000)) |                              \
@@ -100,8 +103,8 @@
     VL lg = ab >= vlarge;                                                             \
     flags |= (lg & PG__F_LARGE) | (lg & (ad > den * vr100) & PG__F_LBAD) |            \
              ((vb != vb0) & PG__F_NONCONST) | ((ad >= den * vr0) & PG__F_REL);        \
-    VL uup = (VL)(vu > mx_u);                                                         \
-    mx_u = (vu & (VU)uup) | (mx_u & ~(VU)uup);                                        \
+    PG__BUT uup = (PG__BUT)(vu > mx_u);                                               \
+    mx_u = (vu & uup) | (mx_u & ~uup);                                                \
   } while (0)
 
 PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__BT *pa,
@@ -110,7 +113,7 @@ PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__B
                                        struct pg__partial *p) {
   const enum pg__kind kind = kp->kind;
   const VD zero = (VD){0} + 0.0;
-  const VU uzero = (VU){0} + 0;
+  const PG__BUT uzero = (PG__BUT){0} + 0;
   const VL absm = (VL){0} + INT64_MAX;
   const VL negone = (VL)(zero - 1.0);
   const VD vatol = zero + kp->atol, vrtol = zero + kp->rtol;
@@ -124,14 +127,17 @@ PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__B
   r0 = r0 < 0x1p-900 ? 0.0 : r0 * (1.0 - 0x1p-40); /* keep den*r0 a normal number */
   const VD vr0 = zero + r0;
   const VD vb0 = zero + p->b0;
-  const VU vulp = (VU){0} + kp->ulp;
+  /* distances fit the lane type (32-bit lanes: < 2^32 - 1), so clamping N is exact */
+  const PG__BUT vulp = (PG__BUT){0} + (kp->ulp > (uint64_t)(__typeof__(uzero[0]))-1
+                                            ? (__typeof__(uzero[0]))-1
+                                            : (__typeof__(uzero[0]))kp->ulp);
   const VL enan = (VL){0} - (kp->equal_nan ? 1 : 0);
   const VL allv = (VL){0} - 1;
   const VD vinf = zero + INFINITY;
   VD s_abs = zero, s_sq = zero, s_ab = zero, s_aa = zero, s_bb = zero;
   VD mx_abs = zero - 1.0;
   VL pk1 = (VL){0} + 0, pk2 = (VL){0} + 0, flags = (VL){0} + 0, fin_ok = allv;
-  VU mx_u = uzero;
+  PG__BUT mx_u = uzero;
   VL lane, mx_at = (VL){0} + 0;
   for (int l = 0; l < PG__W; l++) lane[l] = l;
 
@@ -264,6 +270,9 @@ PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__B
 #undef PG__BNAME
 #undef PG__BT
 #undef PG__BLOAD
+#undef PG__BUT
+#undef PG__BMT
+#undef PG__WIDE
 #ifdef PG__BSTAGED
 #undef PG__BSTAGED
 #endif

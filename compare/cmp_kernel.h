@@ -23,15 +23,16 @@ typedef uint16_t PG__K(vh) __attribute__((vector_size(2 * PG__W)));
 #define VUI PG__K(vui)
 #define VH PG__K(vh)
 
-/* ULP distance of W float32 bit patterns: ordered integers, +0 == -0. */
+/* ULP distance of W float32 bit patterns: ordered integers (+0 == -0) in
+ * [-2^31+1, 2^31-1], whose distance (< 2^32 - 1) is taken in unsigned 32-bit lanes. */
 #define PG__ULP32(ia, ib, vu)                                                 \
   do {                                                                        \
     VI sa_ = (ia) >> 31, sb_ = (ib) >> 31;                                    \
     VI oa_ = (((ia) & 0x7fffffff) ^ sa_) - sa_;                               \
     VI ob_ = (((ib) & 0x7fffffff) ^ sb_) - sb_;                               \
-    VL d_ = __builtin_convertvector(oa_, VL) - __builtin_convertvector(ob_, VL); \
-    VL sd_ = d_ >> 63;                                                        \
-    (vu) = (VU)((d_ ^ sd_) - sd_);                                            \
+    VUI du_ = (VUI)oa_ - (VUI)ob_;                                            \
+    VUI neg_ = (VUI)(oa_ < ob_);                                              \
+    (vu) = ((-du_) & neg_) | (du_ & ~neg_);                                   \
   } while (0)
 
 /* fp16 -> fp32 without branches: shift exponent+mantissa into place, rescale by
@@ -60,21 +61,23 @@ typedef uint16_t PG__K(vh) __attribute__((vector_size(2 * PG__W)));
       memcpy(&fa_, &ta_, sizeof fa_);                                         \
       memcpy(&fb_, &tb_, sizeof fb_);                                         \
     } else {                                                                  \
-      PG__F16_TO_F32(wa_, fa_);                                               \
-      PG__F16_TO_F32(wb_, fb_);                                               \
+      PG__F16LOAD((pa) + (i), wa_, fa_);                                      \
+      PG__F16LOAD((pb) + (i), wb_, fb_);                                      \
     }                                                                         \
-    (va) = __builtin_convertvector(fa_, VD);                                  \
-    (vb) = __builtin_convertvector(fb_, VD);                                  \
+    (va) = PG__CVTPD(fa_);                                                    \
+    (vb) = PG__CVTPD(fb_);                                                    \
     VI ia_ = (VI)wa_, ib_ = (VI)wb_;                                          \
     VI sa_ = -(ia_ >> 15), sb_ = -(ib_ >> 15);                                \
     VI d_ = (((ia_ & 0x7fff) ^ sa_) - sa_) - (((ib_ & 0x7fff) ^ sb_) - sb_);  \
     VI sd_ = d_ >> 31;                                                        \
-    (vu) = __builtin_convertvector((VUI)((d_ ^ sd_) - sd_), VU);              \
+    (vu) = (VUI)((d_ ^ sd_) - sd_);                                           \
   } while (0)
 
 /* float32 */
 #define PG__BNAME block_f32
 #define PG__BT float
+#define PG__BUT VUI /* ULP distance lanes */
+#define PG__BMT VI
 #define PG__BLOAD(pa, pb, i, va, vb, vu)                                      \
   do {                                                                        \
     VF fa_, fb_;                                                              \
@@ -83,8 +86,8 @@ typedef uint16_t PG__K(vh) __attribute__((vector_size(2 * PG__W)));
     memcpy(&fb_, (pb) + (i), sizeof fb_);                                     \
     memcpy(&ia_, (pa) + (i), sizeof ia_);                                     \
     memcpy(&ib_, (pb) + (i), sizeof ib_);                                     \
-    (va) = __builtin_convertvector(fa_, VD);                                  \
-    (vb) = __builtin_convertvector(fb_, VD);                                  \
+    (va) = PG__CVTPD(fa_);                                                    \
+    (vb) = PG__CVTPD(fb_);                                                    \
     PG__ULP32(ia_, ib_, vu);                                                  \
   } while (0)
 #include "cmp_block.h"
@@ -92,18 +95,24 @@ typedef uint16_t PG__K(vh) __attribute__((vector_size(2 * PG__W)));
 /* float16 */
 #define PG__BNAME block_f16
 #define PG__BT uint16_t
+#define PG__BUT VUI
+#define PG__BMT VI
 #define PG__BLOAD(pa, pb, i, va, vb, vu) PG__LOAD16(pa, pb, i, va, vb, vu, 0)
 #include "cmp_block.h"
 
 /* bfloat16 */
 #define PG__BNAME block_bf16
 #define PG__BT uint16_t
+#define PG__BUT VUI
+#define PG__BMT VI
 #define PG__BLOAD(pa, pb, i, va, vb, vu) PG__LOAD16(pa, pb, i, va, vb, vu, 1)
 #include "cmp_block.h"
 
 /* float64: |oa - ob| < 2^64 always, so take it in unsigned arithmetic */
 #define PG__BNAME block_f64
 #define PG__BT double
+#define PG__BUT VU
+#define PG__BMT VL
 #define PG__BLOAD(pa, pb, i, va, vb, vu)                                      \
   do {                                                                        \
     VL ia_, ib_;                                                              \
@@ -122,6 +131,8 @@ typedef uint16_t PG__K(vh) __attribute__((vector_size(2 * PG__W)));
 /* integers and bool, staged by pg__stage_int as doubles + exact distances */
 #define PG__BNAME block_staged
 #define PG__BT struct pg__staged
+#define PG__BUT VU
+#define PG__BMT VL
 #define PG__BLOAD(pa, pb, i, va, vb, vu)                                      \
   do {                                                                        \
     (void)(pb);                                                               \

@@ -18,6 +18,9 @@
 #include <unistd.h>
 
 #include "cmp_internal.h"
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
 #include "phasegate/compare.h"
 
 #define PG__CMP_MIN_CHUNK (64 * PG__CMP_BLOCK) /* 65 536 elements */
@@ -118,28 +121,44 @@ static inline void pg__scalar(enum pg_dtype t, const void *pa, const void *pb, i
 #define PG__K(name) PG__CAT(name, _base)
 #define PG__KATTR
 #define PG__W 2
+#define PG__CVTPD(x) __builtin_convertvector((x), VD)
+#define PG__F16LOAD(ptr, w, out) PG__F16_TO_F32(w, out)
 #include "cmp_kernel.h"
 #undef PG__K
 #undef PG__KATTR
 #undef PG__W
+#undef PG__CVTPD
+#undef PG__F16LOAD
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define PG__HAVE_AVX2 1
 #define PG__K(name) PG__CAT(name, _avx2)
-#define PG__KATTR __attribute__((target("avx2")))
+#define PG__KATTR __attribute__((target("avx2,f16c")))
 #define PG__W 4
+/* float -> double: one instruction (generic conversions get split by GCC 12) */
+#define PG__CVTPD(x) ((VD)_mm256_cvtps_pd((__m128)(x)))
+/* F16C: exact fp16 -> fp32 in hardware (every AVX2 CPU has it) */
+#define PG__F16LOAD(ptr, w, out) \
+  ((void)(w), (out) = (VF)_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)(ptr))))
 #include "cmp_kernel.h"
 #undef PG__K
 #undef PG__KATTR
 #undef PG__W
+#undef PG__CVTPD
+#undef PG__F16LOAD
 
 #define PG__K(name) PG__CAT(name, _avx512)
-#define PG__KATTR __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw")))
+#define PG__KATTR __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,f16c")))
 #define PG__W 8
+#define PG__CVTPD(x) ((VD)_mm512_cvtps_pd((__m256)(x)))
+#define PG__F16LOAD(ptr, w, out) \
+  ((void)(w), (out) = (VF)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(ptr))))
 #include "cmp_kernel.h"
 #undef PG__K
 #undef PG__KATTR
 #undef PG__W
+#undef PG__CVTPD
+#undef PG__F16LOAD
 #endif
 
 typedef void (*pg__chunk_fn)(const struct pg__kparams *, const void *, const void *, int64_t,
@@ -154,10 +173,12 @@ static pg__chunk_fn pick_kernel(void) {
   if (cap && strcmp(cap, "base") == 0) allow = 0;
   else if (cap && strcmp(cap, "avx2") == 0) allow = 1;
   __builtin_cpu_init();
-  if (allow >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw"))
+  int f16c = __builtin_cpu_supports("f16c");
+  if (allow >= 2 && f16c && __builtin_cpu_supports("avx512f") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512bw"))
     return chunk_avx512;
-  if (allow >= 1 && __builtin_cpu_supports("avx2")) return chunk_avx2;
+  if (allow >= 1 && f16c && __builtin_cpu_supports("avx2")) return chunk_avx2;
 #endif
   return chunk_base;
 }
