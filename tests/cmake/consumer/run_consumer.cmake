@@ -1,0 +1,121 @@
+# phasegate tests — driver of cmake/consumer_<MODE>: builds the consumer project in
+# tests/cmake/consumer against phasegate consumed as MODE (package: installed into a
+# temporary prefix first; subdir: add_subdirectory; fetch: FetchContent, configure
+# only) and checks discovery, the gate, json-v1, verify_all + JUnit and resource groups
+# with the real runner and the toy op.
+# Inputs: MODE, SRC, BIN, PG_SOURCE_DIR, PG_BUILD_DIR, GENERATOR, C_COMPILER,
+# BUILD_TYPE, SAN_FLAGS.
+cmake_minimum_required(VERSION 3.25)
+include("${CMAKE_CURRENT_LIST_DIR}/../helpers.cmake")
+set(BUILD "${BIN}/build")
+file(REMOVE_RECURSE "${BIN}")
+file(MAKE_DIRECTORY "${BIN}")
+
+set(cfg -S "${SRC}" -B "${BUILD}" -G "${GENERATOR}" "-DPG_CONSUME=${MODE}"
+        "-DPG_SOURCE_DIR=${PG_SOURCE_DIR}" "-DCMAKE_C_COMPILER=${C_COMPILER}"
+        "-DCMAKE_BUILD_TYPE=${BUILD_TYPE}")
+if(SAN_FLAGS)
+  list(APPEND cfg "-DCMAKE_C_FLAGS=${SAN_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${SAN_FLAGS}"
+                  "-DCMAKE_MODULE_LINKER_FLAGS=${SAN_FLAGS}" "-DCMAKE_SHARED_LINKER_FLAGS=${SAN_FLAGS}")
+endif()
+if(MODE STREQUAL "package")
+  pg_run(r COMMAND "${CMAKE_COMMAND}" --install "${PG_BUILD_DIR}" --prefix "${BIN}/prefix")
+  foreach(f bin/phasegate include/phasegate/impl.h include/phasegate/runner/tensor_io.h
+            lib/cmake/PhaseGate/PhaseGateConfig.cmake lib/cmake/PhaseGate/PhaseGateConfigVersion.cmake
+            lib/cmake/PhaseGate/PhaseGate.cmake lib/cmake/PhaseGate/PhaseGateDiscover.cmake)
+    pg_check(EXISTS "${BIN}/prefix/${f}" MESSAGE "not installed: ${f}")
+  endforeach()
+  list(APPEND cfg "-DCMAKE_PREFIX_PATH=${BIN}/prefix")
+endif()
+pg_run(r COMMAND "${CMAKE_COMMAND}" ${cfg})
+
+set(m1 toy/M1/L1/L1_shape toy/M1/L2/L2_values toy/M1/L2/L2_bug_at_m1)
+set(m2 toy/M2/L1/L1_shape toy/M2/L2/L2_values toy/M2/L2/L2_bug_at_m1)
+set(m3 toy/M3/L1/L1_shape toy/M3/L2/L2_values toy/M3/L2/L2_bug_at_m1)
+set(all toy/contract toy/composition toy/M1/gate toy/M2/gate ${m1} ${m2} ${m3})
+
+# An installed runner lists the cases at configure time; a runner built by the project
+# only after the build (NOT_BUILT placeholder until then).
+pg_ctest_list(names "${BUILD}")
+if(MODE STREQUAL "package")
+  pg_expect_set("tests right after configure" "${names}" ${all})
+else()
+  pg_expect_set("tests before the build" "${names}" toy/NOT_BUILT)
+endif()
+if(MODE STREQUAL "fetch")
+  return()
+endif()
+
+set(targets toy_impl phasegate_discover_toy)
+if(MODE STREQUAL "package")
+  list(APPEND targets uses_compare)
+endif()
+pg_run(r COMMAND "${CMAKE_COMMAND}" --build "${BUILD}" --target ${targets})
+if(MODE STREQUAL "package")
+  pg_run(r COMMAND "${BUILD}/uses_compare")
+endif()
+pg_ctest_list(names "${BUILD}")
+pg_expect_set("tests after the build" "${names}" ${all})
+
+# The gate: -L phase_M3 lists exactly M1..M3 and the gates between them.
+pg_ctest_list(names "${BUILD}" -L phase_M3)
+pg_expect_set("ctest -L phase_M3 -N" "${names}" toy/contract ${m1} toy/M1/gate ${m2}
+              toy/M2/gate ${m3})
+
+# -L phase_M2 runs M1 first; L2_bug_at_m1 fails at M1, so M2 is not run.
+pg_run(r EXPECT_RC 8 COMMAND "${CMAKE_CTEST_COMMAND}" --test-dir "${BUILD}" -L phase_M2 -j2)
+pg_check(r_out MATCHES "toy/M1/L2/L2_bug_at_m1 [.]+[*]+Failed" MESSAGE "M1 bug case:\n${r_out}")
+pg_check(r_out MATCHES "toy/M1/L2/L2_values [.]+ +Passed" MESSAGE "M1 values:\n${r_out}")
+pg_check(r_out MATCHES "toy/contract [.]+ +Passed" MESSAGE "contract:\n${r_out}")
+foreach(t toy/M1/gate ${m2})
+  pg_check(r_out MATCHES "${t} [.]+[*]+Not Run" MESSAGE "${t} should not run:\n${r_out}")
+endforeach()
+
+# json-v1 is valid JSON and every case carries its labels.
+pg_ctest_json(json "${BUILD}")
+string(JSON n LENGTH "${json}" tests)
+math(EXPR last "${n} - 1")
+set(cases_seen 0)
+foreach(i RANGE ${last})
+  string(JSON name GET "${json}" tests ${i} name)
+  if(name MATCHES "^toy/M([1-3])/L([1-5])/")
+    set(k "${CMAKE_MATCH_1}")
+    set(l "${CMAKE_MATCH_2}")
+    math(EXPR cases_seen "${cases_seen} + 1")
+    string(JSON props GET "${json}" tests ${i} properties)
+    string(REGEX REPLACE "[ \t\n]" "" props "${props}")
+    pg_check(props MATCHES "\"name\":\"LABELS\",\"value\":\\[\"level_L${l}\",\"op_toy\",\"phase_M${k}\",\"phasegate\"\\]"
+             MESSAGE "labels of ${name}: ${props}")
+    pg_check(props MATCHES "\"name\":\"RESOURCE_GROUPS\"" MESSAGE "resource groups of ${name}")
+  endif()
+endforeach()
+pg_check(cases_seen EQUAL 9 MESSAGE "json-v1 lists ${cases_seen} case tests, expected 9")
+
+# verify_all fails the build on the bug case, prints the table and writes JUnit.
+set(junit "${BUILD}/phasegate-junit/verify_all.xml")
+pg_run(r EXPECT_RC 1 COMMAND "${CMAKE_COMMAND}" --build "${BUILD}" --target verify_all)
+pg_check(r_out MATCHES "phasegate summary \\(verify_all\\)" MESSAGE "no table:\n${r_out}")
+pg_check(r_out MATCHES "toy +M1 +1/0/0/0 +1/1/0/0 +not run" MESSAGE "M1 row:\n${r_out}")
+pg_check(r_out MATCHES "toy +M3 +0/0/0/1 +0/0/0/2" MESSAGE "M3 row:\n${r_out}")
+pg_check(EXISTS "${junit}" MESSAGE "no JUnit at ${junit}")
+file(READ "${junit}" xml)
+pg_check(xml MATCHES "<testcase name=\"toy/M1/L2/L2_bug_at_m1\"[^>]*status=\"fail\"" MESSAGE "JUnit:\n${xml}")
+pg_check(EXISTS "${BUILD}/phasegate-reports/toy/M1/evaluation_report.json" MESSAGE "no M1 report")
+
+# Resource groups: with two npus concurrent cases get distinct device ids (the toy
+# impl holds a lock per device id while it runs, and fails on a collision).
+file(WRITE "${BIN}/spec.json" [[
+{"version": {"major": 1, "minor": 0},
+ "local": [{"npus": [{"id": "0", "slots": 1}, {"id": "1", "slots": 1}]}]}
+]])
+file(MAKE_DIRECTORY "${BIN}/locks")
+set(good "^toy/M[123]/L[12]/L[12]_(shape|values)$")
+pg_run(r ENV "PHASEGATE_TOY_DEVLOCK=${BIN}/locks"
+       COMMAND "${CMAKE_CTEST_COMMAND}" --test-dir "${BUILD}" -R "${good}" -FA ".*" -j4
+               --resource-spec-file "${BIN}/spec.json" --output-on-failure)
+pg_run(r EXPECT_RC ANY ENV "PHASEGATE_TOY_DEVLOCK=${BIN}/locks"
+       COMMAND "${CMAKE_CTEST_COMMAND}" --test-dir "${BUILD}" -R "${good}" -FA ".*" -j6
+               --output-on-failure)
+pg_check(r_out MATCHES "device 0 is in use by another test" MESSAGE
+         "without the spec all cases share device 0, the lock should have seen it:\n${r_out}")
+message(STATUS "consumer ${MODE}: ok")
