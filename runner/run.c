@@ -1036,6 +1036,12 @@ static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_cas
       }
     }
     pg_impl_outcome_reset(&out);
+    /* summaries may quote the impl's stderr: same barrier as the captured output */
+    char *red = pg_redact_text(m->summary, barrier, n_barrier);
+    if (red) {
+      snprintf(m->summary, sizeof m->summary, "%s", red);
+      free(red);
+    }
     verdicts[mi] = m->status;
   }
 

@@ -136,6 +136,24 @@ int pg__classify_abnormal(const struct pg_sandbox_result *sr, const struct pg_im
   return 0;
 }
 
+void pg__last_line(const char *text, char *buf, size_t size) {
+  buf[0] = '\0';
+  if (!text || size == 0) return;
+  size_t end = strlen(text);
+  while (end > 0 && (text[end - 1] == '\n' || text[end - 1] == '\r' || text[end - 1] == ' '))
+    end--;
+  size_t start = end;
+  while (start > 0 && text[start - 1] != '\n') start--;
+  size_t n = end - start;
+  if (n >= size) {
+    start = end - (size - 4);
+    n = size - 4;
+    snprintf(buf, size, "...%.*s", (int)n, text + start);
+    return;
+  }
+  snprintf(buf, size, "%.*s", (int)n, text + start);
+}
+
 static int has_suffix(const char *s, const char *suf) {
   size_t a = strlen(s), b = strlen(suf);
   return a >= b && strcmp(s + a - b, suf) == 0;

@@ -114,6 +114,8 @@ __attribute__((format(printf, 3, 4)))
 int pg__outcome_fail(struct pg_impl_outcome *out, enum pg_category cat, const char *fmt, ...);
 /* Formats "[2, 4, 128]" into buf. */
 void pg__impl_shape_str(int ndim, const int64_t *shape, char *buf, size_t size);
+/* The last non-empty line of text (shortened from the left to fit). */
+void pg__last_line(const char *text, char *buf, size_t size);
 /* rm -rf, best effort. */
 void pg__remove_tree(const char *path);
 /* Classifies a sandbox result that did not end normally (timeout, signal) or that

@@ -163,9 +163,12 @@ int pg__exec_invoke(const struct pg_impl *impl, const struct pg_impl_request *re
     goto done;
   }
   if (sr->exit_code != 0) {
-    pg__outcome_fail(out, PG_CAT_RUNTIME, "the exec impl exited with status %d in mode '%s'%s",
+    char last[200];
+    pg__last_line(sr->err, last, sizeof last);
+    pg__outcome_fail(out, PG_CAT_RUNTIME, "the exec impl exited with status %d in mode '%s'%s%s%s",
                      sr->exit_code, req->mode,
-                     sr->exit_code == 127 ? " (command not found?)" : "");
+                     sr->exit_code == 127 ? " (command not found?)" : "", last[0] ? ": " : "",
+                     last);
     goto done;
   }
   rc = pg__collect_outputs(out_dir, req, out, err);

@@ -242,9 +242,12 @@ int pg__plugin_invoke(const struct pg_impl *impl, const struct pg_impl_request *
     if (pg_sandbox_text_says_oom(sr->err) || pg_sandbox_text_says_oom(sr->out))
       pg__outcome_fail(out, PG_CAT_RUNTIME, "allocation failure: %s returned %d after running "
                        "out of memory (mode '%s')", symbol, (int)hdr->rc, req->mode);
-    else
-      pg__outcome_fail(out, PG_CAT_RUNTIME, "%s returned %d (runtime error, mode '%s')", symbol,
-                       (int)hdr->rc, req->mode);
+    else {
+      char last[200];
+      pg__last_line(sr->err, last, sizeof last);
+      pg__outcome_fail(out, PG_CAT_RUNTIME, "%s returned %d (runtime error, mode '%s')%s%s",
+                       symbol, (int)hdr->rc, req->mode, last[0] ? ": " : "", last);
+    }
     goto done;
   }
   for (int i = 0; i < req->n_outputs; i++) {
