@@ -19,6 +19,7 @@
 
 #include "cmp_internal.h"
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 #include "phasegate/compare.h"
@@ -173,7 +174,8 @@ static pg__chunk_fn pick_kernel(void) {
   if (cap && strcmp(cap, "base") == 0) allow = 0;
   else if (cap && strcmp(cap, "avx2") == 0) allow = 1;
   __builtin_cpu_init();
-  int f16c = __builtin_cpu_supports("f16c");
+  unsigned eax, ebx, ecx = 0, edx; /* F16C: CPUID.1:ECX bit 29 (clang 14 has no "f16c" name) */
+  int f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29));
   if (allow >= 2 && f16c && __builtin_cpu_supports("avx512f") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
       __builtin_cpu_supports("avx512bw"))
