@@ -67,7 +67,8 @@ struct pg_cmp_result {
   int64_t max_rel_index[PG_MAX_NDIM];
   double mean_abs_diff, rmse, cosine_similarity;
   int64_t nan_impl, nan_ref, inf_impl, inf_ref;
-  double max_ulp;                 /* in the reference dtype; floats only */
+  double max_ulp;                 /* in the reference dtype (finite pairs); integers: the
+                                     largest exact integer difference */
   double error_balance;           /* (#a>b - #a<b) / n: sign bias in [-1, 1] */
   double share_within_1e3, share_within_5e3; /* relative */
   double zero_share_ref;
@@ -89,8 +90,10 @@ struct pg_cmp_result {
 void pg_cmp_format_index(const int64_t *index, int ndim, char *buf, size_t size);
 
 /* Compares impl against ref under rule in one streaming pass, using up to n_threads
- * threads (0 = all cores). Returns PG_OK with *out filled (including structural
- * mismatches), or PG_EINVAL / PG_EDTYPE / PG_ENOMEM when it cannot compare. */
+ * threads (<= 0: all cores). Returns PG_OK with *out filled (including structural
+ * mismatches), or PG_EINVAL / PG_EDTYPE / PG_ENOTSUP / PG_ENOMEM when it cannot
+ * compare. Results do not depend on the thread count. Every field is defined in
+ * docs/compare.md; PHASEGATE_SIMD=base|avx2 caps the SIMD kernel chosen at run time. */
 int pg_tensor_compare(const DLTensor *impl, const DLTensor *ref, const struct pg_cmp_rule *rule,
                       int n_threads, struct pg_cmp_result *out, struct pg_error *err);
 

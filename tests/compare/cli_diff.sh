@@ -81,5 +81,24 @@ expect 2 'missing.npy' -- "$T/a.npy" "$T/missing.npy"
 printf 'not a tensor' >"$T/bad.npy"
 expect 2 'bad.npy' -- "$T/bad.npy" "$T/a.npy"
 
+# safetensors: an 8-byte little-endian header length, a JSON header, the bytes.
+# Tensors x = [1, 2], y = [1, 3] (float32, little-endian).
+st() { # st FILE Y1BYTES
+  local h='{"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}}'
+  local n=${#h}
+  { printf "$(printf '\\x%02x' $((n & 255)) $((n >> 8 & 255)))\\x00\\x00\\x00\\x00\\x00\\x00"
+    printf '%s' "$h"
+    printf '\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x80\x3f'
+    printf "$2"; } >"$1"
+}
+st "$T/s1.safetensors" '\x00\x00\x40\x40'   # y[1] = 3
+st "$T/s2.safetensors" '\x00\x00\x40\x40'
+st "$T/s3.safetensors" '\x00\x00\x80\x40'   # y[1] = 4
+expect 0 'verdict: PASS' -- "$T/s1.safetensors" "$T/s2.safetensors" --name y
+expect 1 'mismatches: 1 of 2' 'max abs diff: 1 at \[1\]' -- "$T/s1.safetensors" "$T/s3.safetensors" --name y
+expect 0 'verdict: PASS' -- "$T/s1.safetensors" "$T/s3.safetensors" --name x
+expect 2 'holds 2 tensors' -- "$T/s1.safetensors" "$T/s3.safetensors"
+expect 2 "no tensor named 'z'" -- "$T/s1.safetensors" "$T/s3.safetensors" --name z
+
 if [ "$fails" -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo "all phasegate diff checks passed"
