@@ -526,6 +526,11 @@ static int ends_with(const char *s, const char *suffix) {
 
 int pg_tensor_file_read(const char *path, const char *name, struct pg_tensor *out,
                         struct pg_error *err) {
+  return pg_tensor_file_read_ex(path, name, 0, out, err);
+}
+
+int pg_tensor_file_read_ex(const char *path, const char *name, unsigned npy_flags,
+                           struct pg_tensor *out, struct pg_error *err) {
   if (ends_with(path, ".safetensors")) {
     struct pg_tensor *list = NULL;
     int count = 0;
@@ -544,7 +549,7 @@ int pg_tensor_file_read(const char *path, const char *name, struct pg_tensor *ou
     pg_tensor_list_free(list, count);
     return PG_OK;
   }
-  int rc = pg_npy_read(path, out, err);
+  int rc = pg_npy_read_ex(path, npy_flags, out, err);
   if (rc == PG_OK && name) pg_tensor_set_name(out, name);
   return rc;
 }

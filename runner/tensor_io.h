@@ -37,6 +37,11 @@ int pg_npy_read_ex(const char *path, unsigned flags, struct pg_tensor *out,
 int pg_npy_read_buffer_ex(const void *data, size_t size, unsigned flags, struct pg_tensor *out,
                           struct pg_error *err);
 
+/* pg_tensor_file_read with pg_npy_read_ex flags for .npy files (e.g. pass
+ * PG_NPY_ACCEPT_V2_AS_BF16 when the contract expects a bfloat16 output). */
+int pg_tensor_file_read_ex(const char *path, const char *name, unsigned npy_flags,
+                           struct pg_tensor *out, struct pg_error *err);
+
 /* safetensors from memory (the fuzz harness, embedded data); tensors are copied. */
 int pg_safetensors_read_buffer(const void *data, size_t size, const char *src,
                                struct pg_tensor **tensors, int *count, struct pg_error *err);

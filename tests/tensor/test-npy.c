@@ -218,6 +218,23 @@ PG_TEST(npy_large_is_mmapped_and_correct) {
   pg_tensor_reset(&c);
 }
 
+PG_TEST(file_read_dispatch) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/v2.npy", pg_test_tmpdir());
+  unsigned char buf[256];
+  const uint16_t bf[] = {0x4040}; /* 3.0 */
+  size_t n = make_npy(buf, sizeof buf, 1, "{'descr': '|V2', 'fortran_order': False, 'shape': (1,), }", bf, 2);
+  write_bytes(path, buf, n);
+  struct pg_tensor t;
+  struct pg_error err;
+  pg_tensor_init(&t);
+  PG_CHECK_EQ_INT(PG_EDTYPE, pg_tensor_file_read(path, "x", &t, &err));
+  PG_CHECK_OK(pg_tensor_file_read_ex(path, "x", PG_NPY_ACCEPT_V2_AS_BF16, &t, &err));
+  PG_CHECK(t.dtype == PG_DTYPE_BF16 && pg_load_f64(t.dl.data, t.dtype, 0) == 3.0);
+  PG_CHECK_EQ_STR("x", t.name);
+  pg_tensor_reset(&t);
+}
+
 PG_TEST(npy_io_errors) {
   struct pg_tensor t;
   struct pg_error err;
