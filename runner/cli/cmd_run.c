@@ -95,7 +95,7 @@ int pg_cmd_run(int argc, char **argv) {
   o.timeout_s = 120;
   o.tool_version = pg_cli_version;
   o.on_line = on_line;
-  static char self[4096];
+  char self[4096];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n > 0) {
     self[n] = '\0';
