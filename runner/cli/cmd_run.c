@@ -3,6 +3,7 @@
  * layer relies on). Parses options, prints the runner's console lines, exits
  * 0 PASS / 1 FAIL / 2 ERROR / 77 all SKIPPED. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +191,8 @@ int pg_cmd_run(int argc, char **argv) {
   if (!o.up_to_module) return pg_cli_usage_error("run", "--up-to-module K is required");
   o.inspect = inspect;
 
+  /* A closed stdout (`| head`) must not kill the run before the report is written. */
+  signal(SIGPIPE, SIG_IGN);
   struct pg_run_summary s;
   struct pg_error err;
   pg_error_clear(&err);
