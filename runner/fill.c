@@ -143,8 +143,10 @@ static int parse_base(struct cursor *c, struct pg_fill *f) {
     f->kind = PG_FILL_ARANGE;
     f->a = 0.0;
     f->b = 1.0;
+    size_t after = c->pos; /* keep the whitespace: "arange with nan:0.1" */
     skip_ws(c);
     if (c->text[c->pos] == '(') PG_RETURN_IF_ERROR(parse_args(c, 2, &f->a, &f->b, "arange"));
+    else c->pos = after;
   } else if (word_is(c, start, end, "const")) {
     f->kind = PG_FILL_CONST;
     PG_RETURN_IF_ERROR(parse_args(c, 1, &f->a, NULL, "const"));

@@ -83,6 +83,9 @@ PG_TEST(fill_parse_accepts_the_grammar) {
   parse_ok("arange", PG_FILL_ARANGE, 0, 1);
   parse_ok("arange(2, 0.5)", PG_FILL_ARANGE, 2, 0.5);
   parse_ok("const(+7)", PG_FILL_CONST, 7, 0);
+  parse_ok("arange with nan:0.5", PG_FILL_ARANGE, 0, 1);
+  parse_ok("zeros with -0:1", PG_FILL_ZEROS, 0, 0);
+  parse_ok("arange (1, 2) with inf:0.1", PG_FILL_ARANGE, 1, 2);
   struct pg_fill f;
   PG_CHECK_OK(pg_fill_parse("uniform(-1, 1) with nan:0.01,-0:0.05 , inf:0, -inf : 1e-3, "
                             "denormal:0.1", &f, NULL));
@@ -112,6 +115,8 @@ PG_TEST(fill_parse_rejects_with_columns) {
   parse_bad("ones with nan:0.6,inf:0.6", 5, "more than 1");
   parse_bad("ones with nan:0.1 inf:0.1", 19, "expected ','");
   parse_bad("ones withnan:0.1", 6, "unexpected text");
+  parse_bad("arangewith nan:0.1", 1, "unknown fill 'arangewith'");
+  parse_bad("arange nan:0.1", 8, "unexpected text");
   parse_bad("normal(1e999, 1)", 8, "out of range");
   parse_bad("const()", 7, "expected a number");
 }
