@@ -1035,13 +1035,16 @@ static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_cas
         if (m->status == PG_VERDICT_FAIL) m->failing_boundary = k;
       }
     }
-    pg_impl_outcome_reset(&out);
-    /* summaries may quote the impl's stderr: same barrier as the captured output */
-    char *red = pg_redact_text(m->summary, barrier, n_barrier);
-    if (red) {
-      snprintf(m->summary, sizeof m->summary, "%s", red);
-      free(red);
+    /* Adapter summaries may quote the impl's stderr: same barrier as the captured
+     * output. (Comparison summaries carry metrics only and stay as they are.) */
+    if (out.status != PG_IMPL_DONE) {
+      char *red = pg_redact_text(m->summary, barrier, n_barrier);
+      if (red) {
+        snprintf(m->summary, sizeof m->summary, "%s", red);
+        free(red);
+      }
     }
+    pg_impl_outcome_reset(&out);
     verdicts[mi] = m->status;
   }
 
