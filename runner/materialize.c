@@ -139,6 +139,7 @@ static const char *fill_text(const struct pg_case *cs, const struct pg_tensor_de
 }
 
 static int stress_cancellation(const struct pg_contract *c, const struct pg_case *cs,
+                               const struct pg_bindings *dims, int n_threads,
                                struct pg_tensor *inputs, struct pg_error *err);
 
 int pg_case_generate_inputs(const struct pg_contract *c, const struct pg_case *cs,
@@ -201,7 +202,7 @@ int pg_case_generate_inputs(const struct pg_contract *c, const struct pg_case *c
     if (rc != PG_OK) pg_error_set(err, rc, "case %s: %s", id, sub.message);
   }
   if (rc == PG_OK && cs && cs->cancellation.present)
-    rc = stress_cancellation(c, cs, inputs, err);
+    rc = stress_cancellation(c, cs, dims, opts ? opts->n_threads : 0, inputs, err);
   free(fills);
   if (rc != PG_OK)
     for (int i = 0; i < n; i++) pg_tensor_reset(&inputs[i]);
@@ -211,16 +212,21 @@ int pg_case_generate_inputs(const struct pg_contract *c, const struct pg_case *c
 /* ------------------------------------------------------------------ cancellation_stress
  *
  * The case names a target tensor and an expression "a - b" (DESIGN.md §4). We find the
- * golden step that produces the target; when it is `sub(x, y)` / `x - y` (the two
- * operands named by the expression), and an operand traces back to primary inputs
- * through the same shapes, we make the operands nearly equal: y's primary input is
- * rewritten as x * (1 + g * u) with u uniform in (-1, 1) from the case's search
- * stream, so |x - y| <= g |x| elementwise and the golden's subtraction cancels
- * catastrophically. The construction is exact, so no search is needed; when the gap is
- * below the dtype's resolution, y rounds to x (the difference is then exactly 0, still
- * "within the gap"). Anything else (operands computed deeper inside a module) is left
- * to normal fills and reported as unsupported so the case does not silently pass as
- * "stressed". */
+ * golden step that produces the target as a subtraction, `t = sub(x, y)` or `t = x - y`,
+ * and make its two operands nearly equal:
+ *
+ * - both operands primary inputs: exact construction. y is rewritten as
+ *   x * (1 + 0.9 g u), u uniform in (-1, 1) from the case's search stream, so
+ *   |x - y| <= g |x| elementwise (when g is below the dtype's resolution y rounds to x).
+ * - operands that are module inputs coming from earlier modules (or one of each):
+ *   a deterministic search. Restart r (r = 0 is the unchanged inputs) draws, per
+ *   floating primary input, a scale 2^k (k in -4..4) and an offset in {0, +-1, +-4,
+ *   +-16}, applies x' = offset + scale * x, runs the cumulative goldens that produce
+ *   the operands, and scores the share of elements with |a - b| <= g max(|a|, |b|).
+ *   The best restart's inputs are kept (ties: the earlier restart). A search that
+ *   finds no such element at all is an error, not a silent pass.
+ * - operands computed by earlier steps inside the same module cannot be reached from
+ *   outside the module's golden: PG_ENOTSUP naming them. */
 
 static int find_primary(const struct pg_contract *c, const char *name) {
   for (int i = 0; i < c->n_primary; i++)
@@ -228,60 +234,217 @@ static int find_primary(const struct pg_contract *c, const char *name) {
   return -1;
 }
 
-/* Parses "<target> = sub(x, y)" or "<target> = x - y"; returns 1 on a match. */
+/* Copies text[0..len) without spaces into dst (size n); 0 when it does not fit. */
+static int strip_copy(char *dst, size_t n, const char *text, size_t len) {
+  size_t k = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (text[i] == ' ' || text[i] == '\t') continue;
+    if (k + 1 >= n) return 0;
+    dst[k++] = text[i];
+  }
+  dst[k] = '\0';
+  return k > 0;
+}
+
+/* Parses "<target> = sub(x, y)" or "<target> = x - y" (spaces around '-' required:
+ * names may contain '-'); returns 1 on a match. */
 static int sub_operands(const char *step, const char *target, char *x, char *y, size_t n) {
   const char *eq = strchr(step, '=');
-  if (!eq) return 0;
   char lhs[PG_NAME_MAX];
-  size_t ll = 0;
-  for (const char *p = step; p < eq && ll + 1 < sizeof lhs; p++)
-    if (*p != ' ') lhs[ll++] = *p;
-  lhs[ll] = '\0';
-  if (strcmp(lhs, target) != 0) return 0;
-  char rhs[512];
-  size_t rl = 0;
-  for (const char *p = eq + 1; *p && rl + 1 < sizeof rhs; p++)
-    if (*p != ' ') rhs[rl++] = *p;
-  rhs[rl] = '\0';
-  char *a = rhs, *b = NULL;
-  if (strncmp(rhs, "sub(", 4) == 0 && rl > 5 && rhs[rl - 1] == ')') {
-    rhs[rl - 1] = '\0';
-    a = rhs + 4;
-    b = strchr(a, ',');
-  } else {
-    b = strchr(rhs, '-');
-    if (b == rhs) return 0;
-  }
-  if (!b) return 0;
-  *b++ = '\0';
-  if (!*a || !*b || strchr(b, ',') || strchr(b, '-') || strchr(a, '(') || strchr(b, '('))
+  if (!eq || !strip_copy(lhs, sizeof lhs, step, (size_t)(eq - step)) || strcmp(lhs, target) != 0)
     return 0;
-  if (strlen(a) >= n || strlen(b) >= n) return 0; /* not tensor names */
-  memcpy(x, a, strlen(a) + 1);
-  memcpy(y, b, strlen(b) + 1);
+  const char *r = eq + 1;
+  while (*r == ' ' || *r == '\t') r++;
+  const char *sep, *end;
+  if (strncmp(r, "sub", 3) == 0 && strchr(r, '(')) {
+    const char *open = strchr(r, '(');
+    for (const char *p = r + 3; p < open; p++)
+      if (*p != ' ' && *p != '\t') return 0; /* "subtract(" or similar */
+    r = open + 1;
+    sep = strchr(r, ',');
+    end = strrchr(r, ')');
+    if (!sep || !end || end < sep || strchr(sep + 1, ',')) return 0;
+  } else {
+    sep = strstr(r, " - ");
+    end = r + strlen(r);
+    if (!sep) return 0;
+  }
+  const char *b = sep + (*sep == ',' ? 1 : 3);
+  if (!strip_copy(x, n, r, (size_t)(sep - r)) || !strip_copy(y, n, b, (size_t)(end - b)))
+    return 0;
+  if (strpbrk(x, "()=") || strpbrk(y, "()=") || y[0] == '-') return 0;
   return 1;
 }
 
+/* Where an operand of module m's step comes from: primary input `primary` (>= 0), or
+ * output `name` of module `module` (> 0). */
+struct operand {
+  int primary;
+  int module;
+  const char *name;
+};
+
+static int resolve_operand(const struct pg_contract *c, const struct pg_module *m,
+                           const char *name, struct operand *o) {
+  o->primary = -1;
+  o->module = 0;
+  o->name = name;
+  for (int i = 0; i < m->n_inputs; i++)
+    if (m->inputs[i].name && strcmp(m->inputs[i].name, name) == 0) {
+      if (m->inputs[i].source_module == 0) {
+        o->primary = find_primary(c, name);
+        return o->primary >= 0;
+      }
+      o->module = m->inputs[i].source_module;
+      return o->module < m->id;
+    }
+  return 0;
+}
+
+/* Evaluates an operand into `out` (a view for primaries, owned for module outputs). */
+static int eval_operand(const struct pg_golden_env *env, const struct operand *o,
+                        struct pg_tensor *inputs, int n_primary, struct pg_tensor *out,
+                        struct pg_error *err) {
+  if (o->primary >= 0) {
+    const struct pg_tensor *src = &inputs[o->primary];
+    pg_tensor_describe(out, src->dtype, src->dl.ndim, src->shape, NULL);
+    out->dl.data = src->dl.data; /* a view: owned stays NULL */
+    return PG_OK;
+  }
+  struct pg_tensor outs[PG_MAX_BOUNDARY_OUTPUTS];
+  for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_init(&outs[i]);
+  int n_out = 0;
+  int rc = pg_golden_cumulative(env, o->module, inputs, n_primary, outs, &n_out, err);
+  int found = -1;
+  const struct pg_module *mod = pg_contract_module(env->contract, o->module);
+  for (int i = 0; rc == PG_OK && mod && i < n_out && i < mod->n_outputs; i++)
+    if (mod->outputs[i].name && strcmp(mod->outputs[i].name, o->name) == 0) found = i;
+  if (rc == PG_OK && found < 0)
+    rc = pg_error_set(err, PG_ENOTFOUND, "module %d has no output '%s'", o->module, o->name);
+  if (rc == PG_OK) pg_tensor_move(out, &outs[found]);
+  for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_reset(&outs[i]);
+  return rc;
+}
+
+static double score_pair(const struct pg_tensor *a, const struct pg_tensor *b, double gap) {
+  int64_t n = a->numel < b->numel ? a->numel : b->numel, hits = 0;
+  if (n == 0) return 0;
+  for (int64_t i = 0; i < n; i++) {
+    double x = pg_load_f64(a->dl.data, a->dtype, (size_t)i);
+    double y = pg_load_f64(b->dl.data, b->dtype, (size_t)i);
+    double m = fabs(x) > fabs(y) ? fabs(x) : fabs(y);
+    if (isfinite(x) && isfinite(y) && m > 0 && fabs(x - y) <= gap * m) hits++;
+  }
+  return (double)hits / (double)n;
+}
+
+static void apply_knobs(const struct pg_tensor *src, struct pg_tensor *dst, int n,
+                        const double *scale, const double *offset) {
+  for (int i = 0; i < n; i++) {
+    memcpy(dst[i].dl.data, src[i].dl.data, src[i].nbytes);
+    if (!pg_dtype_is_float(src[i].dtype) || (scale[i] == 1.0 && offset[i] == 0.0)) continue;
+    for (int64_t e = 0; e < src[i].numel; e++)
+      pg_store_f64(dst[i].dl.data, dst[i].dtype, (size_t)e,
+                   offset[i] + scale[i] * pg_load_f64(src[i].dl.data, src[i].dtype, (size_t)e));
+  }
+}
+
+#define PG_STRESS_RESTARTS 16
+
+static int search_cancellation(const struct pg_contract *c, const struct pg_case *cs,
+                               const struct pg_bindings *dims, int n_threads,
+                               const struct operand *oa, const struct operand *ob,
+                               struct pg_tensor *inputs, struct pg_error *err) {
+  const struct pg_cancellation_stress *st = &cs->cancellation;
+  int n = c->n_primary, rc = PG_OK;
+  double gap = st->relative_gap > 0 ? st->relative_gap : 1e-5;
+  struct pg_golden_env env = {c, dims, cs->dtypes, cs->n_dtypes, 32, NULL, n_threads};
+  struct pg_tensor *work = calloc((size_t)(n ? n : 1), sizeof *work);
+  double *scale = calloc((size_t)(n ? n : 1) * 4, sizeof *scale);
+  if (!work || !scale) {
+    free(work);
+    free(scale);
+    return pg_error_set(err, PG_ENOMEM, "case %s: out of memory", cs->id);
+  }
+  double *offset = scale + n, *best_scale = scale + 2 * n, *best_offset = scale + 3 * n;
+  for (int i = 0; i < n && rc == PG_OK; i++) {
+    pg_tensor_init(&work[i]);
+    pg_tensor_set_name(&work[i], inputs[i].name);
+    rc = pg_tensor_alloc(&work[i], inputs[i].dtype, inputs[i].dl.ndim, inputs[i].shape, err);
+  }
+  struct pg_rng_stream rs;
+  pg_rng_stream_init(&rs, st->seed ? st->seed : pg_case_seed(cs), st->target, PG_RNG_SEARCH);
+  static const double offsets[] = {0, 1, -1, 4, -4, 16, -16, 0};
+  double best = -1;
+  for (int r = 0; rc == PG_OK && r < PG_STRESS_RESTARTS; r++) {
+    for (int i = 0; i < n; i++) {
+      uint32_t w[4];
+      pg_rng_block(&rs, (uint64_t)r * 4096u + (uint64_t)i, w);
+      scale[i] = r == 0 ? 1.0 : ldexp(1.0, (int)(w[0] % 9u) - 4);
+      offset[i] = r == 0 ? 0.0 : offsets[w[1] % 8u];
+    }
+    apply_knobs(inputs, work, n, scale, offset);
+    struct pg_tensor a, b;
+    pg_tensor_init(&a);
+    pg_tensor_init(&b);
+    struct pg_error sub;
+    pg_error_clear(&sub);
+    rc = eval_operand(&env, oa, work, n, &a, &sub);
+    if (rc == PG_OK) rc = eval_operand(&env, ob, work, n, &b, &sub);
+    if (rc == PG_OK) {
+      double sc = score_pair(&a, &b, gap);
+      if (sc > best) {
+        best = sc;
+        memcpy(best_scale, scale, (size_t)n * sizeof *scale);
+        memcpy(best_offset, offset, (size_t)n * sizeof *offset);
+      }
+    } else {
+      pg_error_set(err, rc, "case %s: cancellation_stress: evaluating '%s' and '%s': %s",
+                   cs->id, oa->name, ob->name, sub.message);
+    }
+    pg_tensor_reset(&a);
+    pg_tensor_reset(&b);
+  }
+  if (rc == PG_OK && best <= 0)
+    rc = pg_error_set(err, PG_EVALIDATE,
+                      "case %s: cancellation_stress: %d restarts found no element where '%s' "
+                      "and '%s' are within relative_gap %g", cs->id, PG_STRESS_RESTARTS,
+                      oa->name, ob->name, gap);
+  if (rc == PG_OK) { /* keep the best restart's inputs */
+    apply_knobs(inputs, work, n, best_scale, best_offset);
+    for (int i = 0; i < n; i++) memcpy(inputs[i].dl.data, work[i].dl.data, inputs[i].nbytes);
+  }
+  for (int i = 0; i < n; i++) pg_tensor_reset(&work[i]);
+  free(work);
+  free(scale);
+  return rc;
+}
+
 static int stress_cancellation(const struct pg_contract *c, const struct pg_case *cs,
+                               const struct pg_bindings *dims, int n_threads,
                                struct pg_tensor *inputs, struct pg_error *err) {
   const struct pg_cancellation_stress *st = &cs->cancellation;
   const char *target = st->target ? st->target : "";
   char x[PG_NAME_MAX] = "", y[PG_NAME_MAX] = "";
-  int found = 0;
-  for (int m = 0; !found && m < c->n_modules; m++)
-    for (int s = 0; !found && s < c->modules[m].golden.n_steps; s++)
-      found = sub_operands(c->modules[m].golden.steps[s].text, target, x, y, sizeof x);
-  if (!found && find_primary(c, target) < 0)
+  const struct pg_module *mod = NULL;
+  for (int m = 0; !mod && m < c->n_modules; m++)
+    for (int s = 0; !mod && s < c->modules[m].golden.n_steps; s++)
+      if (sub_operands(c->modules[m].golden.steps[s].text, target, x, y, sizeof x))
+        mod = &c->modules[m];
+  if (!mod)
     return pg_error_set(err, PG_ENOTSUP,
                         "case %s: cancellation_stress: no golden step computes '%s' as a "
                         "subtraction (sub(a, b) or a - b)", cs->id, target);
-  int ix = found ? find_primary(c, x) : -1, iy = found ? find_primary(c, y) : -1;
-  if (ix < 0 || iy < 0 || ix == iy)
+  struct operand oa, ob;
+  if (!resolve_operand(c, mod, x, &oa) || !resolve_operand(c, mod, y, &ob))
     return pg_error_set(err, PG_ENOTSUP,
-                        "case %s: cancellation_stress: the operands of '%s' must be two primary "
-                        "inputs (found '%s' and '%s'); deeper operands are not supported yet",
-                        cs->id, target, x, y);
-  struct pg_tensor *tx = &inputs[ix], *ty = &inputs[iy];
+                        "case %s: cancellation_stress: the operands of '%s' ('%s', '%s') must be "
+                        "inputs of module %d (primary inputs or earlier modules' outputs); "
+                        "values computed inside the module are not reachable", cs->id, target,
+                        x, y, mod->id);
+  if (oa.primary < 0 || ob.primary < 0 || oa.primary == ob.primary)
+    return search_cancellation(c, cs, dims, n_threads, &oa, &ob, inputs, err);
+  struct pg_tensor *tx = &inputs[oa.primary], *ty = &inputs[ob.primary];
   if (tx->numel != ty->numel || !pg_dtype_is_float(ty->dtype))
     return pg_error_set(err, PG_ENOTSUP,
                         "case %s: cancellation_stress: '%s' and '%s' need the same element count "
