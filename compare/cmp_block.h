@@ -61,7 +61,7 @@
     flags |= (~both & (VALID) & PG__F_NONFIN) | (lg & PG__F_LARGE) |                  \
              (lg & (ad > den * vr100) & PG__F_LBAD) |                                 \
              ((vb != vb0) & (VALID) & PG__F_NONCONST) |                               \
-             (both & (ad >= den * vr0) & PG__F_REL);                                  \
+             (both & (ad > den * vr0) & PG__F_REL);                                  \
     PG__BUT um = vu & (PG__BUT)__builtin_convertvector(both, PG__BMT);                \
     PG__BUT uup = (PG__BUT)(um > mx_u);                                               \
     mx_u = (um & uup) | (mx_u & ~uup);                                                \
@@ -102,7 +102,7 @@
     pk2 += ((d > zero) & 1) | ((d < zero) & 0x10000);                                 \
     VL lg = ab >= vlarge;                                                             \
     flags |= (lg & PG__F_LARGE) | (lg & (ad > den * vr100) & PG__F_LBAD) |            \
-             ((vb != vb0) & PG__F_NONCONST) | ((ad >= den * vr0) & PG__F_REL);        \
+             ((vb != vb0) & PG__F_NONCONST) | ((ad > den * vr0) & PG__F_REL);        \
     PG__BUT uup = (PG__BUT)(vu > mx_u);                                               \
     mx_u = (vu & uup) | (mx_u & ~uup);                                                \
   } while (0)

@@ -592,3 +592,33 @@ static void all_patterns(enum pg_dtype t) {
 
 PG_TEST(f16_all_patterns) { all_patterns(PG_DTYPE_F16); }
 PG_TEST(bf16_all_patterns) { all_patterns(PG_DTYPE_BF16); }
+
+/* max_rel when (almost) every pair is equal: 0 at the first finite pair, or the one
+ * tiny difference, even below 2^-900 where the re-scan threshold is clamped. */
+PG_TEST(max_rel_of_equal_and_tiny_differences) {
+  struct pg_tensor ta, tb;
+  int64_t shape[1] = {200000};
+  make(&ta, PG_DTYPE_F64, 1, shape, NULL);
+  make(&tb, PG_DTYPE_F64, 1, shape, NULL);
+  double *pa = ta.dl.data, *pb = tb.dl.data;
+  for (int i = 0; i < 200000; i++) pa[i] = pb[i] = (i % 7) - 3.0;
+  pa[0] = pb[0] = NAN;
+  pa[1] = pb[1] = INFINITY;
+  struct pg_cmp_rule r = rule_close(0, 0);
+  r.equal_nan = 1;
+  struct pg_cmp_result res;
+  cmp(&ta, &tb, &r, 2, &res);
+  PG_CHECK(res.passed && res.max_rel_diff == 0.0 && res.max_abs_diff == 0.0);
+  PG_CHECK_EQ_INT(2, res.max_rel_flat);
+  PG_CHECK_EQ_INT(2, res.max_abs_flat);
+  pb[150001] = 0.0;
+  pa[150001] = 4.9406564584124654e-324; /* rel = denorm_min / 1e-8, far below 2^-900 */
+  cmp(&ta, &tb, &r, 2, &res);
+  PG_CHECK_EQ_INT(150001, res.max_rel_flat);
+  PG_CHECK(res.max_rel_diff == 4.9406564584124654e-324 / 1e-8);
+  pa[70000] = pb[70000] * (1 + 0x1p-52); /* a larger relative difference, earlier */
+  cmp(&ta, &tb, &r, 7, &res);
+  PG_CHECK_EQ_INT(70000, res.max_rel_flat);
+  pg_tensor_reset(&ta);
+  pg_tensor_reset(&tb);
+}
