@@ -89,7 +89,8 @@
     s_bb += vb * vb;                                                                  \
     VL up = ad > mx_abs;                                                              \
     mx_abs = (VD)(((VL)ad & up) | ((VL)mx_abs & ~up));                                \
-    mx_at = ((lane + (LI)) & up) | (mx_at & ~up);                                     \
+    mx_at = (cur & up) | (mx_at & ~up);                                               \
+    cur += PG__W;                                                                     \
     VL mis;                                                                           \
     if ((KIND) == PG__K_CLOSE) mis = ad > vatol + vrtol * ab;                         \
     else if ((KIND) == PG__K_EXACT) mis = ad != zero;                                 \
@@ -150,6 +151,7 @@ PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__B
     __builtin_prefetch((const char *)(pb + i) + PG__PF);                         \
     PG__FAST(pa, pb, i, KIND);                                                   \
   }
+  VL cur = lane; /* the element indices of the lanes, for max_abs's position */
   switch (kind) {
     case PG__K_CLOSE: PG__LOOP(PG__K_CLOSE); break;
     case PG__K_EXACT: PG__LOOP(PG__K_EXACT); break;
