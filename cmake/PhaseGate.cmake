@@ -150,6 +150,9 @@ impl's output at the Mk boundary with the cumulative golden. The cases are liste
 #]=======================================================================]
 
 include_guard(GLOBAL)
+# The helpers below keep these policies whatever the including project sets.
+cmake_policy(PUSH)
+cmake_policy(VERSION 3.25)
 
 # Quotes TEXT as a CMake bracket argument that TEXT cannot close early.
 function(_phasegate_bracket out text)
@@ -469,7 +472,13 @@ function(phasegate_add_op op)
   list(APPEND run_extra ${golden_args} ${arg_EXTRA_ARGS})
 
   set(base "${CMAKE_CURRENT_BINARY_DIR}/${op}")
-  set(tests_file "${base}_tests.cmake")
+  get_property(multi GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
+  if(multi AND NOT mode STREQUAL "CONFIGURE")
+    # Each configuration discovers with its own runner build.
+    set(tests_file "${base}_tests-$<CONFIG>.cmake")
+  else()
+    set(tests_file "${base}_tests.cmake")
+  endif()
   set(discover_script "${_PHASEGATE_CMAKE_DIR}/PhaseGateDiscover.cmake")
   list(JOIN arg_RESOURCES "|" resources_enc)
   list(JOIN arg_LABELS "|" labels_enc)
@@ -551,13 +560,10 @@ else()
 endif()
 ")
 
-  get_property(multi GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
   set(ctest_include "${base}_include.cmake")
   if(multi)
-    foreach(cfg IN LISTS CMAKE_CONFIGURATION_TYPES)
-      file(GENERATE OUTPUT "${base}_include-${cfg}.cmake" CONDITION $<CONFIG:${cfg}>
-           CONTENT "${include_content}")
-    endforeach()
+    # One file per configuration (CONDITION $<CONFIG:...> crashes CMake 3.25 here).
+    file(GENERATE OUTPUT "${base}_include-$<CONFIG>.cmake" CONTENT "${include_content}")
     file(WRITE "${ctest_include}"
       "include(\"${base}_include-\${CTEST_CONFIGURATION_TYPE}.cmake\" OPTIONAL)\n")
   else()
@@ -615,3 +621,4 @@ endif()
   endif()
   endblock()
 endfunction()
+cmake_policy(POP)

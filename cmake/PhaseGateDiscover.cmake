@@ -10,6 +10,10 @@
 # PG_SIGNATURE, PG_DISCOVERY_TIMEOUT; PG_CONTRACT and PG_SUITE for the stale check.
 
 include_guard(GLOBAL)
+# Functions keep the policies of their definition: CTest (PRE_TEST) and `cmake -P`
+# start with none set.
+cmake_policy(PUSH)
+cmake_policy(VERSION 3.25)
 
 # Stops with the context a user needs to reproduce a failed discovery by hand.
 function(_phasegate_discovery_error what rc output)
@@ -282,3 +286,4 @@ if(CMAKE_SCRIPT_MODE_FILE AND CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST
   endif()
   phasegate__discover()
 endif()
+cmake_policy(POP)

@@ -8,6 +8,9 @@ include("${CMAKE_CURRENT_LIST_DIR}/../helpers.cmake")
 set(BUILD "${BIN}/${CASE}")
 file(REMOVE_RECURSE "${BUILD}")
 set(cases "${SRC}/cases")
+if(EXISTS "${cases}/${CASE}-generator.txt")   # a case may need another generator
+  file(STRINGS "${cases}/${CASE}-generator.txt" GENERATOR LIMIT_COUNT 1)
+endif()
 execute_process(
   COMMAND "${CMAKE_COMMAND}" -S "${SRC}" -B "${BUILD}" -G "${GENERATOR}"
           "-DCASE=${CASE}" "-DPG_MODULE_DIR=${PG_MODULE_DIR}" "-DFAKE_RUNNER=${FAKE_RUNNER}"

@@ -9,3 +9,8 @@ pg_check(EXISTS "${BUILD}/basic_tests.cmake" MESSAGE "ctest did not write the te
 pg_drop_case_c("${BUILD}/basic")
 pg_ctest_list(names "${BUILD}")
 pg_expect_set("after the suite changed" "${names}" ${fewer_tests})
+# CTest runs the discovery with no policies set: it must not warn (the module pins
+# its own policies) — and the quoting it generates must not depend on them.
+pg_drop_case_c("${BUILD}/basic")
+pg_run(r COMMAND "${CMAKE_CTEST_COMMAND}" --test-dir "${BUILD}" -N)
+pg_check(NOT r_out MATCHES "CMake Warning|CMP0" MESSAGE "ctest warned while discovering:\n${r_out}")
