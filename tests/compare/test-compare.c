@@ -622,3 +622,25 @@ PG_TEST(max_rel_of_equal_and_tiny_differences) {
   pg_tensor_reset(&ta);
   pg_tensor_reset(&tb);
 }
+
+/* An impl that never wrote its output leaves the runner's NaN pre-fill. */
+PG_TEST(all_nan_impl) {
+  struct pg_tensor ta, tb;
+  big_pair(&ta, &tb, PG_DTYPE_F16);
+  for (int64_t i = 0; i < ta.numel; i++) ((uint16_t *)ta.dl.data)[i] = 0x7e00;
+  struct pg_cmp_rule r = rule_close(1e-3, 1e-3);
+  struct pg_cmp_result res;
+  cmp(&ta, &tb, &r, 2, &res);
+  PG_CHECK(!res.passed);
+  PG_CHECK_EQ_INT(ta.numel, res.mismatches);
+  PG_CHECK_EQ_INT(ta.numel, res.mismatches_nonfinite);
+  PG_CHECK_EQ_INT(ta.numel, res.nan_impl);
+  PG_CHECK_EQ_INT(0, res.n_finite);
+  PG_CHECK_EQ_INT(-1, res.max_abs_flat);
+  PG_CHECK_EQ_INT(-1, res.max_rel_flat);
+  PG_CHECK(res.share_within_1e3 == 0.0 && res.error_balance == 0.0 && !res.cpu_reproducer_candidate);
+  for (int i = 0; i < 10; i++) PG_CHECK_EQ_INT(i, res.first_flat[i]);
+  PG_CHECK(isnan(res.first[0].impl_value) && isnan(res.first[0].abs_diff));
+  pg_tensor_reset(&ta);
+  pg_tensor_reset(&tb);
+}
