@@ -71,7 +71,8 @@ impl's output at the Mk boundary with the cumulative golden. The cases are liste
 
   ``IMPL_COMMAND <command>...``
     A command (``exec:`` adapter); generator expressions are allowed. The words are
-    joined with spaces, so quote words containing spaces yourself.
+    joined with spaces, so quote words containing spaces yourself. Case tests run in
+    ``<binary dir>/<op>_tests.d/M<k>_L<n>/``: use absolute paths.
 
   ``REPLAY <dir>``
     Outputs dumped by a device run, ``<dir>/<case>/<mode>/<name>.npy``.

@@ -113,6 +113,11 @@ set(good "^toy/M[123]/L[12]/L[12]_(shape|values)$")
 pg_run(r ENV "PHASEGATE_TOY_DEVLOCK=${BIN}/locks"
        COMMAND "${CMAKE_CTEST_COMMAND}" --test-dir "${BUILD}" -R "${good}" -FA ".*" -j4
                --resource-spec-file "${BIN}/spec.json" --output-on-failure)
+file(STRINGS "${BIN}/locks/devices.log" devs)
+list(LENGTH devs n)
+pg_check(n EQUAL 6 MESSAGE "6 impl calls expected: ${devs}")
+list(REMOVE_DUPLICATES devs)
+pg_expect_set("device ids the impl got" "${devs}" device=0 device=1)
 pg_run(r EXPECT_RC ANY ENV "PHASEGATE_TOY_DEVLOCK=${BIN}/locks"
        COMMAND "${CMAKE_CTEST_COMMAND}" --test-dir "${BUILD}" -R "${good}" -FA ".*" -j6
                --output-on-failure)

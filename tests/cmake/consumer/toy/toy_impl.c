@@ -1,8 +1,9 @@
 /* phasegate tests — the toy op's impl plugin for the CMake consumer tests: exact
  * float32 versions of M1 (y = 2x), M1..M2 (z = 3x) and M1..M3 (relu(3x)). A case with
  * the knob "inject_bug" gets a wrong M1 (2x + 1), so it fails at every phase.
- * With PHASEGATE_TOY_DEVLOCK set it holds DIR/dev<device id> while running and
- * fails when another test holds the same device (the resource-group test). */
+ * With PHASEGATE_TOY_DEVLOCK=DIR set it logs its device id to DIR/devices.log, holds
+ * DIR/dev<device id> while running and fails when another test holds the same
+ * device (the resource-group test). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
@@ -33,6 +34,13 @@ static int toy_phase(int k, const DLTensor *in, int32_t n_in, DLTensor *out, int
   const char *lockdir = getenv("PHASEGATE_TOY_DEVLOCK");
   char lock[4096] = "";
   if (lockdir) {
+    char logpath[4096];
+    snprintf(logpath, sizeof logpath, "%s/devices.log", lockdir);
+    FILE *log = fopen(logpath, "a");
+    if (log) {
+      fprintf(log, "device=%d\n", (int)call->device_id);
+      fclose(log);
+    }
     snprintf(lock, sizeof lock, "%s/dev%d", lockdir, (int)call->device_id);
     if (mkdir(lock, 0755) != 0) {
       fprintf(stderr, "toy: device %d is in use by another test\n", (int)call->device_id);
