@@ -321,6 +321,15 @@ function(phasegate_add_op op)
     set(impl_spec "plugin:$<TARGET_FILE:${arg_IMPL}>")
     set(impl_deps ${arg_IMPL})
   elseif(DEFINED arg_IMPL_COMMAND)
+    foreach(word IN LISTS arg_IMPL_COMMAND)
+      if(NOT IS_ABSOLUTE "${word}" AND NOT word MATCHES "^[$]<"
+         AND EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/${word}"
+         AND NOT IS_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}/${word}")
+        message(AUTHOR_WARNING "phasegate_add_op(${op}): IMPL_COMMAND word '${word}' is a "
+          "relative path, but the tests run in ${CMAKE_CURRENT_BINARY_DIR}/${op}_tests.d/...; "
+          "write \${CMAKE_CURRENT_SOURCE_DIR}/${word}")
+      endif()
+    endforeach()
     list(JOIN arg_IMPL_COMMAND " " cmd)
     set(impl_spec "exec:${cmd}")
   else()
