@@ -4,8 +4,8 @@
  *
  * Elements [0, full) are read from pa/pb in groups of W; when m > full one more,
  * zero-padded group is read from ta/tb at offset toff and masked by `valid`. The
- * loop keeps few registers live: counts are packed four to a lane (16-bit fields;
- * a lane sees at most PG__CMP_BLOCK / W < 2^16 elements), rare events are one OR'd
+ * loop keeps few registers live: six counts are packed in each lane (10-bit fields),
+ * rare events are one OR'd
  * flag word, and the blocks that can change an index-carrying metric (max abs/rel,
  * first mismatches) or hold NaN/Inf are re-scanned in scalar code.
  */
@@ -15,6 +15,16 @@
 #else
 #define PG__BSCALAR(i, a, b, u) pg__scalar(kp->dtype, pa, pb, (i), &(a), &(b), &(u))
 #endif
+
+/* Six per-lane counts packed in one 64-bit lane, 10 bits each: a lane sees at most
+ * PG__CMP_BLOCK / 2 = 512 elements of a block. */
+#define PG__C_MIS INT64_C(1)
+#define PG__C_W3 (INT64_C(1) << 10)
+#define PG__C_W53 (INT64_C(1) << 20)
+#define PG__C_ZERO (INT64_C(1) << 30)
+#define PG__C_GT (INT64_C(1) << 40)
+#define PG__C_LT (INT64_C(1) << 50)
+_Static_assert(PG__CMP_BLOCK / 2 < 1024, "packed block counts need 10 bits per field");
 
 #define PG__F_NONFIN 1
 #define PG__F_LARGE 2
@@ -54,9 +64,9 @@
     VD den = ab + 1e-8;                                                               \
     VL w3 = ((adm <= den * 1e-3) & both) | eq;                                        \
     VL w53 = ((adm <= den * 5e-3) & both) | eq;                                       \
-    pk1 += ((~pass & 1) | (w3 & 0x10000) | (w53 & INT64_C(0x100000000)) |            \
-            ((vb == zero) & INT64_C(0x1000000000000))) & (VALID);                     \
-    pk2 += (((va > vb) & 1) | ((va < vb) & 0x10000)) & (VALID);                       \
+    pk += ((~pass & PG__C_MIS) | (w3 & PG__C_W3) | (w53 & PG__C_W53) |                \
+           ((vb == zero) & PG__C_ZERO) | ((va > vb) & PG__C_GT) | ((va < vb) & PG__C_LT)) & \
+          (VALID);                                                                    \
     VL lg = both & (ab >= vlarge);                                                    \
     flags |= (~both & (VALID) & PG__F_NONFIN) | (lg & PG__F_LARGE) |                  \
              (lg & (ad > den * vr100) & PG__F_LBAD) |                                 \
@@ -81,7 +91,7 @@
     VD d = va - vb;                                                                   \
     VD ad = (VD)((VL)d & absm);                                                       \
     VD ab = (VD)((VL)vb & absm);                                                      \
-    fin_ok &= ad < vinf;                                                              \
+    flags |= ~(ad < vinf) & PG__F_NONFIN;                                             \
     s_abs += ad;                                                                      \
     s_sq += ad * ad;                                                                  \
     s_ab += va * vb;                                                                  \
@@ -97,10 +107,9 @@
     else if ((KIND) == PG__K_ULP) mis = PG__WIDE(vu > vulp);                          \
     else mis = PG__WIDE(vu != uzero);                                                 \
     VD den = ab + 1e-8;                                                               \
-    pk1 += (mis & 1) | ((ad <= den * 1e-3) & 0x10000) |                               \
-           ((ad <= den * 5e-3) & INT64_C(0x100000000)) |                              \
-           ((vb == zero) & INT64_C(0x1000000000000));                                 \
-    pk2 += ((d > zero) & 1) | ((d < zero) & 0x10000);                                 \
+    pk += (mis & PG__C_MIS) | ((ad <= den * 1e-3) & PG__C_W3) |                       \
+          ((ad <= den * 5e-3) & PG__C_W53) | ((vb == zero) & PG__C_ZERO) |            \
+          ((d > zero) & PG__C_GT) | ((d < zero) & PG__C_LT);                          \
     VL lg = ab >= vlarge;                                                             \
     flags |= (lg & PG__F_LARGE) | (lg & (ad > den * vr100) & PG__F_LBAD) |            \
              ((vb != vb0) & PG__F_NONCONST) | ((ad > den * vr0) & PG__F_REL);        \
@@ -137,7 +146,7 @@ PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__B
   const VD vinf = zero + INFINITY;
   VD s_abs = zero, s_sq = zero, s_ab = zero, s_aa = zero, s_bb = zero;
   VD mx_abs = zero - 1.0;
-  VL pk1 = (VL){0} + 0, pk2 = (VL){0} + 0, flags = (VL){0} + 0, fin_ok = allv;
+  VL pk = (VL){0} + 0, flags = (VL){0} + 0;
   PG__BUT mx_u = uzero;
   VL lane, mx_at = (VL){0} + 0;
   for (int l = 0; l < PG__W; l++) lane[l] = l;
@@ -161,11 +170,11 @@ PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__B
 #undef PG__LOOP
 #undef PG__PF
   int redo = 0;
-  for (int l = 0; l < PG__W; l++) redo |= fin_ok[l] == 0;
+  for (int l = 0; l < PG__W; l++) redo |= (int)(flags[l] & PG__F_NONFIN);
   if (redo) { /* NaN/Inf in the block: start over with the general, masked loop */
     s_abs = s_sq = s_ab = s_aa = s_bb = zero;
     mx_abs = zero - 1.0;
-    pk1 = pk2 = flags = (VL){0} + 0;
+    pk = flags = (VL){0} + 0;
     mx_u = uzero;
     mx_at = (VL){0} + 0;
     for (int i = 0; i < full; i += PG__W) PG__BODY(pa, pb, i, allv, i);
@@ -179,13 +188,13 @@ PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__B
   int64_t c_mis = 0, c_w3 = 0, c_w53 = 0, c_zero = 0, c_gt = 0, c_lt = 0;
   int64_t fl = 0;
   for (int l = 0; l < PG__W; l++) {
-    int64_t v = pk1[l], w = pk2[l];
-    c_mis += v & 0xffff;
-    c_w3 += (v >> 16) & 0xffff;
-    c_w53 += (v >> 32) & 0xffff;
-    c_zero += (v >> 48) & 0xffff;
-    c_gt += w & 0xffff;
-    c_lt += (w >> 16) & 0xffff;
+    int64_t v = pk[l];
+    c_mis += v & 0x3ff;
+    c_w3 += (v >> 10) & 0x3ff;
+    c_w53 += (v >> 20) & 0x3ff;
+    c_zero += (v >> 30) & 0x3ff;
+    c_gt += (v >> 40) & 0x3ff;
+    c_lt += (v >> 50) & 0x3ff;
     fl |= flags[l];
     if (mx_u[l] > p->max_ulp) p->max_ulp = mx_u[l];
   }
@@ -265,6 +274,12 @@ PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__B
 #undef PG__FAST
 #undef PG__BSCALAR
 #undef PG__F_NONFIN
+#undef PG__C_LT
+#undef PG__C_GT
+#undef PG__C_ZERO
+#undef PG__C_W53
+#undef PG__C_W3
+#undef PG__C_MIS
 #undef PG__F_LARGE
 #undef PG__F_LBAD
 #undef PG__F_NONCONST
