@@ -246,8 +246,8 @@ function(_phasegate_verify_target name deps)
     if(multi)
       set(cfg_arg "-DPG_CONFIG=$<CONFIG>")
     endif()
-    set(extra "${PHASEGATE_VERIFY_CTEST_ARGS}")
-    string(REPLACE ";" "|" extra "${extra}")
+    # $<SEMICOLON> keeps the list one argument (ctest regexes may hold '|').
+    string(REPLACE ";" "$<SEMICOLON>" extra "${PHASEGATE_VERIFY_CTEST_ARGS}")
     add_custom_target(${name}
       COMMAND "${CMAKE_COMMAND}"
               "-DPG_CTEST=${CMAKE_CTEST_COMMAND}"

@@ -3,7 +3,7 @@
 # phase x level table (passed/failed/skipped/not run) from the JUnit file and fails
 # when ctest did. The table is printed even when tests fail.
 # Inputs: PG_CTEST, PG_TEST_DIR, PG_JUNIT, PG_TITLE, PG_CONFIG (multi-config only),
-# PG_LABEL_<i>, PG_EXTRA_ARGS (extra ctest arguments joined with "|").
+# PG_LABEL_<i>, PG_EXTRA_ARGS (a list of extra ctest arguments).
 # With PG_SUMMARY_ONLY set it only prints the table of an existing PG_JUNIT (tests).
 
 cmake_minimum_required(VERSION 3.25)
@@ -194,10 +194,7 @@ foreach(i RANGE 1 9)
     list(APPEND args -L "${PG_LABEL_${i}}")
   endif()
 endforeach()
-if(PG_EXTRA_ARGS)
-  string(REPLACE "|" ";" extra "${PG_EXTRA_ARGS}")
-  list(APPEND args ${extra})
-endif()
+list(APPEND args ${PG_EXTRA_ARGS})
 get_filename_component(junit_dir "${PG_JUNIT}" DIRECTORY)
 file(MAKE_DIRECTORY "${junit_dir}")
 file(REMOVE "${PG_JUNIT}")
