@@ -7,7 +7,8 @@
  * write one partial result per chunk, which are merged in chunk order. Sums, maxima,
  * their first indices and the first-mismatch list are therefore bit-identical for
  * any thread count. No allocation scales with the tensor beyond that partial array
- * (at most PG__CMP_MAX_CHUNKS entries). The hot loops live in cmp_kernel.h.
+ * (at most PG__CMP_MAX_CHUNKS entries). The hot loops live in cmp_kernel.h and
+ * cmp_block.h, built once per SIMD level and picked at run time.
  */
 #include <math.h>
 #include <pthread.h>
@@ -307,7 +308,7 @@ static int check_rule(const struct pg_cmp_rule *r, struct pg_error *err) {
   }
 }
 
-static int worth_threads(int n_threads) {
+static int thread_budget(int n_threads) {
   if (n_threads > 0) return n_threads;
   long c = sysconf(_SC_NPROCESSORS_ONLN);
   return c > 0 ? (int)c : 1;
@@ -394,7 +395,7 @@ int pg_tensor_compare(const DLTensor *impl, const DLTensor *ref, const struct pg
     if (!w.parts)
       return pg_error_set(err, PG_ENOMEM, "compare: cannot allocate %lld chunk results",
                           (long long)nchunks);
-    int nt = worth_threads(n_threads);
+    int nt = thread_budget(n_threads);
     if (nt > PG__CMP_MAX_THREADS) nt = PG__CMP_MAX_THREADS;
     if (nt > nchunks) nt = (int)nchunks;
     pthread_t tids[PG__CMP_MAX_THREADS];
