@@ -43,6 +43,8 @@ w i2.npy int32 3 1,2,13
 w n1.npy float64 4 nan,1,inf,-0.0
 w n2.npy float64 4 nan,1,inf,0.0
 w z.npy float32 10 0,0,0,0,1,2,3,4,5,6
+w bf1.npy bfloat16 4 1,2,3,4
+w bf2.npy bfloat16 4 1,2,3.02,4
 
 expect 0 'verdict: PASS' 'mismatches: 0 of 6' 'float32 \[2, 3\]' -- "$T/a.npy" "$T/same.npy"
 expect 1 'verdict: FAIL' 'mismatches: 2 of 6' 'max abs diff: 2.25 at \[1, 1\]' \
@@ -68,6 +70,9 @@ expect 1 'mismatches: 1 of 3' 'max integer difference: 10' 'rule: +exact' -- "$T
 # NaN, Inf, -0
 expect 1 'mismatches: 1 of 4' 'NaN: impl 1, reference 1' 'Inf: impl 1, reference 1' -- "$T/n1.npy" "$T/n2.npy"
 expect 0 'verdict: PASS' -- "$T/n1.npy" "$T/n2.npy" --equal-nan
+# bfloat16 ('<u2' in .npy): default tolerance 1.6e-2, ULP in bfloat16 units
+expect 0 'bfloat16 \[4\]' 'rtol=0.016' 'max ulp distance: 1' -- "$T/bf2.npy" "$T/bf1.npy"
+expect 1 'mismatches: 1 of 4' -- "$T/bf2.npy" "$T/bf1.npy" --rule ulp:0
 # mistrusted reference
 expect 0 'MISTRUSTED: 40.0% of the reference' -- "$T/z.npy" "$T/z.npy"
 expect 0 '"mistrusted":[[:space:]]*true' -- "$T/z.npy" "$T/z.npy" --json
