@@ -26,6 +26,18 @@
 #define PG__C_LT (INT64_C(1) << 50)
 _Static_assert(PG__CMP_BLOCK / 2 < 1024, "packed block counts need 10 bits per field");
 
+/* pk += one per set lane in each field. With AVX-512 masked moves + ternary logic do
+ * it best; with fewer registers shifts of the -1 masks avoid six live constants. */
+#if PG__W >= 8
+#define PG__PACK(m0, m1, m2, m3, m4, m5)                                               \
+  pk += (VU)(((m0) & PG__C_MIS) | ((m1) & PG__C_W3) | ((m2) & PG__C_W53) |             \
+             ((m3) & PG__C_ZERO) | ((m4) & PG__C_GT) | ((m5) & PG__C_LT))
+#else
+#define PG__PACK(m0, m1, m2, m3, m4, m5)                                               \
+  pk -= (VU)(m0) + ((VU)(m1) << 10) + ((VU)(m2) << 20) + ((VU)(m3) << 30) +            \
+        ((VU)(m4) << 40) + ((VU)(m5) << 50)
+#endif
+
 #define PG__F_NONFIN 1
 #define PG__F_LARGE 2
 #define PG__F_LBAD 4
@@ -64,9 +76,8 @@ _Static_assert(PG__CMP_BLOCK / 2 < 1024, "packed block counts need 10 bits per f
     VD den = ab + 1e-8;                                                               \
     VL w3 = ((adm <= den * 1e-3) & both) | eq;                                        \
     VL w53 = ((adm <= den * 5e-3) & both) | eq;                                       \
-    pk += ((~pass & PG__C_MIS) | (w3 & PG__C_W3) | (w53 & PG__C_W53) |                \
-           ((vb == zero) & PG__C_ZERO) | ((va > vb) & PG__C_GT) | ((va < vb) & PG__C_LT)) & \
-          (VALID);                                                                    \
+    PG__PACK(~pass & (VALID), w3 & (VALID), w53 & (VALID), (vb == zero) & (VALID),      \
+             (va > vb) & (VALID), (va < vb) & (VALID));                               \
     VL lg = both & (ab >= vlarge);                                                    \
     flags |= (~both & (VALID) & PG__F_NONFIN) | (lg & PG__F_LARGE) |                  \
              (lg & (ad > den * vr100) & PG__F_LBAD) |                                 \
@@ -107,9 +118,7 @@ _Static_assert(PG__CMP_BLOCK / 2 < 1024, "packed block counts need 10 bits per f
     else if ((KIND) == PG__K_ULP) mis = PG__WIDE(vu > vulp);                          \
     else mis = PG__WIDE(vu != uzero);                                                 \
     VD den = ab + 1e-8;                                                               \
-    pk += (mis & PG__C_MIS) | ((ad <= den * 1e-3) & PG__C_W3) |                       \
-          ((ad <= den * 5e-3) & PG__C_W53) | ((vb == zero) & PG__C_ZERO) |            \
-          ((d > zero) & PG__C_GT) | ((d < zero) & PG__C_LT);                          \
+    PG__PACK(mis, ad <= den * 1e-3, ad <= den * 5e-3, vb == zero, d > zero, d < zero); \
     VL lg = ab >= vlarge;                                                             \
     flags |= (lg & PG__F_LARGE) | (lg & (ad > den * vr100) & PG__F_LBAD) |            \
              ((vb != vb0) & PG__F_NONCONST) | ((ad > den * vr0) & PG__F_REL);        \
@@ -146,7 +155,8 @@ PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__B
   const VD vinf = zero + INFINITY;
   VD s_abs = zero, s_sq = zero, s_ab = zero, s_aa = zero, s_bb = zero;
   VD mx_abs = zero - 1.0;
-  VL pk = (VL){0} + 0, flags = (VL){0} + 0;
+  VU pk = (VU){0} + 0; /* six packed counts, see PG__C_* */
+  VL flags = (VL){0} + 0;
   PG__BUT mx_u = uzero;
   VL lane, mx_at = (VL){0} + 0;
   for (int l = 0; l < PG__W; l++) lane[l] = l;
@@ -174,7 +184,8 @@ PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__B
   if (redo) { /* NaN/Inf in the block: start over with the general, masked loop */
     s_abs = s_sq = s_ab = s_aa = s_bb = zero;
     mx_abs = zero - 1.0;
-    pk = flags = (VL){0} + 0;
+    pk = (VU){0} + 0;
+    flags = (VL){0} + 0;
     mx_u = uzero;
     mx_at = (VL){0} + 0;
     for (int i = 0; i < full; i += PG__W) PG__BODY(pa, pb, i, allv, i);
@@ -188,7 +199,7 @@ PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__B
   int64_t c_mis = 0, c_w3 = 0, c_w53 = 0, c_zero = 0, c_gt = 0, c_lt = 0;
   int64_t fl = 0;
   for (int l = 0; l < PG__W; l++) {
-    int64_t v = pk[l];
+    uint64_t v = pk[l];
     c_mis += v & 0x3ff;
     c_w3 += (v >> 10) & 0x3ff;
     c_w53 += (v >> 20) & 0x3ff;
@@ -271,6 +282,7 @@ PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__B
 }
 
 #undef PG__BODY
+#undef PG__PACK
 #undef PG__FAST
 #undef PG__BSCALAR
 #undef PG__F_NONFIN
