@@ -1,6 +1,7 @@
 /* phasegate CLI entry point: dispatches to a subcommand (DESIGN.md §9). */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -47,7 +48,30 @@ static void usage(FILE *out) {
   fprintf(out,
           "\n"
           "'phasegate <command> --help' describes a command's options.\n"
-          "Exit codes: 0 pass, 1 fail, 2 error (usage, contract, suite), 77 all skipped.\n");
+          "\n"
+          "The seed runner's spellings are accepted as well:\n"
+          "  phasegate --self-test --op-dir DIR [...]      = phasegate selftest --op-dir DIR [...]\n"
+          "  phasegate --op-dir DIR --impl SPEC --up-to-module K [--inspect NAME] [...]\n"
+          "                                                = phasegate run ...\n"
+          "  (--inspect NAME prints every metric of output NAME per case and mode)\n"
+          "\n"
+          "Exit codes: 0 pass, 1 fail, 2 error (usage, contract, suite), 77 all skipped.\n"
+          "'phasegate --version' prints the version.\n");
+}
+
+/* `phasegate --op-dir D [--self-test] ...`: argv[0] is replaced by the subcommand name
+ * and --self-test is dropped, so the subcommand parses the rest unchanged. */
+static int seed_style(int argc, char **argv) {
+  int self_test = 0, n = 1;
+  for (int i = 1; i < argc; i++) self_test |= strcmp(argv[i], "--self-test") == 0;
+  char **args = calloc((size_t)argc + 1, sizeof *args);
+  if (!args) return pg_cli_usage_error(NULL, "out of memory");
+  args[0] = self_test ? "selftest" : "run";
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--self-test") != 0) args[n++] = argv[i];
+  int rc = self_test ? pg_cmd_selftest(n, args) : pg_cmd_run(n, args);
+  free(args);
+  return rc;
 }
 
 int main(int argc, char **argv) {
@@ -64,10 +88,11 @@ int main(int argc, char **argv) {
     printf("phasegate %s\n", pg_cli_version);
     return PG_EXIT_PASS;
   }
-  /* The seed runner's spellings: `--self-test` is selftest, `--inspect` belongs to run. */
-  if (strcmp(name, "--self-test") == 0) name = "selftest";
   for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
     if (strcmp(name, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+  /* The seed runner has no subcommands: `--self-test` anywhere means selftest, any
+   * other leading option means run (where --inspect NAME lives). */
+  if (strncmp(name, "--", 2) == 0) return seed_style(argc, argv);
   fprintf(stderr, "phasegate: error: unknown command '%s'\n\n", name);
   usage(stderr);
   return PG_EXIT_ERROR;
