@@ -223,6 +223,15 @@ int pg_suite_load_buffer(const char *path, const char *data, size_t size,
 int pg_op_dir_resolve(const char *dir, char *contract_path, size_t contract_size,
                       char *suite_path, size_t suite_size, struct pg_error *err);
 
+/* The CLI's `--op-dir DIR | --contract FILE [--suite FILE]` rule, shared by every
+ * subcommand: an explicit --contract / --suite wins over what --op-dir finds, and the
+ * suite defaults to adversarial_suite.json next to the contract. PG_EINVAL when
+ * neither op_dir nor contract is given, PG_ENOENT when op_dir has no contract. The
+ * suite file is not checked (it may be optional for the caller). */
+int pg_op_paths_resolve(const char *op_dir, const char *contract, const char *suite,
+                        char *contract_path, size_t contract_size, char *suite_path,
+                        size_t suite_size, struct pg_error *err);
+
 
 /* ---------------------------------------------------------------- helpers */
 

@@ -192,9 +192,11 @@ int pg_cmd_diff(int argc, char **argv) {
       if (parse_num(a, v, &rtol)) return PG_EXIT_ERROR;
       i++;
     } else if (strcmp(a, "--threads") == 0) {
-      double t;
-      if (parse_num(a, v, &t) || t != floor(t) || t > 1024)
-        return pg_cli_usage_error("diff", "--threads needs an integer 0..1024");
+      char *end = NULL;
+      long t = v ? strtol(v, &end, 10) : -1;
+      if (!v || end == v || *end || t < 0 || t > 1024)
+        return pg_cli_usage_error("diff", "--threads needs an integer 0..1024, got '%s'",
+                                  v ? v : "(nothing)");
       threads = (int)t, i++;
     } else if (strcmp(a, "--name") == 0) {
       if (!v) return pg_cli_usage_error("diff", "--name needs a value");

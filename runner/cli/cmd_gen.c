@@ -14,13 +14,15 @@
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: phasegate gen --op-dir DIR --case ID --out DIR [--up-to-module K]\n"
-          "                     [--max-bytes N] [--threads N]\n"
+          "usage: phasegate gen (--op-dir DIR | --contract FILE [--suite FILE]) --case ID\n"
+          "                     --out DIR [--up-to-module K] [--max-bytes N] [--threads N]\n"
           "\n"
           "Generates the primary inputs of one case (deterministic: Philox-4x32-10 keyed by\n"
           "the case seed and the input name) and writes them as OUT/<name>.npy.\n"
           "\n"
           "  --op-dir DIR        module_interfaces.yaml + adversarial_suite.json in DIR or DIR/eval\n"
+          "  --contract FILE     the contract, explicitly (wins over --op-dir)\n"
+          "  --suite FILE        the suite (default: adversarial_suite.json next to the contract)\n"
           "  --case ID           the case id from the suite\n"
           "  --out DIR           output directory (created if missing)\n"
           "  --up-to-module K    only the primary inputs that modules 1..K consume\n"
@@ -83,7 +85,7 @@ static int used_by(const struct pg_contract *c, const char *name, int k) {
 }
 
 int pg_cmd_gen(int argc, char **argv) {
-  const char *op_dir = NULL, *case_id = NULL, *out_dir = NULL, *up_to = NULL, *max_bytes = NULL,
+  const char *op_dir = NULL, *contract_arg = NULL, *suite_arg = NULL, *case_id = NULL, *out_dir = NULL, *up_to = NULL, *max_bytes = NULL,
              *threads = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -92,6 +94,8 @@ int pg_cmd_gen(int argc, char **argv) {
       return PG_EXIT_PASS;
     }
     const char **slot = strcmp(a, "--op-dir") == 0          ? &op_dir
+                        : strcmp(a, "--contract") == 0      ? &contract_arg
+                        : strcmp(a, "--suite") == 0         ? &suite_arg
                         : strcmp(a, "--case") == 0          ? &case_id
                         : strcmp(a, "--out") == 0           ? &out_dir
                         : strcmp(a, "--up-to-module") == 0  ? &up_to
@@ -102,8 +106,9 @@ int pg_cmd_gen(int argc, char **argv) {
     if (i + 1 >= argc) return pg_cli_usage_error("gen", "%s needs a value", a);
     *slot = argv[++i];
   }
-  if (!op_dir || !case_id || !out_dir)
-    return pg_cli_usage_error("gen", "--op-dir, --case and --out are required (see --help)");
+  if ((!op_dir && !contract_arg) || !case_id || !out_dir)
+    return pg_cli_usage_error("gen", "--op-dir DIR (or --contract FILE), --case ID and --out DIR "
+                                     "are required (see --help)");
   struct pg_materialize_opts opts = {0, 0};
   if (max_bytes && !parse_size(max_bytes, &opts.max_bytes))
     return pg_cli_usage_error("gen", "--max-bytes: '%s' is not a size (e.g. 2G, 512M)", max_bytes);
@@ -118,8 +123,8 @@ int pg_cmd_gen(int argc, char **argv) {
   char contract_path[4096], suite_path[4096];
   struct pg_error err;
   pg_error_clear(&err);
-  if (pg_op_dir_resolve(op_dir, contract_path, sizeof contract_path, suite_path,
-                        sizeof suite_path, &err) != PG_OK)
+  if (pg_op_paths_resolve(op_dir, contract_arg, suite_arg, contract_path, sizeof contract_path,
+                          suite_path, sizeof suite_path, &err) != PG_OK)
     return pg_cli_usage_error("gen", "%s", err.message);
 
   int exit_code = PG_EXIT_ERROR;

@@ -149,7 +149,7 @@ int pg_cmd_list(int argc, char **argv) {
     if (!(IS_OPT("--op-dir") || IS_OPT("--contract") || IS_OPT("--suite") ||
           IS_OPT("--format") || IS_OPT("--levels")))
       return pg_cli_usage_error("list", "unknown option '%s' (see phasegate list --help)", a);
-    if (!val) return pg_cli_usage_error("list", "option '%s' needs a value", a);
+    if (!val) return pg_cli_usage_error("list", "%s needs a value", a);
     if (!strchr(a, '=')) i++;
     if (IS_OPT("--op-dir")) op_dir = val;
     else if (IS_OPT("--contract")) contract_arg = val;
@@ -172,24 +172,12 @@ int pg_cmd_list(int argc, char **argv) {
   char contract_path[4096] = "", suite_path[4096] = "";
   struct pg_error err;
   pg_error_clear(&err);
-  if (op_dir) {
-    if (pg_op_dir_resolve(op_dir, contract_path, sizeof contract_path, suite_path,
-                          sizeof suite_path, &err) != PG_OK &&
-        !contract_arg) {
-      fprintf(stderr, "phasegate list: error: %s\n", err.message);
-      return PG_EXIT_ERROR;
-    }
-  }
-  if (contract_arg) snprintf(contract_path, sizeof contract_path, "%s", contract_arg);
-  if (suite_arg) snprintf(suite_path, sizeof suite_path, "%s", suite_arg);
-  if (!contract_path[0])
+  if (!op_dir && !contract_arg)
     return pg_cli_usage_error("list", "give --op-dir DIR or --contract FILE (see --help)");
-  if (!suite_path[0]) {
-    /* Like `run`: the suite defaults to the contract's directory. */
-    const char *slash = strrchr(contract_path, '/');
-    int dir_len = slash ? (int)(slash - contract_path) + 1 : 0;
-    snprintf(suite_path, sizeof suite_path, "%.*sadversarial_suite.json", dir_len,
-             contract_path);
+  if (pg_op_paths_resolve(op_dir, contract_arg, suite_arg, contract_path, sizeof contract_path,
+                          suite_path, sizeof suite_path, &err) != PG_OK) {
+    fprintf(stderr, "phasegate list: error: %s\n", err.message);
+    return PG_EXIT_ERROR;
   }
 
   struct pg_contract contract;

@@ -19,11 +19,19 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: phasegate selftest (--op-dir DIR | --contract FILE) [--golden-lib SO]\n"
           "                          [--reference-precision fp32|fp64] [--threads N]\n"
+          "       phasegate --self-test --op-dir DIR [...]   (the seed runner's spelling)\n"
           "\n"
           "Composition verification: cumulative golden N (module goldens M1..MN composed)\n"
           "must match the op-level golden for every seed and shape listed under the\n"
           "contract's composition_verification (default: seed 0, the contract's dims).\n"
-          "--golden-lib is the golden plugin library (needed when a golden is a plugin).\n"
+          "\n"
+          "  --op-dir DIR               module_interfaces.yaml in DIR or DIR/eval\n"
+          "  --contract FILE            the contract, explicitly (wins over --op-dir)\n"
+          "  --suite FILE               accepted for symmetry with run; not used\n"
+          "  --golden-lib SO            golden plugin library (needed when a golden is a plugin)\n"
+          "  --reference-precision P    fp32 (default) or fp64\n"
+          "  --threads N                worker threads (default 0: all cores)\n"
+          "\n"
           "Exit: 0 pass, 1 mismatch, 2 error, 77 no op-level golden (skipped).\n");
 }
 
@@ -59,43 +67,42 @@ int pg_cmd_selftest(int argc, char **argv) {
   int precision_bits = 32, n_threads = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    int has_next = i + 1 < argc;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
       return PG_EXIT_PASS;
-    } else if (strcmp(a, "--op-dir") == 0 && has_next) {
-      op_dir = argv[++i];
-    } else if (strcmp(a, "--contract") == 0 && has_next) {
-      contract_arg = argv[++i];
-    } else if (strcmp(a, "--suite") == 0 && has_next) {
-      ++i; /* accepted for symmetry with run; the suite plays no part here */
-    } else if (strcmp(a, "--golden-lib") == 0 && has_next) {
-      golden_lib = argv[++i];
-    } else if (strcmp(a, "--reference-precision") == 0 && has_next) {
-      const char *p = argv[++i];
-      if (strcmp(p, "fp32") == 0) precision_bits = 32;
-      else if (strcmp(p, "fp64") == 0) precision_bits = 64;
-      else return pg_cli_usage_error("selftest", "--reference-precision must be fp32 or fp64, not '%s'", p);
-    } else if (strcmp(a, "--threads") == 0 && has_next) {
-      n_threads = atoi(argv[++i]);
-    } else {
-      usage(stderr);
-      return pg_cli_usage_error("selftest", "unknown or incomplete option '%s'", a);
+    }
+    const char *suite_ignored = NULL, *precision = NULL, *threads = NULL;
+    const char **slot = strcmp(a, "--op-dir") == 0                ? &op_dir
+                        : strcmp(a, "--contract") == 0            ? &contract_arg
+                        : strcmp(a, "--suite") == 0               ? &suite_ignored
+                        : strcmp(a, "--golden-lib") == 0          ? &golden_lib
+                        : strcmp(a, "--reference-precision") == 0 ? &precision
+                        : strcmp(a, "--threads") == 0             ? &threads
+                                                                  : NULL;
+    if (!slot) return pg_cli_usage_error("selftest", "unknown option '%s' (see --help)", a);
+    if (i + 1 >= argc) return pg_cli_usage_error("selftest", "%s needs a value", a);
+    *slot = argv[++i];
+    if (precision) {
+      if (strcmp(precision, "fp32") == 0) precision_bits = 32;
+      else if (strcmp(precision, "fp64") == 0) precision_bits = 64;
+      else return pg_cli_usage_error("selftest", "--reference-precision must be fp32 or fp64, not '%s'", precision);
+    }
+    if (threads) {
+      char *end = NULL;
+      long t = strtol(threads, &end, 10);
+      if (!end || *end || end == threads || t < 0 || t > 1024)
+        return pg_cli_usage_error("selftest", "--threads: '%s' is not a count in 0..1024", threads);
+      n_threads = (int)t;
     }
   }
-  if (!op_dir && !contract_arg) {
-    usage(stderr);
-    return pg_cli_usage_error("selftest", "--op-dir or --contract is required");
-  }
+  if (!op_dir && !contract_arg)
+    return pg_cli_usage_error("selftest", "--op-dir DIR or --contract FILE is required (see --help)");
   struct pg_error err;
   pg_error_clear(&err);
-  char contract_path[4096];
-  if (contract_arg) {
-    snprintf(contract_path, sizeof contract_path, "%s", contract_arg);
-  } else if (pg_op_dir_resolve(op_dir, contract_path, sizeof contract_path, NULL, 0, &err) !=
-             PG_OK) {
+  char contract_path[4096], suite_path[4096];
+  if (pg_op_paths_resolve(op_dir, contract_arg, NULL, contract_path, sizeof contract_path,
+                          suite_path, sizeof suite_path, &err) != PG_OK)
     return pg_cli_usage_error("selftest", "%s", err.message);
-  }
 
   struct pg_contract c;
   struct pg_diags diags;
@@ -119,6 +126,26 @@ int pg_cmd_selftest(int argc, char **argv) {
            "(`golden:` at top level) to compare the composition with\n", op);
     exit_code = PG_EXIT_SKIPPED;
     goto out;
+  }
+  if (!golden_lib) {
+    /* One clear error instead of the same one for every (seed, shape). */
+    const struct pg_golden_spec *need = c.op_golden.kind == PG_GOLDEN_PLUGIN ? &c.op_golden : NULL;
+    const char *where = "op level";
+    char where_buf[64];
+    for (int m = 0; !need && m < c.n_modules; m++)
+      if (c.modules[m].golden.kind == PG_GOLDEN_PLUGIN) {
+        need = &c.modules[m].golden;
+        snprintf(where_buf, sizeof where_buf, "module %d", c.modules[m].id);
+        where = where_buf;
+      }
+    if (need) {
+      fprintf(stderr,
+              "%s:%d:%d: error: golden of %s is plugin '%s', but no golden library was given "
+              "(pass --golden-lib)\n",
+              contract_path, need->mark.line, need->mark.column, where,
+              need->plugin ? need->plugin : "?");
+      goto out;
+    }
   }
   if (golden_lib && pg_golden_lib_open(golden_lib, &lib, &err) != PG_OK) {
     fprintf(stderr, "phasegate selftest: error: %s\n", err.message);

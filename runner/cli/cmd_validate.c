@@ -17,15 +17,16 @@
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: phasegate validate --op-dir DIR | --contract FILE [--suite FILE]\n"
+          "usage: phasegate validate (--op-dir DIR | --contract FILE) [--suite FILE]\n"
           "                          [--format text|json]\n"
           "\n"
           "Loads module_interfaces.yaml (and adversarial_suite.json when present) and\n"
           "reports every finding as FILE:LINE:COL: error: what (rule N) on stderr.\n"
           "\n"
           "  --op-dir DIR     find both files in DIR or DIR/eval\n"
-          "  --contract FILE  the contract (module_interfaces.yaml)\n"
-          "  --suite FILE     the suite (adversarial_suite.json); optional\n"
+          "  --contract FILE  the contract (module_interfaces.yaml); wins over --op-dir\n"
+          "  --suite FILE     the suite (default: adversarial_suite.json next to the\n"
+          "                   contract, checked when it exists)\n"
           "  --format json    print {status, op, findings: [...]} on stdout\n"
           "\n"
           "Exit: 0 valid (warnings allowed), 2 any error.\n");
@@ -95,23 +96,18 @@ int pg_cmd_validate(int argc, char **argv) {
   }
   if (strcmp(format, "text") != 0 && strcmp(format, "json") != 0)
     return pg_cli_usage_error("validate", "--format must be text or json, not '%s'", format);
-  if (!op_dir == !contract_arg)
-    return pg_cli_usage_error("validate", "give exactly one of --op-dir DIR or --contract FILE");
+  if (!op_dir && !contract_arg)
+    return pg_cli_usage_error("validate", "give --op-dir DIR or --contract FILE (see --help)");
   int json = strcmp(format, "json") == 0;
 
   char contract_path[4096], suite_path[4096];
-  suite_path[0] = '\0';
   struct pg_error err;
   pg_error_clear(&err);
-  if (op_dir) {
-    if (pg_op_dir_resolve(op_dir, contract_path, sizeof contract_path, suite_path,
-                          sizeof suite_path, &err) != PG_OK)
-      return pg_cli_usage_error("validate", "%s", err.message);
-    if (!file_exists(suite_path)) suite_path[0] = '\0';
-  } else {
-    snprintf(contract_path, sizeof contract_path, "%s", contract_arg);
-  }
-  if (suite_arg) snprintf(suite_path, sizeof suite_path, "%s", suite_arg);
+  if (pg_op_paths_resolve(op_dir, contract_arg, suite_arg, contract_path, sizeof contract_path,
+                          suite_path, sizeof suite_path, &err) != PG_OK)
+    return pg_cli_usage_error("validate", "%s", err.message);
+  /* The suite is optional here unless named explicitly. */
+  if (!suite_arg && !file_exists(suite_path)) suite_path[0] = '\0';
 
   struct pg_diags diags;
   pg_diags_init(&diags);
@@ -129,29 +125,22 @@ int pg_cmd_validate(int argc, char **argv) {
   /* Golden steps are only checked on a contract whose structure is sound. */
   if (rc == PG_OK) {
     int g = pg_goldens_validate(&c, &diags);
-    if (g < 0 && g != PG_ENOTSUP) {
+    if (g < 0) {
       snprintf(fatal_buf, sizeof fatal_buf, "%.900s: checking goldens failed: %s", contract_path,
                pg_strerror(g));
       fatal = fatal_buf;
     }
   }
-  int suite_checked = 0;
   if (suite_path[0] && !fatal) {
     struct pg_suite suite;
     pg_suite_init(&suite);
     struct pg_error serr;
     pg_error_clear(&serr);
     int src = pg_suite_load(suite_path, rc == PG_OK ? &c : NULL, &suite, &diags, &serr);
-    if (src == PG_ENOTSUP) {
-      pg_diags_add(&diags, PG_SEV_NOTE, suite_path, 1, 1, NULL,
-                   "suite not checked: this build has no suite loader");
-    } else {
-      suite_checked = 1;
-      if (src == PG_OK) n_cases = suite.n_cases;
-      if (src != PG_OK && diags.n_errors == 0) {
-        snprintf(fatal_buf, sizeof fatal_buf, "%s", serr.message);
-        fatal = fatal_buf;
-      }
+    if (src == PG_OK) n_cases = suite.n_cases;
+    if (src != PG_OK && diags.n_errors == 0) {
+      snprintf(fatal_buf, sizeof fatal_buf, "%s", serr.message);
+      fatal = fatal_buf;
     }
     pg_suite_reset(&suite);
   }
@@ -169,7 +158,6 @@ int pg_cmd_validate(int argc, char **argv) {
     if (ok) {
       char cases[48] = "";
       if (n_cases >= 0) snprintf(cases, sizeof cases, ", %d case%s", n_cases, n_cases == 1 ? "" : "s");
-      else if (suite_path[0] && !suite_checked) snprintf(cases, sizeof cases, ", suite not checked");
       char warn[48] = "";
       if (diags.n_warnings)
         snprintf(warn, sizeof warn, " (%d warning%s)", diags.n_warnings,

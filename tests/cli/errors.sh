@@ -1,0 +1,82 @@
+#!/bin/sh
+# Error experience of every subcommand: missing / unreadable / directory-instead-of-
+# file inputs, unknown and incomplete options, bad values, unknown --impl schemes,
+# missing impl libraries, unknown cases, phases outside 1..N. Each must exit 2 with
+# one clear line on stderr naming the file or flag (no usage dump, no crash).
+#   errors.sh PHASEGATE OP_DIR OUT_DIR
+set -u
+pg=$1 op=$2 out=$3
+rm -rf "$out" && mkdir -p "$out/adir" "$out/emptyop" && cd "$out" || exit 1
+: >afile
+fails=0
+# expect CODE NEEDLE ARGS...: exit CODE, stderr is exactly one line containing NEEDLE
+expect() {
+  code=$1 needle=$2
+  shift 2
+  "$pg" "$@" >stdout.txt 2>stderr.txt </dev/null
+  got=$?
+  lines=$(wc -l <stderr.txt)
+  if [ "$got" -ne "$code" ] || [ "$lines" -ne 1 ] || ! grep -qF -- "$needle" stderr.txt; then
+    echo "FAIL: phasegate $* -> exit $got (want $code), $lines stderr line(s) (want 1 with '$needle'):"
+    cat stderr.txt
+    fails=1
+  else
+    echo "ok: phasegate $*: $(cat stderr.txt)"
+  fi
+}
+c="$op/module_interfaces.yaml" s="$op/adversarial_suite.json"
+for cmd in validate list selftest; do
+  expect 2 "nowhere.yaml: cannot open" $cmd --contract nowhere.yaml
+  expect 2 "adir: cannot read: Is a directory" $cmd --contract adir
+  expect 2 "emptyop: no module_interfaces.yaml" $cmd --op-dir emptyop
+  expect 2 "afile: no module_interfaces.yaml" $cmd --op-dir afile
+  expect 2 "unknown option '--bogus'" $cmd --op-dir "$op" --bogus
+  expect 2 "--op-dir needs a value" $cmd --op-dir
+  expect 2 "--op-dir DIR or --contract FILE" $cmd
+done
+for cmd in validate list; do
+  expect 2 "nowhere.json: cannot open" $cmd --op-dir "$op" --suite nowhere.json
+  expect 2 "adir: not a regular file" $cmd --contract "$c" --suite adir
+  expect 2 "--format must be" $cmd --op-dir "$op" --format yaml
+done
+expect 2 "--levels takes L1..L5" list --op-dir "$op" --levels L7
+expect 2 "--threads: 'x'" selftest --op-dir "$op" --threads x
+expect 2 "--reference-precision must be fp32 or fp64" selftest --op-dir "$op" --reference-precision fp16
+expect 2 "pass --golden-lib" selftest --contract "$op/../../../suites/rmsnorm/module_interfaces.yaml"
+expect 2 "cannot open" selftest --contract "$op/../../../suites/rmsnorm/module_interfaces.yaml" --golden-lib nowhere.so
+expect 2 "no case 'nope'" gen --op-dir "$op" --case nope --out g
+expect 2 "--up-to-module: '9' is not in 1..3" gen --op-dir "$op" --case L2_basic --out g --up-to-module 9
+expect 2 "afile/x: cannot create directory" gen --op-dir "$op" --case L2_basic --out afile/x
+expect 2 "nowhere.yaml: cannot open" gen --contract nowhere.yaml --case L2_basic --out g
+expect 2 "nowhere.json: cannot open" gen --contract "$c" --suite nowhere.json --case L2_basic --out g
+expect 2 "--op-dir DIR (or --contract FILE), --case ID and --out DIR" gen --op-dir "$op"
+expect 2 "a.npy: cannot open" diff a.npy b.npy
+expect 2 "adir: not a regular file" diff adir adir
+expect 2 "--threads needs an integer 0..1024, got 'x'" diff a.npy b.npy --threads x
+expect 2 "unknown comparison rule 'foo'" diff afile afile --rule foo
+expect 2 "expected two tensor files" diff a.npy
+expect 2 "--impl 'foo:bar': expected plugin:PATH.so" run --op-dir "$op" --impl foo:bar --up-to-module 1
+expect 2 "--up-to-module: expected a module number" run --op-dir "$op" --impl foo:bar --up-to-module x
+expect 2 "--up-to-module 9 outside 1..3" run --op-dir "$op" --impl exec:true --up-to-module 9 --report r.json
+expect 2 "no case 'nope'" run --op-dir "$op" --impl exec:true --up-to-module 1 --case nope --report r.json
+expect 2 "nowhere.so': cannot open" run --op-dir "$op" --impl exec:true --up-to-module 1 --golden-lib nowhere.so --report r.json
+# The seed runner's spelling reaches the same checks.
+expect 2 "unknown option '--bogus'" --op-dir "$op" --self-test --bogus
+expect 2 "--impl SPEC is required" --op-dir "$op" --up-to-module 1
+# A missing impl library is an ERROR (exit 2) naming the file, not a crash.
+"$pg" run --op-dir "$op" --impl plugin:nowhere.so --up-to-module 1 --case L2_basic --report r.json \
+  >stdout.txt 2>&1
+got=$?
+if [ $got -ne 2 ] || ! grep -q "impl plugin 'nowhere.so' does not exist" stdout.txt; then
+  echo "FAIL: missing plugin -> exit $got:"; cat stdout.txt; fails=1
+else
+  echo "ok: missing plugin is an ERROR naming the file"
+fi
+"$pg" bogus >stdout.txt 2>stderr.txt
+got=$?
+if [ $got -ne 2 ] || ! grep -q "unknown command 'bogus'" stderr.txt; then
+  echo "FAIL: phasegate bogus -> exit $got"; fails=1
+fi
+"$pg" >stdout.txt 2>stderr.txt
+[ $? -eq 2 ] && grep -q "usage: phasegate" stderr.txt || { echo "FAIL: phasegate with no command"; fails=1; }
+exit $fails
