@@ -227,18 +227,26 @@ int pg_fill_parse(const char *text, struct pg_fill *out, struct pg_error *err) {
 
 /* log(m * 2^e) for m in [0.5, 1): 2 atanh(s), s = (m-1)/(m+1), |s| <= 0.1716 after
  * folding m below sqrt(1/2); the series to s^23 is far below double precision. */
+/* Constants shared by the scalar definition and the SIMD kernels (same literals, same
+ * doubles). */
+#define PG_SQRT1_2 0.70710678118654752440
+#define PG_LN2 0.69314718055994530942
+#define PG_2PI 6.28318530717958647692
+#define PG_INV_FACT17 (1.0 / 355687428096000.0)
+#define PG_INV_FACT18 (1.0 / 6402373705728000.0)
+
 static const double log_k[] = {1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15, 1.0 / 13,
                                1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3,  1.0};
 
 static inline double log_core(double m, int e) {
   /* branchless (random inputs would mispredict half the time); *1 and *2 are exact */
-  int lt = m < 0.70710678118654752440;
+  int lt = m < PG_SQRT1_2;
   m *= (double)(1 + lt);
   e -= lt;
   double s = (m - 1.0) / (m + 1.0), s2 = s * s;
   double p = log_k[0];
   for (size_t i = 1; i < sizeof log_k / sizeof *log_k; i++) p = p * s2 + log_k[i];
-  return (double)e * 0.69314718055994530942 + 2.0 * s * p;
+  return (double)e * PG_LN2 + 2.0 * s * p;
 }
 
 /* For normal positive x: split the fields directly (frexp is a libm call). */
@@ -273,11 +281,11 @@ static const double cos_k[] = {-1.0 / 20922789888000.0, 1.0 / 87178291200.0, -1.
 static inline void sincos_core(double u, double *sn, double *cs) {
   int q = (int)(u * 4.0 + 0.5);
   double r = u - (double)q * 0.25;
-  double t = r * 6.28318530717958647692, t2 = t * t;
-  double sp = 1.0 / 355687428096000.0; /* 1/17! */
+  double t = r * PG_2PI, t2 = t * t;
+  double sp = PG_INV_FACT17;
   for (size_t i = 0; i < sizeof sin_k / sizeof *sin_k; i++) sp = sp * t2 + sin_k[i];
   double s = sp * t;
-  double cp = 1.0 / 6402373705728000.0; /* 1/18! */
+  double cp = PG_INV_FACT18;
   for (size_t i = 0; i < sizeof cos_k / sizeof *cos_k; i++) cp = cp * t2 + cos_k[i];
   double c = 1.0 - cp * t2;
   /* rotate by q quarter turns: q&1 swaps sin and cos, signs follow the quadrant;
@@ -303,6 +311,7 @@ struct fill_job {
   int has_specials;
   double denormal;
   size_t begin, end; /* element range, begin % 4 == 0 */
+  enum pg__fill_isa isa; /* resolved: never AUTO */
 };
 
 static inline void store(void *data, enum pg_dtype t, size_t i, double v) {
@@ -377,6 +386,234 @@ static void normal16(const struct fill_job *j, uint64_t b0, double v[16]) {
   }
 }
 
+/* Elements i0 .. i0+n-1 (i0 a block boundary) with values v[0 .. n-1]: special-value
+ * injection, then rounding to the dtype. */
+static void finish_group(const struct fill_job *j, size_t i0, size_t n, double *v) {
+  if (j->has_specials)
+    for (size_t q = 0; 4 * q < n; q++) {
+      uint32_t w[4];
+      pg_rng_block(&j->specials, i0 / 4 + q, w);
+      for (size_t k = 0; k < 4 && 4 * q + k < n; k++)
+        v[4 * q + k] = special_value(j, pg_rng_u01(w[k]), v[4 * q + k]);
+    }
+  for (size_t k = 0; k < n; k++) store(j->data, j->dtype, i0 + k, v[k]);
+}
+
+/* ------------------------------------------------------------------ SIMD kernels */
+
+/* x86-64 paths for the float32 normal and uniform fills, picked at run time. They are
+ * the scalar definition above evaluated several lanes at a time: the same IEEE double
+ * operations in the same order (add, mul, div and sqrt are correctly rounded in every
+ * lane), selections done with blends and sign flips that give the very bits of the
+ * scalar "* 2.0" and "* -1.0", and no FMA: the target attributes leave "fma" out, so
+ * the compiler cannot fuse a multiply into an add even if asked to contract. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define PG_FILL_X86 1
+#include <immintrin.h>
+
+#define PG_AVX2 __attribute__((target("avx2")))
+#define PG_AVX2_INLINE static inline __attribute__((always_inline, target("avx2")))
+
+/* Round keys of Philox: key + r * (W0, W1), wrapping. */
+static void philox_round_keys(const uint32_t key[2], uint32_t k0[10], uint32_t k1[10]) {
+  for (int r = 0; r < 10; r++) {
+    k0[r] = key[0] + (uint32_t)r * 0x9E3779B9u;
+    k1[r] = key[1] + (uint32_t)r * 0xBB67AE85u;
+  }
+}
+
+struct avx2_philox {
+  __m256i k0[10], k1[10], tag0, tag1;
+};
+
+PG_AVX2 static void avx2_philox_init(struct avx2_philox *p, const struct pg_rng_stream *s) {
+  uint32_t k0[10], k1[10];
+  philox_round_keys(s->key, k0, k1);
+  for (int r = 0; r < 10; r++) {
+    p->k0[r] = _mm256_set1_epi64x((long long)k0[r]);
+    p->k1[r] = _mm256_set1_epi64x((long long)k1[r]);
+  }
+  p->tag0 = _mm256_set1_epi64x((long long)s->tag[0]);
+  p->tag1 = _mm256_set1_epi64x((long long)s->tag[1]);
+}
+
+/* Blocks b .. b+3, one per 64-bit lane: word k of block b+l is the low half of lane l
+ * of w[k]. The high halves are don't-care (vpmuludq reads only the low halves), which
+ * spares the shuffles a packed 32-bit layout needs. */
+PG_AVX2_INLINE void avx2_philox4(const struct avx2_philox *p, uint64_t b, __m256i w[4]) {
+  const __m256i m0 = _mm256_set1_epi64x(0xD2511F53), m1 = _mm256_set1_epi64x(0xCD9E8D57);
+  __m256i ctr = _mm256_add_epi64(_mm256_set1_epi64x((long long)b), _mm256_setr_epi64x(0, 1, 2, 3));
+  __m256i c0 = ctr, c1 = _mm256_srli_epi64(ctr, 32), c2 = p->tag0, c3 = p->tag1;
+  for (int r = 0; r < 10; r++) {
+    __m256i p0 = _mm256_mul_epu32(c0, m0), p1 = _mm256_mul_epu32(c2, m1);
+    c0 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p1, 32), c1), p->k0[r]);
+    c2 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p0, 32), c3), p->k1[r]);
+    c1 = p1;
+    c3 = p0;
+  }
+  w[0] = c0;
+  w[1] = c1;
+  w[2] = c2;
+  w[3] = c3;
+}
+
+/* pg_rng_u01 of the low halves: the bits 0x43300000:w are the double 2^52 + w, and
+ * subtracting 2^52 - 0.5 leaves w + 0.5 exactly. */
+PG_AVX2_INLINE __m256d avx2_u01(__m256i w) {
+  __m256d x = _mm256_castsi256_pd(_mm256_blend_epi32(w, _mm256_set1_epi64x(0x4330000000000000LL), 0xAA));
+  x = _mm256_sub_pd(x, _mm256_set1_pd(4503599627370495.5));
+  return _mm256_mul_pd(x, _mm256_set1_pd(1.0 / 4294967296.0));
+}
+
+/* Box–Muller on words (wa, wb): r * cos and r * sin, as block_values computes them. */
+PG_AVX2_INLINE void avx2_boxmuller(__m256i wa, __m256i wb, __m256d *rc, __m256d *rs) {
+  const __m256d one = _mm256_set1_pd(1.0);
+  __m256d u1 = avx2_u01(wa), u2 = avx2_u01(wb);
+  /* log_normal(u1): exponent and mantissa fields; (double)e via the 2^52 trick */
+  __m256i bits = _mm256_castpd_si256(u1);
+  __m256d e = _mm256_castsi256_pd(
+      _mm256_or_si256(_mm256_srli_epi64(bits, 52), _mm256_set1_epi64x(0x4330000000000000LL)));
+  e = _mm256_sub_pd(e, _mm256_set1_pd(4503599627370496.0 + 1022.0));
+  __m256d m = _mm256_castsi256_pd(
+      _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi64x(0x000fffffffffffffLL)),
+                      _mm256_set1_epi64x(0x3fe0000000000000LL)));
+  __m256d lt = _mm256_cmp_pd(m, _mm256_set1_pd(PG_SQRT1_2), _CMP_LT_OQ);
+  m = _mm256_blendv_pd(m, _mm256_add_pd(m, m), lt); /* m + m == m * 2.0, exactly */
+  e = _mm256_blendv_pd(e, _mm256_sub_pd(e, one), lt);
+  __m256d s = _mm256_div_pd(_mm256_sub_pd(m, one), _mm256_add_pd(m, one));
+  __m256d s2 = _mm256_mul_pd(s, s), p = _mm256_set1_pd(log_k[0]);
+  for (size_t i = 1; i < sizeof log_k / sizeof *log_k; i++)
+    p = _mm256_add_pd(_mm256_mul_pd(p, s2), _mm256_set1_pd(log_k[i]));
+  __m256d lg = _mm256_add_pd(_mm256_mul_pd(e, _mm256_set1_pd(PG_LN2)),
+                             _mm256_mul_pd(_mm256_mul_pd(_mm256_set1_pd(2.0), s), p));
+  __m256d r = _mm256_sqrt_pd(_mm256_mul_pd(_mm256_set1_pd(-2.0), lg));
+  /* sincos_core(u2) */
+  __m256d q = _mm256_round_pd(_mm256_add_pd(_mm256_mul_pd(u2, _mm256_set1_pd(4.0)), _mm256_set1_pd(0.5)),
+                              _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  __m256d t = _mm256_mul_pd(_mm256_sub_pd(u2, _mm256_mul_pd(q, _mm256_set1_pd(0.25))),
+                            _mm256_set1_pd(PG_2PI));
+  __m256d t2 = _mm256_mul_pd(t, t), sp = _mm256_set1_pd(PG_INV_FACT17), cp = _mm256_set1_pd(PG_INV_FACT18);
+  for (size_t i = 0; i < sizeof sin_k / sizeof *sin_k; i++) {
+    sp = _mm256_add_pd(_mm256_mul_pd(sp, t2), _mm256_set1_pd(sin_k[i]));
+    cp = _mm256_add_pd(_mm256_mul_pd(cp, t2), _mm256_set1_pd(cos_k[i]));
+  }
+  __m256d sn = _mm256_mul_pd(sp, t), cs = _mm256_sub_pd(one, _mm256_mul_pd(cp, t2));
+  __m256d q1 = _mm256_cmp_pd(q, one, _CMP_EQ_OQ), q2 = _mm256_cmp_pd(q, _mm256_set1_pd(2.0), _CMP_EQ_OQ),
+          q3 = _mm256_cmp_pd(q, _mm256_set1_pd(3.0), _CMP_EQ_OQ), sign = _mm256_set1_pd(-0.0);
+  __m256d odd = _mm256_or_pd(q1, q3);
+  __m256d a = _mm256_blendv_pd(sn, cs, odd), c = _mm256_blendv_pd(cs, sn, odd);
+  a = _mm256_xor_pd(a, _mm256_and_pd(_mm256_or_pd(q2, q3), sign)); /* == a * -1.0 */
+  c = _mm256_xor_pd(c, _mm256_and_pd(_mm256_or_pd(q1, q2), sign));
+  *rc = _mm256_mul_pd(r, c);
+  *rs = _mm256_mul_pd(r, a);
+}
+
+/* 8 blocks of words (w[0]: blocks 0-3, w[1]: blocks 4-7) -> their 32 values in
+ * double, v[h][k] = element slot k of blocks 4h .. 4h+3, as block_values computes them. */
+PG_AVX2_INLINE void avx2_values(const struct pg_fill *f, __m256i w[2][4], __m256d v[2][4]) {
+  const __m256d a = _mm256_set1_pd(f->a);
+  if (f->kind == PG_FILL_UNIFORM) {
+    const __m256d d = _mm256_set1_pd(f->b - f->a);
+    for (int h = 0; h < 2; h++)
+      for (int k = 0; k < 4; k++) v[h][k] = _mm256_add_pd(a, _mm256_mul_pd(d, avx2_u01(w[h][k])));
+  } else {
+    const __m256d sigma = _mm256_set1_pd(f->b);
+    for (int h = 0; h < 2; h++)
+      for (int k = 0; k < 4; k += 2) {
+        __m256d rc, rs;
+        avx2_boxmuller(w[h][k], w[h][k + 1], &rc, &rs);
+        v[h][k] = _mm256_add_pd(a, _mm256_mul_pd(sigma, rc));
+        v[h][k + 1] = _mm256_add_pd(a, _mm256_mul_pd(sigma, rs));
+      }
+  }
+}
+
+/* -> 32 floats in element order: round (as (float) does), then transpose 8 x 4. */
+PG_AVX2_INLINE void avx2_store_f32(float *out, __m256d v[2][4]) {
+  __m256 e[4];
+  for (int k = 0; k < 4; k++)
+    e[k] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(v[0][k])),
+                                _mm256_cvtpd_ps(v[1][k]), 1);
+  __m256 t0 = _mm256_unpacklo_ps(e[0], e[1]), t1 = _mm256_unpackhi_ps(e[0], e[1]);
+  __m256 t2 = _mm256_unpacklo_ps(e[2], e[3]), t3 = _mm256_unpackhi_ps(e[2], e[3]);
+  __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  _mm256_storeu_ps(out, _mm256_permute2f128_ps(u0, u1, 0x20));
+  _mm256_storeu_ps(out + 8, _mm256_permute2f128_ps(u2, u3, 0x20));
+  _mm256_storeu_ps(out + 16, _mm256_permute2f128_ps(u0, u1, 0x31));
+  _mm256_storeu_ps(out + 24, _mm256_permute2f128_ps(u2, u3, 0x31));
+}
+
+/* -> 32 doubles in element order: two 4 x 4 transposes. */
+PG_AVX2_INLINE void avx2_store_f64(double *out, __m256d v[2][4]) {
+  for (int h = 0; h < 2; h++) {
+    __m256d t0 = _mm256_unpacklo_pd(v[h][0], v[h][1]), t1 = _mm256_unpackhi_pd(v[h][0], v[h][1]);
+    __m256d t2 = _mm256_unpacklo_pd(v[h][2], v[h][3]), t3 = _mm256_unpackhi_pd(v[h][2], v[h][3]);
+    double *o = out + 16 * h;
+    _mm256_storeu_pd(o, _mm256_permute2f128_pd(t0, t2, 0x20));
+    _mm256_storeu_pd(o + 4, _mm256_permute2f128_pd(t1, t3, 0x20));
+    _mm256_storeu_pd(o + 8, _mm256_permute2f128_pd(t0, t2, 0x31));
+    _mm256_storeu_pd(o + 12, _mm256_permute2f128_pd(t1, t3, 0x31));
+  }
+}
+
+/* Normal/uniform elements [i0, end) of the job in whole 32-element groups, written in
+ * its dtype; returns where it stopped. i0 is a multiple of 4 (a block boundary).
+ * float32/float64 without specials are stored straight from the registers; the rest
+ * goes through finish_group (specials, then the scalar rounding to the dtype). */
+PG_AVX2 static size_t avx2_fill(const struct fill_job *j, size_t i0) {
+  struct avx2_philox p;
+  avx2_philox_init(&p, &j->values);
+  const int direct = j->has_specials ? 0 : j->dtype == PG_DTYPE_F32 ? 1 : j->dtype == PG_DTYPE_F64 ? 2 : 0;
+  for (; i0 + 32 <= j->end; i0 += 32) {
+    __m256i w[2][4];
+    __m256d v[2][4];
+    avx2_philox4(&p, i0 / 4, w[0]);
+    avx2_philox4(&p, i0 / 4 + 4, w[1]);
+    avx2_values(j->fill, w, v);
+    if (direct == 1) avx2_store_f32((float *)j->data + i0, v);
+    else if (direct == 2) avx2_store_f64((double *)j->data + i0, v);
+    else {
+      double tmp[32];
+      avx2_store_f64(tmp, v);
+      finish_group(j, i0, 32, tmp);
+    }
+  }
+  return i0;
+}
+
+PG_AVX2 static void avx2_blocks(const struct pg_rng_stream *s, uint64_t b0, size_t n_blocks,
+                                uint32_t *out) {
+  struct avx2_philox p;
+  avx2_philox_init(&p, s);
+  for (size_t b = 0; b < n_blocks; b += 4) {
+    __m256i w[4];
+    uint64_t lanes[4];
+    avx2_philox4(&p, b0 + b, w);
+    for (int k = 0; k < 4; k++) {
+      _mm256_storeu_si256((__m256i *)lanes, w[k]);
+      for (int l = 0; l < 4; l++) out[4 * (b + (size_t)l) + (size_t)k] = (uint32_t)lanes[l];
+    }
+  }
+}
+
+PG_AVX2 static void avx2_from_words(const struct pg_fill *f, const uint32_t *words,
+                                    size_t n_blocks, double *out) {
+  for (size_t b = 0; b < n_blocks; b += 8) {
+    __m256i w[2][4];
+    __m256d v[2][4];
+    const uint32_t *x = words + 4 * b;
+    for (int h = 0; h < 2; h++)
+      for (int k = 0; k < 4; k++)
+        w[h][k] = _mm256_setr_epi64x(x[16 * h + k], x[16 * h + 4 + k], x[16 * h + 8 + k],
+                                     x[16 * h + 12 + k]);
+    avx2_values(f, w, v);
+    avx2_store_f64(out + 4 * b, v);
+  }
+}
+#endif /* x86-64 */
+
+
 /* float32 without specials, the common case, in loops the compiler keeps tight. Same
  * expressions as block_values/normal16, so the same bits. Returns the element index
  * where it stopped (a multiple of 4); the generic loop does the rest. */
@@ -403,22 +640,26 @@ static size_t fill_range_f32(const struct fill_job *j) {
 
 static void fill_range(const struct fill_job *j) {
   double v[16];
-  uint32_t w[4];
   const int batch = j->fill->kind == PG_FILL_NORMAL ? 16 : 4;
   size_t start = j->begin;
-  if (j->dtype == PG_DTYPE_F32 && !j->has_specials) start = fill_range_f32(j);
+#ifdef PG_FILL_X86
+  /* SIMD paths: whole 32-element groups of normal/uniform, any dtype; the portable
+   * loops below only finish the last < 32 elements */
+  if (j->isa == PG__FILL_ISA_AVX2 &&
+      (j->fill->kind == PG_FILL_NORMAL || j->fill->kind == PG_FILL_UNIFORM))
+    start = avx2_fill(j, start);
+#endif
+  if (j->dtype == PG_DTYPE_F32 && !j->has_specials) {
+    struct fill_job rest = *j;
+    rest.begin = start;
+    start = fill_range_f32(&rest);
+  }
   for (size_t i0 = start; i0 < j->end; i0 += (size_t)batch) {
     uint64_t b = i0 / 4;
     if (batch == 16) normal16(j, b, v);
     else block_values(j, b, v);
-    if (j->has_specials)
-      for (int q = 0; q < batch / 4; q++) {
-        pg_rng_block(&j->specials, b + (uint64_t)q, w);
-        for (int k = 0; k < 4; k++)
-          v[4 * q + k] = special_value(j, pg_rng_u01(w[k]), v[4 * q + k]);
-      }
     size_t n = j->end - i0 < (size_t)batch ? j->end - i0 : (size_t)batch;
-    for (size_t k = 0; k < n; k++) store(j->data, j->dtype, i0 + k, v[k]);
+    finish_group(j, i0, n, v);
   }
 }
 
@@ -451,15 +692,90 @@ static int int_range_ok(enum pg_dtype t, double lo, double hi) {
 #define PG_FILL_MIN_PER_THREAD ((size_t)1 << 16)
 #define PG_FILL_MAX_THREADS 64
 
+enum pg__fill_isa pg__fill_isa_best(void) {
+#ifdef PG_FILL_X86
+  if (__builtin_cpu_supports("avx2")) return PG__FILL_ISA_AVX2;
+#endif
+  return PG__FILL_ISA_PORTABLE;
+}
+
+static int isa_available(enum pg__fill_isa isa) {
+  switch (isa) {
+    case PG__FILL_ISA_AUTO:
+    case PG__FILL_ISA_PORTABLE: return 1;
+#ifdef PG_FILL_X86
+    case PG__FILL_ISA_AVX2: return __builtin_cpu_supports("avx2") != 0;
+#endif
+    default: return 0;
+  }
+}
+
+static enum pg__fill_isa isa_resolve(enum pg__fill_isa isa) {
+  return isa == PG__FILL_ISA_AUTO ? pg__fill_isa_best() : isa;
+}
+
+int pg__rng_blocks_isa(const struct pg_rng_stream *s, uint64_t b0, size_t n_blocks,
+                       enum pg__fill_isa isa, uint32_t *out) {
+  if (!isa_available(isa) || n_blocks % 8 != 0) return PG_ENOTSUP;
+  isa = isa_resolve(isa);
+#ifdef PG_FILL_X86
+  if (isa == PG__FILL_ISA_AVX2) {
+    avx2_blocks(s, b0, n_blocks, out);
+    return PG_OK;
+  }
+#endif
+  for (size_t b = 0; b < n_blocks; b++) pg_rng_block(s, b0 + b, out + 4 * b);
+  return PG_OK;
+}
+
+int pg__rng_values_from_words(const struct pg_fill *fill, const uint32_t *words,
+                              size_t n_blocks, enum pg__fill_isa isa, double *out) {
+  if (!isa_available(isa) || n_blocks % 8 != 0 ||
+      (fill->kind != PG_FILL_NORMAL && fill->kind != PG_FILL_UNIFORM))
+    return PG_ENOTSUP;
+  isa = isa_resolve(isa);
+#ifdef PG_FILL_X86
+  if (isa == PG__FILL_ISA_AVX2) {
+    avx2_from_words(fill, words, n_blocks, out);
+    return PG_OK;
+  }
+#endif
+  /* the scalar definition, as block_values computes it */
+  for (size_t b = 0; b < n_blocks; b++) {
+    const uint32_t *w = words + 4 * b;
+    double *o = out + 4 * b;
+    if (fill->kind == PG_FILL_UNIFORM) {
+      for (int k = 0; k < 4; k++) o[k] = fill->a + (fill->b - fill->a) * pg_rng_u01(w[k]);
+    } else {
+      for (int k = 0; k < 4; k += 2) {
+        double r = sqrt(-2.0 * log_normal(pg_rng_u01(w[k]))), sn, cs;
+        sincos_core(pg_rng_u01(w[k + 1]), &sn, &cs);
+        o[k] = fill->a + fill->b * (r * cs);
+        o[k + 1] = fill->a + fill->b * (r * sn);
+      }
+    }
+  }
+  return PG_OK;
+}
+
 int pg_fill_generate(struct pg_tensor *t, const struct pg_fill *fill, uint64_t seed,
                      const char *name, int n_threads, struct pg_error *err) {
+  return pg__fill_generate_isa(t, fill, seed, name, n_threads, PG__FILL_ISA_AUTO, err);
+}
+
+int pg__fill_generate_isa(struct pg_tensor *t, const struct pg_fill *fill, uint64_t seed,
+                          const char *name, int n_threads, enum pg__fill_isa isa,
+                          struct pg_error *err) {
   enum pg_dtype dt = t->dtype;
+  if (!isa_available(isa))
+    return pg_error_set(err, PG_ENOTSUP, "fill path %d is not available on this CPU", (int)isa);
   if (pg_dtype_size(dt) == 0) return pg_error_set(err, PG_EDTYPE, "input '%s': invalid dtype", name);
   struct fill_job job;
   memset(&job, 0, sizeof job);
   job.data = t->dl.data;
   job.dtype = dt;
   job.fill = fill;
+  job.isa = isa_resolve(isa);
   pg_rng_stream_init(&job.values, seed, name, PG_RNG_VALUES);
   pg_rng_stream_init(&job.specials, seed, name, PG_RNG_SPECIALS);
   for (int k = 0; k < PG_SPECIAL_COUNT; k++)

@@ -77,4 +77,35 @@ void pg__rng_sincos2pi(double u, double *s, double *c);
 int pg_fill_generate(struct pg_tensor *t, const struct pg_fill *fill, uint64_t seed,
                      const char *name, int n_threads, struct pg_error *err);
 
+/* Instruction-set paths of the fills (fill.c). Every path gives the same bits; the
+ * portable one is the definition and the SIMD ones are tested equal to it bit for bit.
+ * AUTO = the fastest this CPU supports (what pg_fill_generate uses). The explicit
+ * choices and the kernels below exist for the tests and benchmarks. */
+enum pg__fill_isa {
+  PG__FILL_ISA_AUTO = 0,
+  PG__FILL_ISA_PORTABLE = 1,
+  PG__FILL_ISA_AVX2 = 2,
+  PG__FILL_ISA_AVX512 = 3
+};
+
+/* The path AUTO resolves to on this CPU (never AUTO). */
+enum pg__fill_isa pg__fill_isa_best(void);
+
+/* pg_fill_generate on the given path; PG_ENOTSUP when this CPU or build lacks it. */
+int pg__fill_generate_isa(struct pg_tensor *t, const struct pg_fill *fill, uint64_t seed,
+                          const char *name, int n_threads, enum pg__fill_isa isa,
+                          struct pg_error *err);
+
+/* A path's Philox kernel: the words of blocks b0 .. b0+n_blocks-1 of stream s, four
+ * per block, into out[4 * n_blocks]. n_blocks must be a multiple of 8. */
+int pg__rng_blocks_isa(const struct pg_rng_stream *s, uint64_t b0, size_t n_blocks,
+                       enum pg__fill_isa isa, uint32_t *out);
+
+/* A path's transform of given Philox words (four per block, as from
+ * pg__rng_blocks_isa) into the double values of a normal or uniform fill, before
+ * specials and rounding to the dtype, into out[4 * n_blocks]. n_blocks must be a
+ * multiple of 8. */
+int pg__rng_values_from_words(const struct pg_fill *fill, const uint32_t *words,
+                              size_t n_blocks, enum pg__fill_isa isa, double *out);
+
 #endif
