@@ -4,13 +4,31 @@
  * `b` a column vector (the added dim is removed from the result), trans_a / trans_b
  * transpose the last two dims of a 2-D-or-more operand (ignored for 1-D ones), and
  *   out = alpha * op(a) @ op(b) + beta * c      (c optional, broadcast to out).
- * One cblas_sgemm / cblas_dgemm per batch element (fp32 / fp64, multithreaded by
- * OpenBLAS); when b has no batch dims and a is not transposed, the batch folds into
- * the row dimension and a single gemm does all of it.
+ * One cblas_sgemm / cblas_dgemm per batch element (fp32 / fp64); when b has no batch
+ * dims and a is not transposed, the batch folds into the row dimension and a single
+ * gemm does all of it.
+ *
+ * OpenBLAS is loaded lazily (dlopen on the first matmul), not linked: loading and
+ * relocating it and libgfortran costs ~1.4 ms of start-up that every `phasegate`
+ * command paid, matmul or not, and its constructor starts a worker pool that spins in
+ * sched_yield for ~0.1 s (2^28 cycles) before sleeping — on a small case that is a
+ * core stolen from the impl child running at the same time. So, once, after loading
+ * the library ourselves we stop that pool (blas_thread_shutdown_, what OpenBLAS's
+ * own fork handler calls), and per call we pick the thread count deliberately:
+ * small gemms run single-threaded (OpenBLAS would thread anything above 2^18 MACs;
+ * waking a pool for a 2^20-MAC gemm costs more than it saves, and leaves it spinning),
+ * a batch of small gemms is split over our own threads, and only big gemms use the
+ * OpenBLAS pool. The thread count is process-global state in OpenBLAS (set before
+ * each gemm; a concurrent matmul may see the other's choice): it affects speed only —
+ * OpenBLAS splits a gemm over M and N, never over K, so each element's sum is the same.
+ * The loaded library is write-once state behind pthread_once.
  */
 #include <cblas.h>
+#include <dlfcn.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kernels_internal.h"
@@ -119,16 +137,150 @@ static int infer_matmul(const struct pg_tensor_meta *in, int n, const struct pg_
   return mm_geometry(in, n, attrs, &g, out, err);
 }
 
+/* ---- the lazily loaded OpenBLAS ---- */
+
+typedef void (*sgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, int, int,
+                         int, float, const float *, int, const float *, int, float, float *, int);
+typedef void (*dgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, int, int,
+                         int, double, const double *, int, const double *, int, double, double *,
+                         int);
+
+static struct {
+  sgemm_fn sgemm;
+  dgemm_fn dgemm;
+  void (*set_threads)(int); /* NULL: not OpenBLAS (a plain BLAS): no thread control */
+  int max_threads;          /* what the library was configured with (OPENBLAS_NUM_THREADS) */
+  char error[512];          /* non-empty: loading failed */
+} g_blas;
+static pthread_once_t g_blas_once = PTHREAD_ONCE_INIT;
+
+#ifndef PG_OPENBLAS_LIBDIR
+#define PG_OPENBLAS_LIBDIR ""
+#endif
+#ifndef PG_OPENBLAS_PATH
+#define PG_OPENBLAS_PATH ""
+#endif
+
+static void *sym(void *h, const char *name) {
+  return h ? dlsym(h, name) : dlsym(RTLD_DEFAULT, name);
+}
+
+static void blas_load(void) {
+  void *h = NULL;
+  int fresh = 0;
+  /* Already in the process (linked by the program or a golden plugin): use that one and
+   * leave its thread pool alone. */
+  if (!dlsym(RTLD_DEFAULT, "cblas_sgemm")) {
+    char p1[4200];
+    snprintf(p1, sizeof p1, "%s/libopenblas.so.0", PG_OPENBLAS_LIBDIR); /* "//" is fine */
+    const char *cand[] = {PG_OPENBLAS_LIBDIR[0] ? p1 : NULL, "libopenblas.so.0",
+                          PG_OPENBLAS_PATH[0] ? PG_OPENBLAS_PATH : NULL, "libopenblas.so"};
+    for (size_t i = 0; i < sizeof cand / sizeof *cand && !h; i++) {
+      if (!cand[i]) continue;
+      fresh = dlopen(cand[i], RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD) == NULL;
+      h = dlopen(cand[i], RTLD_NOW | RTLD_LOCAL);
+      if (!h && i == 1) {
+        const char *e = dlerror();
+        snprintf(g_blas.error, sizeof g_blas.error, "%s", e ? e : "dlopen failed");
+      }
+    }
+    if (!h) return; /* g_blas.error says why */
+  }
+  void *s = sym(h, "cblas_sgemm"), *d = sym(h, "cblas_dgemm");
+  void *st = sym(h, "openblas_set_num_threads"), *gt = sym(h, "openblas_get_num_threads");
+  if (!s || !d) {
+    snprintf(g_blas.error, sizeof g_blas.error, "the library has no cblas_sgemm/cblas_dgemm");
+    return;
+  }
+  /* object pointer -> function pointer without a cast warning */
+  memcpy(&g_blas.sgemm, &s, sizeof s);
+  memcpy(&g_blas.dgemm, &d, sizeof d);
+  g_blas.max_threads = 1;
+  if (st && gt) {
+    int (*get)(void);
+    memcpy(&g_blas.set_threads, &st, sizeof st);
+    memcpy(&get, &gt, sizeof gt);
+    g_blas.max_threads = get();
+    if (g_blas.max_threads < 1) g_blas.max_threads = 1;
+  }
+  /* The pool our dlopen just started would spin for ~0.1 s; OpenBLAS re-creates it
+   * on the first threaded gemm. */
+  void *sd = fresh && h ? dlsym(h, "blas_thread_shutdown_") : NULL;
+  if (sd && g_blas.max_threads > 1) {
+    int (*shutdown)(void);
+    memcpy(&shutdown, &sd, sizeof sd);
+    shutdown();
+  }
+  g_blas.error[0] = '\0';
+}
+
+static int blas_ready(struct pg_error *err) {
+  pthread_once(&g_blas_once, blas_load);
+  if (!g_blas.sgemm)
+    return pg_error_set(err, PG_ENOSYM, "matmul: cannot load OpenBLAS (libopenblas.so.0): %s",
+                        g_blas.error[0] ? g_blas.error : "not found");
+  return PG_OK;
+}
+
+/* A gemm below this many multiply-adds runs on one thread (≈ 0.3 ms on one core). */
+#define PG_GEMM_THREADED_MACS ((int64_t)1 << 24)
+
+static void blas_threads(int n) {
+  if (!g_blas.set_threads) return;
+  if (n < 1 || n > g_blas.max_threads) n = g_blas.max_threads;
+  g_blas.set_threads(n);
+}
+
 static void gemm(enum pg_dtype dt, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
                  const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c,
                  int64_t ldc) {
   enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
   if (dt == PG_DTYPE_F64)
-    cblas_dgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb,
-                beta, c, (int)ldc);
+    g_blas.dgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb,
+                 beta, c, (int)ldc);
   else
-    cblas_sgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, (float)alpha, a, (int)lda, b,
-                (int)ldb, (float)beta, c, (int)ldc);
+    g_blas.sgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, (float)alpha, a, (int)lda, b,
+                 (int)ldb, (float)beta, c, (int)ldc);
+}
+
+/* The batched (non-folded) loop, batch items [begin, end). */
+struct batch_ctx {
+  enum pg_dtype dt;
+  const struct mm_geom *g;
+  int ta, tb;
+  int64_t lda, ldb, a_mat, b_mat, mn;
+  double alpha, beta;
+  const void *a, *b;
+  void *c;
+};
+
+static void batch_range(void *vctx, int64_t begin, int64_t end) {
+  const struct batch_ctx *x = vctx;
+  const struct mm_geom *g = x->g;
+  size_t es = pg_dtype_size(x->dt);
+  /* multi-index of `begin` over the batch dims, and the a/b matrix offsets */
+  int64_t idx[PG_MAX_NDIM] = {0}, oa = 0, ob = 0, rem = begin;
+  for (int d = g->nbatch_dims - 1; d >= 0; d--) {
+    idx[d] = rem % g->batch[d];
+    rem /= g->batch[d];
+    oa += idx[d] * g->a_bstride[d];
+    ob += idx[d] * g->b_bstride[d];
+  }
+  for (int64_t bi = begin; bi < end; bi++) {
+    gemm(x->dt, x->ta, x->tb, g->m, g->n, g->k, x->alpha,
+         (const char *)x->a + (size_t)(oa * x->a_mat) * es, x->lda,
+         (const char *)x->b + (size_t)(ob * x->b_mat) * es, x->ldb, x->beta,
+         (char *)x->c + (size_t)(bi * x->mn) * es, g->n);
+    for (int d = g->nbatch_dims - 1; d >= 0; d--) {
+      idx[d]++;
+      oa += g->a_bstride[d];
+      ob += g->b_bstride[d];
+      if (idx[d] < g->batch[d]) break;
+      oa -= g->a_bstride[d] * idx[d];
+      ob -= g->b_bstride[d] * idx[d];
+      idx[d] = 0;
+    }
+  }
 }
 
 static int run_matmul(const struct pg_kernel_args *args, struct pg_tensor *const *outputs,
@@ -142,7 +294,6 @@ static int run_matmul(const struct pg_kernel_args *args, struct pg_tensor *const
   if (rc != PG_OK) goto done;
   double alpha = pg__attr_f(matmul_attrs, k.attrs, A_ALPHA);
   double beta = k.n_in == 3 ? pg__attr_f(matmul_attrs, k.attrs, A_BETA) : 0.0;
-  size_t es = pg_dtype_size(k.dt);
   int64_t numel = k.out_numel[0];
   if (numel == 0) goto done;
   /* c first: gemm then accumulates alpha*a@b onto beta*c in place */
@@ -167,24 +318,26 @@ static int run_matmul(const struct pg_kernel_args *args, struct pg_tensor *const
     rc = pg_error_set(err, PG_ELIMIT, "matmul: a dimension exceeds the BLAS limit of %d", INT_MAX);
     goto done;
   }
+  if ((rc = blas_ready(err)) != PG_OK) goto done;
+  /* k.n_threads == 1: the caller asked for one thread (a small case) */
+  int64_t macs = mrows * g.n * g.k;
   if (fold) {
+    blas_threads(k.n_threads == 1 || macs < PG_GEMM_THREADED_MACS ? 1 : k.n_threads);
     gemm(k.dt, 0, tb, mrows, g.n, g.k, alpha, k.x[0], lda, k.x[1], ldb, beta, k.y[0], g.n);
     goto done;
   }
-  int64_t idx[PG_MAX_NDIM] = {0}, oa = 0, ob = 0;
-  for (int64_t bi = 0; bi < nbatch; bi++) {
-    gemm(k.dt, ta, tb, g.m, g.n, g.k, alpha, (const char *)k.x[0] + (size_t)(oa * a_mat) * es,
-         lda, (const char *)k.x[1] + (size_t)(ob * b_mat) * es, ldb, beta,
-         (char *)k.y[0] + (size_t)(bi * mn) * es, g.n);
-    for (int d = g.nbatch_dims - 1; d >= 0; d--) {
-      idx[d]++;
-      oa += g.a_bstride[d];
-      ob += g.b_bstride[d];
-      if (idx[d] < g.batch[d]) break;
-      oa -= g.a_bstride[d] * idx[d];
-      ob -= g.b_bstride[d] * idx[d];
-      idx[d] = 0;
-    }
+  struct batch_ctx bc = {k.dt, &g, ta, tb, lda, ldb, a_mat, b_mat, mn, alpha, beta,
+                         k.x[0], k.x[1], k.y[0]};
+  if (macs >= PG_GEMM_THREADED_MACS && k.n_threads != 1) {
+    blas_threads(k.n_threads); /* big gemms: OpenBLAS's own pool */
+    batch_range(&bc, 0, nbatch);
+  } else {
+    /* small gemms: one thread each; a batch worth threading is split over ours */
+    blas_threads(1);
+    int64_t total = macs * nbatch;
+    int nt = k.n_threads == 1 || total < PG_GEMM_THREADED_MACS ? 1 : k.n_threads;
+    int64_t grain = macs > 0 ? (PG_GEMM_THREADED_MACS / 4 + macs - 1) / macs : nbatch;
+    pg__parallel_for(nbatch, grain, nt, batch_range, &bc);
   }
 done:
   pg__kctx_end(&k);
