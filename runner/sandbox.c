@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -118,22 +120,22 @@ static void child_setup(const struct pg_sandbox_opts *o, int out_w, int err_w) {
   }
 }
 
-int pg_sandbox_run(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *opts,
-                   struct pg_sandbox_result *r, struct pg_error *err) {
-  pg_sandbox_result_init(r);
-  size_t cap = (opts && opts->capture_max) ? opts->capture_max : PG_SANDBOX_DEFAULT_CAPTURE;
-  struct tail tout = {malloc(cap + 1), 0, cap, 0}, terr = {malloc(cap + 1), 0, cap, 0};
+int pg_sandbox_start(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *opts,
+                     struct pg_sandbox_proc *p, struct pg_error *err) {
+  memset(p, 0, sizeof *p);
+  p->pidfd = p->out_fd = p->err_fd = -1;
+  p->cap = (opts && opts->capture_max) ? opts->capture_max : PG_SANDBOX_DEFAULT_CAPTURE;
+  p->timeout_ms = (opts && opts->timeout_s > 0) ? opts->timeout_s * 1e3 : -1.0;
   int pout[2] = {-1, -1}, perr[2] = {-1, -1};
-  if (!tout.buf || !terr.buf) {
-    free(tout.buf);
-    free(terr.buf);
-    return pg_error_set(err, PG_ENOMEM, "sandbox: cannot allocate capture buffers");
-  }
+  /* One shared page: the child stamps when fn returned, so the wall time stays the
+   * impl's even when the parent collects it late (it computes the golden meanwhile). */
+  double *end = mmap(NULL, sizeof *end, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (end == MAP_FAILED) return pg_error_set(err, PG_ENOMEM, "sandbox: mmap: %s", strerror(errno));
+  *end = 0.0;
   if (pipe2(pout, O_CLOEXEC) != 0 || pipe2(perr, O_CLOEXEC) != 0) {
     int e = errno;
     if (pout[0] >= 0) close(pout[0]), close(pout[1]);
-    free(tout.buf);
-    free(terr.buf);
+    munmap(end, sizeof *end);
     return pg_error_set(err, PG_EIO, "sandbox: pipe: %s", strerror(e));
   }
   fflush(NULL); /* buffered parent output must not be duplicated by the child */
@@ -142,8 +144,7 @@ int pg_sandbox_run(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *op
   if (pid < 0) {
     int e = errno;
     close(pout[0]), close(pout[1]), close(perr[0]), close(perr[1]);
-    free(tout.buf);
-    free(terr.buf);
+    munmap(end, sizeof *end);
     return pg_error_set(err, PG_EIO, "sandbox: fork: %s", strerror(e));
   }
   if (pid == 0) {
@@ -152,6 +153,7 @@ int pg_sandbox_run(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *op
     child_setup(opts, pout[1], perr[1]);
     int rc = fn(ctx);
     fflush(NULL);
+    *end = now_ms();
     _exit(rc & 0xff);
   }
   setpgid(pid, pid); /* also done by the child: whichever runs first wins the race */
@@ -159,23 +161,58 @@ int pg_sandbox_run(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *op
   close(perr[1]);
   fcntl(pout[0], F_SETFL, O_NONBLOCK);
   fcntl(perr[0], F_SETFL, O_NONBLOCK);
-  int pidfd = pidfd_open_compat(pid);
+  p->pid = pid;
+  p->pidfd = pidfd_open_compat(pid);
+  p->out_fd = pout[0];
+  p->err_fd = perr[0];
+  p->t0 = t0;
+  p->end_ms = end;
+  return PG_OK;
+}
 
-  double timeout_ms = (opts && opts->timeout_s > 0) ? opts->timeout_s * 1e3 : -1.0;
-  int out_open = 1, err_open = 1, reaped = 0, status = 0;
+/* 1 when the pipe is (nearly) full: its writer may have been blocked on us. */
+static int pipe_full(int fd) {
+  int avail = 0;
+  if (ioctl(fd, FIONREAD, &avail) != 0) return 0;
+#ifdef F_GETPIPE_SZ
+  int size = fcntl(fd, F_GETPIPE_SZ);
+#else
+  int size = 65536;
+#endif
+  return size > 0 && avail >= size - 4096;
+}
+
+int pg_sandbox_wait(struct pg_sandbox_proc *p, struct pg_sandbox_result *r,
+                    struct pg_error *err) {
+  (void)err;
+  pg_sandbox_result_init(r);
+  pid_t pid = (pid_t)p->pid;
+  size_t cap = p->cap;
+  struct tail tout = {malloc(cap + 1), 0, cap, 0}, terr = {malloc(cap + 1), 0, cap, 0};
+  double timeout_ms = p->timeout_ms, t0 = p->t0;
+  /* The timeout counts from the fork. If the caller did other work meanwhile and the
+   * child filled a capture pipe, the child was stalled by us, not by itself: its clock
+   * restarts now. */
+  if (timeout_ms >= 0 && (pipe_full(p->out_fd) || pipe_full(p->err_fd))) {
+    double late = now_ms() - t0;
+    if (late > 0) timeout_ms += late;
+  }
+  int out_open = 1, err_open = 1, reaped = 0, status = 0, pidfd = p->pidfd;
+  int pout0 = p->out_fd, perr0 = p->err_fd;
+  double reaped_at = 0.0;
   for (;;) {
     if (!reaped) {
       pid_t w = waitpid(pid, &status, WNOHANG);
-      if (w == pid) reaped = 1;
+      if (w == pid) reaped = 1, reaped_at = now_ms();
     }
     if (reaped && !out_open && !err_open) break;
     if (reaped) {
       /* The child is gone: stragglers of its group must not keep the pipes open. */
       kill(-pid, SIGKILL);
-      if (out_open) out_open = drain(pout[0], &tout);
-      if (err_open) err_open = drain(perr[0], &terr);
+      if (out_open) out_open = drain(pout0, &tout);
+      if (err_open) err_open = drain(perr0, &terr);
       if (out_open || err_open) {
-        struct pollfd fds[2] = {{pout[0], POLLIN, 0}, {perr[0], POLLIN, 0}};
+        struct pollfd fds[2] = {{pout0, POLLIN, 0}, {perr0, POLLIN, 0}};
         if (!out_open) fds[0].fd = -1;
         if (!err_open) fds[1].fd = -1;
         if (poll(fds, 2, 100) <= 0) break; /* nothing more within 100 ms: stop */
@@ -187,12 +224,12 @@ int pg_sandbox_run(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *op
       kill(-pid, SIGKILL);
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
-      reaped = 1;
+      reaped = 1, reaped_at = now_ms();
       r->timed_out = 1;
       continue;
     }
-    struct pollfd fds[3] = {{out_open ? pout[0] : -1, POLLIN, 0},
-                            {err_open ? perr[0] : -1, POLLIN, 0},
+    struct pollfd fds[3] = {{out_open ? pout0 : -1, POLLIN, 0},
+                            {err_open ? perr0 : -1, POLLIN, 0},
                             {pidfd, POLLIN, 0}};
     int wait_ms = 1000;
     if (pidfd < 0 || (!out_open && !err_open)) wait_ms = pidfd < 0 ? 2 : 1000;
@@ -208,17 +245,21 @@ int pg_sandbox_run(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *op
     }
     if (pr > 0) {
       if (out_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)))
-        out_open = drain(pout[0], &tout);
+        out_open = drain(pout0, &tout);
       if (err_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)))
-        err_open = drain(perr[0], &terr);
+        err_open = drain(perr0, &terr);
     }
   }
-  if (!reaped) waitpid(pid, &status, 0);
+  if (!reaped) waitpid(pid, &status, 0), reaped_at = now_ms();
   kill(-pid, SIGKILL);
   if (pidfd >= 0) close(pidfd);
-  close(pout[0]);
-  close(perr[0]);
-  r->wall_ms = now_ms() - t0;
+  close(pout0);
+  close(perr0);
+  double end = p->end_ms ? *p->end_ms : 0.0;
+  r->wall_ms = (end > 0.0 && !r->timed_out ? end : reaped_at) - t0;
+  if (p->end_ms) munmap((void *)p->end_ms, sizeof *p->end_ms);
+  memset(p, 0, sizeof *p);
+  p->pidfd = p->out_fd = p->err_fd = -1;
   if (!r->timed_out) {
     if (WIFEXITED(status)) {
       r->exited = 1;
@@ -228,15 +269,24 @@ int pg_sandbox_run(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *op
       r->signo = WTERMSIG(status);
     }
   }
-  tout.buf[tout.len] = '\0';
-  terr.buf[terr.len] = '\0';
+  /* Out of memory for the tails: the verdict stands, the captured text is lost. */
+  if (tout.buf) tout.buf[tout.len] = '\0';
+  if (terr.buf) terr.buf[terr.len] = '\0';
   r->out = tout.buf;
-  r->out_len = tout.len;
+  r->out_len = tout.buf ? tout.len : 0;
   r->out_truncated = tout.truncated;
   r->err = terr.buf;
-  r->err_len = terr.len;
+  r->err_len = terr.buf ? terr.len : 0;
   r->err_truncated = terr.truncated;
   return PG_OK;
+}
+
+int pg_sandbox_run(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *opts,
+                   struct pg_sandbox_result *r, struct pg_error *err) {
+  struct pg_sandbox_proc p;
+  pg_sandbox_result_init(r);
+  PG_RETURN_IF_ERROR(pg_sandbox_start(fn, ctx, opts, &p, err));
+  return pg_sandbox_wait(&p, r, err);
 }
 
 const char *pg_signal_name(int signo, char *buf, size_t size) {

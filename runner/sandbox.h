@@ -58,6 +58,25 @@ void pg_sandbox_result_reset(struct pg_sandbox_result *r);
 int pg_sandbox_run(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *opts,
                    struct pg_sandbox_result *r, struct pg_error *err);
 
+/* The same in two steps, so the caller can work while the child runs (the runner
+ * computes the golden meanwhile). pg_sandbox_start forks and returns at once;
+ * pg_sandbox_wait must then be called exactly once (it reaps the child, closes the
+ * pipes, frees `p`). The timeout counts from the fork — unless a capture pipe is full
+ * when waiting starts (the child may have been blocked on the caller), then from then.
+ * wall_ms is the child's own: from the fork to when fn returned in the child (to the
+ * reap for a child that crashed, exec'd or timed out). */
+struct pg_sandbox_proc {
+  int pid;                 /* 0: nothing started */
+  int pidfd, out_fd, err_fd;
+  size_t cap;
+  double t0, timeout_ms;
+  volatile double *end_ms; /* shared page stamped by the child */
+};
+int pg_sandbox_start(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *opts,
+                     struct pg_sandbox_proc *p, struct pg_error *err);
+int pg_sandbox_wait(struct pg_sandbox_proc *p, struct pg_sandbox_result *r,
+                    struct pg_error *err);
+
 /* "SIGSEGV" for SIGSEGV, "signal 42" for unknown numbers (buf holds the latter). */
 const char *pg_signal_name(int signo, char *buf, size_t size);
 

@@ -273,15 +273,34 @@ int pg__collect_outputs(const char *dir, const struct pg_impl_request *req,
   return PG_OK;
 }
 
-int pg_impl_invoke(const struct pg_impl *impl, const struct pg_impl_request *req,
-                   struct pg_impl_outcome *out, struct pg_error *err) {
+int pg_impl_start(const struct pg_impl *impl, const struct pg_impl_request *req,
+                  struct pg_impl_pending *p, struct pg_impl_outcome *out, struct pg_error *err) {
+  memset(p, 0, sizeof *p);
+  p->impl = impl;
+  p->req = req;
   pg_impl_outcome_init(out);
   if (req->n_outputs > PG_IMPL_MAX_OUTPUTS)
-    return pg_error_set(err, PG_ELIMIT, "more than %d boundary outputs", PG_IMPL_MAX_OUTPUTS);
-  switch (impl->kind) {
-    case PG_IMPL_PLUGIN: return pg__plugin_invoke(impl, req, out, err);
-    case PG_IMPL_EXEC: return pg__exec_invoke(impl, req, out, err);
-    case PG_IMPL_REPLAY: return pg__replay_invoke(impl, req, out, err);
-  }
-  return pg_error_set(err, PG_EINVAL, "unknown impl kind");
+    p->rc = pg_error_set(err, PG_ELIMIT, "more than %d boundary outputs", PG_IMPL_MAX_OUTPUTS);
+  else if (impl->kind == PG_IMPL_PLUGIN)
+    p->rc = pg__plugin_start(p, out, err);
+  else if (impl->kind == PG_IMPL_EXEC)
+    p->rc = pg__exec_invoke(impl, req, out, err);
+  else if (impl->kind == PG_IMPL_REPLAY)
+    p->rc = pg__replay_invoke(impl, req, out, err);
+  else
+    p->rc = pg_error_set(err, PG_EINVAL, "unknown impl kind");
+  return p->rc;
+}
+
+int pg_impl_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out, struct pg_error *err) {
+  if (p->running) p->rc = pg__plugin_finish(p, out, err);
+  p->running = 0;
+  return p->rc;
+}
+
+int pg_impl_invoke(const struct pg_impl *impl, const struct pg_impl_request *req,
+                   struct pg_impl_outcome *out, struct pg_error *err) {
+  struct pg_impl_pending p;
+  pg_impl_start(impl, req, &p, out, err);
+  return pg_impl_finish(&p, out, err);
 }

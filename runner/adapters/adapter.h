@@ -93,12 +93,33 @@ void pg_impl_outcome_reset(struct pg_impl_outcome *o);
 int pg_impl_invoke(const struct pg_impl *impl, const struct pg_impl_request *req,
                    struct pg_impl_outcome *out, struct pg_error *err);
 
+/* The same call in two steps, so the runner can compute the golden while the impl
+ * runs: pg_impl_start launches it (plugin: forks the child and returns at once; exec
+ * and replay: do the whole call), pg_impl_finish waits for it and fills `out` as
+ * pg_impl_invoke would. finish must be called exactly once after start, with the same
+ * `out`; `req` and everything it points to must stay valid until then. */
+struct pg_impl_pending {
+  const struct pg_impl *impl;
+  const struct pg_impl_request *req;
+  int rc;                    /* the result when nothing is running */
+  int running;               /* a plugin child runs */
+  struct pg_sandbox_proc proc;
+  void *hdr;                 /* plugin: the shared header page */
+  size_t map_size[PG_IMPL_MAX_OUTPUTS];
+  char symbol[160];
+};
+int pg_impl_start(const struct pg_impl *impl, const struct pg_impl_request *req,
+                  struct pg_impl_pending *p, struct pg_impl_outcome *out, struct pg_error *err);
+int pg_impl_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out, struct pg_error *err);
+
 /* The wrapper symbol a plugin must export: "<op>_module<suffix>_wrapper". */
 void pg_impl_symbol(const char *op, const char *suffix, char *buf, size_t size);
 
 /* ---- internal, shared by the adapters ---- */
-int pg__plugin_invoke(const struct pg_impl *impl, const struct pg_impl_request *req,
-                      struct pg_impl_outcome *out, struct pg_error *err);
+int pg__plugin_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                     struct pg_error *err);
+int pg__plugin_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                      struct pg_error *err);
 int pg__exec_invoke(const struct pg_impl *impl, const struct pg_impl_request *req,
                     struct pg_impl_outcome *out, struct pg_error *err);
 int pg__replay_invoke(const struct pg_impl *impl, const struct pg_impl_request *req,

@@ -143,10 +143,11 @@ static int child_main(void *vctx) {
   return 0;
 }
 
-int pg__plugin_invoke(const struct pg_impl *impl, const struct pg_impl_request *req,
-                      struct pg_impl_outcome *out, struct pg_error *err) {
-  char symbol[160];
-  pg_impl_symbol(req->op, req->suffix, symbol, sizeof symbol);
+int pg__plugin_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                     struct pg_error *err) {
+  const struct pg_impl *impl = p->impl;
+  const struct pg_impl_request *req = p->req;
+  pg_impl_symbol(req->op, req->suffix, p->symbol, sizeof p->symbol);
   struct stat st;
   if (stat(impl->target, &st) != 0)
     return pg__outcome_fail(out, PG_CAT_INFRA, "impl plugin '%s' does not exist (%s)",
@@ -159,34 +160,52 @@ int pg__plugin_invoke(const struct pg_impl *impl, const struct pg_impl_request *
   if (hdr == MAP_FAILED) return pg_error_set(err, PG_ENOMEM, "mmap: %s", strerror(errno));
   memset(hdr, 0, sizeof *hdr);
   DLTensor dl_out[PG_IMPL_MAX_OUTPUTS];
-  size_t map_size[PG_IMPL_MAX_OUTPUTS];
   int rc = PG_OK;
   for (int i = 0; i < req->n_outputs; i++) {
     const struct pg_impl_output_spec *s = &req->outputs[i];
     struct pg_tensor *t = &out->outputs[i];
     pg_tensor_set_name(t, s->name);
     rc = pg_tensor_describe(t, s->dtype, s->ndim, s->shape, err);
-    if (rc != PG_OK) goto done;
+    if (rc != PG_OK) goto fail;
     size_t sz = (t->nbytes + PG_CANARY_BYTES + psz - 1) / psz * psz;
     void *m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) {
       rc = pg_error_set(err, PG_ENOMEM, "cannot map %zu bytes for output '%s': %s", sz,
                         s->name, strerror(errno));
-      goto done;
+      goto fail;
     }
     t->owned = m;
     t->dl.data = m;
     t->release = release_mapping;
     t->release_ctx = (void *)(uintptr_t)sz;
-    map_size[i] = sz;
+    p->map_size[i] = sz;
     prefill(m, t->dtype, t->numel, t->nbytes);
     memset((char *)m + t->nbytes, PG_CANARY_BYTE, sz - t->nbytes);
     dl_out[i] = pg_tensor_dl(t);
     out->n_outputs = i + 1;
   }
-  struct child_ctx ctx = {impl, req, hdr, dl_out, symbol};
+  /* ctx and dl_out only need to live until the fork: the child has its own copy. */
+  struct child_ctx ctx = {impl, req, hdr, dl_out, p->symbol};
   struct pg_sandbox_opts so = {req->timeout_s, req->rlimit_as, 0};
-  rc = pg_sandbox_run(child_main, &ctx, &so, &out->sandbox, err);
+  rc = pg_sandbox_start(child_main, &ctx, &so, &p->proc, err);
+  if (rc != PG_OK) goto fail;
+  p->hdr = hdr;
+  p->running = 1;
+  return PG_OK;
+fail:
+  for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&out->outputs[i]);
+  out->n_outputs = 0;
+  munmap(hdr, sizeof *hdr);
+  return rc;
+}
+
+int pg__plugin_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                      struct pg_error *err) {
+  const struct pg_impl *impl = p->impl;
+  const struct pg_impl_request *req = p->req;
+  struct shared_hdr *hdr = p->hdr;
+  const char *symbol = p->symbol;
+  int rc = pg_sandbox_wait(&p->proc, &out->sandbox, err);
   if (rc != PG_OK) goto done;
   out->wall_ms = out->sandbox.wall_ms;
   const struct pg_sandbox_result *sr = &out->sandbox;
@@ -220,7 +239,7 @@ int pg__plugin_invoke(const struct pg_impl *impl, const struct pg_impl_request *
   for (int i = 0; i < req->n_outputs; i++) {
     const struct pg_tensor *t = &out->outputs[i];
     const unsigned char *g = (const unsigned char *)t->dl.data + t->nbytes;
-    size_t glen = map_size[i] - t->nbytes;
+    size_t glen = p->map_size[i] - t->nbytes;
     for (size_t j = 0; j < glen; j++)
       if (g[j] != PG_CANARY_BYTE) {
         pg__outcome_fail(out, PG_CAT_RUNTIME,

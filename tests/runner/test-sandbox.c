@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pg_test.h"
@@ -131,4 +132,73 @@ PG_TEST(sandbox_oom_text) {
   PG_CHECK(pg_sandbox_text_says_oom("terminate called after throwing 'std::bad_alloc'"));
   PG_CHECK(!pg_sandbox_text_says_oom("all good"));
   PG_CHECK(!pg_sandbox_text_says_oom(NULL));
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+static int quick(void *ctx) {
+  (void)ctx;
+  printf("quick\n");
+  return 3;
+}
+
+/* start + wait with the caller busy in between (the runner computes the golden
+ * meanwhile): the result is the child's, and wall_ms is the child's own time, not
+ * the time until the caller came back. */
+PG_TEST(sandbox_start_wait_overlap) {
+  struct pg_sandbox_proc p;
+  struct pg_sandbox_opts o = {5, 0, 0};
+  PG_CHECK_OK(pg_sandbox_start(quick, NULL, &o, &p, NULL));
+  PG_CHECK(p.pid > 0);
+  sleep_ms(300);
+  struct pg_sandbox_result r;
+  PG_CHECK_OK(pg_sandbox_wait(&p, &r, NULL));
+  PG_CHECK(r.exited);
+  PG_CHECK_EQ_INT(3, r.exit_code);
+  PG_CHECK_EQ_STR("quick\n", r.out);
+  PG_CHECK(r.wall_ms >= 0 && r.wall_ms < 250);
+  PG_CHECK_EQ_INT(0, p.pid);
+  pg_sandbox_result_reset(&r);
+}
+
+/* A child that writes far more than a pipe holds, then exits: it blocks on the pipe
+ * while the caller is away. Coming back after the timeout must not blame the child. */
+static int chatty(void *ctx) {
+  (void)ctx;
+  char line[1024];
+  memset(line, 'x', sizeof line - 1);
+  line[sizeof line - 1] = '\n';
+  for (int i = 0; i < 512; i++) fwrite(line, 1, sizeof line, stdout);
+  return 0;
+}
+
+PG_TEST(sandbox_wait_late_with_full_pipe_is_not_a_timeout) {
+  struct pg_sandbox_proc p;
+  struct pg_sandbox_opts o = {0.2, 0, 4096};
+  PG_CHECK_OK(pg_sandbox_start(chatty, NULL, &o, &p, NULL));
+  sleep_ms(400); /* past the timeout, the child stuck on a full pipe */
+  struct pg_sandbox_result r;
+  PG_CHECK_OK(pg_sandbox_wait(&p, &r, NULL));
+  PG_CHECK(!r.timed_out);
+  PG_CHECK(r.exited);
+  PG_CHECK_EQ_INT(0, r.exit_code);
+  PG_CHECK(r.out_truncated);
+  PG_CHECK_EQ_INT(4096, (int)r.out_len);
+  pg_sandbox_result_reset(&r);
+}
+
+/* A child that hangs is still killed at its timeout when the caller comes back late. */
+PG_TEST(sandbox_wait_late_still_times_out) {
+  struct pg_sandbox_proc p;
+  struct pg_sandbox_opts o = {0.2, 0, 0};
+  PG_CHECK_OK(pg_sandbox_start(hang_with_grandchild, NULL, &o, &p, NULL));
+  sleep_ms(300);
+  struct pg_sandbox_result r;
+  PG_CHECK_OK(pg_sandbox_wait(&p, &r, NULL));
+  PG_CHECK(r.timed_out);
+  pg_sandbox_result_reset(&r);
 }
