@@ -5,6 +5,8 @@
 
 #include <stdio.h>
 
+#include "phasegate/spec.h"
+
 /* Exit codes, DESIGN.md §8. */
 enum {
   PG_EXIT_PASS = 0,
@@ -26,5 +28,15 @@ int pg_cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 extern const char *const pg_cli_version;
+
+/* Every finding of `d`, formatted, one per line on stderr. */
+void pg_cli_print_diags(const struct pg_diags *d);
+
+/* Loads the contract, then the suite against it when suite_path is non-NULL, and
+ * prints the findings (warnings too); when a load fails without a finding (missing
+ * file, a directory, …) prints "phasegate <cmd>: error: <what>". Returns PG_EXIT_PASS
+ * or PG_EXIT_ERROR. The caller inits and resets c, s and d. */
+int pg_cli_load_op(const char *cmd, const char *contract_path, const char *suite_path,
+                   struct pg_contract *c, struct pg_suite *s, struct pg_diags *d);
 
 #endif

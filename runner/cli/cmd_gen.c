@@ -64,15 +64,6 @@ static int mkdir_p(const char *path) {
   return stat(buf, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
 }
 
-static void print_diags(const struct pg_diags *d) {
-  for (int i = 0; i < d->count; i++) {
-    if (d->items[i].severity != PG_SEV_ERROR) continue;
-    char line[2048];
-    pg_diag_format(&d->items[i], line, sizeof line);
-    fprintf(stderr, "%s\n", line);
-  }
-}
-
 static int used_by(const struct pg_contract *c, const char *name, int k) {
   for (int m = 0; m < c->n_modules; m++) {
     if (c->modules[m].id > k) continue;
@@ -136,16 +127,7 @@ int pg_cmd_gen(int argc, char **argv) {
   pg_contract_init(&c);
   pg_suite_init(&s);
   struct pg_tensor *inputs = NULL;
-  if (pg_contract_load(contract_path, &c, &diags, &err) != PG_OK) {
-    print_diags(&diags);
-    if (diags.n_errors == 0) fprintf(stderr, "phasegate gen: error: %s\n", err.message);
-    goto out;
-  }
-  if (pg_suite_load(suite_path, &c, &s, &diags, &err) != PG_OK) {
-    print_diags(&diags);
-    if (diags.n_errors == 0) fprintf(stderr, "phasegate gen: error: %s\n", err.message);
-    goto out;
-  }
+  if (pg_cli_load_op("gen", contract_path, suite_path, &c, &s, &diags) != PG_EXIT_PASS) goto out;
   int k = c.n_modules;
   if (up_to) {
     char *end = NULL;

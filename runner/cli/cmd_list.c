@@ -55,14 +55,6 @@ static int valid_name(const char *s) {
   return 1;
 }
 
-static void print_diags(const struct pg_diags *d) {
-  char line[PG_ERROR_MESSAGE_MAX + 512];
-  for (int i = 0; i < d->count; i++) {
-    pg_diag_format(&d->items[i], line, sizeof line);
-    fprintf(stderr, "%s\n", line);
-  }
-}
-
 /* Absolute path for the output (realpath), or the path as given if that fails. */
 static void absolute(const char *path, char *out, size_t size) {
   char buf[PATH_MAX];
@@ -188,19 +180,8 @@ int pg_cmd_list(int argc, char **argv) {
   pg_diags_init(&diags);
   int exit_code = PG_EXIT_ERROR;
 
-  int rc = pg_contract_load(contract_path, &contract, &diags, &err);
-  if (rc != PG_OK) {
-    print_diags(&diags);
-    if (diags.n_errors == 0) fprintf(stderr, "phasegate list: error: %s\n", err.message);
+  if (pg_cli_load_op("list", contract_path, suite_path, &contract, &suite, &diags) != PG_EXIT_PASS)
     goto done;
-  }
-  pg_error_clear(&err);
-  rc = pg_suite_load(suite_path, &contract, &suite, &diags, &err);
-  print_diags(&diags); /* warnings of a valid pair, or every finding */
-  if (rc != PG_OK) {
-    if (diags.n_errors == 0) fprintf(stderr, "phasegate list: error: %s\n", err.message);
-    goto done;
-  }
   const char *op = contract.op ? contract.op : suite.op;
   if (!valid_name(op)) {
     fprintf(stderr,

@@ -35,14 +35,6 @@ static void usage(FILE *out) {
           "Exit: 0 pass, 1 mismatch, 2 error, 77 no op-level golden (skipped).\n");
 }
 
-static void print_diags(const struct pg_diags *d) {
-  char buf[2048];
-  for (int i = 0; i < d->count; i++) {
-    pg_diag_format(&d->items[i], buf, sizeof buf);
-    fprintf(stderr, "%s\n", buf);
-  }
-}
-
 static void format_bindings(const struct pg_bindings *b, char *buf, size_t size) {
   size_t used = (size_t)snprintf(buf, size, "{");
   for (int i = 0; b && i < b->count && used < size; i++)
@@ -115,7 +107,7 @@ int pg_cmd_selftest(int argc, char **argv) {
     int ge = pg_goldens_validate(&c, &diags);
     if (ge != 0) rc = ge < 0 ? ge : PG_EVALIDATE;
   }
-  print_diags(&diags);
+  pg_cli_print_diags(&diags);
   if (rc != PG_OK) {
     if (diags.n_errors == 0) fprintf(stderr, "phasegate selftest: error: %s\n", err.message);
     goto out;

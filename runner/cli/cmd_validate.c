@@ -149,11 +149,7 @@ int pg_cmd_validate(int argc, char **argv) {
   if (json) {
     print_json(&diags, &c, ok, fatal);
   } else {
-    for (int i = 0; i < diags.count; i++) {
-      char line[2 * PG_ERROR_MESSAGE_MAX];
-      pg_diag_format(&diags.items[i], line, sizeof line);
-      fprintf(stderr, "%s\n", line);
-    }
+    pg_cli_print_diags(&diags);
     if (fatal) fprintf(stderr, "phasegate validate: error: %s\n", fatal);
     if (ok) {
       char cases[48] = "";

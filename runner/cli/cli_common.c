@@ -1,0 +1,30 @@
+/* phasegate CLI — helpers every subcommand shares: printing loader findings and
+ * loading an op's contract (and suite) with the one error convention of the CLI: the
+ * findings, "FILE:LINE:COL: error: …", one per line on stderr, or — when the loader
+ * failed before it could produce a finding (file missing, a directory, unreadable) —
+ * one "phasegate <cmd>: error: FILE: …" line. */
+#include <stdio.h>
+
+#include "cli.h"
+
+void pg_cli_print_diags(const struct pg_diags *d) {
+  char line[2 * PG_ERROR_MESSAGE_MAX];
+  for (int i = 0; i < d->count; i++) {
+    pg_diag_format(&d->items[i], line, sizeof line);
+    fprintf(stderr, "%s\n", line);
+  }
+}
+
+int pg_cli_load_op(const char *cmd, const char *contract_path, const char *suite_path,
+                   struct pg_contract *c, struct pg_suite *s, struct pg_diags *d) {
+  struct pg_error err;
+  pg_error_clear(&err);
+  int rc = pg_contract_load(contract_path, c, d, &err);
+  if (rc == PG_OK && suite_path) rc = pg_suite_load(suite_path, c, s, d, &err);
+  pg_cli_print_diags(d); /* warnings of a valid pair, or every finding */
+  if (rc == PG_OK) return PG_EXIT_PASS;
+  if (d->n_errors == 0)
+    fprintf(stderr, "phasegate %s: error: %s\n", cmd,
+            err.message[0] ? err.message : pg_strerror(rc));
+  return PG_EXIT_ERROR;
+}
