@@ -1,7 +1,8 @@
 /* tests/compare/pg_cmp_driver.c — test driver for compare/: runs pg_tensor_compare on
  * .npy pairs and prints the results as JSON lines (hex floats for exactness), and
- * writes small .npy fixtures for the CLI tests. It has its own minimal .npy reader
- * and writer so compare/ stays free of I/O and the tests do not depend on runner/.
+ * writes small .npy fixtures for the CLI tests. .npy I/O is the test harness's own
+ * (tests/harness/pg_npy_mini.c) so compare/ stays free of I/O and the tests do not
+ * depend on runner/.
  *
  *   pg_cmp_driver batch LIST        each line: DTYPE A.npy B.npy RULE ATOL RTOL EQUAL_NAN THREADS
  *                                   (DTYPE bfloat16 reads A/B stored as '<u2')
@@ -14,95 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pg_npy_mini.h"
 #include "phasegate/compare.h"
-
-static const char *descr_of(enum pg_dtype t) {
-  switch (t) {
-    case PG_DTYPE_F32: return "<f4";
-    case PG_DTYPE_F16: return "<f2";
-    case PG_DTYPE_BF16: return "<u2";
-    case PG_DTYPE_F64: return "<f8";
-    case PG_DTYPE_I8: return "|i1";
-    case PG_DTYPE_U8: return "|u1";
-    case PG_DTYPE_I32: return "<i4";
-    case PG_DTYPE_I64: return "<i8";
-    case PG_DTYPE_BOOL: return "|b1";
-    default: return "?";
-  }
-}
-
-/* Reads a little-endian C-order .npy (v1/v2) into t, checking dtype matches `want`. */
-static int npy_read(const char *path, enum pg_dtype want, struct pg_tensor *t) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return fprintf(stderr, "%s: %s\n", path, strerror(errno)), -1;
-  unsigned char pre[12];
-  if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0) {
-    fclose(f);
-    return fprintf(stderr, "%s: not a .npy file\n", path), -1;
-  }
-  size_t hlen = (size_t)pre[8] | ((size_t)pre[9] << 8);
-  if (pre[6] >= 2) {
-    if (fread(pre + 10, 1, 2, f) != 2) return fclose(f), -1;
-    hlen |= ((size_t)pre[10] << 16) | ((size_t)pre[11] << 24);
-  }
-  char *h = calloc(1, hlen + 1);
-  if (!h || fread(h, 1, hlen, f) != hlen) return free(h), fclose(f), -1;
-  char *d = strstr(h, "'descr':"), *s = strstr(h, "'shape':");
-  if (!d || !s || strstr(h, "'fortran_order': True")) {
-    free(h);
-    fclose(f);
-    return fprintf(stderr, "%s: unsupported header\n", path), -1;
-  }
-  char descr[16] = {0};
-  if (sscanf(d + 8, " '%15[^']'", descr) != 1 || strcmp(descr, descr_of(want)) != 0) {
-    fprintf(stderr, "%s: dtype %s, expected %s\n", path, descr, descr_of(want));
-    free(h);
-    fclose(f);
-    return -1;
-  }
-  int64_t shape[PG_MAX_NDIM];
-  int nd = 0;
-  char *p = strchr(s, '(');
-  while (p && *p && *p != ')') {
-    p++;
-    while (*p == ' ' || *p == ',') p++;
-    if (isdigit((unsigned char)*p)) {
-      if (nd == PG_MAX_NDIM) break;
-      shape[nd++] = strtoll(p, &p, 10);
-    }
-  }
-  free(h);
-  pg_tensor_init(t);
-  if (pg_tensor_alloc(t, want, nd, shape, NULL) != PG_OK) return fclose(f), -1;
-  size_t got = fread(t->dl.data, 1, t->nbytes, f);
-  fclose(f);
-  if (got != t->nbytes) return fprintf(stderr, "%s: short data\n", path), pg_tensor_reset(t), -1;
-  return 0;
-}
-
-static int npy_write(const char *path, const struct pg_tensor *t) {
-  char shape[256] = "";
-  size_t u = 0;
-  for (int i = 0; i < t->dl.ndim; i++)
-    u += (size_t)snprintf(shape + u, sizeof shape - u, "%lld,%s", (long long)t->shape[i],
-                          i + 1 < t->dl.ndim ? " " : "");
-  char hdr[512];
-  int n = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }",
-                   descr_of(t->dtype), shape);
-  int total = 10 + n + 1;
-  int pad = (64 - total % 64) % 64;
-  FILE *f = fopen(path, "wb");
-  if (!f) return -1;
-  unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
-  pre[8] = (unsigned char)((n + pad + 1) & 0xff);
-  pre[9] = (unsigned char)((n + pad + 1) >> 8);
-  fwrite(pre, 1, 10, f);
-  fwrite(hdr, 1, (size_t)n, f);
-  for (int i = 0; i < pad; i++) fputc(' ', f);
-  fputc('\n', f);
-  fwrite(t->dl.data, 1, t->nbytes, f);
-  return fclose(f);
-}
 
 static void print_result(const struct pg_cmp_result *r) {
   printf("{\"structural\": %d, \"passed\": %d, \"n\": %lld, \"mismatches\": %lld, "
@@ -122,6 +36,19 @@ static void print_result(const struct pg_cmp_result *r) {
   printf("]}\n");
 }
 
+/* Reads a .npy whose dtype must be `want`. */
+static int read_as(const char *path, enum pg_dtype want, struct pg_tensor *t) {
+  char why[1200];
+  if (pg_test_npy_read(path, t, why, sizeof why) != 0) return fprintf(stderr, "%s\n", why), -1;
+  if (t->dtype != want) {
+    fprintf(stderr, "%s: dtype %s, expected %s\n", path, pg_dtype_name(t->dtype),
+            pg_dtype_name(want));
+    pg_tensor_reset(t);
+    return -1;
+  }
+  return 0;
+}
+
 static int batch(const char *list) {
   FILE *f = fopen(list, "r");
   if (!f) return perror(list), 2;
@@ -139,8 +66,8 @@ static int batch(const char *list) {
     }
     enum pg_dtype t = pg_dtype_parse(dt);
     struct pg_tensor a, b;
-    if (npy_read(pa, t, &a) != 0) { rc = 2; break; }
-    if (npy_read(pb, t, &b) != 0) { pg_tensor_reset(&a); rc = 2; break; }
+    if (read_as(pa, t, &a) != 0) { rc = 2; break; }
+    if (read_as(pb, t, &b) != 0) { pg_tensor_reset(&a); rc = 2; break; }
     struct pg_cmp_rule r = {PG_RULE_ALLCLOSE, atol, rtol, eqn, 0, 0};
     struct pg_error err;
     struct pg_cmp_result res;
@@ -180,7 +107,7 @@ static int write_cmd(const char *out, const char *dt, const char *dims, const ch
     else pg_store_f64(tt.dl.data, t, (size_t)i, v);
     p = *end == ',' ? end + 1 : end;
   }
-  int rc = npy_write(out, &tt) == 0 ? 0 : 2;
+  int rc = pg_test_npy_write(out, &tt) == 0 ? 0 : 2;
   pg_tensor_reset(&tt);
   return rc;
 }

@@ -5,8 +5,8 @@
  *
  * Manifest: one call per line, tab-separated:
  *   <op> TAB <attrs: k=v;k=v or -> TAB <in.npy,in.npy,...> TAB <out.npy>
- * Ints lists are written "0,2,1". A tiny local .npy (v1.0, little-endian, C order)
- * reader/writer keeps this test independent of runner/npy.c.
+ * Ints lists are written "0,2,1". The harness's own .npy reader/writer
+ * (tests/harness/pg_npy_mini.c) keeps this test independent of runner/npy.c.
  * Usage: kernels_npy_driver MANIFEST   (exit 0 when every call succeeded)
  */
 #include <errno.h>
@@ -14,74 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pg_npy_mini.h"
 #include "phasegate/kernels.h"
 #include "phasegate/tensor.h"
-
-static int npy_read(const char *path, struct pg_tensor *t) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return -1;
-  unsigned char pre[10];
-  int rc = -1;
-  char *hdr = NULL;
-  if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0 || pre[6] != 1) goto out;
-  size_t hl = (size_t)pre[8] | ((size_t)pre[9] << 8);
-  hdr = calloc(1, hl + 1);
-  if (!hdr || fread(hdr, 1, hl, f) != hl) goto out;
-  enum pg_dtype dt = PG_DTYPE_INVALID;
-  if (strstr(hdr, "'<f4'")) dt = PG_DTYPE_F32;
-  else if (strstr(hdr, "'<f8'")) dt = PG_DTYPE_F64;
-  else if (strstr(hdr, "'<f2'")) dt = PG_DTYPE_F16;
-  else if (strstr(hdr, "'<i4'")) dt = PG_DTYPE_I32;
-  else if (strstr(hdr, "'<i8'")) dt = PG_DTYPE_I64;
-  if (dt == PG_DTYPE_INVALID || !strstr(hdr, "'fortran_order': False")) goto out;
-  const char *sp = strstr(hdr, "'shape': (");
-  if (!sp) goto out;
-  sp += 10;
-  int64_t shape[PG_MAX_NDIM];
-  int nd = 0;
-  while (*sp && *sp != ')') {
-    char *end;
-    long long v = strtoll(sp, &end, 10);
-    if (end == sp) break;
-    if (nd == PG_MAX_NDIM) goto out;
-    shape[nd++] = v;
-    sp = end;
-    while (*sp == ',' || *sp == ' ') sp++;
-  }
-  if (pg_tensor_alloc(t, dt, nd, shape, NULL) != PG_OK) goto out;
-  if (fread(t->dl.data, 1, t->nbytes, f) != t->nbytes) {
-    pg_tensor_reset(t);
-    goto out;
-  }
-  rc = 0;
-out:
-  free(hdr);
-  fclose(f);
-  return rc;
-}
-
-static int npy_write(const char *path, const struct pg_tensor *t) {
-  char dict[256], shape[160] = "";
-  size_t used = 0;
-  for (int i = 0; i < t->dl.ndim; i++)
-    used += (size_t)snprintf(shape + used, sizeof shape - used, "%lld,%s", (long long)t->shape[i],
-                             i + 1 < t->dl.ndim ? " " : "");
-  int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }",
-                   t->dtype == PG_DTYPE_F64 ? "<f8" : "<f4", shape);
-  size_t total = 10 + (size_t)n + 1, pad = (64 - total % 64) % 64;
-  FILE *f = fopen(path, "wb");
-  if (!f) return -1;
-  unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
-  size_t hl = (size_t)n + pad + 1;
-  pre[8] = (unsigned char)(hl & 0xff);
-  pre[9] = (unsigned char)(hl >> 8);
-  fwrite(pre, 1, 10, f);
-  fwrite(dict, 1, (size_t)n, f);
-  for (size_t i = 0; i < pad; i++) fputc(' ', f);
-  fputc('\n', f);
-  fwrite(t->dl.data, 1, t->nbytes, f);
-  return fclose(f) == 0 ? 0 : -1;
-}
 
 static int set_attr(const struct pg_kernel_def *def, struct pg_attr_value *attrs, char *kv) {
   char *eq = strchr(kv, '=');
@@ -155,8 +90,9 @@ int main(int argc, char **argv) {
     for (char *save = NULL, *p = strtok_r(ins, ",", &save); p && n_in < PG_KERNEL_MAX_INPUTS;
          p = strtok_r(NULL, ",", &save)) {
       pg_tensor_init(&in[n_in]);
-      if (npy_read(p, &in[n_in]) != 0) {
-        fprintf(stderr, "manifest:%d: cannot read %s\n", lineno, p);
+      char why[1200];
+      if (pg_test_npy_read(p, &in[n_in], why, sizeof why) != 0) {
+        fprintf(stderr, "manifest:%d: cannot read %s\n", lineno, why);
         bad = 1;
         break;
       }
@@ -171,7 +107,7 @@ int main(int argc, char **argv) {
       if (pg_kernel_invoke(def, inp, n_in, av, na, 0, &out, &err) != PG_OK) {
         fprintf(stderr, "manifest:%d: %s\n", lineno, err.message);
         bad = 1;
-      } else if (npy_write(outp, &out) != 0) {
+      } else if (pg_test_npy_write(outp, &out) != 0) {
         fprintf(stderr, "manifest:%d: cannot write %s\n", lineno, outp);
         bad = 1;
       }
