@@ -611,6 +611,204 @@ PG_AVX2 static void avx2_from_words(const struct pg_fill *f, const uint32_t *wor
     avx2_store_f64(out + 4 * b, v);
   }
 }
+
+/* AVX-512F: the same kernels eight blocks per vector (a zmm of 64-bit lanes), masks
+ * instead of blends, a three-way XOR in one instruction. */
+#define PG_AVX512 __attribute__((target("avx512f")))
+#define PG_AVX512_INLINE static inline __attribute__((always_inline, target("avx512f")))
+
+struct avx512_philox {
+  __m512i k0[10], k1[10], tag0, tag1;
+};
+
+PG_AVX512 static void avx512_philox_init(struct avx512_philox *p, const struct pg_rng_stream *s) {
+  uint32_t k0[10], k1[10];
+  philox_round_keys(s->key, k0, k1);
+  for (int r = 0; r < 10; r++) {
+    p->k0[r] = _mm512_set1_epi64((long long)k0[r]);
+    p->k1[r] = _mm512_set1_epi64((long long)k1[r]);
+  }
+  p->tag0 = _mm512_set1_epi64((long long)s->tag[0]);
+  p->tag1 = _mm512_set1_epi64((long long)s->tag[1]);
+}
+
+/* Blocks b .. b+7, one per 64-bit lane, as avx2_philox4. */
+PG_AVX512_INLINE void avx512_philox8(const struct avx512_philox *p, uint64_t b, __m512i w[4]) {
+  const __m512i m0 = _mm512_set1_epi64(0xD2511F53), m1 = _mm512_set1_epi64(0xCD9E8D57);
+  __m512i ctr = _mm512_add_epi64(_mm512_set1_epi64((long long)b), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
+  __m512i c0 = ctr, c1 = _mm512_srli_epi64(ctr, 32), c2 = p->tag0, c3 = p->tag1;
+  for (int r = 0; r < 10; r++) {
+    __m512i p0 = _mm512_mul_epu32(c0, m0), p1 = _mm512_mul_epu32(c2, m1);
+    c0 = _mm512_ternarylogic_epi64(_mm512_srli_epi64(p1, 32), c1, p->k0[r], 0x96); /* a^b^c */
+    c2 = _mm512_ternarylogic_epi64(_mm512_srli_epi64(p0, 32), c3, p->k1[r], 0x96);
+    c1 = p1;
+    c3 = p0;
+  }
+  w[0] = c0;
+  w[1] = c1;
+  w[2] = c2;
+  w[3] = c3;
+}
+
+PG_AVX512_INLINE __m512d avx512_u01(__m512i w) {
+  __m512d x = _mm512_castsi512_pd(_mm512_mask_blend_epi32(0xAAAA, w, _mm512_set1_epi64(0x4330000000000000LL)));
+  x = _mm512_sub_pd(x, _mm512_set1_pd(4503599627370495.5));
+  return _mm512_mul_pd(x, _mm512_set1_pd(1.0 / 4294967296.0));
+}
+
+PG_AVX512_INLINE __m512d avx512_negate_if(__m512d x, __mmask8 k) {
+  __m512i b = _mm512_castpd_si512(x);
+  return _mm512_castsi512_pd(_mm512_mask_xor_epi64(b, k, b, _mm512_set1_epi64((long long)0x8000000000000000ull)));
+}
+
+/* Box–Muller as avx2_boxmuller. */
+PG_AVX512_INLINE void avx512_boxmuller(__m512i wa, __m512i wb, __m512d *rc, __m512d *rs) {
+  const __m512d one = _mm512_set1_pd(1.0);
+  __m512d u1 = avx512_u01(wa), u2 = avx512_u01(wb);
+  __m512i bits = _mm512_castpd_si512(u1);
+  __m512d e = _mm512_castsi512_pd(
+      _mm512_or_si512(_mm512_srli_epi64(bits, 52), _mm512_set1_epi64(0x4330000000000000LL)));
+  e = _mm512_sub_pd(e, _mm512_set1_pd(4503599627370496.0 + 1022.0));
+  __m512d m = _mm512_castsi512_pd(
+      _mm512_or_si512(_mm512_and_si512(bits, _mm512_set1_epi64(0x000fffffffffffffLL)),
+                      _mm512_set1_epi64(0x3fe0000000000000LL)));
+  __mmask8 lt = _mm512_cmp_pd_mask(m, _mm512_set1_pd(PG_SQRT1_2), _CMP_LT_OQ);
+  m = _mm512_mask_add_pd(m, lt, m, m); /* m + m == m * 2.0, exactly */
+  e = _mm512_mask_sub_pd(e, lt, e, one);
+  __m512d s = _mm512_div_pd(_mm512_sub_pd(m, one), _mm512_add_pd(m, one));
+  __m512d s2 = _mm512_mul_pd(s, s), p = _mm512_set1_pd(log_k[0]);
+  for (size_t i = 1; i < sizeof log_k / sizeof *log_k; i++)
+    p = _mm512_add_pd(_mm512_mul_pd(p, s2), _mm512_set1_pd(log_k[i]));
+  __m512d lg = _mm512_add_pd(_mm512_mul_pd(e, _mm512_set1_pd(PG_LN2)),
+                             _mm512_mul_pd(_mm512_mul_pd(_mm512_set1_pd(2.0), s), p));
+  __m512d r = _mm512_sqrt_pd(_mm512_mul_pd(_mm512_set1_pd(-2.0), lg));
+  __m512d q = _mm512_roundscale_pd(_mm512_add_pd(_mm512_mul_pd(u2, _mm512_set1_pd(4.0)), _mm512_set1_pd(0.5)),
+                                   _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  __m512d t = _mm512_mul_pd(_mm512_sub_pd(u2, _mm512_mul_pd(q, _mm512_set1_pd(0.25))),
+                            _mm512_set1_pd(PG_2PI));
+  __m512d t2 = _mm512_mul_pd(t, t), sp = _mm512_set1_pd(PG_INV_FACT17), cp = _mm512_set1_pd(PG_INV_FACT18);
+  for (size_t i = 0; i < sizeof sin_k / sizeof *sin_k; i++) {
+    sp = _mm512_add_pd(_mm512_mul_pd(sp, t2), _mm512_set1_pd(sin_k[i]));
+    cp = _mm512_add_pd(_mm512_mul_pd(cp, t2), _mm512_set1_pd(cos_k[i]));
+  }
+  __m512d sn = _mm512_mul_pd(sp, t), cs = _mm512_sub_pd(one, _mm512_mul_pd(cp, t2));
+  __mmask8 q1 = _mm512_cmp_pd_mask(q, one, _CMP_EQ_OQ),
+           q2 = _mm512_cmp_pd_mask(q, _mm512_set1_pd(2.0), _CMP_EQ_OQ),
+           q3 = _mm512_cmp_pd_mask(q, _mm512_set1_pd(3.0), _CMP_EQ_OQ);
+  __mmask8 odd = (__mmask8)(q1 | q3);
+  __m512d a = _mm512_mask_blend_pd(odd, sn, cs), c = _mm512_mask_blend_pd(odd, cs, sn);
+  a = avx512_negate_if(a, (__mmask8)(q2 | q3)); /* == a * -1.0 */
+  c = avx512_negate_if(c, (__mmask8)(q1 | q2));
+  *rc = _mm512_mul_pd(r, c);
+  *rs = _mm512_mul_pd(r, a);
+}
+
+/* 16 blocks (w[0]: blocks 0-7, w[1]: 8-15) -> v[h][k] = slot k of blocks 8h .. 8h+7. */
+PG_AVX512_INLINE void avx512_values(const struct pg_fill *f, __m512i w[2][4], __m512d v[2][4]) {
+  const __m512d a = _mm512_set1_pd(f->a);
+  if (f->kind == PG_FILL_UNIFORM) {
+    const __m512d d = _mm512_set1_pd(f->b - f->a);
+    for (int h = 0; h < 2; h++)
+      for (int k = 0; k < 4; k++) v[h][k] = _mm512_add_pd(a, _mm512_mul_pd(d, avx512_u01(w[h][k])));
+  } else {
+    const __m512d sigma = _mm512_set1_pd(f->b);
+    for (int h = 0; h < 2; h++)
+      for (int k = 0; k < 4; k += 2) {
+        __m512d rc, rs;
+        avx512_boxmuller(w[h][k], w[h][k + 1], &rc, &rs);
+        v[h][k] = _mm512_add_pd(a, _mm512_mul_pd(sigma, rc));
+        v[h][k + 1] = _mm512_add_pd(a, _mm512_mul_pd(sigma, rs));
+      }
+  }
+}
+
+/* -> 64 floats in element order (two 8 x 4 transposes). */
+PG_AVX512_INLINE void avx512_store_f32(float *out, __m512d v[2][4]) {
+  for (int h = 0; h < 2; h++) {
+    __m256 e0 = _mm512_cvtpd_ps(v[h][0]), e1 = _mm512_cvtpd_ps(v[h][1]);
+    __m256 e2 = _mm512_cvtpd_ps(v[h][2]), e3 = _mm512_cvtpd_ps(v[h][3]);
+    __m256 t0 = _mm256_unpacklo_ps(e0, e1), t1 = _mm256_unpackhi_ps(e0, e1);
+    __m256 t2 = _mm256_unpacklo_ps(e2, e3), t3 = _mm256_unpackhi_ps(e2, e3);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    float *o = out + 32 * h;
+    _mm256_storeu_ps(o, _mm256_permute2f128_ps(u0, u1, 0x20));
+    _mm256_storeu_ps(o + 8, _mm256_permute2f128_ps(u2, u3, 0x20));
+    _mm256_storeu_ps(o + 16, _mm256_permute2f128_ps(u0, u1, 0x31));
+    _mm256_storeu_ps(o + 24, _mm256_permute2f128_ps(u2, u3, 0x31));
+  }
+}
+
+/* -> 64 doubles in element order (four 4 x 4 transposes). */
+PG_AVX512_INLINE void avx512_store_f64(double *out, __m512d v[2][4]) {
+  for (int h = 0; h < 2; h++)
+    for (int half = 0; half < 2; half++) {
+      __m256d x[4];
+      for (int k = 0; k < 4; k++)
+        x[k] = half ? _mm512_extractf64x4_pd(v[h][k], 1) : _mm512_castpd512_pd256(v[h][k]);
+      __m256d t0 = _mm256_unpacklo_pd(x[0], x[1]), t1 = _mm256_unpackhi_pd(x[0], x[1]);
+      __m256d t2 = _mm256_unpacklo_pd(x[2], x[3]), t3 = _mm256_unpackhi_pd(x[2], x[3]);
+      double *o = out + 32 * h + 16 * half;
+      _mm256_storeu_pd(o, _mm256_permute2f128_pd(t0, t2, 0x20));
+      _mm256_storeu_pd(o + 4, _mm256_permute2f128_pd(t1, t3, 0x20));
+      _mm256_storeu_pd(o + 8, _mm256_permute2f128_pd(t0, t2, 0x31));
+      _mm256_storeu_pd(o + 12, _mm256_permute2f128_pd(t1, t3, 0x31));
+    }
+}
+
+/* As avx2_fill, in whole 64-element groups. */
+PG_AVX512 static size_t avx512_fill(const struct fill_job *j, size_t i0) {
+  struct avx512_philox p;
+  avx512_philox_init(&p, &j->values);
+  const int direct = j->has_specials ? 0 : j->dtype == PG_DTYPE_F32 ? 1 : j->dtype == PG_DTYPE_F64 ? 2 : 0;
+  for (; i0 + 64 <= j->end; i0 += 64) {
+    __m512i w[2][4];
+    __m512d v[2][4];
+    avx512_philox8(&p, i0 / 4, w[0]);
+    avx512_philox8(&p, i0 / 4 + 8, w[1]);
+    avx512_values(j->fill, w, v);
+    if (direct == 1) avx512_store_f32((float *)j->data + i0, v);
+    else if (direct == 2) avx512_store_f64((double *)j->data + i0, v);
+    else {
+      double tmp[64];
+      avx512_store_f64(tmp, v);
+      finish_group(j, i0, 64, tmp);
+    }
+  }
+  return i0;
+}
+
+PG_AVX512 static void avx512_blocks(const struct pg_rng_stream *s, uint64_t b0, size_t n_blocks,
+                                    uint32_t *out) {
+  struct avx512_philox p;
+  avx512_philox_init(&p, s);
+  for (size_t b = 0; b < n_blocks; b += 8) {
+    __m512i w[4];
+    uint64_t lanes[8];
+    avx512_philox8(&p, b0 + b, w);
+    for (int k = 0; k < 4; k++) {
+      _mm512_storeu_si512((void *)lanes, w[k]);
+      for (int l = 0; l < 8; l++) out[4 * (b + (size_t)l) + (size_t)k] = (uint32_t)lanes[l];
+    }
+  }
+}
+
+/* n_blocks: a multiple of 16. */
+PG_AVX512 static void avx512_from_words(const struct pg_fill *f, const uint32_t *words,
+                                        size_t n_blocks, double *out) {
+  for (size_t b = 0; b < n_blocks; b += 16) {
+    __m512i w[2][4];
+    __m512d v[2][4];
+    const uint32_t *x = words + 4 * b;
+    for (int h = 0; h < 2; h++)
+      for (int k = 0; k < 4; k++) {
+        const uint32_t *y = x + 32 * h + k;
+        w[h][k] = _mm512_setr_epi64(y[0], y[4], y[8], y[12], y[16], y[20], y[24], y[28]);
+      }
+    avx512_values(f, w, v);
+    avx512_store_f64(out + 4 * b, v);
+  }
+}
 #endif /* x86-64 */
 
 
@@ -645,9 +843,10 @@ static void fill_range(const struct fill_job *j) {
 #ifdef PG_FILL_X86
   /* SIMD paths: whole 32-element groups of normal/uniform, any dtype; the portable
    * loops below only finish the last < 32 elements */
-  if (j->isa == PG__FILL_ISA_AVX2 &&
-      (j->fill->kind == PG_FILL_NORMAL || j->fill->kind == PG_FILL_UNIFORM))
-    start = avx2_fill(j, start);
+  if (j->fill->kind == PG_FILL_NORMAL || j->fill->kind == PG_FILL_UNIFORM) {
+    if (j->isa == PG__FILL_ISA_AVX512) start = avx512_fill(j, start);
+    if (j->isa >= PG__FILL_ISA_AVX2) start = avx2_fill(j, start); /* AVX-512: a 32-element rest */
+  }
 #endif
   if (j->dtype == PG_DTYPE_F32 && !j->has_specials) {
     struct fill_job rest = *j;
@@ -694,6 +893,7 @@ static int int_range_ok(enum pg_dtype t, double lo, double hi) {
 
 enum pg__fill_isa pg__fill_isa_best(void) {
 #ifdef PG_FILL_X86
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2")) return PG__FILL_ISA_AVX512;
   if (__builtin_cpu_supports("avx2")) return PG__FILL_ISA_AVX2;
 #endif
   return PG__FILL_ISA_PORTABLE;
@@ -705,6 +905,8 @@ static int isa_available(enum pg__fill_isa isa) {
     case PG__FILL_ISA_PORTABLE: return 1;
 #ifdef PG_FILL_X86
     case PG__FILL_ISA_AVX2: return __builtin_cpu_supports("avx2") != 0;
+    case PG__FILL_ISA_AVX512: /* its kernels finish with AVX2 ones */
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2");
 #endif
     default: return 0;
   }
@@ -719,6 +921,10 @@ int pg__rng_blocks_isa(const struct pg_rng_stream *s, uint64_t b0, size_t n_bloc
   if (!isa_available(isa) || n_blocks % 8 != 0) return PG_ENOTSUP;
   isa = isa_resolve(isa);
 #ifdef PG_FILL_X86
+  if (isa == PG__FILL_ISA_AVX512) {
+    avx512_blocks(s, b0, n_blocks, out);
+    return PG_OK;
+  }
   if (isa == PG__FILL_ISA_AVX2) {
     avx2_blocks(s, b0, n_blocks, out);
     return PG_OK;
@@ -735,7 +941,11 @@ int pg__rng_values_from_words(const struct pg_fill *fill, const uint32_t *words,
     return PG_ENOTSUP;
   isa = isa_resolve(isa);
 #ifdef PG_FILL_X86
-  if (isa == PG__FILL_ISA_AVX2) {
+  if (isa == PG__FILL_ISA_AVX512 && n_blocks % 16 == 0) {
+    avx512_from_words(fill, words, n_blocks, out);
+    return PG_OK;
+  }
+  if (isa >= PG__FILL_ISA_AVX2) {
     avx2_from_words(fill, words, n_blocks, out);
     return PG_OK;
   }

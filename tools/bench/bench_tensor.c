@@ -1,5 +1,8 @@
 /* tools/bench — the tensor core's throughput, driven by bench_tensor.sh:
- *   bench_tensor fill SPEC DTYPE N THREADS REPS   best GB/s of generating N elements
+ *   bench_tensor fill SPEC DTYPE N THREADS REPS [PATH]
+ *                                                 best GB/s of generating N elements;
+ *                                                 PATH: auto (default) | portable | avx2 |
+ *                                                 avx512 (prints "n/a" if unavailable)
  *   bench_tensor write PATH N                     writes an N-element float32 .npy
  *   bench_tensor read PATH REPS MODE              best GB/s of pg_npy_read (MODE: owned |
  *                                                 mmap; mmap touches every page once)
@@ -27,7 +30,18 @@ static int die(const struct pg_error *err) {
 int main(int argc, char **argv) {
   struct pg_error err;
   pg_error_clear(&err);
-  if (argc == 7 && strcmp(argv[1], "fill") == 0) {
+  if ((argc == 7 || argc == 8) && strcmp(argv[1], "fill") == 0) {
+    enum pg__fill_isa isa = PG__FILL_ISA_AUTO;
+    if (argc == 8) {
+      const char *names[] = {"auto", "portable", "avx2", "avx512"};
+      int found = 0;
+      for (int k = 0; k < 4; k++)
+        if (strcmp(argv[7], names[k]) == 0) isa = (enum pg__fill_isa)k, found = 1;
+      if (!found) {
+        fprintf(stderr, "bench_tensor: unknown path '%s'\n", argv[7]);
+        return 2;
+      }
+    }
     struct pg_fill f;
     struct pg_tensor t;
     int64_t n = atoll(argv[4]);
@@ -39,7 +53,13 @@ int main(int argc, char **argv) {
     double best = 1e30;
     for (int r = 0; r < reps; r++) {
       double t0 = now();
-      if (pg_fill_generate(&t, &f, (uint64_t)r, "bench", threads, &err) != PG_OK) return die(&err);
+      int rc = pg__fill_generate_isa(&t, &f, (uint64_t)r, "bench", threads, isa, &err);
+      if (rc == PG_ENOTSUP) {
+        printf("n/a\n");
+        pg_tensor_reset(&t);
+        return 0;
+      }
+      if (rc != PG_OK) return die(&err);
       double dt = now() - t0;
       if (dt < best) best = dt;
     }
