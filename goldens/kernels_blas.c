@@ -21,13 +21,15 @@
  * OpenBLAS pool. The thread count is process-global state in OpenBLAS (set before
  * each gemm; a concurrent matmul may see the other's choice): it affects speed only —
  * OpenBLAS splits a gemm over M and N, never over K, so each element's sum is the same.
- * The loaded library is write-once state behind pthread_once.
+ * The loaded library is write-once state behind pthread_once; the thread count last
+ * set is an atomic, so it is only changed when a call needs another one.
  */
 #include <cblas.h>
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -150,6 +152,7 @@ static struct {
   dgemm_fn dgemm;
   void (*set_threads)(int); /* NULL: not OpenBLAS (a plain BLAS): no thread control */
   int max_threads;          /* what the library was configured with (OPENBLAS_NUM_THREADS) */
+  atomic_int cur_threads;   /* the count last given to OpenBLAS */
   char error[512];          /* non-empty: loading failed */
 } g_blas;
 static pthread_once_t g_blas_once = PTHREAD_ONCE_INIT;
@@ -203,12 +206,16 @@ static void blas_load(void) {
     g_blas.max_threads = get();
     if (g_blas.max_threads < 1) g_blas.max_threads = 1;
   }
-  /* The pool our dlopen just started would spin for ~0.1 s; OpenBLAS re-creates it
-   * on the first threaded gemm. */
+  atomic_init(&g_blas.cur_threads, g_blas.max_threads);
+  /* The pool our dlopen just started would spin for ~0.1 s: one thread by default,
+   * then stop the pool. openblas_set_num_threads re-creates it whenever it is called
+   * while stopped, so blas_threads() only calls it on a change (a big gemm). */
   void *sd = fresh && h ? dlsym(h, "blas_thread_shutdown_") : NULL;
-  if (sd && g_blas.max_threads > 1) {
+  if (sd && g_blas.set_threads && g_blas.max_threads > 1) {
     int (*shutdown)(void);
     memcpy(&shutdown, &sd, sizeof sd);
+    g_blas.set_threads(1);
+    atomic_store(&g_blas.cur_threads, 1);
     shutdown();
   }
   g_blas.error[0] = '\0';
@@ -228,7 +235,7 @@ static int blas_ready(struct pg_error *err) {
 static void blas_threads(int n) {
   if (!g_blas.set_threads) return;
   if (n < 1 || n > g_blas.max_threads) n = g_blas.max_threads;
-  g_blas.set_threads(n);
+  if (atomic_exchange(&g_blas.cur_threads, n) != n) g_blas.set_threads(n);
 }
 
 static void gemm(enum pg_dtype dt, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
