@@ -6,12 +6,19 @@
  *     adding the tile partial sums at the end: a different summation order than BLAS;
  *   - softmax uses a fast exp (range reduction + degree-4 polynomial, ~4e-5 relative),
  *     row sums in tiles of 64, and stores probabilities as fp16 before p·v.
+ * On x86-64 with AVX2/FMA/F16C (checked at run time) the same computation runs on
+ * 8-wide vectors, as a device's vector and cube units would: hardware fp16 conversion
+ * (same round-to-nearest-even), fused multiply-add, the same tiles and tile-sum order
+ * per element, and softmax tile sums kept as 8 lane partials added at the tile's end.
+ * Other machines and shapes (S not a multiple of 32, D not a multiple of 8) take the
+ * portable loops below.
  * Exports attention_module1_wrapper (scores), attention_module12_wrapper (probs),
  * attention_module123_wrapper (out). Modes: `sim` always runs; `npu` returns
  * PG_UNAVAILABLE unless PHASEGATE_EMULATE_NPU=1 (then it runs the same emulation);
  * any other mode is unavailable.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,6 +165,214 @@ static void softmax_rows(float *s, const struct dims *d) {
   }
 }
 
+
+/* ---- the vector path ---- */
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define ATT_VEC 1
+#define ATT_TARGET __attribute__((target("avx2,fma,f16c")))
+
+static int vec_ok(const struct dims *d) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c") && d->S % 32 == 0 && d->D % 8 == 0 && d->D <= 512;
+}
+
+ATT_TARGET static void f16_to_f32_vec(const uint16_t *h, float *f, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(f + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
+  for (; i < n; i++) f[i] = pg_f16_to_f32(h[i]);
+}
+
+ATT_TARGET static void f32_to_f16_vec(const float *f, uint16_t *h, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128((__m128i *)(h + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(f + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; i++) h[i] = pg_f32_to_f16(f[i]);
+}
+
+/* Widens an input; fp16 through the converter, other dtypes as before. */
+ATT_TARGET static float *to_f32_vec(const DLTensor *t) {
+  if (pg_dtype_from_dl(t->dtype) != PG_DTYPE_F16) return to_f32(t);
+  int64_t n = numel(t);
+  float *f = malloc((size_t)(n > 0 ? n : 1) * sizeof *f);
+  if (f) f16_to_f32_vec((const uint16_t *)t->data, f, n);
+  return f;
+}
+
+ATT_TARGET static void store_vec(DLTensor *t, const float *f) {
+  if (pg_dtype_from_dl(t->dtype) == PG_DTYPE_F16)
+    f32_to_f16_vec(f, (uint16_t *)t->data, numel(t));
+  else
+    store(t, f);
+}
+
+/* 8 x fast_exp, the same range reduction and polynomial. */
+ATT_TARGET static __m256 fast_exp8(__m256 x) {
+  __m256 y = _mm256_mul_ps(x, _mm256_set1_ps(1.44269504f));
+  __m256 under = _mm256_cmp_ps(y, _mm256_set1_ps(-126.0f), _CMP_LT_OQ);
+  __m256 n = _mm256_floor_ps(_mm256_add_ps(y, _mm256_set1_ps(0.5f)));
+  __m256 t = _mm256_mul_ps(_mm256_sub_ps(y, n), _mm256_set1_ps(0.69314718f));
+  __m256 p = _mm256_fmadd_ps(t, _mm256_set1_ps(0.04166667f), _mm256_set1_ps(0.16666667f));
+  p = _mm256_fmadd_ps(t, p, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(t, p, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(t, p, _mm256_set1_ps(1.0f));
+  __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  __m256 r = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+  return _mm256_andnot_ps(under, r);
+}
+
+/* scores: per 32 keys, per D tile of 32, fp32 partials in registers (FMA), added to
+ * the row accumulator at the end of each tile. */
+ATT_TARGET static float *qk_vec(const DLTensor *in, const struct dims *d) {
+  float *q = to_f32_vec(&in[0]), *k = to_f32_vec(&in[1]);
+  const int64_t S = d->S, D = d->D;
+  float *s = malloc((size_t)(d->B * d->H * S * S) * sizeof *s);
+  float *kt = malloc((size_t)(S * D) * sizeof *kt);
+  if (!q || !k || !s || !kt) {
+    free(q), free(k), free(s), free(kt);
+    return NULL;
+  }
+  const __m256 scale = _mm256_set1_ps(1.0f / sqrtf((float)D));
+  for (int64_t bh = 0; bh < d->B * d->H; bh++) {
+    const float *qb = q + bh * S * D, *kb = k + bh * S * D;
+    float *sb = s + bh * S * S;
+    for (int64_t j = 0; j < S; j++)
+      for (int64_t t = 0; t < D; t++) kt[t * S + j] = kb[j * D + t];
+    for (int64_t i = 0; i < S; i++) {
+      const float *qi = qb + i * D;
+      for (int64_t j0 = 0; j0 < S; j0 += 32) {
+        __m256 r0 = _mm256_setzero_ps(), r1 = r0, r2 = r0, r3 = r0;
+        for (int64_t t0 = 0; t0 < D; t0 += TILE_D) {
+          int64_t t1 = t0 + TILE_D < D ? t0 + TILE_D : D;
+          __m256 p0 = _mm256_setzero_ps(), p1 = p0, p2 = p0, p3 = p0;
+          for (int64_t t = t0; t < t1; t++) {
+            const float *kr = kt + t * S + j0;
+            __m256 qv = _mm256_broadcast_ss(qi + t);
+            p0 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kr), p0);
+            p1 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kr + 8), p1);
+            p2 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kr + 16), p2);
+            p3 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kr + 24), p3);
+          }
+          r0 = _mm256_add_ps(r0, p0), r1 = _mm256_add_ps(r1, p1);
+          r2 = _mm256_add_ps(r2, p2), r3 = _mm256_add_ps(r3, p3);
+        }
+        float *row = sb + i * S + j0;
+        _mm256_storeu_ps(row, _mm256_mul_ps(r0, scale));
+        _mm256_storeu_ps(row + 8, _mm256_mul_ps(r1, scale));
+        _mm256_storeu_ps(row + 16, _mm256_mul_ps(r2, scale));
+        _mm256_storeu_ps(row + 24, _mm256_mul_ps(r3, scale));
+      }
+    }
+  }
+  free(q);
+  free(k);
+  free(kt);
+  return s;
+}
+
+ATT_TARGET static float hsum8(__m256 v) {
+  __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  a = _mm_add_ps(a, _mm_movehl_ps(a, a));
+  a = _mm_add_ss(a, _mm_movehdup_ps(a));
+  return _mm_cvtss_f32(a);
+}
+
+ATT_TARGET static float hmax8(__m256 v) {
+  __m128 a = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  a = _mm_max_ps(a, _mm_movehl_ps(a, a));
+  a = _mm_max_ss(a, _mm_movehdup_ps(a));
+  return _mm_cvtss_f32(a);
+}
+
+/* In-place row softmax (S a multiple of 32), probabilities rounded through fp16. */
+ATT_TARGET static void softmax_rows_vec(float *s, const struct dims *d) {
+  const int64_t S = d->S;
+  for (int64_t r = 0; r < d->B * d->H * S; r++) {
+    float *row = s + r * S;
+    __m256 mv = _mm256_loadu_ps(row);
+    for (int64_t j = 8; j < S; j += 8) mv = _mm256_max_ps(mv, _mm256_loadu_ps(row + j));
+    const __m256 m = _mm256_set1_ps(hmax8(mv));
+    float sum = 0.0f;
+    for (int64_t t0 = 0; t0 < S; t0 += TILE_S) {
+      int64_t t1 = t0 + TILE_S < S ? t0 + TILE_S : S;
+      __m256 part = _mm256_setzero_ps();
+      for (int64_t j = t0; j < t1; j += 8) {
+        __m256 e = fast_exp8(_mm256_sub_ps(_mm256_loadu_ps(row + j), m));
+        _mm256_storeu_ps(row + j, e);
+        part = _mm256_add_ps(part, e);
+      }
+      sum += hsum8(part);
+    }
+    const __m256 inv = _mm256_set1_ps(1.0f / sum);
+    for (int64_t j = 0; j < S; j += 8) {
+      __m128i h = _mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(row + j), inv),
+                                  _MM_FROUND_TO_NEAREST_INT);
+      _mm256_storeu_ps(row + j, _mm256_cvtph_ps(h));
+    }
+  }
+}
+
+/* out = p v: per row, D/8 register partials per S tile of 64, added at its end. */
+ATT_TARGET static int pv_vec(const float *p, const DLTensor *vin, const struct dims *d, float *o) {
+  float *v = to_f32_vec(vin);
+  if (!v) return 12;
+  const int64_t S = d->S, D = d->D, nv = D / 8;
+  for (int64_t bh = 0; bh < d->B * d->H; bh++) {
+    const float *pb = p + bh * S * S, *vb = v + bh * S * D;
+    float *ob = o + bh * S * D;
+    for (int64_t i = 0; i < S; i++) {
+      const float *pi = pb + i * S;
+      for (int64_t c0 = 0; c0 < nv; c0 += 8) { /* 8 vectors (64 columns) at a time */
+        int64_t nc = nv - c0 < 8 ? nv - c0 : 8;
+        __m256 acc[8], part[8];
+        for (int64_t c = 0; c < 8; c++) acc[c] = _mm256_setzero_ps();
+        for (int64_t t0 = 0; t0 < S; t0 += TILE_S) {
+          int64_t t1 = t0 + TILE_S < S ? t0 + TILE_S : S;
+          for (int64_t c = 0; c < 8; c++) part[c] = _mm256_setzero_ps();
+          for (int64_t j = t0; j < t1; j++) {
+            const __m256 pij = _mm256_broadcast_ss(pi + j);
+            const float *vr = vb + j * D + c0 * 8;
+            if (nc == 8) {
+              for (int64_t c = 0; c < 8; c++)
+                part[c] = _mm256_fmadd_ps(pij, _mm256_loadu_ps(vr + c * 8), part[c]);
+            } else {
+              for (int64_t c = 0; c < nc; c++)
+                part[c] = _mm256_fmadd_ps(pij, _mm256_loadu_ps(vr + c * 8), part[c]);
+            }
+          }
+          for (int64_t c = 0; c < 8; c++) acc[c] = _mm256_add_ps(acc[c], part[c]);
+        }
+        for (int64_t c = 0; c < nc; c++) _mm256_storeu_ps(ob + i * D + (c0 + c) * 8, acc[c]);
+      }
+    }
+  }
+  free(v);
+  return 0;
+}
+
+/* The whole call on the vector path; same results contract as run(). */
+ATT_TARGET static int run_vec(const DLTensor *in, DLTensor *out, const struct dims *d, int phase) {
+  float *s = qk_vec(in, d);
+  if (!s) return 12;
+  if (phase > 1) softmax_rows_vec(s, d);
+  if (phase < 3) {
+    store_vec(&out[0], s);
+    free(s);
+    return 0;
+  }
+  float *o = malloc((size_t)(d->B * d->H * d->S * d->D) * sizeof *o);
+  int rc = o ? pv_vec(s, &in[2], d, o) : 12;
+  if (rc == 0) store_vec(&out[0], o);
+  free(s);
+  free(o);
+  return rc;
+}
+#endif
+
 static int check_out(const DLTensor *o, int64_t a, int64_t b, int64_t c, int64_t e) {
   return o->ndim == 4 && o->shape[0] == a && o->shape[1] == b && o->shape[2] == c &&
          o->shape[3] == e;
@@ -174,6 +389,9 @@ static int run(const DLTensor *in, int32_t n_in, DLTensor *out, int32_t n_out,
     call->log(call, PG_LOG_ERROR, "attention_impl: D > 512 is not supported by the p·v tile");
     return 2;
   }
+#ifdef ATT_VEC
+  if (vec_ok(&d)) return run_vec(in, out, &d, phase);
+#endif
   float *s = qk(in, &d);
   if (!s) return 12;
   if (phase == 1) {
