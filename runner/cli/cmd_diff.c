@@ -1,7 +1,7 @@
 /* phasegate diff — compares two dumped tensors (.npy or safetensors) with the
  * comparison library and prints a human report or JSON (docs/compare.md).
  *
- *   phasegate diff A B [--rule R] [--atol X] [--rtol Y] [--equal-nan] [--json]
+ *   phasegate diff A B [--rule R] [--atol X] [--rtol Y] [--equal-nan] [--json | --format F]
  *                      [--name T] [--threads N]
  *
  * A is the impl's tensor, B the reference. Exit 0 pass, 1 fail (including shape or
@@ -31,7 +31,8 @@ static void usage(FILE *out) {
           "  --atol X       absolute tolerance (default: per dtype of B, torch.testing's)\n"
           "  --rtol Y       relative tolerance (default: per dtype of B)\n"
           "  --equal-nan    NaN in A matches NaN in B\n"
-          "  --json         machine-readable output on stdout\n"
+          "  --json         machine-readable output on stdout (= --format json)\n"
+          "  --format F     text (default) or json, as in validate and list\n"
           "  --name T       tensor name inside .safetensors files (needed when a file holds\n"
           "                 several tensors)\n"
           "  --threads N    worker threads (default: all cores)\n"
@@ -205,6 +206,11 @@ int pg_cmd_diff(int argc, char **argv) {
       equal_nan = 1;
     } else if (strcmp(a, "--json") == 0) {
       json = 1;
+    } else if (strcmp(a, "--format") == 0) { /* the spelling of validate and list */
+      if (!v || (strcmp(v, "json") != 0 && strcmp(v, "text") != 0))
+        return pg_cli_usage_error("diff", "--format must be text or json, not '%s'",
+                                  v ? v : "(nothing)");
+      json = strcmp(v, "json") == 0, i++;
     } else if (a[0] == '-' && a[1] == '-') {
       return pg_cli_usage_error("diff", "unknown option '%s' (see phasegate diff --help)", a);
     } else if (npaths < 2) {

@@ -15,15 +15,16 @@ struct command {
   const char *name;
   int (*run)(int argc, char **argv);
   const char *summary;
+  int parses_eq; /* handles --opt=value itself (and can say "--flag takes no value") */
 };
 
 static const struct command commands[] = {
-    {"validate", pg_cmd_validate, "check a contract (and suite), reporting every finding"},
-    {"list", pg_cmd_list, "list every (phase, case) test the CMake layer registers"},
-    {"run", pg_cmd_run, "run an impl against cumulative goldens for one phase"},
-    {"selftest", pg_cmd_selftest, "composition verification: cumulative golden N vs op golden"},
-    {"diff", pg_cmd_diff, "compare two dumped tensors (.npy / safetensors)"},
-    {"gen", pg_cmd_gen, "write a case's generated primary inputs as .npy"},
+    {"validate", pg_cmd_validate, "check a contract (and suite), reporting every finding", 0},
+    {"list", pg_cmd_list, "list every (phase, case) test the CMake layer registers", 1},
+    {"run", pg_cmd_run, "run an impl against cumulative goldens for one phase", 1},
+    {"selftest", pg_cmd_selftest, "composition verification: cumulative golden N vs op golden", 0},
+    {"diff", pg_cmd_diff, "compare two dumped tensors (.npy / safetensors)", 0},
+    {"gen", pg_cmd_gen, "write a case's generated primary inputs as .npy", 0},
 };
 
 int pg_cli_usage_error(const char *cmd, const char *fmt, ...) {
@@ -47,7 +48,8 @@ static void usage(FILE *out) {
     fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
   fprintf(out,
           "\n"
-          "'phasegate <command> --help' describes a command's options.\n"
+          "'phasegate <command> --help' describes a command's options; every option that\n"
+          "takes a value accepts --option=value as well as --option value.\n"
           "\n"
           "The seed runner's spellings are accepted as well:\n"
           "  phasegate --self-test --op-dir DIR [...]      = phasegate selftest --op-dir DIR [...]\n"
@@ -57,6 +59,39 @@ static void usage(FILE *out) {
           "\n"
           "Exit codes: 0 pass, 1 fail, 2 error (usage, contract, suite), 77 all skipped.\n"
           "'phasegate --version' prints the version.\n");
+}
+
+/* Every subcommand takes `--opt=value` as `--opt value`: split such arguments before
+ * the subcommand parses them. `args` has room for 2 * argc + 1 pointers; the split
+ * names live in `names` (argc slots of 64 bytes). */
+static int split_eq(int argc, char **argv, char **args, char (*names)[64]) {
+  int n = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *eq = strncmp(argv[i], "--", 2) == 0 ? strchr(argv[i], '=') : NULL;
+    if (i == 0 || !eq || eq - argv[i] >= 64) {
+      args[n++] = argv[i];
+      continue;
+    }
+    snprintf(names[i], 64, "%.*s", (int)(eq - argv[i]), argv[i]);
+    args[n++] = names[i];
+    args[n++] = (char *)eq + 1;
+  }
+  args[n] = NULL;
+  return n;
+}
+
+static int dispatch(int (*run)(int, char **), int argc, char **argv) {
+  char **args = calloc((size_t)argc * 2 + 1, sizeof *args);
+  char (*names)[64] = calloc((size_t)argc, sizeof *names);
+  if (!args || !names) {
+    free(args);
+    free(names);
+    return pg_cli_usage_error(NULL, "out of memory");
+  }
+  int rc = run(split_eq(argc, argv, args, names), args);
+  free(args);
+  free(names);
+  return rc;
 }
 
 /* `phasegate --op-dir D [--self-test] ...`: argv[0] is replaced by the subcommand name
@@ -69,7 +104,7 @@ static int seed_style(int argc, char **argv) {
   args[0] = self_test ? "selftest" : "run";
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "--self-test") != 0) args[n++] = argv[i];
-  int rc = self_test ? pg_cmd_selftest(n, args) : pg_cmd_run(n, args);
+  int rc = self_test ? dispatch(pg_cmd_selftest, n, args) : pg_cmd_run(n, args);
   free(args);
   return rc;
 }
@@ -89,7 +124,9 @@ int main(int argc, char **argv) {
     return PG_EXIT_PASS;
   }
   for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-    if (strcmp(name, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    if (strcmp(name, commands[i].name) == 0)
+      return commands[i].parses_eq ? commands[i].run(argc - 1, argv + 1)
+                                   : dispatch(commands[i].run, argc - 1, argv + 1);
   /* The seed runner has no subcommands: `--self-test` anywhere means selftest, any
    * other leading option means run (where --inspect NAME lives). */
   if (strncmp(name, "--", 2) == 0) return seed_style(argc, argv);

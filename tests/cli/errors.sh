@@ -72,6 +72,30 @@ if [ $got -ne 2 ] || ! grep -q "impl plugin 'nowhere.so' does not exist" stdout.
 else
   echo "ok: missing plugin is an ERROR naming the file"
 fi
+# Consistency: --opt=value everywhere, --format json for diff as for validate/list.
+expect_ok() { # expect_ok [-77] NEEDLE ARGS...: exit 0 (or 77), stdout contains NEEDLE
+  want=0
+  [ "$1" = -77 ] && { want=77; shift; }
+  needle=$1
+  shift
+  "$pg" "$@" >stdout.txt 2>stderr.txt </dev/null
+  got=$?
+  if [ $got -ne $want ] || ! grep -qF -- "$needle" stdout.txt; then
+    echo "FAIL: phasegate $* -> exit $got (want $want, stdout with '$needle'):"; cat stdout.txt stderr.txt
+    fails=1
+  else
+    echo "ok: phasegate $*"
+  fi
+}
+expect_ok "3 cases" validate --op-dir="$op"
+expect_ok '"status":' validate --contract="$c" --suite="$s" --format=json
+expect_ok "attention/M1/L2/L2_basic" list --op-dir="$op" --levels=L2
+expect_ok "3 inputs written" gen --op-dir="$op" --case=L2_basic --out=gen_eq
+expect_ok '"verdict":' diff gen_eq/q.npy gen_eq/q.npy --format=json
+expect_ok -77 "SKIPPED selftest attention" selftest --op-dir="$op" --threads=1
+expect 2 "--threads: 'x'" selftest --op-dir="$op" --threads=x
+expect 2 "--no-golden-cache takes no value" run --no-golden-cache=1
+
 "$pg" bogus >stdout.txt 2>stderr.txt
 got=$?
 if [ $got -ne 2 ] || ! grep -q "unknown command 'bogus'" stderr.txt; then
