@@ -87,7 +87,43 @@ static int in_list(const char *const *list, const char *key) {
   return 0;
 }
 
-/* Warns about every key that is neither `allowed` nor a known pypto key. */
+/* Edit distance between a and b, capped: returns cap + 1 as soon as it exceeds cap.
+ * Keys are short (< 64 bytes), so one row of 64 ints is enough. */
+static int edit_distance(const char *a, const char *b, int cap) {
+  int la = (int)strlen(a), lb = (int)strlen(b);
+  if (la > 63 || lb > 63 || abs(la - lb) > cap) return cap + 1;
+  int row[64];
+  for (int j = 0; j <= lb; j++) row[j] = j;
+  for (int i = 1; i <= la; i++) {
+    int diag = row[0], best = row[0] = i;
+    for (int j = 1; j <= lb; j++) {
+      int up = row[j];
+      int v = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < v) v = up + 1;
+      if (row[j - 1] + 1 < v) v = row[j - 1] + 1;
+      row[j] = v;
+      diag = up;
+      if (v < best) best = v;
+    }
+    if (best > cap) return cap + 1;
+  }
+  return row[lb];
+}
+
+/* The allowed key a typo most likely meant (at most 2 edits, keys of 4+ chars), or NULL. */
+static const char *closest_key(const char *const *allowed, const char *key) {
+  const char *best = NULL;
+  int best_d = 3;
+  if (strlen(key) < 4) return NULL;
+  for (int i = 0; allowed[i]; i++) {
+    int d = edit_distance(key, allowed[i], 2);
+    if (d < best_d) best_d = d, best = allowed[i];
+  }
+  return best;
+}
+
+/* Warns about every key that is neither `allowed` nor a known pypto key, suggesting
+ * the allowed key a typo probably meant (`primary_input` -> `primary_inputs`). */
 static void check_keys_skip(struct sctx *s, const struct pg__ynode *map,
                             const char *const *allowed, const char *what, int skip_from,
                             int skip_to) {
@@ -99,7 +135,11 @@ static void check_keys_skip(struct sctx *s, const struct pg__ynode *map,
       continue;
     }
     if (in_list(allowed, k->value) || in_list(pypto_keys, k->value)) continue;
-    WARN(k, "unknown key '%.64s' in %s is ignored", k->value, what);
+    const char *guess = closest_key(allowed, k->value);
+    if (guess)
+      WARN(k, "unknown key '%.64s' in %s is ignored; did you mean '%s'?", k->value, what, guess);
+    else
+      WARN(k, "unknown key '%.64s' in %s is ignored", k->value, what);
   }
 }
 

@@ -173,6 +173,40 @@ PG_TEST(every_finding_is_reported_with_its_position) {
   pg_diags_reset(&d);
 }
 
+PG_TEST(unknown_key_suggests_the_key_a_typo_meant) {
+  const char *text =
+      "op: w\n"
+      "primary_input: [{name: a, shape: [4], dtype: int}]\n"
+      "modules:\n"
+      "  - id: 1\n"
+      "    name: m\n"
+      "    input: [{name: a, source: primary}]\n"
+      "    outputs: [{name: y, shape: [4], dtype: int}]\n"
+      "    zzz: 1\n";
+  struct pg_contract c;
+  struct pg_diags d;
+  struct pg_error e;
+  load_text(text, strlen(text), &c, &d, &e);
+  int seen = 0;
+  for (int i = 0; i < d.count; i++) {
+    const char *m = d.items[i].message;
+    if (strstr(m, "'primary_input'")) {
+      PG_CHECK_EQ_STR("unknown key 'primary_input' in the contract is ignored; did you mean "
+                      "'primary_inputs'?", m);
+      seen |= 1;
+    } else if (strstr(m, "'input'")) {
+      PG_CHECK(strstr(m, "did you mean 'inputs'?") != NULL);
+      seen |= 2;
+    } else if (strstr(m, "'zzz'")) {
+      PG_CHECK(strstr(m, "did you mean") == NULL); /* too short to guess */
+      seen |= 4;
+    }
+  }
+  PG_CHECK_EQ_INT(7, seen);
+  pg_contract_reset(&c);
+  pg_diags_reset(&d);
+}
+
 PG_TEST(warnings_do_not_fail_a_contract) {
   const char *text =
       "op: w\n"
