@@ -411,8 +411,29 @@ static void finish_group(const struct fill_job *j, size_t i0, size_t n, double *
 #define PG_FILL_X86 1
 #include <immintrin.h>
 
-#define PG_AVX2 __attribute__((target("avx2")))
-#define PG_AVX2_INLINE static inline __attribute__((always_inline, target("avx2")))
+#include <cpuid.h>
+
+#define PG_AVX2 __attribute__((target("avx2,f16c")))
+#define PG_AVX2_INLINE static inline __attribute__((always_inline, target("avx2,f16c")))
+
+/* How a SIMD group is written: 0 = through finish_group (specials, other dtypes),
+ * 1 float32, 2 float64, 3 float16, 4 bfloat16 straight from the registers. */
+static int direct_store(const struct fill_job *j) {
+  if (j->has_specials) return 0;
+  switch (j->dtype) {
+    case PG_DTYPE_F32: return 1;
+    case PG_DTYPE_F64: return 2;
+    case PG_DTYPE_F16: return 3;
+    case PG_DTYPE_BF16: return 4;
+    default: return 0;
+  }
+}
+
+/* F16C (vcvtps2ph) comes with every AVX2 CPU, but say so: cpuid leaf 1, ecx bit 29. */
+static int cpu_has_f16c(void) {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+}
 
 /* Round keys of Philox: key + r * (W0, W1), wrapping. */
 static void philox_round_keys(const uint32_t key[2], uint32_t k0[10], uint32_t k1[10]) {
@@ -528,20 +549,77 @@ PG_AVX2_INLINE void avx2_values(const struct pg_fill *f, __m256i w[2][4], __m256
   }
 }
 
-/* -> 32 floats in element order: round (as (float) does), then transpose 8 x 4. */
-PG_AVX2_INLINE void avx2_store_f32(float *out, __m256d v[2][4]) {
-  __m256 e[4];
-  for (int k = 0; k < 4; k++)
-    e[k] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(v[0][k])),
-                                _mm256_cvtpd_ps(v[1][k]), 1);
+/* Slot vectors e[k] (k = 0..3, lanes = blocks 0..7) -> the 32 floats in element order,
+ * r[0] = elements 0..7, ... */
+PG_AVX2_INLINE void avx2_transpose_8x4(const __m256 e[4], __m256 r[4]) {
   __m256 t0 = _mm256_unpacklo_ps(e[0], e[1]), t1 = _mm256_unpackhi_ps(e[0], e[1]);
   __m256 t2 = _mm256_unpacklo_ps(e[2], e[3]), t3 = _mm256_unpackhi_ps(e[2], e[3]);
   __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
   __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-  _mm256_storeu_ps(out, _mm256_permute2f128_ps(u0, u1, 0x20));
-  _mm256_storeu_ps(out + 8, _mm256_permute2f128_ps(u2, u3, 0x20));
-  _mm256_storeu_ps(out + 16, _mm256_permute2f128_ps(u0, u1, 0x31));
-  _mm256_storeu_ps(out + 24, _mm256_permute2f128_ps(u2, u3, 0x31));
+  r[0] = _mm256_permute2f128_ps(u0, u1, 0x20);
+  r[1] = _mm256_permute2f128_ps(u2, u3, 0x20);
+  r[2] = _mm256_permute2f128_ps(u0, u1, 0x31);
+  r[3] = _mm256_permute2f128_ps(u2, u3, 0x31);
+}
+
+/* -> 32 floats in element order, rounded as (float) rounds. */
+PG_AVX2_INLINE void avx2_store_f32(float *out, __m256d v[2][4]) {
+  __m256 e[4], r[4];
+  for (int k = 0; k < 4; k++)
+    e[k] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(v[0][k])),
+                                _mm256_cvtpd_ps(v[1][k]), 1);
+  avx2_transpose_8x4(e, r);
+  for (int q = 0; q < 4; q++) _mm256_storeu_ps(out + 8 * q, r[q]);
+}
+
+/* pg__f64_to_f32_odd on four doubles -> their float bits: round to nearest, then, if
+ * that was inexact (and d is not NaN and the float finite), step toward zero when it
+ * rounded away, and set the last bit. */
+PG_AVX2_INLINE __m128i avx2_f32_odd(__m256d d) {
+  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
+  __m128 t = _mm256_cvtpd_ps(d);
+  __m256d back = _mm256_cvtps_pd(t), aback = _mm256_and_pd(back, abs_mask);
+  __m256d fix = _mm256_and_pd(_mm256_cmp_pd(back, d, _CMP_NEQ_OQ),
+                              _mm256_cmp_pd(aback, _mm256_set1_pd(INFINITY), _CMP_LT_OQ));
+  __m256d away = _mm256_and_pd(fix, _mm256_cmp_pd(aback, _mm256_and_pd(d, abs_mask), _CMP_GT_OQ));
+  /* 64-bit all-ones/zero lanes -> 32-bit ones: take the low half of each lane */
+  const __m256i pick = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+  __m128i fix32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(fix), pick));
+  __m128i away32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(away), pick));
+  __m128i u = _mm_add_epi32(_mm_castps_si128(t), away32); /* + (-1): toward zero */
+  return _mm_or_si128(u, _mm_and_si128(fix32, _mm_set1_epi32(1)));
+}
+
+/* Eight float bit patterns -> pg_f32_to_bf16 (no NaN reaches here) -> eight halves in
+ * the low 16 bits of each lane. */
+PG_AVX2_INLINE __m256i avx2_bf16_bits(__m256i x) {
+  __m256i odd = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+  return _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd)), 16);
+}
+
+/* Element-ordered float vectors r[0..3] (rounded to odd) -> 32 fp16 or bf16 values. */
+PG_AVX2_INLINE void avx2_store_halves(uint16_t *out, const __m256 r[4], int bf16) {
+  if (!bf16) { /* F16C: round to nearest even, subnormals and overflow as pg_f32_to_f16 */
+    for (int q = 0; q < 4; q++)
+      _mm_storeu_si128((__m128i *)(out + 8 * q),
+                       _mm256_cvtps_ph(r[q], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    return;
+  }
+  for (int q = 0; q < 4; q += 2) {
+    __m256i a = avx2_bf16_bits(_mm256_castps_si256(r[q])), b = avx2_bf16_bits(_mm256_castps_si256(r[q + 1]));
+    __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
+    _mm256_storeu_si256((__m256i *)(out + 8 * q), p);
+  }
+}
+
+/* -> 32 fp16/bf16 values in element order, rounded once (pg_f64_to_f16/bf16). */
+PG_AVX2_INLINE void avx2_store_f16(uint16_t *out, __m256d v[2][4], int bf16) {
+  __m256 e[4], r[4];
+  for (int k = 0; k < 4; k++)
+    e[k] = _mm256_castsi256_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(avx2_f32_odd(v[0][k])),
+                                                       avx2_f32_odd(v[1][k]), 1));
+  avx2_transpose_8x4(e, r);
+  avx2_store_halves(out, r, bf16);
 }
 
 /* -> 32 doubles in element order: two 4 x 4 transposes. */
@@ -564,7 +642,7 @@ PG_AVX2_INLINE void avx2_store_f64(double *out, __m256d v[2][4]) {
 PG_AVX2 static size_t avx2_fill(const struct fill_job *j, size_t i0) {
   struct avx2_philox p;
   avx2_philox_init(&p, &j->values);
-  const int direct = j->has_specials ? 0 : j->dtype == PG_DTYPE_F32 ? 1 : j->dtype == PG_DTYPE_F64 ? 2 : 0;
+  const int direct = direct_store(j);
   for (; i0 + 32 <= j->end; i0 += 32) {
     __m256i w[2][4];
     __m256d v[2][4];
@@ -573,6 +651,7 @@ PG_AVX2 static size_t avx2_fill(const struct fill_job *j, size_t i0) {
     avx2_values(j->fill, w, v);
     if (direct == 1) avx2_store_f32((float *)j->data + i0, v);
     else if (direct == 2) avx2_store_f64((double *)j->data + i0, v);
+    else if (direct >= 3) avx2_store_f16((uint16_t *)j->data + i0, v, direct == 4);
     else {
       double tmp[32];
       avx2_store_f64(tmp, v);
@@ -614,8 +693,8 @@ PG_AVX2 static void avx2_from_words(const struct pg_fill *f, const uint32_t *wor
 
 /* AVX-512F: the same kernels eight blocks per vector (a zmm of 64-bit lanes), masks
  * instead of blends, a three-way XOR in one instruction. */
-#define PG_AVX512 __attribute__((target("avx512f")))
-#define PG_AVX512_INLINE static inline __attribute__((always_inline, target("avx512f")))
+#define PG_AVX512 __attribute__((target("avx512f,avx2,f16c")))
+#define PG_AVX512_INLINE static inline __attribute__((always_inline, target("avx512f,avx2,f16c")))
 
 struct avx512_philox {
   __m512i k0[10], k1[10], tag0, tag1;
@@ -756,11 +835,29 @@ PG_AVX512_INLINE void avx512_store_f64(double *out, __m512d v[2][4]) {
     }
 }
 
+/* -> 64 fp16/bf16 values in element order, rounded once: truncate to float, and set the
+ * last bit if inexact (round to odd, as pg__f64_to_f32_odd). Where the scalar keeps an
+ * overflowing float at inf, this gives FLT_MAX|1, which fp16 and bf16 round to inf too. */
+PG_AVX512_INLINE void avx512_store_f16(uint16_t *out, __m512d v[2][4], int bf16) {
+  for (int h = 0; h < 2; h++) {
+    __m256 e[4], r[4];
+    for (int k = 0; k < 4; k++) {
+      __m256 t = _mm512_cvt_roundpd_ps(v[h][k], _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+      __mmask8 inexact = _mm512_cmp_pd_mask(_mm512_cvtps_pd(t), v[h][k], _CMP_NEQ_OQ);
+      __m512i wide = _mm512_castsi256_si512(_mm256_castps_si256(t)); /* upper half unused */
+      wide = _mm512_mask_or_epi32(wide, (__mmask16)inexact, wide, _mm512_set1_epi32(1));
+      e[k] = _mm256_castsi256_ps(_mm512_castsi512_si256(wide));
+    }
+    avx2_transpose_8x4(e, r);
+    avx2_store_halves(out + 32 * h, r, bf16);
+  }
+}
+
 /* As avx2_fill, in whole 64-element groups. */
 PG_AVX512 static size_t avx512_fill(const struct fill_job *j, size_t i0) {
   struct avx512_philox p;
   avx512_philox_init(&p, &j->values);
-  const int direct = j->has_specials ? 0 : j->dtype == PG_DTYPE_F32 ? 1 : j->dtype == PG_DTYPE_F64 ? 2 : 0;
+  const int direct = direct_store(j);
   for (; i0 + 64 <= j->end; i0 += 64) {
     __m512i w[2][4];
     __m512d v[2][4];
@@ -769,6 +866,7 @@ PG_AVX512 static size_t avx512_fill(const struct fill_job *j, size_t i0) {
     avx512_values(j->fill, w, v);
     if (direct == 1) avx512_store_f32((float *)j->data + i0, v);
     else if (direct == 2) avx512_store_f64((double *)j->data + i0, v);
+    else if (direct >= 3) avx512_store_f16((uint16_t *)j->data + i0, v, direct == 4);
     else {
       double tmp[64];
       avx512_store_f64(tmp, v);
@@ -891,25 +989,25 @@ static int int_range_ok(enum pg_dtype t, double lo, double hi) {
 #define PG_FILL_MIN_PER_THREAD ((size_t)1 << 16)
 #define PG_FILL_MAX_THREADS 64
 
-enum pg__fill_isa pg__fill_isa_best(void) {
-#ifdef PG_FILL_X86
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2")) return PG__FILL_ISA_AVX512;
-  if (__builtin_cpu_supports("avx2")) return PG__FILL_ISA_AVX2;
-#endif
-  return PG__FILL_ISA_PORTABLE;
-}
-
 static int isa_available(enum pg__fill_isa isa) {
   switch (isa) {
     case PG__FILL_ISA_AUTO:
     case PG__FILL_ISA_PORTABLE: return 1;
 #ifdef PG_FILL_X86
-    case PG__FILL_ISA_AVX2: return __builtin_cpu_supports("avx2") != 0;
+    case PG__FILL_ISA_AVX2: return __builtin_cpu_supports("avx2") && cpu_has_f16c();
     case PG__FILL_ISA_AVX512: /* its kernels finish with AVX2 ones */
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2");
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && cpu_has_f16c();
 #endif
     default: return 0;
   }
+}
+
+enum pg__fill_isa pg__fill_isa_best(void) {
+#ifdef PG_FILL_X86
+  if (isa_available(PG__FILL_ISA_AVX512)) return PG__FILL_ISA_AVX512;
+  if (isa_available(PG__FILL_ISA_AVX2)) return PG__FILL_ISA_AVX2;
+#endif
+  return PG__FILL_ISA_PORTABLE;
 }
 
 static enum pg__fill_isa isa_resolve(enum pg__fill_isa isa) {

@@ -96,7 +96,14 @@ static int isa_runs_here(enum pg__fill_isa isa) {
 
 PG_TEST(fill_isa_paths_equal_portable) {
   const char *specs[] = {"normal(0.5, 2)", "uniform(-3, 7)", "uniform(0, 1)", "normal(0, 1e3)",
-                         "normal(-1, 0.25)", "int(-7, 9)", "normal(0, 1) with nan:0.05"};
+                         "normal(-1, 0.25)", "int(-7, 9)", "normal(0, 1) with nan:0.05",
+                         /* the fp16/bf16 stores: subnormals, overflow (float and half),
+                          * values within 1e-9 of a bf16 / an fp16 rounding midpoint,
+                          * where a double rounding through float would go wrong */
+                         "uniform(-1e-5, 1e-5)", "normal(0, 1e-6)", "normal(0, 1e-40)",
+                         "uniform(-7e4, 7e4)", "uniform(-1e39, 1e39)", "uniform(-1e-300, 1e-300)",
+                         "uniform(1.003906249, 1.003906251)", "uniform(1.000488280, 1.000488282)",
+                         "uniform(-3e38, -1e38)"};
   const enum pg_dtype dts[] = {PG_DTYPE_F32, PG_DTYPE_F64, PG_DTYPE_F16, PG_DTYPE_BF16};
   /* tails of every residue mod 32 around a few sizes, and sizes that go multi-threaded */
   const int64_t sizes[] = {1, 3, 4, 5, 16, 31, 32, 33, 63, 64, 65, 100, 1000, 4099, 131089, 131092,
