@@ -152,7 +152,7 @@ int pg_cmd_validate(int argc, char **argv) {
     pg_cli_print_diags(&diags);
     if (fatal) fprintf(stderr, "phasegate validate: error: %s\n", fatal);
     if (ok) {
-      char cases[48] = "";
+      char cases[48] = ", no suite checked";
       if (n_cases >= 0) snprintf(cases, sizeof cases, ", %d case%s", n_cases, n_cases == 1 ? "" : "s");
       char warn[48] = "";
       if (diags.n_warnings)

@@ -88,6 +88,9 @@ expect_ok() { # expect_ok [-77] NEEDLE ARGS...: exit 0 (or 77), stdout contains 
   fi
 }
 expect_ok "3 cases" validate --op-dir="$op"
+mkdir -p onlyc && cp "$c" onlyc/
+expect_ok "3 primary inputs, no suite checked" validate --op-dir onlyc
+expect 2 "onlyc/adversarial_suite.json: cannot open" list --op-dir onlyc
 expect_ok '"status":' validate --contract="$c" --suite="$s" --format=json
 expect_ok "attention/M1/L2/L2_basic" list --op-dir="$op" --levels=L2
 expect_ok "3 inputs written" gen --op-dir="$op" --case=L2_basic --out=gen_eq
