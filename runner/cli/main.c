@@ -48,8 +48,9 @@ static void usage(FILE *out) {
     fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
   fprintf(out,
           "\n"
-          "'phasegate <command> --help' describes a command's options; every option that\n"
-          "takes a value accepts --option=value as well as --option value.\n"
+          "'phasegate <command> --help' (or 'phasegate help <command>') describes a\n"
+          "command's options; every option that takes a value accepts --option=value\n"
+          "as well as --option value.\n"
           "\n"
           "The seed runner's spellings are accepted as well:\n"
           "  phasegate --self-test --op-dir DIR [...]      = phasegate selftest --op-dir DIR [...]\n"
@@ -116,6 +117,17 @@ int main(int argc, char **argv) {
   }
   const char *name = argv[1];
   if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
+    /* `phasegate help run` is `phasegate run --help` */
+    for (size_t i = 0; argc > 2 && i < sizeof commands / sizeof *commands; i++)
+      if (strcmp(argv[2], commands[i].name) == 0) {
+        char *args[] = {argv[2], "--help", NULL};
+        return commands[i].run(2, args);
+      }
+    if (argc > 2) {
+      fprintf(stderr, "phasegate: error: unknown command '%s'\n\n", argv[2]);
+      usage(stderr);
+      return PG_EXIT_ERROR;
+    }
     usage(stdout);
     return PG_EXIT_PASS;
   }

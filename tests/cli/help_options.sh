@@ -14,6 +14,8 @@ for f in "$src"/cmd_*.c; do
   grep -qE "^  $cmd " top.txt || { echo "FAIL: phasegate --help does not list '$cmd'"; fails=1; }
   "$pg" "$cmd" --help >help.txt 2>&1 || { echo "FAIL: phasegate $cmd --help exited $?"; fails=1; }
   grep -q "usage: phasegate" help.txt || { echo "FAIL: $cmd --help has no usage line"; fails=1; }
+  "$pg" help "$cmd" >help2.txt 2>&1 && cmp -s help.txt help2.txt ||
+    { echo "FAIL: 'phasegate help $cmd' differs from 'phasegate $cmd --help'"; fails=1; }
   opts=$(grep -oE '(strcmp\([a-z_]+, |IS_OPT\(|flags\[\] = \{|, )"--[a-z0-9-]+"' "$f" |
          grep -oE '"--[a-z0-9-]+"' | tr -d '"' | grep -vx -- --help | sort -u)
   [ -n "$opts" ] || { echo "FAIL: found no options in $f (parser changed? update this test)"; fails=1; }
