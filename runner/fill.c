@@ -537,6 +537,18 @@ PG_AVX2_INLINE void avx2_values(const struct pg_fill *f, __m256i w[2][4], __m256
     const __m256d d = _mm256_set1_pd(f->b - f->a);
     for (int h = 0; h < 2; h++)
       for (int k = 0; k < 4; k++) v[h][k] = _mm256_add_pd(a, _mm256_mul_pd(d, avx2_u01(w[h][k])));
+  } else if (f->kind == PG_FILL_INT) {
+    /* lo + ((w * range) >> 32); range = 2^32 is w itself (vpmuludq takes 32-bit operands) */
+    const uint64_t range = (uint64_t)(f->b - f->a) + 1u;
+    const __m256i rv = _mm256_set1_epi64x((long long)range);
+    const __m256i magic = _mm256_set1_epi64x(0x4330000000000000LL);
+    for (int h = 0; h < 2; h++)
+      for (int k = 0; k < 4; k++) {
+        __m256i x = range >> 32 ? w[h][k] : _mm256_srli_epi64(_mm256_mul_epu32(w[h][k], rv), 32);
+        __m256d xd = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_blend_epi32(x, magic, 0xAA)),
+                                   _mm256_set1_pd(4503599627370496.0)); /* (double)x, exact */
+        v[h][k] = _mm256_add_pd(a, xd);
+      }
   } else {
     const __m256d sigma = _mm256_set1_pd(f->b);
     for (int h = 0; h < 2; h++)
@@ -789,6 +801,17 @@ PG_AVX512_INLINE void avx512_values(const struct pg_fill *f, __m512i w[2][4], __
     const __m512d d = _mm512_set1_pd(f->b - f->a);
     for (int h = 0; h < 2; h++)
       for (int k = 0; k < 4; k++) v[h][k] = _mm512_add_pd(a, _mm512_mul_pd(d, avx512_u01(w[h][k])));
+  } else if (f->kind == PG_FILL_INT) {
+    const uint64_t range = (uint64_t)(f->b - f->a) + 1u;
+    const __m512i rv = _mm512_set1_epi64((long long)range);
+    const __m512i magic = _mm512_set1_epi64(0x4330000000000000LL);
+    for (int h = 0; h < 2; h++)
+      for (int k = 0; k < 4; k++) {
+        __m512i x = range >> 32 ? w[h][k] : _mm512_srli_epi64(_mm512_mul_epu32(w[h][k], rv), 32);
+        __m512d xd = _mm512_sub_pd(_mm512_castsi512_pd(_mm512_mask_blend_epi32(0xAAAA, x, magic)),
+                                   _mm512_set1_pd(4503599627370496.0));
+        v[h][k] = _mm512_add_pd(a, xd);
+      }
   } else {
     const __m512d sigma = _mm512_set1_pd(f->b);
     for (int h = 0; h < 2; h++)
@@ -941,7 +964,8 @@ static void fill_range(const struct fill_job *j) {
 #ifdef PG_FILL_X86
   /* SIMD paths: whole 32-element groups of normal/uniform, any dtype; the portable
    * loops below only finish the last < 32 elements */
-  if (j->fill->kind == PG_FILL_NORMAL || j->fill->kind == PG_FILL_UNIFORM) {
+  if (j->fill->kind == PG_FILL_NORMAL || j->fill->kind == PG_FILL_UNIFORM ||
+      j->fill->kind == PG_FILL_INT) {
     if (j->isa == PG__FILL_ISA_AVX512) start = avx512_fill(j, start);
     if (j->isa >= PG__FILL_ISA_AVX2) start = avx2_fill(j, start); /* AVX-512: a 32-element rest */
   }
@@ -1035,7 +1059,7 @@ int pg__rng_blocks_isa(const struct pg_rng_stream *s, uint64_t b0, size_t n_bloc
 int pg__rng_values_from_words(const struct pg_fill *fill, const uint32_t *words,
                               size_t n_blocks, enum pg__fill_isa isa, double *out) {
   if (!isa_available(isa) || n_blocks % 8 != 0 ||
-      (fill->kind != PG_FILL_NORMAL && fill->kind != PG_FILL_UNIFORM))
+      (fill->kind != PG_FILL_NORMAL && fill->kind != PG_FILL_UNIFORM && fill->kind != PG_FILL_INT))
     return PG_ENOTSUP;
   isa = isa_resolve(isa);
 #ifdef PG_FILL_X86
@@ -1054,6 +1078,9 @@ int pg__rng_values_from_words(const struct pg_fill *fill, const uint32_t *words,
     double *o = out + 4 * b;
     if (fill->kind == PG_FILL_UNIFORM) {
       for (int k = 0; k < 4; k++) o[k] = fill->a + (fill->b - fill->a) * pg_rng_u01(w[k]);
+    } else if (fill->kind == PG_FILL_INT) {
+      uint64_t range = (uint64_t)(fill->b - fill->a) + 1u;
+      for (int k = 0; k < 4; k++) o[k] = fill->a + (double)(((uint64_t)w[k] * range) >> 32);
     } else {
       for (int k = 0; k < 4; k += 2) {
         double r = sqrt(-2.0 * log_normal(pg_rng_u01(w[k]))), sn, cs;

@@ -102,7 +102,7 @@ int pg__rng_blocks_isa(const struct pg_rng_stream *s, uint64_t b0, size_t n_bloc
                        enum pg__fill_isa isa, uint32_t *out);
 
 /* A path's transform of given Philox words (four per block, as from
- * pg__rng_blocks_isa) into the double values of a normal or uniform fill, before
+ * pg__rng_blocks_isa) into the double values of a normal, uniform or int fill, before
  * specials and rounding to the dtype, into out[4 * n_blocks]. n_blocks must be a
  * multiple of 8. */
 int pg__rng_values_from_words(const struct pg_fill *fill, const uint32_t *words,

@@ -103,14 +103,34 @@ PG_TEST(fill_isa_paths_equal_portable) {
                          "uniform(-1e-5, 1e-5)", "normal(0, 1e-6)", "normal(0, 1e-40)",
                          "uniform(-7e4, 7e4)", "uniform(-1e39, 1e39)", "uniform(-1e-300, 1e-300)",
                          "uniform(1.003906249, 1.003906251)", "uniform(1.000488280, 1.000488282)",
-                         "uniform(-3e38, -1e38)"};
+                         "uniform(-3e38, -1e38)", "int(-256, 255)", "int(0, 1)"};
   const enum pg_dtype dts[] = {PG_DTYPE_F32, PG_DTYPE_F64, PG_DTYPE_F16, PG_DTYPE_BF16};
   /* tails of every residue mod 32 around a few sizes, and sizes that go multi-threaded */
   const int64_t sizes[] = {1, 3, 4, 5, 16, 31, 32, 33, 63, 64, 65, 100, 1000, 4099, 131089, 131092,
                            131095, 262147};
+  /* integer dtypes take int() through the SIMD values and the scalar store */
+  const struct {
+    const char *spec;
+    enum pg_dtype dt;
+  } ints[] = {{"int(-128, 127)", PG_DTYPE_I8},
+              {"int(0, 255)", PG_DTYPE_U8},
+              {"int(0, 1)", PG_DTYPE_BOOL},
+              {"int(-2147483648, 2147483647)", PG_DTYPE_I32},
+              {"int(-5, 4294967290)", PG_DTYPE_I64},
+              {"int(0, 4294967295)", PG_DTYPE_F64}};
   int ran = 0;
   for (size_t i = 0; i < sizeof simd_isas / sizeof *simd_isas; i++) {
     enum pg__fill_isa isa = simd_isas[i];
+    if (isa_runs_here(isa))
+      for (size_t s = 0; s < sizeof ints / sizeof *ints; s++) {
+        struct pg_tensor ref, t;
+        gen_isa(&ref, ints[s].dt, 4099, ints[s].spec, 99, "i", 1, PG__FILL_ISA_PORTABLE, NULL);
+        gen_isa(&t, ints[s].dt, 4099, ints[s].spec, 99, "i", 2, isa, NULL);
+        PG_CHECK_MSG(memcmp(t.dl.data, ref.dl.data, ref.nbytes) == 0, "%s %s: %s differs",
+                     ints[s].spec, pg_dtype_name(ints[s].dt), isa_names[isa]);
+        pg_tensor_reset(&t);
+        pg_tensor_reset(&ref);
+      }
     if (!isa_runs_here(isa)) {
       printf("# %s: not available on this CPU\n", isa_names[isa]);
       continue;
@@ -208,7 +228,9 @@ PG_TEST(transform_isa_kernels_equal_portable_on_edge_and_swept_words) {
       w[4 * pos + 2] = edges[b];
       w[4 * pos + 3] = edges[a];
     }
-  const char *specs[] = {"normal(0, 1)", "normal(0.5, 2)", "uniform(0, 1)", "uniform(-3, 7)"};
+  const char *specs[] = {"normal(0, 1)", "normal(0.5, 2)", "uniform(0, 1)", "uniform(-3, 7)",
+                         "int(-5, 5)", "int(0, 4294967295)", "int(-2147483648, 2147483647)",
+                         "int(0, 4294967294)", "int(7, 7)"};
   int ran = 0;
   for (size_t i = 0; i < sizeof simd_isas / sizeof *simd_isas; i++) {
     if (!isa_runs_here(simd_isas[i])) continue;
