@@ -29,6 +29,18 @@ int pg_cli_usage_error(const char *cmd, const char *fmt, ...)
 
 extern const char *const pg_cli_version;
 
+/* One `--name VALUE` option of a subcommand (main splits --name=VALUE beforehand). */
+struct pg_cli_opt {
+  const char *name;   /* "--op-dir" */
+  const char **value; /* set to the value; the last one given wins */
+};
+
+/* Parses argv[1..] against `opts` (terminated by {NULL, NULL}); --help / -h prints
+ * usage(stdout). Returns 0 when parsed, -1 after printing help (the caller exits 0),
+ * PG_EXIT_ERROR after printing a usage error naming the option. */
+int pg_cli_parse_opts(const char *cmd, int argc, char **argv, const struct pg_cli_opt *opts,
+                      void (*usage)(FILE *out));
+
 /* Every finding of `d`, formatted, one per line on stderr. */
 void pg_cli_print_diags(const struct pg_diags *d);
 

@@ -1,11 +1,30 @@
-/* phasegate CLI — helpers every subcommand shares: printing loader findings and
+/* phasegate CLI — helpers every subcommand shares: option parsing, printing loader
+ * findings and
  * loading an op's contract (and suite) with the one error convention of the CLI: the
  * findings, "FILE:LINE:COL: error: …", one per line on stderr, or — when the loader
  * failed before it could produce a finding (file missing, a directory, unreadable) —
  * one "phasegate <cmd>: error: FILE: …" line. */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
+
+int pg_cli_parse_opts(const char *cmd, int argc, char **argv, const struct pg_cli_opt *opts,
+                      void (*usage)(FILE *out)) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return -1;
+    }
+    const struct pg_cli_opt *o = opts;
+    while (o->name && strcmp(o->name, a) != 0) o++;
+    if (!o->name) return pg_cli_usage_error(cmd, "unknown option '%s' (see --help)", a);
+    if (i + 1 >= argc) return pg_cli_usage_error(cmd, "%s needs a value", a);
+    *o->value = argv[++i];
+  }
+  return 0;
+}
 
 void pg_cli_print_diags(const struct pg_diags *d) {
   char line[2 * PG_ERROR_MESSAGE_MAX];

@@ -76,27 +76,19 @@ static int used_by(const struct pg_contract *c, const char *name, int k) {
 }
 
 int pg_cmd_gen(int argc, char **argv) {
-  const char *op_dir = NULL, *contract_arg = NULL, *suite_arg = NULL, *case_id = NULL, *out_dir = NULL, *up_to = NULL, *max_bytes = NULL,
-             *threads = NULL;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      usage(stdout);
-      return PG_EXIT_PASS;
-    }
-    const char **slot = strcmp(a, "--op-dir") == 0          ? &op_dir
-                        : strcmp(a, "--contract") == 0      ? &contract_arg
-                        : strcmp(a, "--suite") == 0         ? &suite_arg
-                        : strcmp(a, "--case") == 0          ? &case_id
-                        : strcmp(a, "--out") == 0           ? &out_dir
-                        : strcmp(a, "--up-to-module") == 0  ? &up_to
-                        : strcmp(a, "--max-bytes") == 0     ? &max_bytes
-                        : strcmp(a, "--threads") == 0       ? &threads
-                                                            : NULL;
-    if (!slot) return pg_cli_usage_error("gen", "unknown option '%s' (see --help)", a);
-    if (i + 1 >= argc) return pg_cli_usage_error("gen", "%s needs a value", a);
-    *slot = argv[++i];
-  }
+  const char *op_dir = NULL, *contract_arg = NULL, *suite_arg = NULL, *case_id = NULL,
+             *out_dir = NULL, *up_to = NULL, *max_bytes = NULL, *threads = NULL;
+  const struct pg_cli_opt cli_opts[] = {{"--op-dir", &op_dir},
+                                        {"--contract", &contract_arg},
+                                        {"--suite", &suite_arg},
+                                        {"--case", &case_id},
+                                        {"--out", &out_dir},
+                                        {"--up-to-module", &up_to},
+                                        {"--max-bytes", &max_bytes},
+                                        {"--threads", &threads},
+                                        {NULL, NULL}};
+  int parsed = pg_cli_parse_opts("gen", argc, argv, cli_opts, usage);
+  if (parsed) return parsed < 0 ? PG_EXIT_PASS : parsed;
   if ((!op_dir && !contract_arg) || !case_id || !out_dir)
     return pg_cli_usage_error("gen", "--op-dir DIR (or --contract FILE), --case ID and --out DIR "
                                      "are required (see --help)");

@@ -57,35 +57,27 @@ static void reset_all(struct pg_tensor *t, int n) {
 int pg_cmd_selftest(int argc, char **argv) {
   const char *op_dir = NULL, *contract_arg = NULL, *golden_lib = NULL;
   int precision_bits = 32, n_threads = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      usage(stdout);
-      return PG_EXIT_PASS;
-    }
-    const char *suite_ignored = NULL, *precision = NULL, *threads = NULL;
-    const char **slot = strcmp(a, "--op-dir") == 0                ? &op_dir
-                        : strcmp(a, "--contract") == 0            ? &contract_arg
-                        : strcmp(a, "--suite") == 0               ? &suite_ignored
-                        : strcmp(a, "--golden-lib") == 0          ? &golden_lib
-                        : strcmp(a, "--reference-precision") == 0 ? &precision
-                        : strcmp(a, "--threads") == 0             ? &threads
-                                                                  : NULL;
-    if (!slot) return pg_cli_usage_error("selftest", "unknown option '%s' (see --help)", a);
-    if (i + 1 >= argc) return pg_cli_usage_error("selftest", "%s needs a value", a);
-    *slot = argv[++i];
-    if (precision) {
-      if (strcmp(precision, "fp32") == 0) precision_bits = 32;
-      else if (strcmp(precision, "fp64") == 0) precision_bits = 64;
-      else return pg_cli_usage_error("selftest", "--reference-precision must be fp32 or fp64, not '%s'", precision);
-    }
-    if (threads) {
-      char *end = NULL;
-      long t = strtol(threads, &end, 10);
-      if (!end || *end || end == threads || t < 0 || t > 1024)
-        return pg_cli_usage_error("selftest", "--threads: '%s' is not a count in 0..1024", threads);
-      n_threads = (int)t;
-    }
+  const char *suite_ignored = NULL, *precision = NULL, *threads = NULL;
+  const struct pg_cli_opt opts[] = {{"--op-dir", &op_dir},
+                                    {"--contract", &contract_arg},
+                                    {"--suite", &suite_ignored}, /* symmetry with run */
+                                    {"--golden-lib", &golden_lib},
+                                    {"--reference-precision", &precision},
+                                    {"--threads", &threads},
+                                    {NULL, NULL}};
+  int parsed = pg_cli_parse_opts("selftest", argc, argv, opts, usage);
+  if (parsed) return parsed < 0 ? PG_EXIT_PASS : parsed;
+  if (precision) {
+    if (strcmp(precision, "fp32") == 0) precision_bits = 32;
+    else if (strcmp(precision, "fp64") == 0) precision_bits = 64;
+    else return pg_cli_usage_error("selftest", "--reference-precision must be fp32 or fp64, not '%s'", precision);
+  }
+  if (threads) {
+    char *end = NULL;
+    long t = strtol(threads, &end, 10);
+    if (!end || *end || end == threads || t < 0 || t > 1024)
+      return pg_cli_usage_error("selftest", "--threads: '%s' is not a count in 0..1024", threads);
+    n_threads = (int)t;
   }
   if (!op_dir && !contract_arg)
     return pg_cli_usage_error("selftest", "--op-dir DIR or --contract FILE is required (see --help)");

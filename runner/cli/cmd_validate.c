@@ -79,21 +79,13 @@ static void print_json(const struct pg_diags *d, const struct pg_contract *c, in
 
 int pg_cmd_validate(int argc, char **argv) {
   const char *op_dir = NULL, *contract_arg = NULL, *suite_arg = NULL, *format = "text";
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      usage(stdout);
-      return PG_EXIT_PASS;
-    }
-    const char **slot = strcmp(a, "--op-dir") == 0     ? &op_dir
-                        : strcmp(a, "--contract") == 0 ? &contract_arg
-                        : strcmp(a, "--suite") == 0    ? &suite_arg
-                        : strcmp(a, "--format") == 0   ? &format
-                                                       : NULL;
-    if (!slot) return pg_cli_usage_error("validate", "unknown option '%s' (see --help)", a);
-    if (i + 1 >= argc) return pg_cli_usage_error("validate", "%s needs a value", a);
-    *slot = argv[++i];
-  }
+  const struct pg_cli_opt opts[] = {{"--op-dir", &op_dir},
+                                    {"--contract", &contract_arg},
+                                    {"--suite", &suite_arg},
+                                    {"--format", &format},
+                                    {NULL, NULL}};
+  int parsed = pg_cli_parse_opts("validate", argc, argv, opts, usage);
+  if (parsed) return parsed < 0 ? PG_EXIT_PASS : parsed;
   if (strcmp(format, "text") != 0 && strcmp(format, "json") != 0)
     return pg_cli_usage_error("validate", "--format must be text or json, not '%s'", format);
   if (!op_dir && !contract_arg)

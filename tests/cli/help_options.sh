@@ -2,7 +2,8 @@
 # Every option a subcommand's parser accepts appears in its --help, every command of
 # the dispatch table appears in `phasegate --help`, and every runner/cli/cmd_<name>.c
 # is in that table. Options are read from the parsers' own source (strcmp(…, "--x"),
-# IS_OPT("--x"), the flag tables), so a new option without help text fails here.
+# IS_OPT("--x"), the flag and pg_cli_opt tables), so a new option without help text
+# fails here.
 #   help_options.sh PHASEGATE CLI_SOURCE_DIR
 set -u
 pg=$1 src=$2
@@ -16,7 +17,7 @@ for f in "$src"/cmd_*.c; do
   grep -q "usage: phasegate" help.txt || { echo "FAIL: $cmd --help has no usage line"; fails=1; }
   "$pg" help "$cmd" >help2.txt 2>&1 && cmp -s help.txt help2.txt ||
     { echo "FAIL: 'phasegate help $cmd' differs from 'phasegate $cmd --help'"; fails=1; }
-  opts=$(grep -oE '(strcmp\([a-z_]+, |IS_OPT\(|flags\[\] = \{|, )"--[a-z0-9-]+"' "$f" |
+  opts=$(grep -oE '(strcmp\([a-z_]+, |IS_OPT\(|flags\[\] = \{|\{|, )"--[a-z0-9-]+"' "$f" |
          grep -oE '"--[a-z0-9-]+"' | tr -d '"' | grep -vx -- --help | sort -u)
   [ -n "$opts" ] || { echo "FAIL: found no options in $f (parser changed? update this test)"; fails=1; }
   for o in $opts; do
