@@ -79,6 +79,12 @@ int pg_golden_op_level(const struct pg_golden_env *env, const struct pg_tensor *
                        int n_primary, struct pg_tensor *outputs, int *n_outputs,
                        struct pg_error *err);
 
+/* Loads the BLAS behind the `matmul` kernel now (it is dlopen()ed on first use, ~1.5 ms),
+ * so a caller that knows a matmul is coming can take that cost off its critical path,
+ * e.g. on a helper thread while it generates inputs. Thread-safe and idempotent;
+ * PG_ENOSYM when no OpenBLAS can be loaded (matmul then fails the same way). */
+int pg_goldens_preload_blas(struct pg_error *err);
+
 #ifdef __cplusplus
 }
 #endif
