@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -398,7 +399,45 @@ struct run_ctx {
   int use_cache;
   double timeout_s;
   int n_threads;   /* for the current case: 1 for small cases, 0 (all cores) otherwise */
+  pthread_t preload; /* loads OpenBLAS while inputs are generated (see run_case) */
+  int preloading, blas_loaded;
 };
+
+static void *preload_main(void *arg) {
+  (void)arg;
+  struct pg_error e;
+  pg_goldens_preload_blas(&e); /* a failure shows up again, with its message, in matmul */
+  return NULL;
+}
+
+/* 1 when a golden step of M1..Mk calls matmul (the kernel that loads OpenBLAS). */
+static int uses_matmul(const struct pg_contract *c, int k) {
+  for (int m = 0; m < c->n_modules && m < k; m++) {
+    const struct pg_golden_spec *g = &c->modules[m].golden;
+    if (g->kind != PG_GOLDEN_STEPS) continue;
+    for (int i = 0; i < g->n_steps; i++)
+      if (g->steps[i].text && strstr(g->steps[i].text, "matmul")) return 1;
+  }
+  return 0;
+}
+
+/* Starts loading OpenBLAS on a helper thread (once per process) when the golden about
+ * to be computed needs it: ~1.5 ms of dlopen and relocation that then overlaps input
+ * generation instead of delaying the golden. */
+static void blas_preload_start(struct run_ctx *rc, int k) {
+  if (rc->preloading || rc->blas_loaded || !uses_matmul(&rc->contract, k)) return;
+  rc->preloading = pthread_create(&rc->preload, NULL, preload_main, NULL) == 0;
+  if (!rc->preloading) rc->blas_loaded = 1; /* no thread: matmul loads it when needed */
+}
+
+/* Joins the helper. Called before every fork: no thread may be inside dlopen (or
+ * OpenBLAS's constructor) when the impl child is forked. */
+static void blas_preload_join(struct run_ctx *rc) {
+  if (!rc->preloading) return;
+  pthread_join(rc->preload, NULL);
+  rc->preloading = 0;
+  rc->blas_loaded = 1;
+}
 
 /* Below this many elements per case, worker threads cost more than they save (and
  * on a loaded machine each parallel region waits for a core). */
@@ -474,6 +513,25 @@ static int compute_golden(struct run_ctx *rc, int k, const struct pg_case *cs,
   }
   for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_reset(&tmp[i]);
   return r;
+}
+
+/* The cached cumulative golden k, if the cache is on and has it: 1 (goldens filled). */
+static int golden_cache_hit(struct run_ctx *rc, int k, const struct pg_case *cs,
+                            const struct pg_bindings *dims,
+                            const struct pg_impl_output_spec *specs, int n_out,
+                            struct pg_tensor *goldens) {
+  const struct pg_run_opts *o = rc->o;
+  if (!rc->use_cache) return 0;
+  char hash[PG_GOLDEN_CACHE_HASH_LEN + 1] = "";
+  const char *names[PG_IMPL_MAX_OUTPUTS];
+  for (int i = 0; i < n_out; i++) names[i] = specs[i].name;
+  struct pg_golden_cache_key key = {rc->contract_path, o->golden_lib, cs->json, dims, k,
+                                    o->reference_bits == 64 ? 64 : 32,
+                                    o->tool_version ? o->tool_version : "0"};
+  struct pg_error e;
+  pg_error_clear(&e);
+  return pg_golden_cache_key_hash(&key, hash, &e) == PG_OK && hash[0] &&
+         pg_golden_cache_lookup(rc->cache_dir, hash, names, n_out, goldens, &e) == PG_OK;
 }
 
 static void fill_request(struct run_ctx *rc, int k, const struct pg_case *cs,
@@ -652,31 +710,35 @@ static int find_failing_boundary(struct run_ctx *rc, int k, const struct pg_case
     struct pg_tensor gold[PG_IMPL_MAX_OUTPUTS];
     for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_init(&gold[i]);
     int cached = 0, verdict = -1;
-    if (compute_golden(rc, j, cs, dims, inputs, specs, n, gold, &cached, &e) == PG_OK) {
-      const char *dim_names[64];
-      int64_t dim_values[64];
-      char suffix[64];
-      struct pg_impl_request req;
-      if (dims->count <= 64) {
-        fill_request(rc, j, cs, dims, dim_names, dim_values, suffix, sizeof suffix, inputs,
-                     specs, n, mode, &req);
-        struct pg_impl_outcome out;
-        if (pg_impl_invoke(&rc->impl, &req, &out, &e) == PG_OK) {
-          if (out.status == PG_IMPL_DONE) {
-            struct pg_mode_result m;
-            memset(&m, 0, sizeof m);
-            compare_outputs(rc, j, cs, decls, specs, n, out.outputs, gold, &m);
-            verdict = m.status == PG_VERDICT_FAIL ? 1 : m.status == PG_VERDICT_PASS ? 0 : -1;
-            free(m.tensors);
-          } else if (out.status == PG_IMPL_FAILED && out.category == PG_CAT_STRUCTURAL) {
-            verdict = -1; /* e.g. no wrapper for phase j: cannot tell */
-          } else if (out.status == PG_IMPL_FAILED) {
-            verdict = 1;
-          }
-        }
-        pg_impl_outcome_reset(&out);
+    const char *dim_names[64];
+    int64_t dim_values[64];
+    char suffix[64];
+    struct pg_impl_request req;
+    struct pg_impl_pending pend;
+    struct pg_impl_outcome out;
+    struct pg_error ie;
+    if (dims->count > 64) return 0;
+    /* the impl runs while the golden of phase j is computed, as in run_case */
+    fill_request(rc, j, cs, dims, dim_names, dim_values, suffix, sizeof suffix, inputs, specs,
+                 n, mode, &req);
+    pg_error_clear(&ie);
+    pg_impl_start(&rc->impl, &req, &pend, &out, &ie);
+    int grc = compute_golden(rc, j, cs, dims, inputs, specs, n, gold, &cached, &e);
+    int irc = pg_impl_finish(&pend, &out, &ie);
+    if (grc == PG_OK && irc == PG_OK) {
+      if (out.status == PG_IMPL_DONE) {
+        struct pg_mode_result m;
+        memset(&m, 0, sizeof m);
+        compare_outputs(rc, j, cs, decls, specs, n, out.outputs, gold, &m);
+        verdict = m.status == PG_VERDICT_FAIL ? 1 : m.status == PG_VERDICT_PASS ? 0 : -1;
+        free(m.tensors);
+      } else if (out.status == PG_IMPL_FAILED && out.category == PG_CAT_STRUCTURAL) {
+        verdict = -1; /* e.g. no wrapper for phase j: cannot tell */
+      } else if (out.status == PG_IMPL_FAILED) {
+        verdict = 1;
       }
     }
+    pg_impl_outcome_reset(&out);
     for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&gold[i]);
     if (verdict < 0) return 0;
     if (verdict == 1) return j;
@@ -887,7 +949,13 @@ static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_cas
   struct pg_impl_outcome out0;
   struct pg_error pend_err;
 
-  /* Inputs and goldens: from --golden-data, or generated + computed. */
+  /* Inputs and goldens: from --golden-data, or generated + computed. A cached golden
+   * is looked up first: on a miss OpenBLAS loads while the inputs are generated. */
+  int golden_hit = 0;
+  if (!o->golden_data) {
+    golden_hit = golden_cache_hit(rc, k, cs, &dims, specs, n_out, goldens);
+    if (!golden_hit) blas_preload_start(rc, k);
+  }
   double t0 = now_ms();
   char gd_case[4200] = "";
   if (o->golden_data) {
@@ -939,6 +1007,7 @@ static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_cas
   r->inputs_ms = now_ms() - t0;
   /* The first mode's impl starts now and runs while this process computes the golden
    * (the impl only needs the inputs): on a small case the two take about as long. */
+  blas_preload_join(rc);
   if (rc->n_modes > 0 && dims.count <= 64) {
     fill_request(rc, k, cs, &dims, dim_names, dim_values, suffix, sizeof suffix, inputs, specs,
                  n_out, r->modes[0].mode, &req0);
@@ -972,6 +1041,8 @@ static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_cas
         goto finish;
       }
     }
+  } else if (golden_hit) {
+    r->golden_cached = 1;
   } else if (compute_golden(rc, k, cs, &dims, inputs, specs, n_out, goldens, &r->golden_cached,
                             &e) != PG_OK) {
     snprintf(msg, sizeof msg, "case '%s': cumulative golden M1..M%d failed: %.700s", cs->id, k,
@@ -1133,6 +1204,7 @@ static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_cas
     failure_hint(rc, r);
 
 finish:
+  blas_preload_join(rc);
   if (pending) { /* the case failed before the impl's result was needed */
     struct pg_error fe;
     pg_impl_finish(&pend, &out0, &fe);
@@ -1297,6 +1369,9 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
     if (!err || !err->message[0]) pg_error_set(err, ret, "%s: invalid contract", rc->contract_path);
     goto out;
   }
+  /* Without a golden cache every case computes its golden: load OpenBLAS (if a golden
+   * step needs it) while the suite is read and the inputs are generated. */
+  if (o->no_golden_cache && !o->golden_data) blas_preload_start(rc, o->up_to_module);
   if (!is_file(rc->suite_path)) {
     ret = pg_error_set(err, PG_ENOENT, "%s: no suite file", rc->suite_path);
     goto out;
@@ -1409,6 +1484,7 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
   pg_error_clear(&re);
   int wrote = PG_OK;
   if (o->jobs > 1 && n_sel > 1) {
+    blas_preload_join(rc); /* before forking the workers */
     wrote = run_parallel(rc, sel, n_sel, o->jobs > 64 ? 64 : o->jobs, s->report_path, &meta,
                          results, &re);
     n_results = n_sel;
@@ -1457,6 +1533,7 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
       }
   }
 out:
+  blas_preload_join(rc);
   if (ret != PG_OK) {
     s->exit_code = 2;
     s->status = PG_VERDICT_ERROR;
