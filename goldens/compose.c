@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "f16_bulk.h"
 #include "golden_private.h"
 #include "kernels_internal.h"
 
@@ -181,9 +182,9 @@ static int convert(struct pg_tensor *dst, const struct pg_tensor *src, enum pg_d
     pg__parallel_for(n, 1 << 16, n_threads, widen_range, &job);
     free(table);
   } else if (src->dtype == PG_DTYPE_F16 && to == PG_DTYPE_F32) {
-    for (int64_t i = 0; i < n; i++) ((float *)out)[i] = pg_f16_to_f32(((const uint16_t *)in)[i]);
+    pg__f16_to_f32_n(in, out, n); /* F16C when available */
   } else if (src->dtype == PG_DTYPE_F32 && to == PG_DTYPE_F16) {
-    for (int64_t i = 0; i < n; i++) ((uint16_t *)out)[i] = pg_f32_to_f16(((const float *)in)[i]);
+    pg__f32_to_f16_n(in, out, n);
   } else if (src->dtype == PG_DTYPE_BF16 && to == PG_DTYPE_F32) {
     for (int64_t i = 0; i < n; i++) ((float *)out)[i] = pg_bf16_to_f32(((const uint16_t *)in)[i]);
   } else if (src->dtype == PG_DTYPE_F32 && to == PG_DTYPE_BF16) {
@@ -203,7 +204,7 @@ static void round_through(struct pg_tensor *t, enum pg_dtype to) {
   if (t->dtype == PG_DTYPE_F32) {
     float *p = t->dl.data;
     if (to == PG_DTYPE_F16)
-      for (int64_t i = 0; i < n; i++) p[i] = pg_f16_to_f32(pg_f32_to_f16(p[i]));
+      pg__f32_round_f16_n(p, n);
     else if (to == PG_DTYPE_BF16)
       for (int64_t i = 0; i < n; i++) p[i] = pg_bf16_to_f32(pg_f32_to_bf16(p[i]));
     return;
