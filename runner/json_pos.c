@@ -7,6 +7,7 @@
  */
 #include "json_pos.h"
 
+#include <locale.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,14 +211,26 @@ static size_t utf8_encode(unsigned long cp, char out[4]) {
   return 4;
 }
 
-/* Scans a string at s[i] == '"'. With `decode`, appends the decoded bytes and a NUL
- * to the key arena and stores their offset in *key_off. */
-static int scan_string(struct scan *sc, int decode, size_t *key_off) {
+/* Scans a string at s[i] == '"' and appends its decoded bytes and a NUL to the
+ * arena (keys and string values alike); *off receives where they start. */
+static int scan_string(struct scan *sc, size_t *off) {
   size_t start = sc->i;
-  if (decode) *key_off = sc->p->keys_len;
+  *off = sc->p->keys_len;
   sc->i++;
   for (;;) {
     if (sc->i >= sc->n) return fail_at(sc, PG_EPARSE, start, "unterminated string");
+    /* Copy a run of plain ASCII in one go: most strings are nothing else. */
+    size_t run = sc->i;
+    while (run < sc->n) {
+      unsigned char r = (unsigned char)sc->s[run];
+      if (r < 0x20 || r >= 0x80 || r == '"' || r == '\\') break;
+      run++;
+    }
+    if (run > sc->i) {
+      PG_RETURN_IF_ERROR(key_put(sc, sc->s + sc->i, run - sc->i));
+      sc->i = run;
+      continue;
+    }
     unsigned char c = (unsigned char)sc->s[sc->i];
     if (c == '"') {
       sc->i++;
@@ -268,7 +281,7 @@ static int scan_string(struct scan *sc, int decode, size_t *key_off) {
             return fail_at(sc, PG_EPARSE, esc, "\\u0000 is not allowed in strings");
           olen = utf8_encode(cp, out);
           sc->i = esc + used;
-          if (decode) PG_RETURN_IF_ERROR(key_put(sc, out, olen));
+          PG_RETURN_IF_ERROR(key_put(sc, out, olen));
           continue;
         }
         default:
@@ -277,7 +290,7 @@ static int scan_string(struct scan *sc, int decode, size_t *key_off) {
           return fail_at(sc, PG_EPARSE, esc, "invalid escape in string");
       }
       sc->i = esc + 2;
-      if (decode) PG_RETURN_IF_ERROR(key_put(sc, out, olen));
+      PG_RETURN_IF_ERROR(key_put(sc, out, olen));
       continue;
     }
     size_t len = 1;
@@ -285,10 +298,10 @@ static int scan_string(struct scan *sc, int decode, size_t *key_off) {
       len = utf8_len(sc, sc->i);
       if (len == 0) return fail_at(sc, PG_EPARSE, sc->i, "invalid UTF-8 byte 0x%02X in string", c);
     }
-    if (decode) PG_RETURN_IF_ERROR(key_put(sc, sc->s + sc->i, len));
+    PG_RETURN_IF_ERROR(key_put(sc, sc->s + sc->i, len));
     sc->i += len;
   }
-  if (decode) PG_RETURN_IF_ERROR(key_put(sc, "", 1));
+  PG_RETURN_IF_ERROR(key_put(sc, "", 1));
   return PG_OK;
 }
 
@@ -454,7 +467,7 @@ static int scan_object(struct scan *sc, int depth, int self) {
     }
     int key_line = sc->line, key_col = (int)(sc->i - sc->line_start) + 1;
     size_t key_off = 0;
-    PG_RETURN_IF_ERROR(scan_string(sc, 1, &key_off));
+    PG_RETURN_IF_ERROR(scan_string(sc, &key_off));
     skip_ws(sc);
     if (peek(sc) != ':') {
       char what[64];
@@ -503,7 +516,9 @@ static int scan_value(struct scan *sc, int depth, int parent, int *out) {
     if (rc != PG_OK) return rc;
   } else if (c == '"') {
     PG_RETURN_IF_ERROR(new_node(sc, PG__J_STRING, parent, &self));
-    PG_RETURN_IF_ERROR(scan_string(sc, 0, NULL));
+    size_t str_off = 0;
+    PG_RETURN_IF_ERROR(scan_string(sc, &str_off));
+    sc->p->nodes[self].str_off = str_off;
   } else if (c == '-' || is_digit(c)) {
     PG_RETURN_IF_ERROR(new_node(sc, PG__J_NUMBER, parent, &self));
     PG_RETURN_IF_ERROR(scan_number(sc));
@@ -556,6 +571,11 @@ int pg__json_pos_scan(const char *data, size_t size, const struct pg__json_limit
     p->nodes = malloc(bound * sizeof *p->nodes);
     if (p->nodes) p->cap = (int)bound;
   }
+  /* Decoded keys and strings never outgrow their source text (escapes only shrink,
+   * the NUL takes a quote's place), so one arena of size + 1 bytes never moves. */
+  p->keys = malloc(size + 1);
+  if (p->keys) p->keys_cap = size + 1;
+  p->src = data;
   if (size >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0) sc.i = 3;
   skip_ws(&sc);
   int rc;
@@ -582,6 +602,35 @@ const char *pg__json_pos_key(const struct pg__json_pos *p, int node) {
   if (!p || node < 0 || node >= p->n || p->nodes[node].parent < 0) return NULL;
   if (p->nodes[p->nodes[node].parent].type != PG__J_OBJECT) return NULL;
   return p->keys + p->nodes[node].key_off;
+}
+
+const char *pg__json_pos_string(const struct pg__json_pos *p, int node) {
+  if (!p || node < 0 || node >= p->n || p->nodes[node].type != PG__J_STRING) return NULL;
+  return p->keys + p->nodes[node].str_off;
+}
+
+double pg__json_pos_number(const struct pg__json_pos *p, int node) {
+  if (!p || !p->src || node < 0 || node >= p->n || p->nodes[node].type != PG__J_NUMBER)
+    return 0;
+  const struct pg__jnode *nd = &p->nodes[node];
+  const char *t = p->src + nd->off;
+  size_t len = nd->len;
+  /* Plain integers of up to 15 digits are exact in a double: no strtod needed. */
+  size_t i = len && t[0] == '-' ? 1 : 0;
+  if (len - i >= 1 && len - i <= 15) {
+    double v = 0;
+    size_t k = i;
+    for (; k < len && t[k] >= '0' && t[k] <= '9'; k++) v = v * 10 + (t[k] - '0');
+    if (k == len) return i ? -v : v;
+  }
+  /* As cJSON does: copy (the scanner capped numbers at 63 bytes), read '.' as the
+   * locale's decimal point, strtod. */
+  char buf[64];
+  char point = localeconv()->decimal_point[0];
+  if (len >= sizeof buf) len = sizeof buf - 1;
+  for (size_t k = 0; k < len; k++) buf[k] = t[k] == '.' ? point : t[k];
+  buf[len] = '\0';
+  return strtod(buf, NULL);
 }
 
 int pg__json_pos_member(const struct pg__json_pos *p, int node, const char *key) {

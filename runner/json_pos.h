@@ -6,8 +6,11 @@
  * size caps, finds duplicate keys, and builds a flat tree of nodes (pre-order) holding
  * line:col of every object member key and value and every array element. Children
  * appear in document order, exactly as cJSON links them, so a loader can walk a cJSON
- * tree and this tree in lockstep; pg__json_pos_find() looks a node up by JSON path
- * ("cases[3].level"). Not for: values (cJSON decodes them), printing.
+ * tree and this tree in lockstep, or use this tree alone: string values are decoded
+ * too (pg__json_pos_string) and numbers convert as cJSON converts them
+ * (pg__json_pos_number), so the suite loader needs no second parse.
+ * pg__json_pos_find() looks a node up by JSON path ("cases[3].level").
+ * Not for: building or printing JSON.
  * Internal to the runner (pg__ prefix); no global state.
  */
 #ifndef PHASEGATE_JSON_POS_H
@@ -34,6 +37,7 @@ struct pg__jnode {
   int dup_of;            /* object members: the earlier member with the same key, else -1 */
   int key_line, key_col; /* object members: the opening quote of the key; else 0 */
   size_t key_off;        /* object members: decoded, NUL-terminated key in pos->keys */
+  size_t str_off;        /* strings: the decoded, NUL-terminated value in pos->keys */
   int line, col;         /* first character of the value (1-based; bytes) */
   size_t off, len;       /* the value's text in the source (whole object/array too) */
 };
@@ -41,7 +45,8 @@ struct pg__jnode {
 struct pg__json_pos {
   struct pg__jnode *nodes; /* nodes[0] is the root value */
   int n, cap;
-  char *keys;              /* arena of decoded keys */
+  const char *src;         /* the scanned text (borrowed; numbers are read from it) */
+  char *keys;              /* arena of decoded keys and string values */
   size_t keys_len, keys_cap;
   int n_dups;              /* members whose dup_of >= 0 */
 };
@@ -71,6 +76,12 @@ int pg__json_pos_scan(const char *data, size_t size, const struct pg__json_limit
 
 /* The decoded key of an object member node (borrowed), or NULL. */
 const char *pg__json_pos_key(const struct pg__json_pos *p, int node);
+/* The decoded value of a string node (borrowed), or NULL for other kinds. */
+const char *pg__json_pos_string(const struct pg__json_pos *p, int node);
+/* The value of a number node exactly as cJSON computes valuedouble (strtod of the
+ * text, '.' read as the locale's decimal point); 0 for other kinds. Needs the
+ * scanned text still alive. */
+double pg__json_pos_number(const struct pg__json_pos *p, int node);
 /* The first member of object `node` whose key is `key`, or -1. */
 int pg__json_pos_member(const struct pg__json_pos *p, int node, const char *key);
 /* Element i (0-based) of array (or member i of object) `node`, or -1. */

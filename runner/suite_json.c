@@ -1,13 +1,14 @@
 /* phasegate runner — the suite loader: adversarial_suite.json (DESIGN.md §4).
  *
- * Two passes over the text: json_pos.c checks the syntax strictly and records the
- * line:col of every key and value (and finds duplicate keys, which cJSON keeps
- * silently); cJSON then decodes the values. The loader walks both trees in lockstep,
- * fills struct pg_suite, and validates every case, against the contract when one is
- * given. Every finding goes to the diagnostics list, sorted by position, so one run
- * shows them all. Not for: materialising inputs (materialize.c), listing tests (CLI).
+ * One pass over the text: json_pos.c checks the syntax strictly, records the line:col
+ * of every key and value, finds duplicate keys (which cJSON keeps silently) and
+ * decodes strings; numbers convert exactly as cJSON converts them. (An earlier
+ * version also parsed with cJSON and walked both trees; the second parse and its
+ * 400 000 small allocations for a big suite cost more than everything else.) The
+ * loader walks that tree, fills struct pg_suite, and validates every case, against
+ * the contract when one is given. Every finding goes to the diagnostics list, sorted
+ * by position, so one run shows them all. Not for: materialising inputs (materialize.c), listing tests (CLI).
  */
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -43,6 +44,22 @@ struct ctx {
 };
 
 /* ---------------------------------------------------------------- small helpers */
+
+/* The loader reads values from the scanner's tree alone (see json_pos.h). */
+static enum pg__jtype jtype(const struct ctx *x, int n) { return x->pos.nodes[n].type; }
+static int is_str(const struct ctx *x, int n) { return jtype(x, n) == PG__J_STRING; }
+static int is_num(const struct ctx *x, int n) { return jtype(x, n) == PG__J_NUMBER; }
+static int is_obj(const struct ctx *x, int n) { return jtype(x, n) == PG__J_OBJECT; }
+static int is_bool(const struct ctx *x, int n) {
+  return jtype(x, n) == PG__J_TRUE || jtype(x, n) == PG__J_FALSE;
+}
+/* Decoded string value / member key of node n (borrowed from the scanner's arena). */
+static const char *sval(const struct ctx *x, int n) {
+  return x->pos.keys + x->pos.nodes[n].str_off;
+}
+static const char *kstr(const struct ctx *x, int n) {
+  return x->pos.keys + x->pos.nodes[n].key_off;
+}
 
 static char *dup_str(const char *s) {
   size_t n = strlen(s) + 1;
@@ -93,21 +110,24 @@ static void key_pos(const struct ctx *x, int n, int *line, int *col) {
   *col = nd->key_line ? nd->key_col : nd->col;
 }
 
-static const char *kind_name(const cJSON *v) {
-  if (cJSON_IsObject(v)) return "an object";
-  if (cJSON_IsArray(v)) return "an array";
-  if (cJSON_IsString(v)) return "a string";
-  if (cJSON_IsNumber(v)) return "a number";
-  if (cJSON_IsBool(v)) return "a boolean";
-  if (cJSON_IsNull(v)) return "null";
+static const char *kind_name(const struct ctx *x, int n) {
+  switch (jtype(x, n)) {
+    case PG__J_OBJECT: return "an object";
+    case PG__J_ARRAY: return "an array";
+    case PG__J_STRING: return "a string";
+    case PG__J_NUMBER: return "a number";
+    case PG__J_TRUE:
+    case PG__J_FALSE: return "a boolean";
+    case PG__J_NULL: return "null";
+  }
   return "an invalid value";
 }
 
 /* "<path>: expected <what>, found <kind>" at the value of node n. */
 #if defined(__GNUC__)
-__attribute__((format(printf, 5, 6)))
+__attribute__((format(printf, 4, 5)))
 #endif
-static void type_error(struct ctx *x, int n, const cJSON *v, const char *what,
+static void type_error(struct ctx *x, int n, const char *what,
                        const char *pathfmt, ...) {
   char path[256];
   va_list ap;
@@ -115,33 +135,33 @@ static void type_error(struct ctx *x, int n, const cJSON *v, const char *what,
   vsnprintf(path, sizeof path, pathfmt, ap);
   va_end(ap);
   finding(x, PG_SEV_ERROR, node_at(x, n)->line, node_at(x, n)->col, "type",
-          "%s: expected %s, found %s", path, what, kind_name(v));
+          "%s: expected %s, found %s", path, what, kind_name(x, n));
 }
 
 /* "<path>: expected a non-negative integer, got -1" (or "found a string"). */
 #if defined(__GNUC__)
-__attribute__((format(printf, 4, 5)))
+__attribute__((format(printf, 3, 4)))
 #endif
-static void not_count(struct ctx *x, int n, const cJSON *v, const char *pathfmt, ...) {
+static void not_count(struct ctx *x, int n, const char *pathfmt, ...) {
   char path[256];
   va_list ap;
   va_start(ap, pathfmt);
   vsnprintf(path, sizeof path, pathfmt, ap);
   va_end(ap);
   const struct pg__jnode *nd = node_at(x, n);
-  if (cJSON_IsNumber(v))
+  if (is_num(x, n))
     finding(x, PG_SEV_ERROR, nd->line, nd->col, "type",
             "%s: expected a non-negative integer, got %.*s", path,
             (int)(nd->len > 40 ? 40 : nd->len), x->data + nd->off);
   else
     finding(x, PG_SEV_ERROR, nd->line, nd->col, "type",
-            "%s: expected a non-negative integer, found %s", path, kind_name(v));
+            "%s: expected a non-negative integer, found %s", path, kind_name(x, n));
 }
 
 /* Reads a number node as an exact integer. Plain digit strings are parsed from the
  * text (so 64-bit seeds survive); other spellings must be integral doubles < 2^53.
  * Returns 1 and sets *neg / *mag on success, 0 when not an integer. */
-static int exact_integer(const struct ctx *x, int n, const cJSON *v, int *neg, uint64_t *mag) {
+static int exact_integer(const struct ctx *x, int n, int *neg, uint64_t *mag) {
   const struct pg__jnode *nd = node_at(x, n);
   const char *t = x->data + nd->off;
   size_t len = nd->len, i = 0;
@@ -164,7 +184,7 @@ static int exact_integer(const struct ctx *x, int n, const cJSON *v, int *neg, u
     if (m == 0) *neg = 0;
     return 1;
   }
-  double d = v->valuedouble;
+  double d = pg__json_pos_number(&x->pos, n);
   if (!isfinite(d) || d != floor(d) || fabs(d) > 9007199254740992.0) return 0;
   *neg = d < 0;
   *mag = (uint64_t)fabs(d);
@@ -267,19 +287,19 @@ static void primary_names(const struct pg_contract *c, char *buf, size_t size) {
 
 /* ---------------------------------------------------------------- case fields */
 
-static int parse_level(const cJSON *v, const struct ctx *x, int n, int *level) {
-  if (cJSON_IsString(v)) {
-    const char *s = v->valuestring;
+static int parse_level(const struct ctx *x, int n, int *level) {
+  if (is_str(x, n)) {
+    const char *s = sval(x, n);
     if (s[0] == 'L' && s[1] >= '1' && s[1] <= '5' && s[2] == '\0') {
       *level = s[1] - '0';
       return 1;
     }
     return 0;
   }
-  if (cJSON_IsNumber(v)) {
+  if (is_num(x, n)) {
     int neg;
     uint64_t m;
-    if (exact_integer(x, n, v, &neg, &m) && !neg && m >= 1 && m <= 5) {
+    if (exact_integer(x, n, &neg, &m) && !neg && m >= 1 && m <= 5) {
       *level = (int)m;
       return 1;
     }
@@ -336,36 +356,35 @@ static int binding_add(struct pg_bindings *b, const char *name, int64_t value,
 }
 
 /* Non-negative finite number (atol, rtol, relative_gap). */
-static int read_tolerance(struct ctx *x, int n, const cJSON *v, const char *path,
-                          const char *key, double *out) {
-  if (!cJSON_IsNumber(v)) {
+static int read_tolerance(struct ctx *x, int n, const char *path, const char *key,
+                          double *out) {
+  if (!is_num(x, n)) {
     finding(x, PG_SEV_ERROR, node_at(x, n)->line, node_at(x, n)->col, "type",
-            "%s.%s: expected a number >= 0, found %s", path, key, kind_name(v));
+            "%s.%s: expected a number >= 0, found %s", path, key, kind_name(x, n));
     return 0;
   }
-  if (!isfinite(v->valuedouble) || v->valuedouble < 0) {
+  double v = pg__json_pos_number(&x->pos, n);
+  if (!isfinite(v) || v < 0) {
     finding(x, PG_SEV_ERROR, node_at(x, n)->line, node_at(x, n)->col, "tolerance",
             "%s.%s: must be a finite number >= 0, got %.*s", path, key,
             (int)(node_at(x, n)->len > 40 ? 40 : node_at(x, n)->len),
             x->data + node_at(x, n)->off);
     return 0;
   }
-  *out = v->valuedouble;
+  *out = v;
   return 1;
 }
 
-static void load_shape(struct ctx *x, const cJSON *obj, int on, const char *path,
+static void load_shape(struct ctx *x, int on, const char *path,
                        struct pg_case *cs) {
-  const cJSON *it = obj->child;
-  for (int n = node_at(x, on)->first_child; it && n >= 0;
-       it = it->next, n = node_at(x, n)->next_sibling) {
+  for (int n = node_at(x, on)->first_child; n >= 0; n = node_at(x, n)->next_sibling) {
     if (node_at(x, n)->dup_of >= 0) continue;
-    const char *dim = it->string;
+    const char *dim = kstr(x, n);
     int neg;
     uint64_t m;
-    if (!cJSON_IsNumber(it) || !exact_integer(x, n, it, &neg, &m) || neg ||
+    if (!is_num(x, n) || !exact_integer(x, n, &neg, &m) || neg ||
         m > (uint64_t)INT64_MAX) {
-      not_count(x, n, it, "%s.shape.%s", path, dim);
+      not_count(x, n, "%s.shape.%s", path, dim);
       continue;
     }
     if (!is_identifier(dim)) {
@@ -390,19 +409,17 @@ static void load_shape(struct ctx *x, const cJSON *obj, int on, const char *path
   }
 }
 
-static void load_name_map(struct ctx *x, const cJSON *obj, int on, const char *path,
+static void load_name_map(struct ctx *x, int on, const char *path,
                           const char *key, struct pg_case *cs) {
   int is_fill = strcmp(key, "fill") == 0;
-  const cJSON *it = obj->child;
-  for (int n = node_at(x, on)->first_child; it && n >= 0;
-       it = it->next, n = node_at(x, n)->next_sibling) {
+  for (int n = node_at(x, on)->first_child; n >= 0; n = node_at(x, n)->next_sibling) {
     if (node_at(x, n)->dup_of >= 0) continue;
     const struct pg__jnode *nd = node_at(x, n);
-    const char *name = it->string;
+    const char *name = kstr(x, n);
     int ok = 1;
-    if (!cJSON_IsString(it)) {
+    if (!is_str(x, n)) {
       finding(x, PG_SEV_ERROR, nd->line, nd->col, "type",
-              "%s.%s.%s: expected a string, found %s", path, key, name, kind_name(it));
+              "%s.%s.%s: expected a string, found %s", path, key, name, kind_name(x, n));
       continue;
     }
     if (x->contract) {
@@ -427,7 +444,7 @@ static void load_name_map(struct ctx *x, const cJSON *obj, int on, const char *p
       struct pg_fill fill;
       struct pg_error ferr;
       pg_error_clear(&ferr);
-      if (pg_fill_parse(it->valuestring, &fill, &ferr) != PG_OK) {
+      if (pg_fill_parse(sval(x, n), &fill, &ferr) != PG_OK) {
         /* Point at the offending character when the string has no escapes. */
         int col = nd->col;
         if (ferr.column > 0 && !memchr(x->data + nd->off, '\\', nd->len))
@@ -436,54 +453,52 @@ static void load_name_map(struct ctx *x, const cJSON *obj, int on, const char *p
                 ferr.message[0] ? ferr.message : "invalid fill spec");
         ok = 0;
       }
-    } else if (pg_dtype_parse(it->valuestring) == PG_DTYPE_INVALID) {
+    } else if (pg_dtype_parse(sval(x, n)) == PG_DTYPE_INVALID) {
       finding(x, PG_SEV_ERROR, nd->line, nd->col, "dtype",
               "%s.dtype.%s: unknown dtype \"%s\" (float32, float16, bfloat16, float64, int8, "
               "uint8, int32, int64, bool, int)",
-              path, name, it->valuestring);
+              path, name, sval(x, n));
       ok = 0;
     }
     if (!ok) continue;
     struct pg_mark mk = {nd->line, nd->col};
-    int rc = is_fill ? name_value_add(&cs->fills, &cs->n_fills, name, it->valuestring, mk)
-                     : name_value_add(&cs->dtypes, &cs->n_dtypes, name, it->valuestring, mk);
+    int rc = is_fill ? name_value_add(&cs->fills, &cs->n_fills, name, sval(x, n), mk)
+                     : name_value_add(&cs->dtypes, &cs->n_dtypes, name, sval(x, n), mk);
     if (rc != PG_OK) x->oom = 1;
   }
 }
 
-static void load_cancellation(struct ctx *x, const cJSON *obj, int on, const char *path,
+static void load_cancellation(struct ctx *x, int on, const char *path,
                               struct pg_case *cs) {
   struct pg_cancellation_stress *cx = &cs->cancellation;
-  const cJSON *it = obj->child;
   int have_target = 0;
-  for (int n = node_at(x, on)->first_child; it && n >= 0;
-       it = it->next, n = node_at(x, n)->next_sibling) {
+  for (int n = node_at(x, on)->first_child; n >= 0; n = node_at(x, n)->next_sibling) {
     const struct pg__jnode *nd = node_at(x, n);
     if (nd->dup_of >= 0) continue;
-    const char *k = it->string;
+    const char *k = kstr(x, n);
     if (strcmp(k, "target") == 0 || strcmp(k, "expression") == 0) {
-      if (!cJSON_IsString(it) || !it->valuestring[0]) {
+      if (!is_str(x, n) || !sval(x, n)[0]) {
         finding(x, PG_SEV_ERROR, nd->line, nd->col, "type",
                 "%s.cancellation_stress.%s: expected a non-empty string, found %s", path, k,
-                cJSON_IsString(it) ? "an empty string" : kind_name(it));
+                is_str(x, n) ? "an empty string" : kind_name(x, n));
         continue;
       }
       char **dst = k[0] == 't' ? &cx->target : &cx->expression;
       if (k[0] == 't') {
         have_target = 1;
-        if (x->contract && !is_any_tensor(x->contract, it->valuestring)) {
+        if (x->contract && !is_any_tensor(x->contract, sval(x, n))) {
           finding(x, PG_SEV_ERROR, nd->line, nd->col, "cancellation",
                   "%s.cancellation_stress.target: \"%s\" names no tensor of the contract", path,
-                  it->valuestring);
+                  sval(x, n));
           continue;
         }
       }
       free(*dst);
-      *dst = dup_str(it->valuestring);
+      *dst = dup_str(sval(x, n));
       if (!*dst) x->oom = 1;
     } else if (strcmp(k, "relative_gap") == 0) {
       double g;
-      if (read_tolerance(x, n, it, path, "cancellation_stress.relative_gap", &g)) {
+      if (read_tolerance(x, n, path, "cancellation_stress.relative_gap", &g)) {
         if (g <= 0 || g >= 1)
           finding(x, PG_SEV_ERROR, nd->line, nd->col, "cancellation",
                   "%s.cancellation_stress.relative_gap: must be in (0, 1), got %g", path, g);
@@ -493,8 +508,8 @@ static void load_cancellation(struct ctx *x, const cJSON *obj, int on, const cha
     } else if (strcmp(k, "seed") == 0) {
       int neg;
       uint64_t m;
-      if (!cJSON_IsNumber(it) || !exact_integer(x, n, it, &neg, &m) || neg)
-        not_count(x, n, it, "%s.cancellation_stress.seed", path);
+      if (!is_num(x, n) || !exact_integer(x, n, &neg, &m) || neg)
+        not_count(x, n, "%s.cancellation_stress.seed", path);
       else
         cx->seed = m;
     } else {
@@ -511,7 +526,7 @@ static void load_cancellation(struct ctx *x, const cJSON *obj, int on, const cha
 }
 
 /* The value of node n as compact JSON: its source text without insignificant
- * whitespace. Unlike re-printing the cJSON tree, numbers keep their exact spelling
+ * whitespace. Unlike re-printing a parsed tree, numbers keep their exact spelling
  * (a 64-bit seed stays exact for exec impls) and it costs one pass over the bytes. */
 static char *compact_json(const struct ctx *x, int n) {
   const struct pg__jnode *nd = node_at(x, n);
@@ -538,87 +553,85 @@ static char *compact_json(const struct ctx *x, int n) {
 }
 
 /* Loads cases[index] (an object) into cs. */
-static void load_case(struct ctx *x, const cJSON *obj, int on, int index, struct pg_case *cs,
+static void load_case(struct ctx *x, int on, int index, struct pg_case *cs,
                       struct pg_mark *id_mark) {
   char path[48];
   snprintf(path, sizeof path, "cases[%d]", index);
   cs->index = index;
   cs->mark = (struct pg_mark){node_at(x, on)->line, node_at(x, on)->col};
   int have_level = 0, have_precision = 0;
-  const cJSON *it = obj->child;
-  for (int n = node_at(x, on)->first_child; it && n >= 0;
-       it = it->next, n = node_at(x, n)->next_sibling) {
+  for (int n = node_at(x, on)->first_child; n >= 0; n = node_at(x, n)->next_sibling) {
     const struct pg__jnode *nd = node_at(x, n);
     if (nd->dup_of >= 0) continue;
-    const char *k = it->string;
+    const char *k = kstr(x, n);
     if (strcmp(k, "id") == 0) {
-      if (!cJSON_IsString(it)) {
-        type_error(x, n, it, "a string", "%s.id", path);
-      } else if (!valid_id(it->valuestring)) {
+      if (!is_str(x, n)) {
+        type_error(x, n, "a string", "%s.id", path);
+      } else if (!valid_id(sval(x, n))) {
         finding(x, PG_SEV_ERROR, nd->line, nd->col, "id",
                 "%s.id: \"%.*s\" is not a valid case id (use only letters, digits, '_', '.', "
                 "'-')",
-                path, 64, it->valuestring);
-      } else if (strlen(it->valuestring) > CASE_ID_MAX) {
+                path, 64, sval(x, n));
+      } else if (strlen(sval(x, n)) > CASE_ID_MAX) {
         finding(x, PG_SEV_ERROR, nd->line, nd->col, "id",
                 "%s.id: longer than %d characters", path, CASE_ID_MAX);
       } else {
-        cs->id = dup_str(it->valuestring);
+        cs->id = dup_str(sval(x, n));
         *id_mark = (struct pg_mark){nd->line, nd->col};
         if (!cs->id) x->oom = 1;
       }
     } else if (strcmp(k, "level") == 0) {
       have_level = 1;
-      if (!parse_level(it, x, n, &cs->level)) {
-        if (cJSON_IsString(it) || cJSON_IsNumber(it))
+      if (!parse_level(x, n, &cs->level)) {
+        if (is_str(x, n) || is_num(x, n))
           finding(x, PG_SEV_ERROR, nd->line, nd->col, "level",
                   "%s.level: expected 1..5 or \"L1\"..\"L5\", got %.*s", path,
                   (int)(nd->len > 40 ? 40 : nd->len), x->data + nd->off);
         else
-          type_error(x, n, it, "1..5 or \"L1\"..\"L5\"", "%s.level", path);
+          type_error(x, n, "1..5 or \"L1\"..\"L5\"", "%s.level", path);
       }
     } else if (strcmp(k, "precision") == 0 || strcmp(k, "equal_nan") == 0) {
-      if (!cJSON_IsBool(it)) {
+      if (!is_bool(x, n)) {
         finding(x, PG_SEV_ERROR, nd->line, nd->col, "type",
-                "%s.%s: expected true or false, found %s", path, k, kind_name(it));
+                "%s.%s: expected true or false, found %s", path, k, kind_name(x, n));
       } else if (k[0] == 'p') {
         have_precision = 1;
-        cs->precision = cJSON_IsTrue(it);
+        cs->precision = (jtype(x, n) == PG__J_TRUE);
       } else {
-        cs->equal_nan = cJSON_IsTrue(it);
+        cs->equal_nan = (jtype(x, n) == PG__J_TRUE);
       }
     } else if (strcmp(k, "seed") == 0) {
       int neg;
       uint64_t m;
-      if (!cJSON_IsNumber(it) || !exact_integer(x, n, it, &neg, &m) || neg) {
-        not_count(x, n, it, "%s.seed", path);
+      if (!is_num(x, n) || !exact_integer(x, n, &neg, &m) || neg) {
+        not_count(x, n, "%s.seed", path);
       } else {
         cs->has_seed = 1;
         cs->seed = m;
       }
     } else if (strcmp(k, "shape") == 0 || strcmp(k, "dtype") == 0 || strcmp(k, "fill") == 0 ||
                strcmp(k, "cancellation_stress") == 0) {
-      if (!cJSON_IsObject(it)) {
-        type_error(x, n, it, "an object", "%s.%s", path, k);
+      if (!is_obj(x, n)) {
+        type_error(x, n, "an object", "%s.%s", path, k);
         continue;
       }
-      if (k[0] == 's') load_shape(x, it, n, path, cs);
-      else if (k[0] == 'c') load_cancellation(x, it, n, path, cs);
-      else load_name_map(x, it, n, path, k, cs);
+      if (k[0] == 's') load_shape(x, n, path, cs);
+      else if (k[0] == 'c') load_cancellation(x, n, path, cs);
+      else load_name_map(x, n, path, k, cs);
     } else if (strcmp(k, "atol") == 0) {
-      cs->has_atol = read_tolerance(x, n, it, path, k, &cs->atol);
+      cs->has_atol = read_tolerance(x, n, path, k, &cs->atol);
     } else if (strcmp(k, "rtol") == 0) {
-      cs->has_rtol = read_tolerance(x, n, it, path, k, &cs->rtol);
+      cs->has_rtol = read_tolerance(x, n, path, k, &cs->rtol);
     } else if (strcmp(k, "rule") == 0) {
-      if (!cJSON_IsString(it)) {
-        type_error(x, n, it, "a string", "%s.rule", path);
-      } else if (!valid_compare_rule(it->valuestring)) {
+      if (!is_str(x, n)) {
+        type_error(x, n, "a string", "%s.rule", path);
+      } else if (!valid_compare_rule(sval(x, n))) {
         finding(x, PG_SEV_ERROR, nd->line, nd->col, "compare-rule",
                 "%s.rule: unknown compare rule \"%.*s\" (allclose, exact, ulp:N, ratio:R with "
                 "0 <= R <= 1)",
-                path, 64, it->valuestring);
+                path, 64, sval(x, n));
       } else {
-        cs->rule = dup_str(it->valuestring);
+        cs->rule = dup_str(sval(x, n));
         if (!cs->rule) x->oom = 1;
       }
     }
@@ -677,23 +690,22 @@ static void check_unique_ids(struct ctx *x, struct pg_suite *s) {
 
 /* ---------------------------------------------------------------- top level */
 
-static void load_top(struct ctx *x, const cJSON *root, struct pg_suite *s) {
+static void load_top(struct ctx *x, struct pg_suite *s) {
   const struct pg__jnode *rn = node_at(x, 0);
-  if (!cJSON_IsObject(root)) {
+  if (!is_obj(x, 0)) {
     finding(x, PG_SEV_ERROR, rn->line, rn->col, "type",
-            "expected a JSON object with a \"cases\" array, found %s", kind_name(root));
+            "expected a JSON object with a \"cases\" array, found %s", kind_name(x, 0));
     return;
   }
-  const cJSON *cases = NULL;
+  int have_cases = 0;
   int cases_node = -1;
-  const cJSON *it = root->child;
-  for (int n = rn->first_child; it && n >= 0; it = it->next, n = node_at(x, n)->next_sibling) {
+  for (int n = rn->first_child; n >= 0; n = node_at(x, n)->next_sibling) {
     const struct pg__jnode *nd = node_at(x, n);
     if (nd->dup_of >= 0) continue;
-    const char *k = it->string;
+    const char *k = kstr(x, n);
     if (strcmp(k, "op") == 0 || strcmp(k, "op_name") == 0) {
-      if (!cJSON_IsString(it) || !it->valuestring[0]) {
-        type_error(x, n, it, "a non-empty string", "%s", k);
+      if (!is_str(x, n) || !sval(x, n)[0]) {
+        type_error(x, n, "a non-empty string", "%s", k);
         continue;
       }
       if (s->op) {
@@ -701,16 +713,16 @@ static void load_top(struct ctx *x, const cJSON *root, struct pg_suite *s) {
                 "both \"op\" and \"op_name\" given; use one");
         continue;
       }
-      s->op = dup_str(it->valuestring);
+      s->op = dup_str(sval(x, n));
       if (!s->op) x->oom = 1;
-      if (x->contract && x->contract->op && strcmp(x->contract->op, it->valuestring) != 0)
+      if (x->contract && x->contract->op && strcmp(x->contract->op, sval(x, n)) != 0)
         finding(x, PG_SEV_ERROR, nd->line, nd->col, "op",
-                "%s \"%s\" does not match the contract's op \"%s\"", k, it->valuestring,
+                "%s \"%s\" does not match the contract's op \"%s\"", k, sval(x, n),
                 x->contract->op);
     } else if (strcmp(k, "total_modules") == 0) {
       int neg;
       uint64_t m;
-      if (!cJSON_IsNumber(it) || !exact_integer(x, n, it, &neg, &m) || neg || m < 1 ||
+      if (!is_num(x, n) || !exact_integer(x, n, &neg, &m) || neg || m < 1 ||
           m > 1000) {
         finding(x, PG_SEV_ERROR, nd->line, nd->col, "type",
                 "total_modules: expected an integer 1..1000, found %.*s",
@@ -723,17 +735,17 @@ static void load_top(struct ctx *x, const cJSON *root, struct pg_suite *s) {
                 "total_modules is %d but the contract has %d module%s", (int)m,
                 x->contract->n_modules, x->contract->n_modules == 1 ? "" : "s");
     } else if (strcmp(k, "cases") == 0 || strcmp(k, "test_cases") == 0) {
-      if (cases) {
+      if (have_cases) {
         finding(x, PG_SEV_ERROR, nd->key_line, nd->key_col, "duplicate-key",
                 "both \"cases\" and \"test_cases\" given; use one");
         continue;
       }
-      if (!cJSON_IsArray(it)) {
-        type_error(x, n, it, "an array of case objects", "%s", k);
-        cases = it; /* present, so no "missing" finding */
+      if (!(jtype(x, n) == PG__J_ARRAY)) {
+        type_error(x, n, "an array of case objects", "%s", k);
+        have_cases = 1; /* present, so no "missing" finding */
         continue;
       }
-      cases = it;
+      have_cases = 1;
       cases_node = n;
     } else if (strcmp(k, "schema_version") != 0 && strcmp(k, "description") != 0 &&
                strcmp(k, "version") != 0 && strcmp(k, "comment") != 0 &&
@@ -742,7 +754,7 @@ static void load_top(struct ctx *x, const cJSON *root, struct pg_suite *s) {
               "unknown top-level key \"%s\" (ignored)", k);
     }
   }
-  if (!cases) {
+  if (!have_cases) {
     finding(x, PG_SEV_ERROR, rn->line, rn->col, "required",
             "missing required key \"cases\" (or \"test_cases\")");
     return;
@@ -761,14 +773,13 @@ static void load_top(struct ctx *x, const cJSON *root, struct pg_suite *s) {
     return;
   }
   int index = 0;
-  it = cases->child;
-  for (int n = node_at(x, cases_node)->first_child; it && n >= 0;
-       it = it->next, n = node_at(x, n)->next_sibling, index++) {
-    if (!cJSON_IsObject(it)) {
-      type_error(x, n, it, "a case object", "cases[%d]", index);
+  for (int n = node_at(x, cases_node)->first_child; n >= 0;
+       n = node_at(x, n)->next_sibling, index++) {
+    if (!is_obj(x, n)) {
+      type_error(x, n, "a case object", "cases[%d]", index);
       continue;
     }
-    load_case(x, it, n, index, &s->cases[s->n_cases], &x->id_marks[s->n_cases]);
+    load_case(x, n, index, &s->cases[s->n_cases], &x->id_marks[s->n_cases]);
     s->n_cases++;
   }
   check_unique_ids(x, s);
@@ -898,23 +909,8 @@ int pg_suite_load_buffer(const char *path, const char *data, size_t size,
                 "duplicate key \"%s\" (first at line %d, column %d)",
                 pg__json_pos_key(&x.pos, n), first->key_line, first->key_col);
       }
-      const char *end = NULL;
-      /* Skip a UTF-8 BOM here: cJSON only skips it when more than one byte follows. */
-      size_t bom = x.size >= 3 && memcmp(x.data, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
-      cJSON *root = cJSON_ParseWithLengthOpts(x.data + bom, x.size - bom, &end, 0);
-      if (!root) {
-        /* The scanner accepted the text, so cJSON can only have run out of memory
-         * (the fuzz harness checks that the two parsers agree). */
-        x.oom = 1;
-      } else {
-        load_top(&x, root, s);
-        /* Free the (large) position arrays before cJSON's many small nodes: freeing a
-         * big block while the allocator holds thousands of small free chunks makes
-         * glibc consolidate them all, which costs more than the parse. */
-        pg__json_pos_reset(&x.pos);
-        cJSON_Delete(root);
-        rc = x.n_errors ? PG_EVALIDATE : PG_OK;
-      }
+      load_top(&x, s);
+      rc = x.n_errors ? PG_EVALIDATE : PG_OK;
     }
   }
   if (x.oom) rc = PG_ENOMEM;
