@@ -194,20 +194,22 @@ ATT_TARGET static void f32_to_f16_vec(const float *f, uint16_t *h, int64_t n) {
   for (; i < n; i++) h[i] = pg_f32_to_f16(f[i]);
 }
 
-/* Widens an input; fp16 through the converter, other dtypes as before. */
-ATT_TARGET static float *to_f32_vec(const DLTensor *t) {
-  if (pg_dtype_from_dl(t->dtype) != PG_DTYPE_F16) return to_f32(t);
-  int64_t n = numel(t);
-  float *f = malloc((size_t)(n > 0 ? n : 1) * sizeof *f);
-  if (f) f16_to_f32_vec((const uint16_t *)t->data, f, n);
-  return f;
+/* Elements [off, off + n) of t, widened to fp32 (fp16 through the converter). */
+ATT_TARGET static void load_range(const DLTensor *t, int64_t off, int64_t n, float *f) {
+  enum pg_dtype dt = pg_dtype_from_dl(t->dtype);
+  if (dt == PG_DTYPE_F16) f16_to_f32_vec((const uint16_t *)t->data + off, f, n);
+  else if (dt == PG_DTYPE_F32) memcpy(f, (const float *)t->data + off, (size_t)n * sizeof *f);
+  else
+    for (int64_t i = 0; i < n; i++) f[i] = (float)pg_load_f64(t->data, dt, (size_t)(off + i));
 }
 
-ATT_TARGET static void store_vec(DLTensor *t, const float *f) {
-  if (pg_dtype_from_dl(t->dtype) == PG_DTYPE_F16)
-    f32_to_f16_vec(f, (uint16_t *)t->data, numel(t));
+/* Stores f into elements [off, off + n) of t, rounding to its dtype. */
+ATT_TARGET static void store_range(DLTensor *t, int64_t off, int64_t n, const float *f) {
+  enum pg_dtype dt = pg_dtype_from_dl(t->dtype);
+  if (dt == PG_DTYPE_F16) f32_to_f16_vec(f, (uint16_t *)t->data + off, n);
+  else if (dt == PG_DTYPE_F32) memcpy((float *)t->data + off, f, (size_t)n * sizeof *f);
   else
-    store(t, f);
+    for (int64_t i = 0; i < n; i++) pg_store_f64(t->data, dt, (size_t)(off + i), f[i]);
 }
 
 /* 8 x fast_exp, the same range reduction and polynomial. */
@@ -225,53 +227,38 @@ ATT_TARGET static __m256 fast_exp8(__m256 x) {
   return _mm256_andnot_ps(under, r);
 }
 
-/* scores: per 32 keys, per D tile of 32, fp32 partials in registers (FMA), added to
- * the row accumulator at the end of each tile. */
-ATT_TARGET static float *qk_vec(const DLTensor *in, const struct dims *d) {
-  float *q = to_f32_vec(&in[0]), *k = to_f32_vec(&in[1]);
-  const int64_t S = d->S, D = d->D;
-  float *s = malloc((size_t)(d->B * d->H * S * S) * sizeof *s);
-  float *kt = malloc((size_t)(S * D) * sizeof *kt);
-  if (!q || !k || !s || !kt) {
-    free(q), free(k), free(s), free(kt);
-    return NULL;
-  }
+/* One head's scores sb = qb kbᵀ · scale: per 32 keys, per D tile of 32, fp32 partials
+ * in registers (FMA), added to the row accumulator at the end of each tile. */
+ATT_TARGET static void qk_head(const float *qb, const float *kb, float *kt, float *sb,
+                               int64_t S, int64_t D) {
   const __m256 scale = _mm256_set1_ps(1.0f / sqrtf((float)D));
-  for (int64_t bh = 0; bh < d->B * d->H; bh++) {
-    const float *qb = q + bh * S * D, *kb = k + bh * S * D;
-    float *sb = s + bh * S * S;
-    for (int64_t j = 0; j < S; j++)
-      for (int64_t t = 0; t < D; t++) kt[t * S + j] = kb[j * D + t];
-    for (int64_t i = 0; i < S; i++) {
-      const float *qi = qb + i * D;
-      for (int64_t j0 = 0; j0 < S; j0 += 32) {
-        __m256 r0 = _mm256_setzero_ps(), r1 = r0, r2 = r0, r3 = r0;
-        for (int64_t t0 = 0; t0 < D; t0 += TILE_D) {
-          int64_t t1 = t0 + TILE_D < D ? t0 + TILE_D : D;
-          __m256 p0 = _mm256_setzero_ps(), p1 = p0, p2 = p0, p3 = p0;
-          for (int64_t t = t0; t < t1; t++) {
-            const float *kr = kt + t * S + j0;
-            __m256 qv = _mm256_broadcast_ss(qi + t);
-            p0 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kr), p0);
-            p1 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kr + 8), p1);
-            p2 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kr + 16), p2);
-            p3 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kr + 24), p3);
-          }
-          r0 = _mm256_add_ps(r0, p0), r1 = _mm256_add_ps(r1, p1);
-          r2 = _mm256_add_ps(r2, p2), r3 = _mm256_add_ps(r3, p3);
+  for (int64_t j = 0; j < S; j++)
+    for (int64_t t = 0; t < D; t++) kt[t * S + j] = kb[j * D + t];
+  for (int64_t i = 0; i < S; i++) {
+    const float *qi = qb + i * D;
+    for (int64_t j0 = 0; j0 < S; j0 += 32) {
+      __m256 r0 = _mm256_setzero_ps(), r1 = r0, r2 = r0, r3 = r0;
+      for (int64_t t0 = 0; t0 < D; t0 += TILE_D) {
+        int64_t t1 = t0 + TILE_D < D ? t0 + TILE_D : D;
+        __m256 p0 = _mm256_setzero_ps(), p1 = p0, p2 = p0, p3 = p0;
+        for (int64_t t = t0; t < t1; t++) {
+          const float *kr = kt + t * S + j0;
+          __m256 qv = _mm256_broadcast_ss(qi + t);
+          p0 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kr), p0);
+          p1 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kr + 8), p1);
+          p2 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kr + 16), p2);
+          p3 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kr + 24), p3);
         }
-        float *row = sb + i * S + j0;
-        _mm256_storeu_ps(row, _mm256_mul_ps(r0, scale));
-        _mm256_storeu_ps(row + 8, _mm256_mul_ps(r1, scale));
-        _mm256_storeu_ps(row + 16, _mm256_mul_ps(r2, scale));
-        _mm256_storeu_ps(row + 24, _mm256_mul_ps(r3, scale));
+        r0 = _mm256_add_ps(r0, p0), r1 = _mm256_add_ps(r1, p1);
+        r2 = _mm256_add_ps(r2, p2), r3 = _mm256_add_ps(r3, p3);
       }
+      float *row = sb + i * S + j0;
+      _mm256_storeu_ps(row, _mm256_mul_ps(r0, scale));
+      _mm256_storeu_ps(row + 8, _mm256_mul_ps(r1, scale));
+      _mm256_storeu_ps(row + 16, _mm256_mul_ps(r2, scale));
+      _mm256_storeu_ps(row + 24, _mm256_mul_ps(r3, scale));
     }
   }
-  free(q);
-  free(k);
-  free(kt);
-  return s;
 }
 
 ATT_TARGET static float hsum8(__m256 v) {
@@ -288,10 +275,9 @@ ATT_TARGET static float hmax8(__m256 v) {
   return _mm_cvtss_f32(a);
 }
 
-/* In-place row softmax (S a multiple of 32), probabilities rounded through fp16. */
-ATT_TARGET static void softmax_rows_vec(float *s, const struct dims *d) {
-  const int64_t S = d->S;
-  for (int64_t r = 0; r < d->B * d->H * S; r++) {
+/* In-place softmax of `rows` rows of S (a multiple of 32), rounded through fp16. */
+ATT_TARGET static void softmax_rows_vec(float *s, int64_t rows, int64_t S) {
+  for (int64_t r = 0; r < rows; r++) {
     float *row = s + r * S;
     __m256 mv = _mm256_loadu_ps(row);
     for (int64_t j = 8; j < S; j += 8) mv = _mm256_max_ps(mv, _mm256_loadu_ps(row + j));
@@ -316,60 +302,64 @@ ATT_TARGET static void softmax_rows_vec(float *s, const struct dims *d) {
   }
 }
 
-/* out = p v: per row, D/8 register partials per S tile of 64, added at its end. */
-ATT_TARGET static int pv_vec(const float *p, const DLTensor *vin, const struct dims *d, float *o) {
-  float *v = to_f32_vec(vin);
-  if (!v) return 12;
-  const int64_t S = d->S, D = d->D, nv = D / 8;
-  for (int64_t bh = 0; bh < d->B * d->H; bh++) {
-    const float *pb = p + bh * S * S, *vb = v + bh * S * D;
-    float *ob = o + bh * S * D;
-    for (int64_t i = 0; i < S; i++) {
-      const float *pi = pb + i * S;
-      for (int64_t c0 = 0; c0 < nv; c0 += 8) { /* 8 vectors (64 columns) at a time */
-        int64_t nc = nv - c0 < 8 ? nv - c0 : 8;
-        __m256 acc[8], part[8];
-        for (int64_t c = 0; c < 8; c++) acc[c] = _mm256_setzero_ps();
-        for (int64_t t0 = 0; t0 < S; t0 += TILE_S) {
-          int64_t t1 = t0 + TILE_S < S ? t0 + TILE_S : S;
-          for (int64_t c = 0; c < 8; c++) part[c] = _mm256_setzero_ps();
-          for (int64_t j = t0; j < t1; j++) {
-            const __m256 pij = _mm256_broadcast_ss(pi + j);
-            const float *vr = vb + j * D + c0 * 8;
-            if (nc == 8) {
-              for (int64_t c = 0; c < 8; c++)
-                part[c] = _mm256_fmadd_ps(pij, _mm256_loadu_ps(vr + c * 8), part[c]);
-            } else {
-              for (int64_t c = 0; c < nc; c++)
-                part[c] = _mm256_fmadd_ps(pij, _mm256_loadu_ps(vr + c * 8), part[c]);
-            }
+/* One head's ob = pb vb: per row, up to 8 register partials (64 columns) per S tile of
+ * 64, added to the accumulator at the tile's end. */
+ATT_TARGET static void pv_head(const float *pb, const float *vb, float *ob, int64_t S,
+                               int64_t D) {
+  const int64_t nv = D / 8;
+  for (int64_t i = 0; i < S; i++) {
+    const float *pi = pb + i * S;
+    for (int64_t c0 = 0; c0 < nv; c0 += 8) {
+      int64_t nc = nv - c0 < 8 ? nv - c0 : 8;
+      __m256 acc[8], part[8];
+      for (int64_t c = 0; c < 8; c++) acc[c] = _mm256_setzero_ps();
+      for (int64_t t0 = 0; t0 < S; t0 += TILE_S) {
+        int64_t t1 = t0 + TILE_S < S ? t0 + TILE_S : S;
+        for (int64_t c = 0; c < 8; c++) part[c] = _mm256_setzero_ps();
+        for (int64_t j = t0; j < t1; j++) {
+          const __m256 pij = _mm256_broadcast_ss(pi + j);
+          const float *vr = vb + j * D + c0 * 8;
+          if (nc == 8) {
+            for (int64_t c = 0; c < 8; c++)
+              part[c] = _mm256_fmadd_ps(pij, _mm256_loadu_ps(vr + c * 8), part[c]);
+          } else {
+            for (int64_t c = 0; c < nc; c++)
+              part[c] = _mm256_fmadd_ps(pij, _mm256_loadu_ps(vr + c * 8), part[c]);
           }
-          for (int64_t c = 0; c < 8; c++) acc[c] = _mm256_add_ps(acc[c], part[c]);
         }
-        for (int64_t c = 0; c < nc; c++) _mm256_storeu_ps(ob + i * D + (c0 + c) * 8, acc[c]);
+        for (int64_t c = 0; c < 8; c++) acc[c] = _mm256_add_ps(acc[c], part[c]);
       }
+      for (int64_t c = 0; c < nc; c++) _mm256_storeu_ps(ob + i * D + (c0 + c) * 8, acc[c]);
     }
   }
-  free(v);
-  return 0;
 }
 
-/* The whole call on the vector path; same results contract as run(). */
+/* The whole call on the vector path, one (batch, head) at a time as a device streams
+ * heads through its local memory: a few hundred KiB of working set, reused. */
 ATT_TARGET static int run_vec(const DLTensor *in, DLTensor *out, const struct dims *d, int phase) {
-  float *s = qk_vec(in, d);
-  if (!s) return 12;
-  if (phase > 1) softmax_rows_vec(s, d);
-  if (phase < 3) {
-    store_vec(&out[0], s);
-    free(s);
-    return 0;
+  const int64_t S = d->S, D = d->D, SD = S * D, SS = S * S;
+  float *buf = malloc((size_t)(5 * SD + SS) * sizeof *buf);
+  if (!buf) return 12;
+  float *q = buf, *k = q + SD, *v = k + SD, *kt = v + SD, *o = kt + SD, *s = o + SD;
+  for (int64_t bh = 0; bh < d->B * d->H; bh++) {
+    load_range(&in[0], bh * SD, SD, q);
+    load_range(&in[1], bh * SD, SD, k);
+    qk_head(q, k, kt, s, S, D);
+    if (phase == 1) {
+      store_range(&out[0], bh * SS, SS, s);
+      continue;
+    }
+    softmax_rows_vec(s, S, S);
+    if (phase == 2) {
+      store_range(&out[0], bh * SS, SS, s);
+      continue;
+    }
+    load_range(&in[2], bh * SD, SD, v);
+    pv_head(s, v, o, S, D);
+    store_range(&out[0], bh * SD, SD, o);
   }
-  float *o = malloc((size_t)(d->B * d->H * d->S * d->D) * sizeof *o);
-  int rc = o ? pv_vec(s, &in[2], d, o) : 12;
-  if (rc == 0) store_vec(&out[0], o);
-  free(s);
-  free(o);
-  return rc;
+  free(buf);
+  return 0;
 }
 #endif
 
