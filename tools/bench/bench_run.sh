@@ -3,7 +3,8 @@
 #   phasegate run --up-to-module 3 --case bench (attention, plugin impl attention_impl)
 # versus bench_run_peer.py, a Python + numpy script doing the same generate /
 # reference / impl / compare / report-write steps, measured in the same run.
-# Prints the median of N runs of each and the ratio (goal: phasegate >= 20x faster).
+# Prints the median of N runs of each and the ratio (goal: phasegate >= 20x faster), plus
+# the start-up floors of both sides (phasegate --version; python3 -c 'import numpy').
 #
 #   tools/bench/bench_run.sh [BUILD_DIR] [N]
 # Env: PYTHON (default /usr/bin/python3), OP_CONTRACT (default suites/attention's).
@@ -39,6 +40,9 @@ cmds = {
     "pg": [pg, "run", "--op-dir", work + "/op", "--impl", "plugin:" + impl, "--up-to-module", "3",
            "--no-golden-cache", "--report", work + "/r.json"],
     "py": [sys.executable, peer, "2", "4", "128", "64", work + "/p.json"],
+    # floors: process start-up alone on each side
+    "pg0": [pg, "--version"],
+    "py0": [sys.executable, "-c", "import numpy"],
 }
 res = {k: ([], []) for k in cmds}
 for _ in range(n):
@@ -51,11 +55,15 @@ for _ in range(n):
         res[k][0].append((t1 - t0) * 1e3)
         res[k][1].append((r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1e3)
 med = lambda v: sorted(v)[len(v) // 2]
-(pw, pc), (yw, yc) = [(med(res[k][0]), med(res[k][1])) for k in ("pg", "py")]
+(pw, pc), (yw, yc), (p0w, p0c), (y0w, y0c) = [(med(res[k][0]), med(res[k][1]))
+                                              for k in ("pg", "py", "pg0", "py0")]
 print(f"case: attention M3, B=2 H=4 S=128 D=64, fp16, plugin impl; {n} runs each, medians; "
       f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 print(f"                                        wall ms   cpu ms (user+sys)")
 print(f"  phasegate run (C, no golden cache):  {pw:7.1f}   {pc:7.1f}")
 print(f"  python3 + numpy peer script:         {yw:7.1f}   {yc:7.1f}")
 print(f"  ratio (peer / phasegate):            {yw / pw:6.1f}x   {yc / pc:6.1f}x")
+print(f"  floors: phasegate --version          {p0w:7.1f}   {p0c:7.1f}")
+print(f"          python3 -c 'import numpy'    {y0w:7.1f}   {y0c:7.1f}")
+print(f"  a 20x ratio needs phasegate run <= {yw / 20:.1f} ms wall ({yc / 20:.1f} ms cpu)")
 PYEOF
