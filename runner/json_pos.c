@@ -127,7 +127,7 @@ static int new_node(struct scan *sc, enum pg__jtype type, int parent, int *out) 
   nd->first_child = nd->next_sibling = nd->dup_of = -1;
   nd->line = sc->line;
   nd->col = (int)(sc->i - sc->line_start) + 1;
-  nd->off = sc->i;
+  nd->off = (unsigned)sc->i;
   *out = p->n++;
   return PG_OK;
 }
@@ -378,10 +378,12 @@ static int mark_duplicates(struct scan *sc, int obj) {
   int m = p->nodes[obj].n_children;
   if (m < 2) return PG_OK;
   if (m <= 16) {
+    /* Pairwise, lengths first: a case object's ~10 keys rarely share a length. */
     for (int a = p->nodes[obj].first_child; a >= 0; a = p->nodes[a].next_sibling)
       for (int b = p->nodes[a].next_sibling; b >= 0; b = p->nodes[b].next_sibling)
-        if (p->nodes[b].dup_of < 0 &&
-            strcmp(p->keys + p->nodes[a].key_off, p->keys + p->nodes[b].key_off) == 0) {
+        if (p->nodes[b].dup_of < 0 && p->nodes[a].key_len == p->nodes[b].key_len &&
+            memcmp(p->keys + p->nodes[a].key_off, p->keys + p->nodes[b].key_off,
+                   p->nodes[a].key_len) == 0) {
           p->nodes[b].dup_of = a;
           p->n_dups++;
         }
@@ -482,7 +484,8 @@ static int scan_object(struct scan *sc, int depth, int self) {
     struct pg__jnode *cn = &sc->p->nodes[child];
     cn->key_line = key_line;
     cn->key_col = key_col;
-    cn->key_off = key_off;
+    cn->key_off = (unsigned)key_off;
+    cn->key_len = (unsigned)(sc->p->keys_len - key_off - 1);
     link_child(sc->p, self, &last, child);
     skip_ws(sc);
     int c = peek(sc);
@@ -518,7 +521,7 @@ static int scan_value(struct scan *sc, int depth, int parent, int *out) {
     PG_RETURN_IF_ERROR(new_node(sc, PG__J_STRING, parent, &self));
     size_t str_off = 0;
     PG_RETURN_IF_ERROR(scan_string(sc, &str_off));
-    sc->p->nodes[self].str_off = str_off;
+    sc->p->nodes[self].str_off = (unsigned)str_off;
   } else if (c == '-' || is_digit(c)) {
     PG_RETURN_IF_ERROR(new_node(sc, PG__J_NUMBER, parent, &self));
     PG_RETURN_IF_ERROR(scan_number(sc));
@@ -543,7 +546,7 @@ static int scan_value(struct scan *sc, int depth, int parent, int *out) {
     describe(sc, sc->i, what, sizeof what);
     return fail_at(sc, PG_EPARSE, sc->i, "expected a value, found %s", what);
   }
-  sc->p->nodes[self].len = sc->i - sc->p->nodes[self].off;
+  sc->p->nodes[self].len = (unsigned)(sc->i - sc->p->nodes[self].off);
   *out = self;
   return PG_OK;
 }
@@ -559,6 +562,10 @@ int pg__json_pos_scan(const char *data, size_t size, const struct pg__json_limit
   if (limits && limits->max_nodes > 0) sc.max_nodes = limits->max_nodes;
   memset(sc.fail, 0, sizeof *sc.fail);
   if (!data) size = sc.n = 0;
+  if (size >= 0xFFFFFFFFu) {
+    sc.fail->is_limit = 1;
+    return fail_at(&sc, PG_ELIMIT, 0, "input of 4 GiB or more");
+  }
   /* Size the node array once: a document has at most one value per ',' '[' '{' plus
    * the root, and growing a multi-MiB array by doubling costs more than this pass. */
   size_t bound = 1;

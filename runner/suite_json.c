@@ -41,7 +41,13 @@ struct ctx {
   int oom;
   const struct pg_contract *contract;
   struct pg_mark *id_marks; /* per loaded case: where its id is written */
+  /* Fill specs already parsed without error (borrowed from the scanner's arena): big
+   * suites repeat a handful of specs, and the parse only decides validity here. */
+  const char *good_fills[8];
+  unsigned n_good_fills;
 };
+
+#define GOOD_FILLS ((unsigned)(sizeof ((struct ctx *)0)->good_fills / sizeof(const char *)))
 
 /* ---------------------------------------------------------------- small helpers */
 
@@ -409,6 +415,13 @@ static void load_shape(struct ctx *x, int on, const char *path,
   }
 }
 
+static int known_good_fill(const struct ctx *x, const char *spec) {
+  unsigned n = x->n_good_fills < GOOD_FILLS ? x->n_good_fills : GOOD_FILLS;
+  for (unsigned i = 0; i < n; i++)
+    if (strcmp(x->good_fills[i], spec) == 0) return 1;
+  return 0;
+}
+
 static void load_name_map(struct ctx *x, int on, const char *path,
                           const char *key, struct pg_case *cs) {
   int is_fill = strcmp(key, "fill") == 0;
@@ -441,17 +454,21 @@ static void load_name_map(struct ctx *x, int on, const char *path,
       }
     }
     if (is_fill) {
-      struct pg_fill fill;
-      struct pg_error ferr;
-      pg_error_clear(&ferr);
-      if (pg_fill_parse(sval(x, n), &fill, &ferr) != PG_OK) {
-        /* Point at the offending character when the string has no escapes. */
-        int col = nd->col;
-        if (ferr.column > 0 && !memchr(x->data + nd->off, '\\', nd->len))
-          col = nd->col + ferr.column;
-        finding(x, PG_SEV_ERROR, nd->line, col, "fill", "%s.fill.%s: %s", path, name,
-                ferr.message[0] ? ferr.message : "invalid fill spec");
-        ok = 0;
+      if (!known_good_fill(x, sval(x, n))) {
+        struct pg_fill fill;
+        struct pg_error ferr;
+        pg_error_clear(&ferr);
+        if (pg_fill_parse(sval(x, n), &fill, &ferr) == PG_OK) {
+          x->good_fills[x->n_good_fills++ % GOOD_FILLS] = sval(x, n);
+        } else {
+          /* Point at the offending character when the string has no escapes. */
+          int col = nd->col;
+          if (ferr.column > 0 && !memchr(x->data + nd->off, '\\', nd->len))
+            col = nd->col + ferr.column;
+          finding(x, PG_SEV_ERROR, nd->line, col, "fill", "%s.fill.%s: %s", path, name,
+                  ferr.message[0] ? ferr.message : "invalid fill spec");
+          ok = 0;
+        }
       }
     } else if (pg_dtype_parse(sval(x, n)) == PG_DTYPE_INVALID) {
       finding(x, PG_SEV_ERROR, nd->line, nd->col, "dtype",
@@ -552,11 +569,27 @@ static char *compact_json(const struct ctx *x, int n) {
   return out;
 }
 
+/* "cases[<index>]" into buf (>= 24 bytes): one per case, so no snprintf. */
+static void case_path(char *buf, int index) {
+  char digits[12];
+  int nd = 0;
+  unsigned v = (unsigned)index;
+  do {
+    digits[nd++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  memcpy(buf, "cases[", 6);
+  int k = 6;
+  while (nd) buf[k++] = digits[--nd];
+  buf[k++] = ']';
+  buf[k] = '\0';
+}
+
 /* Loads cases[index] (an object) into cs. */
 static void load_case(struct ctx *x, int on, int index, struct pg_case *cs,
                       struct pg_mark *id_mark) {
   char path[48];
-  snprintf(path, sizeof path, "cases[%d]", index);
+  case_path(path, index);
   cs->index = index;
   cs->mark = (struct pg_mark){node_at(x, on)->line, node_at(x, on)->col};
   int have_level = 0, have_precision = 0;
@@ -651,10 +684,14 @@ static void load_case(struct ctx *x, int on, int index, struct pg_case *cs,
   if (!cs->json) x->oom = 1;
 }
 
-/* Reports case ids used twice, at the later occurrence. */
+/* Reports case ids used twice, at the later occurrence, naming the first. A hash
+ * set finds them in one pass; the (rare) duplicates are then reported in the order
+ * of a sort by (id, index), the order this check has always used (it matters once
+ * the findings cap cuts the list). */
 struct id_ref {
   const char *id;
-  int index;
+  int index; /* the later use */
+  int first; /* the first use */
 };
 
 static int id_ref_cmp(const void *a, const void *b) {
@@ -663,29 +700,55 @@ static int id_ref_cmp(const void *a, const void *b) {
   return c ? c : (p->index > q->index) - (p->index < q->index);
 }
 
+static uint64_t id_hash(const char *s) {
+  uint64_t h = 1469598103934665603u; /* FNV-1a */
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+  return h;
+}
+
 static void check_unique_ids(struct ctx *x, struct pg_suite *s) {
-  struct id_ref *refs = malloc((size_t)(s->n_cases ? s->n_cases : 1) * sizeof *refs);
-  if (!refs) {
+  size_t cap = 16;
+  while (cap < (size_t)s->n_cases * 2) cap *= 2;
+  int *slots = malloc(cap * sizeof *slots);
+  if (!slots) {
     x->oom = 1;
     return;
   }
-  int k = 0;
-  for (int i = 0; i < s->n_cases; i++)
-    if (s->cases[i].id) refs[k++] = (struct id_ref){s->cases[i].id, i};
-  qsort(refs, (size_t)k, sizeof *refs, id_ref_cmp);
-  for (int a = 0; a < k;) {
-    int b = a + 1;
-    for (; b < k && strcmp(refs[a].id, refs[b].id) == 0; b++) {
-      const struct pg_case *first = &s->cases[refs[a].index];
-      const struct pg_case *dup = &s->cases[refs[b].index];
-      const struct pg_mark *at = &x->id_marks[refs[b].index];
-      finding(x, PG_SEV_ERROR, at->line, at->column, "unique-id",
-              "cases[%d].id: duplicate case id \"%s\" (first used by cases[%d] at line %d)",
-              dup->index, dup->id, first->index, x->id_marks[refs[a].index].line);
+  memset(slots, 0xff, cap * sizeof *slots); /* -1: empty */
+  struct id_ref *dups = NULL;
+  int n_dups = 0, cap_dups = 0;
+  for (int i = 0; i < s->n_cases; i++) {
+    const char *id = s->cases[i].id;
+    if (!id) continue;
+    size_t h = (size_t)id_hash(id) & (cap - 1);
+    while (slots[h] >= 0 && strcmp(s->cases[slots[h]].id, id) != 0) h = (h + 1) & (cap - 1);
+    if (slots[h] < 0) {
+      slots[h] = i;
+      continue;
     }
-    a = b;
+    if (n_dups == cap_dups) {
+      int c = cap_dups ? cap_dups * 2 : 16;
+      struct id_ref *d = realloc(dups, (size_t)c * sizeof *d);
+      if (!d) {
+        x->oom = 1;
+        break;
+      }
+      dups = d;
+      cap_dups = c;
+    }
+    dups[n_dups++] = (struct id_ref){id, i, slots[h]};
   }
-  free(refs);
+  free(slots);
+  if (n_dups > 1) qsort(dups, (size_t)n_dups, sizeof *dups, id_ref_cmp);
+  for (int k = 0; k < n_dups && !x->oom; k++) {
+    const struct pg_case *first = &s->cases[dups[k].first];
+    const struct pg_case *dup = &s->cases[dups[k].index];
+    const struct pg_mark *at = &x->id_marks[dups[k].index];
+    finding(x, PG_SEV_ERROR, at->line, at->column, "unique-id",
+            "cases[%d].id: duplicate case id \"%s\" (first used by cases[%d] at line %d)",
+            dup->index, dup->id, first->index, x->id_marks[dups[k].first].line);
+  }
+  free(dups);
 }
 
 /* ---------------------------------------------------------------- top level */
