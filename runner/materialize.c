@@ -1,7 +1,8 @@
 /* phasegate runner — case materialisation: the case seed, dim binding (contract
  * defaults <- case "shape"), shape evaluation, the byte budget, and deterministic
  * generation of the primary inputs (fill per case override, contract, or normal(0, 1);
- * dtype per pg_case_dtype). Also `cancellation_stress` (DESIGN.md §4), see below. */
+ * dtype per pg_case_dtype). Also `cancellation_stress` (DESIGN.md §4) for any target a
+ * built-in golden step computes with sub, add, matmul, sum, mean or cumsum, see below. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,13 +140,21 @@ static const char *fill_text(const struct pg_case *cs, const struct pg_tensor_de
 }
 
 static int stress_cancellation(const struct pg_contract *c, const struct pg_case *cs,
-                               const struct pg_bindings *dims, int n_threads,
-                               struct pg_tensor *inputs, struct pg_error *err);
+                               const struct pg_bindings *dims, struct pg_tensor *inputs,
+                               struct pg_cancel_result *res, struct pg_error *err);
 
 int pg_case_generate_inputs(const struct pg_contract *c, const struct pg_case *cs,
                             const struct pg_bindings *dims,
                             const struct pg_materialize_opts *opts, struct pg_tensor *inputs,
                             struct pg_error *err) {
+  return pg_case_generate_inputs_ex(c, cs, dims, opts, inputs, NULL, err);
+}
+
+int pg_case_generate_inputs_ex(const struct pg_contract *c, const struct pg_case *cs,
+                               const struct pg_bindings *dims,
+                               const struct pg_materialize_opts *opts, struct pg_tensor *inputs,
+                               struct pg_cancel_result *cancel, struct pg_error *err) {
+  if (cancel) memset(cancel, 0, sizeof *cancel);
   const char *id = cs && cs->id ? cs->id : "(default)";
   uint64_t seed = pg_case_seed(cs);
   int n = c->n_primary;
@@ -202,7 +211,7 @@ int pg_case_generate_inputs(const struct pg_contract *c, const struct pg_case *c
     if (rc != PG_OK) pg_error_set(err, rc, "case %s: %s", id, sub.message);
   }
   if (rc == PG_OK && cs && cs->cancellation.present)
-    rc = stress_cancellation(c, cs, dims, opts ? opts->n_threads : 0, inputs, err);
+    rc = stress_cancellation(c, cs, dims, inputs, cancel, err);
   free(fills);
   if (rc != PG_OK)
     for (int i = 0; i < n; i++) pg_tensor_reset(&inputs[i]);
@@ -211,22 +220,64 @@ int pg_case_generate_inputs(const struct pg_contract *c, const struct pg_case *c
 
 /* ------------------------------------------------------------------ cancellation_stress
  *
- * The case names a target tensor and an expression "a - b" (DESIGN.md §4). We find the
- * golden step that produces the target as a subtraction, `t = sub(x, y)` or `t = x - y`,
- * and make its two operands nearly equal:
+ * The case names a target tensor (DESIGN.md §4). We find the built-in golden step that
+ * computes it, `t = op(args, key=value)` (or the infix `t = x - y` / `t = x + y`), and
+ * read cancellation for that kernel as "the result is much smaller than its terms":
  *
- * - both operands primary inputs: exact construction. y is rewritten as
- *   x * (1 + 0.9 g u), u uniform in (-1, 1) from the case's search stream, so
- *   |x - y| <= g |x| elementwise (when g is below the dtype's resolution y rounds to x).
- * - operands that are module inputs coming from earlier modules (or one of each):
- *   a deterministic search. Restart r (r = 0 is the unchanged inputs) draws, per
- *   floating primary input, a scale 2^k (k in -4..4) and an offset in {0, +-1, +-4,
- *   +-16}, applies x' = offset + scale * x, runs the cumulative goldens that produce
- *   the operands, and scores the share of elements with |a - b| <= g max(|a|, |b|).
- *   The best restart's inputs are kept (ties: the earlier restart). A search that
- *   finds no such element at all is an error, not a silent pass.
- * - operands computed by earlier steps inside the same module cannot be reached from
- *   outside the module's golden: PG_ENOTSUP naming them. */
+ *   sub, add          r = |a -/+ b| / max(|a|, |b|)   (the operands within gap of each
+ *                                                      other: `expression: "a - b"`)
+ *   matmul            r = |sum_i a_i b_i| / sum_i |a_i b_i|
+ *   sum, mean, cumsum r = |sum_i x_i| / sum_i |x_i|
+ *
+ * The denominator is the same kernel on |operands| (|alpha|, |beta| for matmul; the
+ * elementwise maximum for sub/add), so broadcasting, transposes and axes follow the
+ * step. The generator maximises the share of target elements with r <= relative_gap:
+ *
+ * - construct (exact, when the operands are primary inputs):
+ *   sub/add of two inputs: y = x (1 + 0.9 g u), or -x (1 + 0.9 g u) for add, u uniform
+ *     in (-1, 1) from the case's search stream, so r <= 0.9 g elementwise;
+ *   matmul of two inputs: pair the contraction index, a[2p+1] = a[2p] and
+ *     b[2p+1] = -b[2p] (1 + g u) (b's last slice zeroed when K is odd), so every term
+ *     pair cancels up to g and r <= g / 2 for every element of every row and column;
+ *   sum/mean of an input: centre each reduced slice and shift it by c = g u mean|x| / 2,
+ *     so r ~ g |u| / 2 per slice.
+ * - search (operands from earlier modules, or no construction applies): restart 0 is
+ *   the unchanged inputs; restart r draws per floating primary input a scale 2^k
+ *   (k in -4..4), an offset from {0, +-1, +-4, +-16} and a sign pattern (none, random,
+ *   or alternating along one axis), applies x' = sign (offset + scale x), evaluates the
+ *   operands with the cumulative goldens and scores the share (ties: lower median r,
+ *   then the earlier restart). A search that finds no cancelling element is an error.
+ *
+ * Everything is scored single-threaded in double precision, so the chosen inputs are
+ * the same for any thread count. Operands computed by earlier steps inside the target's
+ * own module are not visible outside that module's golden: PG_ENOTSUP naming them. */
+
+enum cx_kind { CX_SUB = 0, CX_ADD, CX_MATMUL, CX_SUM, CX_MEAN, CX_CUMSUM };
+static const char *const cx_kernel_names[] = {"sub", "add", "matmul", "sum", "mean", "cumsum"};
+
+#define CX_MAX_ARGS 3
+#define CX_MAX_ATTRS 8
+#define CX_TEXT 128
+#define PG_STRESS_RESTARTS 32
+
+/* Where an operand of the target's step comes from: primary input `primary` (>= 0), or
+ * output `name` of module `module` (> 0). */
+struct operand {
+  int primary;
+  int module;
+  char name[PG_NAME_MAX];
+};
+
+struct cx_plan {
+  const struct pg_module *mod;
+  const struct pg_golden_step *step;
+  enum cx_kind kind;
+  int n_args;
+  struct operand args[CX_MAX_ARGS];
+  int n_attrs;
+  char attr_key[CX_MAX_ATTRS][64];
+  char attr_val[CX_MAX_ATTRS][CX_TEXT];
+};
 
 static int find_primary(const struct pg_contract *c, const char *name) {
   for (int i = 0; i < c->n_primary; i++)
@@ -234,7 +285,7 @@ static int find_primary(const struct pg_contract *c, const char *name) {
   return -1;
 }
 
-/* Copies text[0..len) without spaces into dst (size n); 0 when it does not fit. */
+/* Copies text[0..len) without blanks into dst (size n); 0 when empty or too long. */
 static int strip_copy(char *dst, size_t n, const char *text, size_t len) {
   size_t k = 0;
   for (size_t i = 0; i < len; i++) {
@@ -246,220 +297,661 @@ static int strip_copy(char *dst, size_t n, const char *text, size_t len) {
   return k > 0;
 }
 
-/* Parses "<target> = sub(x, y)" or "<target> = x - y" (spaces around '-' required:
- * names may contain '-'); returns 1 on a match. */
-static int sub_operands(const char *step, const char *target, char *x, char *y, size_t n) {
-  const char *eq = strchr(step, '=');
-  char lhs[PG_NAME_MAX];
-  if (!eq || !strip_copy(lhs, sizeof lhs, step, (size_t)(eq - step)) || strcmp(lhs, target) != 0)
-    return 0;
-  const char *r = eq + 1;
-  while (*r == ' ' || *r == '\t') r++;
-  const char *sep, *end;
-  if (strncmp(r, "sub", 3) == 0 && strchr(r, '(')) {
-    const char *open = strchr(r, '(');
-    for (const char *p = r + 3; p < open; p++)
-      if (*p != ' ' && *p != '\t') return 0; /* "subtract(" or similar */
-    r = open + 1;
-    sep = strchr(r, ',');
-    end = strrchr(r, ')');
-    if (!sep || !end || end < sep || strchr(sep + 1, ',')) return 0;
-  } else {
-    sep = strstr(r, " - ");
-    end = r + strlen(r);
-    if (!sep) return 0;
-  }
-  const char *b = sep + (*sep == ',' ? 1 : 3);
-  if (!strip_copy(x, n, r, (size_t)(sep - r)) || !strip_copy(y, n, b, (size_t)(end - b)))
-    return 0;
-  if (strpbrk(x, "()=") || strpbrk(y, "()=") || y[0] == '-') return 0;
+static int is_tensor_name(const char *s) {
+  if (!*s || *s == '-' || (*s >= '0' && *s <= '9')) return 0;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+          *s == '_' || *s == '.' || *s == '-'))
+      return 0;
   return 1;
 }
 
-/* Where an operand of module m's step comes from: primary input `primary` (>= 0), or
- * output `name` of module `module` (> 0). */
-struct operand {
-  int primary;
-  int module;
-  const char *name;
-};
+/* Does the left-hand side of `step` (outputs before '=') name `target`? Sets *n_outs. */
+static int step_defines(const char *step, const char *target, int *n_outs) {
+  const char *eq = strchr(step, '=');
+  *n_outs = 0;
+  if (!eq) return 0;
+  int hit = 0;
+  const char *p = step;
+  while (p < eq) {
+    const char *comma = memchr(p, ',', (size_t)(eq - p));
+    const char *end = comma ? comma : eq;
+    char name[PG_NAME_MAX];
+    if (strip_copy(name, sizeof name, p, (size_t)(end - p))) {
+      (*n_outs)++;
+      hit |= strcmp(name, target) == 0;
+    }
+    p = end + 1;
+  }
+  return hit;
+}
 
-static int resolve_operand(const struct pg_contract *c, const struct pg_module *m,
-                           const char *name, struct operand *o) {
+/* Reads the right-hand side of a step that defines the target into p (kind, argument
+ * names, raw attributes). Returns PG_OK, or PG_ENOTSUP with `why` filled. */
+static int parse_rhs(const char *step, struct cx_plan *p, char names[CX_MAX_ARGS][PG_NAME_MAX],
+                     char *why, size_t why_n) {
+  const char *r = strchr(step, '=') + 1;
+  while (*r == ' ' || *r == '\t') r++;
+  const char *open = strchr(r, '(');
+  char op[64] = "";
+  int fn = 0;
+  if (open && (size_t)(open - r) < sizeof op && strip_copy(op, sizeof op, r, (size_t)(open - r)) &&
+      is_tensor_name(op) && !strchr(op, '-'))
+    fn = 1;
+  p->n_args = 0;
+  p->n_attrs = 0;
+  if (!fn) { /* infix: "x - y" / "x + y", blanks around the operator (names may hold '-') */
+    const char *sep = strstr(r, " - ");
+    if (!sep) sep = strstr(r, " + ");
+    if (!sep || !strip_copy(names[0], PG_NAME_MAX, r, (size_t)(sep - r)) ||
+        !strip_copy(names[1], PG_NAME_MAX, sep + 3, strlen(sep + 3)) ||
+        !is_tensor_name(names[0]) || !is_tensor_name(names[1])) {
+      snprintf(why, why_n, "the step \"%s\" is neither op(args) nor 'x - y' / 'x + y'", step);
+      return PG_ENOTSUP;
+    }
+    p->kind = sep[1] == '-' ? CX_SUB : CX_ADD;
+    p->n_args = 2;
+    return PG_OK;
+  }
+  int kind = -1;
+  for (int k = 0; k < (int)(sizeof cx_kernel_names / sizeof *cx_kernel_names); k++)
+    if (strcmp(op, cx_kernel_names[k]) == 0) kind = k;
+  if (kind < 0) {
+    snprintf(why, why_n, "it is computed by '%s'; cancellation_stress supports sub, add, "
+             "matmul, sum, mean and cumsum (the kernels whose result is a signed sum of terms)",
+             op);
+    return PG_ENOTSUP;
+  }
+  p->kind = (enum cx_kind)kind;
+  const char *close = strrchr(open, ')');
+  if (!close) {
+    snprintf(why, why_n, "the step \"%s\" has no closing ')'", step);
+    return PG_ENOTSUP;
+  }
+  /* split the argument list at top-level commas */
+  const char *a = open + 1;
+  int depth = 0;
+  for (const char *q = a; q <= close; q++) {
+    if (*q == '(' || *q == '[') depth++;
+    else if ((*q == ')' || *q == ']') && q < close) depth--;
+    if (q < close && (depth > 0 || *q != ',')) continue;
+    const char *eq = NULL;
+    for (const char *t = a; t < q; t++)
+      if (*t == '=' && t[1] != '=') {
+        eq = t;
+        break;
+      }
+    if (eq) {
+      if (p->n_attrs == CX_MAX_ATTRS ||
+          !strip_copy(p->attr_key[p->n_attrs], sizeof p->attr_key[0], a, (size_t)(eq - a))) {
+        snprintf(why, why_n, "cannot read the attributes of \"%s\"", step);
+        return PG_ENOTSUP;
+      }
+      const char *v = eq + 1;
+      while (*v == ' ' || *v == '\t') v++;
+      size_t len = (size_t)(q - v);
+      while (len && (v[len - 1] == ' ' || v[len - 1] == '\t')) len--;
+      if (len >= CX_TEXT) len = CX_TEXT - 1;
+      memcpy(p->attr_val[p->n_attrs], v, len);
+      p->attr_val[p->n_attrs][len] = '\0';
+      p->n_attrs++;
+    } else if (q > a || *q == ',') {
+      if (p->n_args == CX_MAX_ARGS || !strip_copy(names[p->n_args], PG_NAME_MAX, a, (size_t)(q - a)) ||
+          !is_tensor_name(names[p->n_args])) {
+        snprintf(why, why_n, "cannot read the tensor arguments of \"%s\"", step);
+        return PG_ENOTSUP;
+      }
+      p->n_args++;
+    }
+    a = q + 1;
+  }
+  int want_lo = p->kind == CX_MATMUL ? 2 : p->kind <= CX_ADD ? 2 : 1;
+  int want_hi = p->kind == CX_MATMUL ? 3 : want_lo;
+  if (p->n_args < want_lo || p->n_args > want_hi) {
+    snprintf(why, why_n, "'%s' takes %d%s tensor argument%s, the step gives %d", op, want_lo,
+             want_hi > want_lo ? " or 3" : "", want_lo > 1 ? "s" : "", p->n_args);
+    return PG_ENOTSUP;
+  }
+  return PG_OK;
+}
+
+/* Resolves an argument of step `s` of module m as the golden engine does (step-locals,
+ * then m's declared inputs, then primary inputs, then the latest earlier module's
+ * output). 0: resolved; 1: a step-local of m (unreachable); 2: unknown. */
+static int resolve_arg(const struct pg_contract *c, const struct pg_module *m, int s,
+                       const char *name, struct operand *o) {
   o->primary = -1;
   o->module = 0;
-  o->name = name;
+  snprintf(o->name, sizeof o->name, "%s", name);
+  for (int k = 0; k < s; k++) {
+    int n_outs;
+    if (step_defines(m->golden.steps[k].text, name, &n_outs)) return 1;
+  }
   for (int i = 0; i < m->n_inputs; i++)
     if (m->inputs[i].name && strcmp(m->inputs[i].name, name) == 0) {
       if (m->inputs[i].source_module == 0) {
         o->primary = find_primary(c, name);
-        return o->primary >= 0;
+        return o->primary >= 0 ? 0 : 2;
       }
       o->module = m->inputs[i].source_module;
-      return o->module < m->id;
+      return o->module > 0 && o->module < m->id ? 0 : 2;
     }
-  return 0;
+  if ((o->primary = find_primary(c, name)) >= 0) return 0;
+  for (int j = m->id - 1; j >= 1; j--) {
+    const struct pg_module *mj = pg_contract_module(c, j);
+    for (int i = 0; mj && i < mj->n_outputs; i++)
+      if (mj->outputs[i].name && strcmp(mj->outputs[i].name, name) == 0) {
+        o->module = j;
+        return 0;
+      }
+  }
+  return 2;
 }
 
-/* Evaluates an operand into `out` (a view for primaries, owned for module outputs). */
-static int eval_operand(const struct pg_golden_env *env, const struct operand *o,
-                        struct pg_tensor *inputs, int n_primary, struct pg_tensor *out,
-                        struct pg_error *err) {
-  if (o->primary >= 0) {
-    const struct pg_tensor *src = &inputs[o->primary];
-    pg_tensor_describe(out, src->dtype, src->dl.ndim, src->shape, NULL);
-    out->dl.data = src->dl.data; /* a view: owned stays NULL */
-    return PG_OK;
+/* Finds how the target is computed. PG_OK fills p; otherwise an error naming why. */
+static int cx_plan_make(const struct pg_contract *c, const struct pg_case *cs,
+                        struct cx_plan *p, struct pg_error *err) {
+  const struct pg_cancellation_stress *st = &cs->cancellation;
+  const char *target = st->target ? st->target : "";
+  const char *id = cs->id ? cs->id : "?";
+  memset(p, 0, sizeof *p);
+  int step_index = -1;
+  for (int m = 0; !p->mod && m < c->n_modules; m++)
+    for (int s = 0; !p->mod && s < c->modules[m].golden.n_steps; s++) {
+      int n_outs;
+      if (c->modules[m].golden.kind == PG_GOLDEN_STEPS &&
+          step_defines(c->modules[m].golden.steps[s].text, target, &n_outs)) {
+        p->mod = &c->modules[m];
+        p->step = &c->modules[m].golden.steps[s];
+        step_index = s;
+        if (n_outs != 1)
+          return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: '%s' is one of "
+                              "%d outputs of a golden step; only single-output steps (sub, add, "
+                              "matmul, sum, mean, cumsum) are supported", id, target, n_outs);
+      }
+    }
+  if (!p->mod) {
+    if (find_primary(c, target) >= 0)
+      return pg_error_set(err, PG_EVALIDATE, "case %s: cancellation_stress: target '%s' is a "
+                          "primary input; name a tensor that a module's golden computes", id,
+                          target);
+    for (int m = 0; m < c->n_modules; m++)
+      for (int i = 0; i < c->modules[m].n_outputs; i++)
+        if (c->modules[m].outputs[i].name && strcmp(c->modules[m].outputs[i].name, target) == 0) {
+          const struct pg_golden_spec *g = &c->modules[m].golden;
+          if (g->kind == PG_GOLDEN_PLUGIN)
+            return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: '%s' is computed "
+                                "by golden plugin '%s' (module %d); cancellation_stress needs "
+                                "built-in golden steps to see how it is computed", id, target,
+                                g->plugin ? g->plugin : "?", c->modules[m].id);
+          return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: no golden step of "
+                              "module %d computes '%s'", id, c->modules[m].id, target);
+        }
+    return pg_error_set(err, PG_EVALIDATE, "case %s: cancellation_stress: no module's golden "
+                        "computes target '%s'", id, target);
   }
+  char why[400] = "", names[CX_MAX_ARGS][PG_NAME_MAX];
+  if (parse_rhs(p->step->text, p, names, why, sizeof why) != PG_OK)
+    return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: target '%s' (module %d): "
+                        "%s", id, target, p->mod->id, why);
+  for (int i = 0; i < p->n_args; i++) {
+    int r = resolve_arg(c, p->mod, step_index, names[i], &p->args[i]);
+    if (r == 1)
+      return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: operand '%s' of '%s' "
+                          "is computed by an earlier step inside module %d; values computed "
+                          "inside the module are not reachable (target a tensor whose operands "
+                          "are primary inputs or earlier modules' outputs)", id, names[i], target,
+                          p->mod->id);
+    if (r == 2)
+      return pg_error_set(err, PG_EVALIDATE, "case %s: cancellation_stress: operand '%s' of '%s' "
+                          "is neither an input of module %d nor a primary input", id, names[i],
+                          target, p->mod->id);
+  }
+  return PG_OK;
+}
+
+int pg_cancellation_check(const struct pg_contract *c, const struct pg_case *cs,
+                          struct pg_error *err) {
+  if (!cs || !cs->cancellation.present) return PG_OK;
+  struct cx_plan p;
+  return cx_plan_make(c, cs, &p, err);
+}
+
+int pg_suite_check_cancellation(const struct pg_contract *c, const struct pg_suite *s,
+                                struct pg_diags *diags) {
+  int n = 0;
+  for (int i = 0; i < s->n_cases; i++) {
+    struct pg_error e;
+    pg_error_clear(&e);
+    if (pg_cancellation_check(c, &s->cases[i], &e) == PG_OK) continue;
+    if (pg_diags_add(diags, PG_SEV_ERROR, s->path ? s->path : "", s->cases[i].mark.line,
+                     s->cases[i].mark.column, "cancellation", "%s", e.message) != PG_OK)
+      return PG_ENOMEM;
+    n++;
+  }
+  return n;
+}
+
+/* The step's attributes evaluated for def (bound dims); absolute values when `absval`. */
+static int cx_attrs(const struct cx_plan *p, const struct pg_kernel_def *def,
+                    const struct pg_bindings *dims, int absval,
+                    struct pg_attr_value vals[PG_KERNEL_MAX_ATTRS], int *n, struct pg_error *err) {
+  *n = pg_kernel_attrs_default(def, vals);
+  for (int k = 0; k < p->n_attrs; k++) {
+    int idx = pg_kernel_attr_index(def, p->attr_key[k]);
+    if (idx < 0 || idx >= PG_KERNEL_MAX_ATTRS)
+      return pg_error_set(err, PG_EINVAL, "%s: unknown attribute '%s'", def->name, p->attr_key[k]);
+    struct pg_attr_value *v = &vals[idx];
+    const char *text = p->attr_val[k];
+    enum pg_attr_type type = def->attrs[idx].type;
+    memset(v, 0, sizeof *v);
+    v->type = type;
+    double x = 0;
+    if (type == PG_ATTR_BOOL && (!strcmp(text, "true") || !strcmp(text, "True"))) x = 1;
+    else if (type == PG_ATTR_BOOL && (!strcmp(text, "false") || !strcmp(text, "False"))) x = 0;
+    else if (type == PG_ATTR_BOOL || type == PG_ATTR_FLOAT || type == PG_ATTR_INT) {
+      struct pg_error sub;
+      pg_error_clear(&sub);
+      int rc = pg_float_expr_eval(text, dims, &x, &sub);
+      if (rc != PG_OK)
+        return pg_error_set(err, rc, "%s: attribute '%s' = '%s': %s", def->name, p->attr_key[k],
+                            text, sub.message);
+    } else {
+      return pg_error_set(err, PG_ENOTSUP, "%s: attribute '%s' of this type is not supported "
+                          "by cancellation_stress", def->name, p->attr_key[k]);
+    }
+    v->b = x != 0;
+    v->f = x;
+    v->i = (int64_t)llround(x);
+  }
+  if (absval)
+    for (int d = 0; d < *n; d++)
+      if (vals[d].type == PG_ATTR_FLOAT) vals[d].f = fabs(vals[d].f);
+  return PG_OK;
+}
+
+static const struct pg_attr_value *attr_named(const struct pg_kernel_def *def,
+                                              const struct pg_attr_value *vals, const char *name) {
+  int i = pg_kernel_attr_index(def, name);
+  return i >= 0 && i < PG_KERNEL_MAX_ATTRS ? &vals[i] : NULL;
+}
+
+/* Evaluates an operand into `out` (float64, owned) from the primary inputs. */
+static int eval_operand(const struct pg_golden_env *env, const struct operand *o,
+                        const struct pg_tensor *inputs, int n_primary, struct pg_tensor *out,
+                        struct pg_error *err) {
   struct pg_tensor outs[PG_MAX_BOUNDARY_OUTPUTS];
   for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_init(&outs[i]);
-  int n_out = 0;
-  int rc = pg_golden_cumulative(env, o->module, inputs, n_primary, outs, &n_out, err);
-  int found = -1;
-  const struct pg_module *mod = pg_contract_module(env->contract, o->module);
-  for (int i = 0; rc == PG_OK && mod && i < n_out && i < mod->n_outputs; i++)
-    if (mod->outputs[i].name && strcmp(mod->outputs[i].name, o->name) == 0) found = i;
-  if (rc == PG_OK && found < 0)
-    rc = pg_error_set(err, PG_ENOTFOUND, "module %d has no output '%s'", o->module, o->name);
-  if (rc == PG_OK) pg_tensor_move(out, &outs[found]);
+  const struct pg_tensor *src = o->primary >= 0 ? &inputs[o->primary] : NULL;
+  int rc = PG_OK;
+  if (!src) {
+    int n_out = 0, found = -1;
+    rc = pg_golden_cumulative(env, o->module, inputs, n_primary, outs, &n_out, err);
+    const struct pg_module *mod = pg_contract_module(env->contract, o->module);
+    /* module k's outputs in declared order (phase N: final_outputs, matched by name) */
+    for (int i = 0; rc == PG_OK && mod && i < n_out; i++) {
+      const char *nm = o->module == env->contract->n_modules && i < env->contract->n_final
+                           ? env->contract->final_outputs[i].name
+                           : i < mod->n_outputs ? mod->outputs[i].name : NULL;
+      if (nm && strcmp(nm, o->name) == 0) found = i;
+    }
+    if (rc == PG_OK && found < 0)
+      rc = pg_error_set(err, PG_ENOTSUP, "module %d's boundary outputs do not include '%s'",
+                        o->module, o->name);
+    if (rc == PG_OK) src = &outs[found];
+  }
+  if (rc == PG_OK) rc = pg_tensor_alloc(out, PG_DTYPE_F64, src->dl.ndim, src->shape, err);
+  for (int64_t e = 0; rc == PG_OK && e < src->numel; e++)
+    ((double *)out->dl.data)[e] = pg_load_f64(src->dl.data, src->dtype, (size_t)e);
   for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_reset(&outs[i]);
   return rc;
 }
 
-static double score_pair(const struct pg_tensor *a, const struct pg_tensor *b, double gap) {
-  int64_t n = a->numel < b->numel ? a->numel : b->numel, hits = 0;
-  if (n == 0) return 0;
-  for (int64_t i = 0; i < n; i++) {
-    double x = pg_load_f64(a->dl.data, a->dtype, (size_t)i);
-    double y = pg_load_f64(b->dl.data, b->dtype, (size_t)i);
-    double m = fabs(x) > fabs(y) ? fabs(x) : fabs(y);
-    if (isfinite(x) && isfinite(y) && m > 0 && fabs(x - y) <= gap * m) hits++;
-  }
-  return (double)hits / (double)n;
+struct cx_eval {
+  int64_t n, hits, zeros;
+  double median;
+};
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
 }
 
+/* Scores the target on given inputs: r per element, share within gap, median. */
+static int cx_score(const struct cx_plan *p, const struct pg_golden_env *env,
+                    const struct pg_tensor *inputs, int n_primary, double gap,
+                    struct cx_eval *ev, struct pg_error *err) {
+  const struct pg_kernel_def *def = pg_kernel_find(cx_kernel_names[p->kind]);
+  const struct pg_kernel_def *den = p->kind <= CX_ADD ? pg_kernel_find("maximum") : def;
+  if (!def || !den) return pg_error_set(err, PG_EINTERNAL, "kernel '%s' is not built",
+                                        cx_kernel_names[p->kind]);
+  struct pg_tensor ops[CX_MAX_ARGS], abs_ops[CX_MAX_ARGS], t, d;
+  for (int i = 0; i < CX_MAX_ARGS; i++) pg_tensor_init(&ops[i]), pg_tensor_init(&abs_ops[i]);
+  pg_tensor_init(&t);
+  pg_tensor_init(&d);
+  int rc = PG_OK;
+  for (int i = 0; rc == PG_OK && i < p->n_args; i++)
+    rc = eval_operand(env, &p->args[i], inputs, n_primary, &ops[i], err);
+  for (int i = 0; rc == PG_OK && i < p->n_args; i++) {
+    rc = pg_tensor_alloc(&abs_ops[i], PG_DTYPE_F64, ops[i].dl.ndim, ops[i].shape, err);
+    for (int64_t e = 0; rc == PG_OK && e < ops[i].numel; e++)
+      ((double *)abs_ops[i].dl.data)[e] = fabs(((double *)ops[i].dl.data)[e]);
+  }
+  struct pg_attr_value av[PG_KERNEL_MAX_ATTRS], dv[PG_KERNEL_MAX_ATTRS];
+  int na = 0, nd = 0;
+  const struct pg_tensor *in[CX_MAX_ARGS] = {&ops[0], &ops[1], &ops[2]};
+  const struct pg_tensor *ain[CX_MAX_ARGS] = {&abs_ops[0], &abs_ops[1], &abs_ops[2]};
+  if (rc == PG_OK) rc = cx_attrs(p, def, env->dims, 0, av, &na, err);
+  if (rc == PG_OK) rc = cx_attrs(p, den, env->dims, 1, dv, &nd, err);
+  if (rc == PG_OK) rc = pg_kernel_invoke(def, in, p->n_args, av, na, 1, &t, err);
+  if (rc == PG_OK) rc = pg_kernel_invoke(den, ain, p->n_args, dv, nd, 1, &d, err);
+  if (rc == PG_OK && t.numel != d.numel)
+    rc = pg_error_set(err, PG_EINTERNAL, "result and magnitude shapes differ");
+  double *r = NULL;
+  if (rc == PG_OK && !(r = malloc((size_t)(t.numel ? t.numel : 1) * sizeof *r)))
+    rc = pg_error_set(err, PG_ENOMEM, "out of memory");
+  if (rc == PG_OK) {
+    memset(ev, 0, sizeof *ev);
+    ev->n = t.numel;
+    const double *tv = t.dl.data, *dd = d.dl.data;
+    for (int64_t e = 0; e < t.numel; e++) {
+      double x = fabs(tv[e]), m = dd[e];
+      r[e] = isfinite(x) && isfinite(m) && m > 0 ? x / m : INFINITY;
+      ev->hits += r[e] <= gap;
+      ev->zeros += r[e] == 0;
+    }
+    qsort(r, (size_t)t.numel, sizeof *r, cmp_double);
+    ev->median = t.numel ? r[t.numel / 2] : INFINITY;
+  }
+  free(r);
+  for (int i = 0; i < CX_MAX_ARGS; i++) pg_tensor_reset(&ops[i]), pg_tensor_reset(&abs_ops[i]);
+  pg_tensor_reset(&t);
+  pg_tensor_reset(&d);
+  return rc;
+}
+
+/* u uniform in (-1, 1): word i of the stream. */
+static double stream_u(const struct pg_rng_stream *s, uint64_t i) {
+  uint32_t w[4];
+  pg_rng_block(s, i / 4, w);
+  return 2.0 * pg_rng_u01(w[i % 4]) - 1.0;
+}
+
+/* (outer, K, inner) view of a tensor around axis. */
+static void split_axis(const struct pg_tensor *t, int axis, int64_t *outer, int64_t *k,
+                       int64_t *inner) {
+  *outer = 1;
+  *inner = 1;
+  for (int a = 0; a < axis; a++) *outer *= t->shape[a];
+  for (int a = axis + 1; a < t->dl.ndim; a++) *inner *= t->shape[a];
+  *k = t->dl.ndim ? t->shape[axis] : 1;
+}
+
+/* Exact constructions (see the section comment). Returns 1 when one applied, 0 when
+ * the step does not allow one (the caller searches), negative on error. */
+static int cx_construct(const struct cx_plan *p, const struct pg_case *cs,
+                        const struct pg_bindings *dims, struct pg_tensor *inputs,
+                        struct pg_error *err) {
+  const struct pg_cancellation_stress *st = &cs->cancellation;
+  double gap = st->relative_gap > 0 ? st->relative_gap : 1e-5;
+  uint64_t seed = st->seed ? st->seed : pg_case_seed(cs);
+  for (int i = 0; i < p->n_args; i++)
+    if (p->args[i].primary < 0 || !pg_dtype_is_float(inputs[p->args[i].primary].dtype)) return 0;
+  struct pg_rng_stream rs;
+  if (p->kind == CX_SUB || p->kind == CX_ADD) {
+    struct pg_tensor *tx = &inputs[p->args[0].primary], *ty = &inputs[p->args[1].primary];
+    if (p->args[0].primary == p->args[1].primary || tx->numel != ty->numel) return 0;
+    pg_rng_stream_init(&rs, seed, ty->name, PG_RNG_SEARCH);
+    /* Inside the gap, not on it: y rounded to its dtype may move by half an ulp. */
+    double g = 0.9 * gap, sign = p->kind == CX_SUB ? 1.0 : -1.0;
+    uint32_t w[4];
+    for (int64_t i = 0; i < ty->numel; i++) {
+      if (i % 4 == 0) pg_rng_block(&rs, (uint64_t)i / 4, w);
+      double u = 2.0 * pg_rng_u01(w[i % 4]) - 1.0;
+      double xv = pg_load_f64(tx->dl.data, tx->dtype, (size_t)i);
+      pg_store_f64(ty->dl.data, ty->dtype, (size_t)i, sign * xv * (1.0 + g * u));
+    }
+    return 1;
+  }
+  const struct pg_kernel_def *def = pg_kernel_find(cx_kernel_names[p->kind]);
+  struct pg_attr_value av[PG_KERNEL_MAX_ATTRS];
+  int na;
+  if (!def) return 0;
+  PG_RETURN_IF_ERROR(cx_attrs(p, def, dims, 0, av, &na, err));
+  if (p->kind == CX_MATMUL) {
+    if (p->n_args != 2 || p->args[0].primary == p->args[1].primary) return 0;
+    struct pg_tensor *ta = &inputs[p->args[0].primary], *tb = &inputs[p->args[1].primary];
+    const struct pg_attr_value *tra = attr_named(def, av, "trans_a"),
+                               *trb = attr_named(def, av, "trans_b");
+    int nda = ta->dl.ndim, ndb = tb->dl.ndim;
+    if (nda < 1 || ndb < 1) return 0;
+    int ka = nda == 1 ? 0 : (tra && tra->b) ? nda - 2 : nda - 1;
+    int kb = ndb == 1 ? 0 : (trb && trb->b) ? ndb - 1 : ndb - 2;
+    int64_t ao, ak, ai, bo, bk, bi;
+    split_axis(ta, ka, &ao, &ak, &ai);
+    split_axis(tb, kb, &bo, &bk, &bi);
+    if (ak != bk) return 0; /* the kernel reports the mismatch itself */
+    if (ak < 2)
+      return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: '%s' contracts over "
+                          "%lld element%s; a single product cannot cancel", cs->id,
+                          st->target, (long long)ak, ak == 1 ? "" : "s");
+    for (int64_t o = 0; o < ao; o++) /* a[2p+1] = a[2p] */
+      for (int64_t k = 1; k < ak; k += 2)
+        for (int64_t i = 0; i < ai; i++) {
+          size_t dst = (size_t)((o * ak + k) * ai + i), src = dst - (size_t)ai;
+          pg_store_f64(ta->dl.data, ta->dtype, dst, pg_load_f64(ta->dl.data, ta->dtype, src));
+        }
+    pg_rng_stream_init(&rs, seed, tb->name, PG_RNG_SEARCH);
+    for (int64_t o = 0; o < bo; o++) /* b[2p+1] = -b[2p] (1 + g u); odd K: last slice 0 */
+      for (int64_t k = 1; k <= bk; k += 2)
+        for (int64_t i = 0; i < bi; i++) {
+          if (k == bk) {
+            pg_store_f64(tb->dl.data, tb->dtype, (size_t)((o * bk + k - 1) * bi + i), 0.0);
+            continue;
+          }
+          size_t dst = (size_t)((o * bk + k) * bi + i), src = dst - (size_t)bi;
+          double v = pg_load_f64(tb->dl.data, tb->dtype, src);
+          pg_store_f64(tb->dl.data, tb->dtype, dst, -v * (1.0 + gap * stream_u(&rs, dst)));
+        }
+    return 1;
+  }
+  if (p->kind == CX_SUM || p->kind == CX_MEAN) {
+    struct pg_tensor *tx = &inputs[p->args[0].primary];
+    const struct pg_attr_value *ax = attr_named(def, av, "axis");
+    int axis = ax ? (int)ax->i : -1;
+    if (tx->dl.ndim < 1) return 0;
+    if (axis < 0) axis += tx->dl.ndim;
+    if (axis < 0 || axis >= tx->dl.ndim) return 0; /* the kernel reports it */
+    int64_t xo, xk, xi;
+    split_axis(tx, axis, &xo, &xk, &xi);
+    if (xk < 2)
+      return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: '%s' reduces over "
+                          "%lld element%s; nothing can cancel", cs->id, st->target,
+                          (long long)xk, xk == 1 ? "" : "s");
+    pg_rng_stream_init(&rs, seed, tx->name, PG_RNG_SEARCH);
+    for (int64_t o = 0; o < xo; o++)
+      for (int64_t i = 0; i < xi; i++) {
+        double mean = 0, mabs = 0;
+        for (int64_t k = 0; k < xk; k++)
+          mean += pg_load_f64(tx->dl.data, tx->dtype, (size_t)((o * xk + k) * xi + i));
+        mean /= (double)xk;
+        for (int64_t k = 0; k < xk; k++)
+          mabs += fabs(pg_load_f64(tx->dl.data, tx->dtype, (size_t)((o * xk + k) * xi + i)) - mean);
+        mabs /= (double)xk;
+        double shift = 0.5 * gap * stream_u(&rs, (uint64_t)(o * xi + i)) * mabs;
+        for (int64_t k = 0; k < xk; k++) {
+          size_t e = (size_t)((o * xk + k) * xi + i);
+          pg_store_f64(tx->dl.data, tx->dtype, e,
+                       pg_load_f64(tx->dl.data, tx->dtype, e) - mean + shift);
+        }
+      }
+    return 1;
+  }
+  return 0;
+}
+
+/* x' = sign (offset + scale x) per floating input; sign: 0 none, 1 random, 2+a
+ * alternating along axis a. */
 static void apply_knobs(const struct pg_tensor *src, struct pg_tensor *dst, int n,
-                        const double *scale, const double *offset) {
+                        const double *scale, const double *offset, const int *sign,
+                        uint64_t sign_seed) {
   for (int i = 0; i < n; i++) {
     memcpy(dst[i].dl.data, src[i].dl.data, src[i].nbytes);
-    if (!pg_dtype_is_float(src[i].dtype) || (scale[i] == 1.0 && offset[i] == 0.0)) continue;
-    for (int64_t e = 0; e < src[i].numel; e++)
-      pg_store_f64(dst[i].dl.data, dst[i].dtype, (size_t)e,
-                   offset[i] + scale[i] * pg_load_f64(src[i].dl.data, src[i].dtype, (size_t)e));
+    if (!pg_dtype_is_float(src[i].dtype) ||
+        (scale[i] == 1.0 && offset[i] == 0.0 && sign[i] == 0))
+      continue;
+    struct pg_rng_stream rs;
+    pg_rng_stream_init(&rs, sign_seed, src[i].name, PG_RNG_SEARCH);
+    int64_t stride = 1, len = 1;
+    if (sign[i] >= 2) {
+      int a = sign[i] - 2;
+      for (int b = a + 1; b < src[i].dl.ndim; b++) stride *= src[i].shape[b];
+      len = src[i].shape[a];
+    }
+    for (int64_t e = 0; e < src[i].numel; e++) {
+      double v = offset[i] + scale[i] * pg_load_f64(src[i].dl.data, src[i].dtype, (size_t)e);
+      if (sign[i] == 1 && stream_u(&rs, (uint64_t)e) < 0) v = -v;
+      if (sign[i] >= 2 && ((e / stride) % len) % 2 == 1) v = -v;
+      pg_store_f64(dst[i].dl.data, dst[i].dtype, (size_t)e, v);
+    }
   }
 }
 
-#define PG_STRESS_RESTARTS 16
+/* Better: a larger share, then a lower median r. */
+static int cx_better(const struct cx_eval *a, const struct cx_eval *b) {
+  if (a->hits != b->hits) return a->hits > b->hits;
+  return a->median < b->median;
+}
 
-static int search_cancellation(const struct pg_contract *c, const struct pg_case *cs,
-                               const struct pg_bindings *dims, int n_threads,
-                               const struct operand *oa, const struct operand *ob,
-                               struct pg_tensor *inputs, struct pg_error *err) {
+static int cx_search(const struct cx_plan *p, const struct pg_contract *c,
+                     const struct pg_case *cs, const struct pg_golden_env *env, double gap,
+                     struct pg_tensor *inputs, struct cx_eval *plain, struct cx_eval *best_ev,
+                     struct pg_error *err) {
   const struct pg_cancellation_stress *st = &cs->cancellation;
   int n = c->n_primary, rc = PG_OK;
-  double gap = st->relative_gap > 0 ? st->relative_gap : 1e-5;
-  struct pg_golden_env env = {c, dims, cs->dtypes, cs->n_dtypes, 32, NULL, n_threads};
-  struct pg_tensor *work = calloc((size_t)(n ? n : 1), sizeof *work);
-  double *scale = calloc((size_t)(n ? n : 1) * 4, sizeof *scale);
-  if (!work || !scale) {
+  size_t nn = (size_t)(n ? n : 1);
+  struct pg_tensor *work = calloc(nn, sizeof *work);
+  double *knobs = calloc(nn * 4, sizeof *knobs);
+  int *signs = calloc(nn * 2, sizeof *signs);
+  if (!work || !knobs || !signs) {
     free(work);
-    free(scale);
+    free(knobs);
+    free(signs);
     return pg_error_set(err, PG_ENOMEM, "case %s: out of memory", cs->id);
   }
-  double *offset = scale + n, *best_scale = scale + 2 * n, *best_offset = scale + 3 * n;
+  double *scale = knobs, *offset = knobs + n, *best_scale = knobs + 2 * n,
+         *best_offset = knobs + 3 * n;
+  int *sign = signs, *best_sign = signs + n;
+  for (int i = 0; i < n; i++) pg_tensor_init(&work[i]);
   for (int i = 0; i < n && rc == PG_OK; i++) {
-    pg_tensor_init(&work[i]);
     pg_tensor_set_name(&work[i], inputs[i].name);
     rc = pg_tensor_alloc(&work[i], inputs[i].dtype, inputs[i].dl.ndim, inputs[i].shape, err);
   }
+  uint64_t seed = st->seed ? st->seed : pg_case_seed(cs);
   struct pg_rng_stream rs;
-  pg_rng_stream_init(&rs, st->seed ? st->seed : pg_case_seed(cs), st->target, PG_RNG_SEARCH);
+  pg_rng_stream_init(&rs, seed, st->target, PG_RNG_SEARCH);
   static const double offsets[] = {0, 1, -1, 4, -4, 16, -16, 0};
-  double best = -1;
+  int best_r = -1;
   for (int r = 0; rc == PG_OK && r < PG_STRESS_RESTARTS; r++) {
     for (int i = 0; i < n; i++) {
       uint32_t w[4];
       pg_rng_block(&rs, (uint64_t)r * 4096u + (uint64_t)i, w);
-      scale[i] = r == 0 ? 1.0 : ldexp(1.0, (int)(w[0] % 9u) - 4);
+      scale[i] = r == 0 ? 1.0 : ldexp(1.0, (int)(w[0] % 9u) - 6);
       offset[i] = r == 0 ? 0.0 : offsets[w[1] % 8u];
+      sign[i] = r == 0 ? 0 : (int)(w[2] % (uint32_t)(2 + inputs[i].dl.ndim));
     }
-    apply_knobs(inputs, work, n, scale, offset);
-    struct pg_tensor a, b;
-    pg_tensor_init(&a);
-    pg_tensor_init(&b);
+    apply_knobs(inputs, work, n, scale, offset, sign, seed + (uint64_t)r);
+    struct cx_eval ev;
     struct pg_error sub;
     pg_error_clear(&sub);
-    rc = eval_operand(&env, oa, work, n, &a, &sub);
-    if (rc == PG_OK) rc = eval_operand(&env, ob, work, n, &b, &sub);
-    if (rc == PG_OK) {
-      double sc = score_pair(&a, &b, gap);
-      if (sc > best) {
-        best = sc;
-        memcpy(best_scale, scale, (size_t)n * sizeof *scale);
-        memcpy(best_offset, offset, (size_t)n * sizeof *offset);
-      }
-    } else {
-      pg_error_set(err, rc, "case %s: cancellation_stress: evaluating '%s' and '%s': %s",
-                   cs->id, oa->name, ob->name, sub.message);
+    rc = cx_score(p, env, work, n, gap, &ev, &sub);
+    if (rc != PG_OK) {
+      pg_error_set(err, rc, "case %s: cancellation_stress: evaluating '%s': %s", cs->id,
+                   st->target, sub.message);
+      break;
     }
-    pg_tensor_reset(&a);
-    pg_tensor_reset(&b);
+    if (r == 0) *plain = ev;
+    if (best_r < 0 || cx_better(&ev, best_ev)) {
+      best_r = r;
+      *best_ev = ev;
+      memcpy(best_scale, scale, (size_t)n * sizeof *scale);
+      memcpy(best_offset, offset, (size_t)n * sizeof *offset);
+      memcpy(best_sign, sign, (size_t)n * sizeof *sign);
+    }
   }
-  if (rc == PG_OK && best <= 0)
+  if (rc == PG_OK && best_ev->hits == 0)
     rc = pg_error_set(err, PG_EVALIDATE,
-                      "case %s: cancellation_stress: %d restarts found no element where '%s' "
-                      "and '%s' are within relative_gap %g", cs->id, PG_STRESS_RESTARTS,
-                      oa->name, ob->name, gap);
-  if (rc == PG_OK) { /* keep the best restart's inputs */
-    apply_knobs(inputs, work, n, best_scale, best_offset);
+                      "case %s: cancellation_stress: %d restarts found no element of '%s' with "
+                      "cancellation ratio r <= relative_gap %g (best median r %.3g)", cs->id,
+                      PG_STRESS_RESTARTS, st->target, gap, best_ev->median);
+  if (rc == PG_OK && best_r > 0) { /* keep the best restart's inputs */
+    apply_knobs(inputs, work, n, best_scale, best_offset, best_sign, seed + (uint64_t)best_r);
     for (int i = 0; i < n; i++) memcpy(inputs[i].dl.data, work[i].dl.data, inputs[i].nbytes);
   }
   for (int i = 0; i < n; i++) pg_tensor_reset(&work[i]);
   free(work);
-  free(scale);
+  free(knobs);
+  free(signs);
   return rc;
 }
 
+static void fmt_share(char *buf, size_t n, int64_t hits, int64_t total) {
+  snprintf(buf, n, "%.1f%%", total ? 100.0 * (double)hits / (double)total : 0.0);
+}
+
 static int stress_cancellation(const struct pg_contract *c, const struct pg_case *cs,
-                               const struct pg_bindings *dims, int n_threads,
-                               struct pg_tensor *inputs, struct pg_error *err) {
+                               const struct pg_bindings *dims, struct pg_tensor *inputs,
+                               struct pg_cancel_result *res, struct pg_error *err) {
   const struct pg_cancellation_stress *st = &cs->cancellation;
-  const char *target = st->target ? st->target : "";
-  char x[PG_NAME_MAX] = "", y[PG_NAME_MAX] = "";
-  const struct pg_module *mod = NULL;
-  for (int m = 0; !mod && m < c->n_modules; m++)
-    for (int s = 0; !mod && s < c->modules[m].golden.n_steps; s++)
-      if (sub_operands(c->modules[m].golden.steps[s].text, target, x, y, sizeof x))
-        mod = &c->modules[m];
-  if (!mod)
-    return pg_error_set(err, PG_ENOTSUP,
-                        "case %s: cancellation_stress: no golden step computes '%s' as a "
-                        "subtraction (sub(a, b) or a - b)", cs->id, target);
-  struct operand oa, ob;
-  if (!resolve_operand(c, mod, x, &oa) || !resolve_operand(c, mod, y, &ob))
-    return pg_error_set(err, PG_ENOTSUP,
-                        "case %s: cancellation_stress: the operands of '%s' ('%s', '%s') must be "
-                        "inputs of module %d (primary inputs or earlier modules' outputs); "
-                        "values computed inside the module are not reachable", cs->id, target,
-                        x, y, mod->id);
-  if (oa.primary < 0 || ob.primary < 0 || oa.primary == ob.primary)
-    return search_cancellation(c, cs, dims, n_threads, &oa, &ob, inputs, err);
-  struct pg_tensor *tx = &inputs[oa.primary], *ty = &inputs[ob.primary];
-  if (tx->numel != ty->numel || !pg_dtype_is_float(ty->dtype))
-    return pg_error_set(err, PG_ENOTSUP,
-                        "case %s: cancellation_stress: '%s' and '%s' need the same element count "
-                        "and a floating dtype", cs->id, x, y);
-  struct pg_rng_stream rs;
-  pg_rng_stream_init(&rs, st->seed ? st->seed : pg_case_seed(cs), y, PG_RNG_SEARCH);
-  /* Inside the gap, not on it: u in (-1, 1) and y rounded to its dtype may move by half
-   * an ulp, so the construction aims at 0.9 of the gap. */
-  double gap = 0.9 * (st->relative_gap > 0 ? st->relative_gap : 1e-5);
-  uint32_t w[4];
-  for (int64_t i = 0; i < ty->numel; i++) {
-    if (i % 4 == 0) pg_rng_block(&rs, (uint64_t)i / 4, w);
-    double u = 2.0 * pg_rng_u01(w[i % 4]) - 1.0;
-    double xv = pg_load_f64(tx->dl.data, tx->dtype, (size_t)i);
-    pg_store_f64(ty->dl.data, ty->dtype, (size_t)i, xv * (1.0 + gap * u));
+  struct cx_plan p;
+  PG_RETURN_IF_ERROR(cx_plan_make(c, cs, &p, err));
+  double gap = st->relative_gap > 0 ? st->relative_gap : 1e-5;
+  /* single-threaded scoring: the chosen inputs must not depend on the thread count */
+  struct pg_golden_env env = {c, dims, cs->dtypes, cs->n_dtypes, 32, NULL, 1};
+  struct cx_eval plain, done;
+  memset(&plain, 0, sizeof plain);
+  memset(&done, 0, sizeof done);
+  struct pg_error sub;
+  pg_error_clear(&sub);
+  int rc = cx_score(&p, &env, inputs, c->n_primary, gap, &plain, &sub);
+  if (rc != PG_OK)
+    return pg_error_set(err, rc, "case %s: cancellation_stress: evaluating '%s': %s", cs->id,
+                        st->target, sub.message);
+  int constructed = cx_construct(&p, cs, dims, inputs, err);
+  if (constructed < 0) return constructed;
+  int restarts = 0;
+  if (constructed) {
+    rc = cx_score(&p, &env, inputs, c->n_primary, gap, &done, &sub);
+    if (rc != PG_OK)
+      return pg_error_set(err, rc, "case %s: cancellation_stress: evaluating '%s': %s", cs->id,
+                          st->target, sub.message);
+  } else {
+    PG_RETURN_IF_ERROR(cx_search(&p, c, cs, &env, gap, inputs, &plain, &done, err));
+    restarts = PG_STRESS_RESTARTS;
+  }
+  if (res) {
+    memset(res, 0, sizeof *res);
+    res->present = 1;
+    snprintf(res->target, sizeof res->target, "%s", st->target);
+    snprintf(res->kernel, sizeof res->kernel, "%s", cx_kernel_names[p.kind]);
+    snprintf(res->method, sizeof res->method, "%s", constructed ? "construct" : "search");
+    res->relative_gap = gap;
+    res->n = done.n;
+    res->share = done.n ? (double)done.hits / (double)done.n : 0;
+    res->share_plain = plain.n ? (double)plain.hits / (double)plain.n : 0;
+    res->median_r = done.median;
+    res->median_r_plain = plain.median;
+    res->restarts = restarts;
+    char a[32], b[32], z[64] = "";
+    fmt_share(a, sizeof a, done.hits, done.n);
+    fmt_share(b, sizeof b, plain.hits, plain.n);
+    if (done.zeros * 10 >= done.n && done.n)
+      snprintf(z, sizeof z, "; %.1f%% cancel to exactly 0 (gap below the dtype's resolution?)",
+               100.0 * (double)done.zeros / (double)done.n);
+    snprintf(res->note, sizeof res->note,
+             "cancellation_stress %s (%s, %s): %s of %lld elements with r <= %g (plain inputs "
+             "%s), median r %.3g (plain %.3g)%s", st->target, cx_kernel_names[p.kind],
+             res->method, a, (long long)done.n, gap, b, done.median, plain.median, z);
   }
   return PG_OK;
 }
