@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +121,28 @@ static void child_setup(const struct pg_sandbox_opts *o, int out_w, int err_w) {
   }
 }
 
+/* opts->stamp_exit: a thread that notes when the child exits without reaping it
+ * (WNOWAIT), so the reaper may come much later. If the reaper wins the race the
+ * thread gets ECHILD and notes nothing: then the reap time is exact anyway. */
+struct exit_stamp {
+  pthread_t tid;
+  pid_t pid;
+  double at;
+};
+
+static void *exit_stamp_main(void *arg) {
+  struct exit_stamp *s = arg;
+  siginfo_t si;
+  for (;;) {
+    if (waitid(P_PID, (id_t)s->pid, &si, WEXITED | WNOWAIT) == 0) {
+      s->at = now_ms();
+      break;
+    }
+    if (errno != EINTR) break;
+  }
+  return NULL;
+}
+
 int pg_sandbox_start(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *opts,
                      struct pg_sandbox_proc *p, struct pg_error *err) {
   memset(p, 0, sizeof *p);
@@ -167,6 +190,14 @@ int pg_sandbox_start(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *
   p->err_fd = perr[0];
   p->t0 = t0;
   p->end_ms = end;
+  if (opts && opts->stamp_exit) {
+    struct exit_stamp *es = calloc(1, sizeof *es);
+    if (es) {
+      es->pid = pid;
+      if (pthread_create(&es->tid, NULL, exit_stamp_main, es) == 0) p->exit_stamp = es;
+      else free(es); /* no stamp: the reap time stands in */
+    }
+  }
   return PG_OK;
 }
 
@@ -256,6 +287,12 @@ int pg_sandbox_wait(struct pg_sandbox_proc *p, struct pg_sandbox_result *r,
   close(pout0);
   close(perr0);
   double end = p->end_ms ? *p->end_ms : 0.0;
+  if (p->exit_stamp) {
+    struct exit_stamp *es = p->exit_stamp;
+    pthread_join(es->tid, NULL); /* the child is reaped: waitid has returned */
+    if (end <= 0.0 && es->at > 0.0) end = es->at;
+    free(es);
+  }
   r->wall_ms = (end > 0.0 && !r->timed_out ? end : reaped_at) - t0;
   if (p->end_ms) munmap((void *)p->end_ms, sizeof *p->end_ms);
   memset(p, 0, sizeof *p);

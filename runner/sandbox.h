@@ -37,6 +37,9 @@ struct pg_sandbox_opts {
   double timeout_s;     /* <= 0: no timeout */
   uint64_t rlimit_as;   /* address-space limit in bytes for the child; 0 = inherited */
   size_t capture_max;   /* bytes kept per stream (the tail); 0 = 64 KiB */
+  int stamp_exit;       /* pg_sandbox_start: note when the child exits (a helper thread
+                           waits for it), for a child that exec()s and so cannot stamp
+                           its own end; see wall_ms */
 };
 
 struct pg_sandbox_result {
@@ -63,14 +66,15 @@ int pg_sandbox_run(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *op
  * pg_sandbox_wait must then be called exactly once (it reaps the child, closes the
  * pipes, frees `p`). The timeout counts from the fork — unless a capture pipe is full
  * when waiting starts (the child may have been blocked on the caller), then from then.
- * wall_ms is the child's own: from the fork to when fn returned in the child (to the
- * reap for a child that crashed, exec'd or timed out). */
+ * wall_ms is the child's own: from the fork to when fn returned in the child, or else
+ * to when it exited (opts->stamp_exit), or else to the reap. */
 struct pg_sandbox_proc {
   int pid;                 /* 0: nothing started */
   int pidfd, out_fd, err_fd;
   size_t cap;
   double t0, timeout_ms;
   volatile double *end_ms; /* shared page stamped by the child */
+  void *exit_stamp;        /* the helper of opts->stamp_exit, or NULL */
 };
 int pg_sandbox_start(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *opts,
                      struct pg_sandbox_proc *p, struct pg_error *err);

@@ -284,7 +284,7 @@ int pg_impl_start(const struct pg_impl *impl, const struct pg_impl_request *req,
   else if (impl->kind == PG_IMPL_PLUGIN)
     p->rc = pg__plugin_start(p, out, err);
   else if (impl->kind == PG_IMPL_EXEC)
-    p->rc = pg__exec_invoke(impl, req, out, err);
+    p->rc = pg__exec_start(p, out, err);
   else if (impl->kind == PG_IMPL_REPLAY)
     p->rc = pg__replay_invoke(impl, req, out, err);
   else
@@ -293,7 +293,9 @@ int pg_impl_start(const struct pg_impl *impl, const struct pg_impl_request *req,
 }
 
 int pg_impl_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out, struct pg_error *err) {
-  if (p->running) p->rc = pg__plugin_finish(p, out, err);
+  if (p->running)
+    p->rc = p->impl->kind == PG_IMPL_EXEC ? pg__exec_finish(p, out, err)
+                                          : pg__plugin_finish(p, out, err);
   p->running = 0;
   return p->rc;
 }

@@ -94,8 +94,8 @@ int pg_impl_invoke(const struct pg_impl *impl, const struct pg_impl_request *req
                    struct pg_impl_outcome *out, struct pg_error *err);
 
 /* The same call in two steps, so the runner can compute the golden while the impl
- * runs: pg_impl_start launches it (plugin: forks the child and returns at once; exec
- * and replay: do the whole call), pg_impl_finish waits for it and fills `out` as
+ * runs: pg_impl_start launches it (plugin, exec: the child is forked and start returns
+ * at once; replay: the whole call), pg_impl_finish waits for it and fills `out` as
  * pg_impl_invoke would. finish must be called exactly once after start, with the same
  * `out`; `req` and everything it points to must stay valid until then. */
 struct pg_impl_pending {
@@ -107,6 +107,7 @@ struct pg_impl_pending {
   void *hdr;                 /* plugin: the shared header page */
   size_t map_size[PG_IMPL_MAX_OUTPUTS];
   char symbol[160];
+  char work[4096];           /* exec: the case directory */
 };
 int pg_impl_start(const struct pg_impl *impl, const struct pg_impl_request *req,
                   struct pg_impl_pending *p, struct pg_impl_outcome *out, struct pg_error *err);
@@ -120,8 +121,10 @@ int pg__plugin_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
                      struct pg_error *err);
 int pg__plugin_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
                       struct pg_error *err);
-int pg__exec_invoke(const struct pg_impl *impl, const struct pg_impl_request *req,
-                    struct pg_impl_outcome *out, struct pg_error *err);
+int pg__exec_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                   struct pg_error *err);
+int pg__exec_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                    struct pg_error *err);
 int pg__replay_invoke(const struct pg_impl *impl, const struct pg_impl_request *req,
                       struct pg_impl_outcome *out, struct pg_error *err);
 /* Reads the expected outputs from dir (<name>.npy or outputs.safetensors), checking

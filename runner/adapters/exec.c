@@ -109,8 +109,10 @@ static void safe_name(const char *s, char *buf, size_t size) {
   buf[n] = '\0';
 }
 
-int pg__exec_invoke(const struct pg_impl *impl, const struct pg_impl_request *req,
-                    struct pg_impl_outcome *out, struct pg_error *err) {
+int pg__exec_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                   struct pg_error *err) {
+  const struct pg_impl *impl = p->impl;
+  const struct pg_impl_request *req = p->req;
   const char *base = req->work_dir;
   if (!base || !*base) base = getenv("TMPDIR");
   if (!base || !*base) base = "/tmp";
@@ -118,11 +120,13 @@ int pg__exec_invoke(const struct pg_impl *impl, const struct pg_impl_request *re
   safe_name(req->case_id, cid, sizeof cid);
   safe_name(req->mode, mode, sizeof mode);
   mkdir(base, 0777);
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s/pg-%s.%s.XXXXXX", base, cid, mode);
-  if (!mkdtemp(dir))
+  char *dir = p->work;
+  snprintf(p->work, sizeof p->work, "%s/pg-%s.%s.XXXXXX", base, cid, mode);
+  if (!mkdtemp(dir)) {
+    p->work[0] = '\0';
     return pg_error_set(err, PG_EIO, "cannot create a case directory under %s: %s", base,
                         strerror(errno));
+  }
   char in_dir[4200], out_dir[4200], request[4200];
   snprintf(in_dir, sizeof in_dir, "%s/in", dir);
   snprintf(out_dir, sizeof out_dir, "%s/out", dir);
@@ -130,17 +134,18 @@ int pg__exec_invoke(const struct pg_impl *impl, const struct pg_impl_request *re
   int rc = PG_OK;
   if (mkdir(in_dir, 0777) != 0 || mkdir(out_dir, 0777) != 0) {
     rc = pg_error_set(err, PG_EIO, "%s: cannot create in/ and out/: %s", dir, strerror(errno));
-    goto done;
+    goto fail;
   }
   for (int i = 0; i < req->n_inputs; i++) {
-    char p[4600];
-    snprintf(p, sizeof p, "%s/%s.npy", in_dir, req->inputs[i].name);
-    rc = pg_npy_write(p, &req->inputs[i], err);
-    if (rc != PG_OK) goto done;
+    char path[4600];
+    snprintf(path, sizeof path, "%s/%s.npy", in_dir, req->inputs[i].name);
+    rc = pg_npy_write(path, &req->inputs[i], err);
+    if (rc != PG_OK) goto fail;
   }
   rc = write_request(request, dir, req, err);
-  if (rc != PG_OK) goto done;
+  if (rc != PG_OK) goto fail;
 
+  /* ctx only needs to live until the fork: the child has its own copy */
   struct exec_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
   ctx.command = impl->target;
@@ -150,8 +155,24 @@ int pg__exec_invoke(const struct pg_impl *impl, const struct pg_impl_request *re
   snprintf(ctx.env[3], sizeof ctx.env[3], "PHASEGATE_IN_DIR=%s", in_dir);
   snprintf(ctx.env[4], sizeof ctx.env[4], "PHASEGATE_OUT_DIR=%s", out_dir);
   snprintf(ctx.env[5], sizeof ctx.env[5], "PHASEGATE_DEVICE_ID=%d", req->device_id);
-  struct pg_sandbox_opts so = {req->timeout_s, req->rlimit_as, 0};
-  rc = pg_sandbox_run(exec_child, &ctx, &so, &out->sandbox, err);
+  struct pg_sandbox_opts so = {req->timeout_s, req->rlimit_as, 0, 1};
+  rc = pg_sandbox_start(exec_child, &ctx, &so, &p->proc, err);
+  if (rc != PG_OK) goto fail;
+  p->running = 1;
+  return PG_OK;
+fail:
+  if (req->keep_work) snprintf(out->work_dir, sizeof out->work_dir, "%s", dir);
+  else pg__remove_tree(dir);
+  return rc;
+}
+
+int pg__exec_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                    struct pg_error *err) {
+  const struct pg_impl_request *req = p->req;
+  const char *dir = p->work;
+  char out_dir[4200];
+  snprintf(out_dir, sizeof out_dir, "%s/out", dir);
+  int rc = pg_sandbox_wait(&p->proc, &out->sandbox, err);
   if (rc != PG_OK) goto done;
   out->wall_ms = out->sandbox.wall_ms;
   const struct pg_sandbox_result *sr = &out->sandbox;

@@ -186,7 +186,7 @@ int pg__plugin_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
   }
   /* ctx and dl_out only need to live until the fork: the child has its own copy. */
   struct child_ctx ctx = {impl, req, hdr, dl_out, p->symbol};
-  struct pg_sandbox_opts so = {req->timeout_s, req->rlimit_as, 0};
+  struct pg_sandbox_opts so = {req->timeout_s, req->rlimit_as, 0, 0};
   rc = pg_sandbox_start(child_main, &ctx, &so, &p->proc, err);
   if (rc != PG_OK) goto fail;
   p->hdr = hdr;

@@ -20,7 +20,7 @@ static int say_and_exit(void *ctx) {
 PG_TEST(sandbox_exit_code_and_capture) {
   int code = 7;
   struct pg_sandbox_result r;
-  struct pg_sandbox_opts o = {5, 0, 0};
+  struct pg_sandbox_opts o = {5, 0, 0, 0};
   PG_CHECK_OK(pg_sandbox_run(say_and_exit, &code, &o, &r, NULL));
   PG_CHECK(r.exited);
   PG_CHECK_EQ_INT(7, r.exit_code);
@@ -58,7 +58,7 @@ static int hang_with_grandchild(void *ctx) {
 
 PG_TEST(sandbox_timeout_kills_group) {
   struct pg_sandbox_result r;
-  struct pg_sandbox_opts o = {0.3, 0, 0};
+  struct pg_sandbox_opts o = {0.3, 0, 0, 0};
   PG_CHECK_OK(pg_sandbox_run(hang_with_grandchild, NULL, &o, &r, NULL));
   PG_CHECK(r.timed_out);
   PG_CHECK(r.wall_ms >= 250 && r.wall_ms < 3000);
@@ -75,7 +75,7 @@ static int orphan_grandchild(void *ctx) {
 
 PG_TEST(sandbox_straggler_does_not_stall) {
   struct pg_sandbox_result r;
-  struct pg_sandbox_opts o = {10, 0, 0};
+  struct pg_sandbox_opts o = {10, 0, 0, 0};
   PG_CHECK_OK(pg_sandbox_run(orphan_grandchild, NULL, &o, &r, NULL));
   PG_CHECK(r.exited && r.exit_code == 0);
   PG_CHECK(!r.timed_out);
@@ -96,7 +96,7 @@ static int flood(void *ctx) {
 
 PG_TEST(sandbox_capture_is_bounded_tail) {
   struct pg_sandbox_result r;
-  struct pg_sandbox_opts o = {10, 0, 4096};
+  struct pg_sandbox_opts o = {10, 0, 4096, 0};
   PG_CHECK_OK(pg_sandbox_run(flood, NULL, &o, &r, NULL));
   PG_CHECK(r.exited && r.exit_code == 0);
   PG_CHECK_EQ_INT(4096, r.out_len);
@@ -120,7 +120,7 @@ static int check_limits(void *ctx) {
 PG_TEST(sandbox_rlimits) {
   if (PG_SANDBOX_ASAN) PG_SKIP("RLIMIT_AS is not applied under AddressSanitizer");
   struct pg_sandbox_result r;
-  struct pg_sandbox_opts o = {10, (uint64_t)1 << 34, 0};
+  struct pg_sandbox_opts o = {10, (uint64_t)1 << 34, 0, 0};
   PG_CHECK_OK(pg_sandbox_run(check_limits, NULL, &o, &r, NULL));
   PG_CHECK(r.exited);
   PG_CHECK_EQ_INT(0, r.exit_code);
@@ -151,7 +151,7 @@ static int quick(void *ctx) {
  * the time until the caller came back. */
 PG_TEST(sandbox_start_wait_overlap) {
   struct pg_sandbox_proc p;
-  struct pg_sandbox_opts o = {5, 0, 0};
+  struct pg_sandbox_opts o = {5, 0, 0, 0};
   PG_CHECK_OK(pg_sandbox_start(quick, NULL, &o, &p, NULL));
   PG_CHECK(p.pid > 0);
   sleep_ms(300);
@@ -178,7 +178,7 @@ static int chatty(void *ctx) {
 
 PG_TEST(sandbox_wait_late_with_full_pipe_is_not_a_timeout) {
   struct pg_sandbox_proc p;
-  struct pg_sandbox_opts o = {0.2, 0, 4096};
+  struct pg_sandbox_opts o = {0.2, 0, 4096, 0};
   PG_CHECK_OK(pg_sandbox_start(chatty, NULL, &o, &p, NULL));
   sleep_ms(400); /* past the timeout, the child stuck on a full pipe */
   struct pg_sandbox_result r;
@@ -194,11 +194,32 @@ PG_TEST(sandbox_wait_late_with_full_pipe_is_not_a_timeout) {
 /* A child that hangs is still killed at its timeout when the caller comes back late. */
 PG_TEST(sandbox_wait_late_still_times_out) {
   struct pg_sandbox_proc p;
-  struct pg_sandbox_opts o = {0.2, 0, 0};
+  struct pg_sandbox_opts o = {0.2, 0, 0, 0};
   PG_CHECK_OK(pg_sandbox_start(hang_with_grandchild, NULL, &o, &p, NULL));
   sleep_ms(300);
   struct pg_sandbox_result r;
   PG_CHECK_OK(pg_sandbox_wait(&p, &r, NULL));
   PG_CHECK(r.timed_out);
+  pg_sandbox_result_reset(&r);
+}
+
+static int exec_true(void *ctx) {
+  (void)ctx;
+  execl("/bin/sh", "sh", "-c", "exit 5", (char *)NULL);
+  return 127;
+}
+
+/* A child that exec()s cannot stamp its own end: with stamp_exit a helper notes its
+ * exit, so a late wait still reports the child's time. */
+PG_TEST(sandbox_stamp_exit_for_exec) {
+  struct pg_sandbox_proc p;
+  struct pg_sandbox_opts o = {5, 0, 0, 1};
+  PG_CHECK_OK(pg_sandbox_start(exec_true, NULL, &o, &p, NULL));
+  sleep_ms(400);
+  struct pg_sandbox_result r;
+  PG_CHECK_OK(pg_sandbox_wait(&p, &r, NULL));
+  PG_CHECK(r.exited);
+  PG_CHECK_EQ_INT(5, r.exit_code);
+  PG_CHECK(r.wall_ms >= 0 && r.wall_ms < 300);
   pg_sandbox_result_reset(&r);
 }
