@@ -1147,7 +1147,7 @@ int pg__fill_generate_isa(struct pg_tensor *t, const struct pg_fill *fill, uint6
   }
   /* Chunks aligned to whole Philox blocks: each block is computed once. */
   size_t chunk = (n + (size_t)nt - 1) / (size_t)nt;
-  chunk = (chunk + 15) / 16 * 16; /* whole 16-element batches (normal16) */
+  chunk = (chunk + 63) / 64 * 64; /* whole SIMD groups (64 elements) and normal16 batches */
   struct fill_job jobs[PG_FILL_MAX_THREADS];
   pthread_t tids[PG_FILL_MAX_THREADS];
   int started[PG_FILL_MAX_THREADS] = {0};
