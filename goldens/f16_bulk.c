@@ -4,15 +4,28 @@
 #include "phasegate/tensor.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define PG_F16C 1
 #define PG_F16C_TARGET __attribute__((target("avx,f16c")))
 
-static int have_f16c(void) {
-  /* __builtin_cpu_supports reads data the runtime initialised before main: no state of ours */
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+/* CPUID: AVX (with the OS saving YMM state), F16C, and optionally FMA and AVX2.
+ * (__builtin_cpu_supports lacks "f16c" in older clang.) */
+static int cpu_has(int want_fma_avx2) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+  int avx = (c >> 28) & 1, osxsave = (c >> 27) & 1, f16c = (c >> 29) & 1, fma = (c >> 12) & 1;
+  if (!avx || !osxsave || !f16c) return 0;
+  unsigned lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  (void)hi;
+  if ((lo & 6u) != 6u) return 0; /* XMM and YMM state enabled */
+  if (!want_fma_avx2) return 1;
+  if (!fma || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+  return (b >> 5) & 1; /* AVX2 */
 }
+
+static int have_f16c(void) { return cpu_has(0); }
 
 PG_F16C_TARGET static int64_t widen8(const uint16_t *in, float *out, int64_t n) {
   int64_t i = 0;

@@ -169,14 +169,29 @@ static void softmax_rows(float *s, const struct dims *d) {
 /* ---- the vector path ---- */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define ATT_VEC 1
 #define ATT_TARGET __attribute__((target("avx2,fma,f16c")))
 
+/* CPUID: AVX (with the OS saving YMM state), F16C, and optionally FMA and AVX2.
+ * (__builtin_cpu_supports lacks "f16c" in older clang.) */
+static int cpu_has(int want_fma_avx2) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+  int avx = (c >> 28) & 1, osxsave = (c >> 27) & 1, f16c = (c >> 29) & 1, fma = (c >> 12) & 1;
+  if (!avx || !osxsave || !f16c) return 0;
+  unsigned lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  (void)hi;
+  if ((lo & 6u) != 6u) return 0; /* XMM and YMM state enabled */
+  if (!want_fma_avx2) return 1;
+  if (!fma || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+  return (b >> 5) & 1; /* AVX2 */
+}
+
 static int vec_ok(const struct dims *d) {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c") && d->S % 32 == 0 && d->D % 8 == 0 && d->D <= 512;
+  return d->S % 32 == 0 && d->D % 8 == 0 && d->D <= 512 && cpu_has(1);
 }
 
 ATT_TARGET static void f16_to_f32_vec(const uint16_t *h, float *f, int64_t n) {
