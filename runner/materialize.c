@@ -236,9 +236,10 @@ int pg_case_generate_inputs_ex(const struct pg_contract *c, const struct pg_case
  * - construct (exact, when the operands are primary inputs):
  *   sub/add of two inputs: y = x (1 + 0.9 g u), or -x (1 + 0.9 g u) for add, u uniform
  *     in (-1, 1) from the case's search stream, so r <= 0.9 g elementwise;
- *   matmul of two inputs: pair the contraction index, a[2p+1] = a[2p] and
- *     b[2p+1] = -b[2p] (1 + g u) (b's last slice zeroed when K is odd), so every term
- *     pair cancels up to g and r <= g / 2 for every element of every row and column;
+ *   matmul of two inputs: pair contraction index k with k + K/2, a[k + K/2] = a[k] and
+ *     b[k + K/2] = -b[k] (1 + g u) (b's last slice zeroed when K is odd), so every term
+ *     pair cancels up to g and r <= g / 2 for every element of every row and column,
+ *     while the partial sums over the first half keep their plain magnitude;
  *   sum/mean of an input: centre each reduced slice and shift it by c = g u mean|x| / 2,
  *     so r ~ g |u| / 2 per slice.
  * - search (operands from earlier modules, or no construction applies): restart 0 is
@@ -735,23 +736,25 @@ static int cx_construct(const struct cx_plan *p, const struct pg_case *cs,
       return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: '%s' contracts over "
                           "%lld element%s; a single product cannot cancel", cs->id,
                           st->target, (long long)ak, ak == 1 ? "" : "s");
-    for (int64_t o = 0; o < ao; o++) /* a[2p+1] = a[2p] */
-      for (int64_t k = 1; k < ak; k += 2)
+    /* Index k pairs with k + h (h = K/2), not with k + 1: the partial sums over the
+     * first half stay as large as plain inputs' and cancel only against the second
+     * half, so a tiled or lane-split accumulator carries them at full magnitude (pairs
+     * of neighbours would cancel inside every tile and hide a narrow accumulator). */
+    int64_t h = ak / 2;
+    for (int64_t o = 0; o < ao; o++) /* a[k + h] = a[k] */
+      for (int64_t k = 0; k < h; k++)
         for (int64_t i = 0; i < ai; i++) {
-          size_t dst = (size_t)((o * ak + k) * ai + i), src = dst - (size_t)ai;
+          size_t src = (size_t)((o * ak + k) * ai + i), dst = src + (size_t)(h * ai);
           pg_store_f64(ta->dl.data, ta->dtype, dst, pg_load_f64(ta->dl.data, ta->dtype, src));
         }
     pg_rng_stream_init(&rs, seed, tb->name, PG_RNG_SEARCH);
-    for (int64_t o = 0; o < bo; o++) /* b[2p+1] = -b[2p] (1 + g u); odd K: last slice 0 */
-      for (int64_t k = 1; k <= bk; k += 2)
+    for (int64_t o = 0; o < bo; o++) /* b[k + h] = -b[k] (1 + g u); odd K: last slice 0 */
+      for (int64_t k = 0; k < h; k++)
         for (int64_t i = 0; i < bi; i++) {
-          if (k == bk) {
-            pg_store_f64(tb->dl.data, tb->dtype, (size_t)((o * bk + k - 1) * bi + i), 0.0);
-            continue;
-          }
-          size_t dst = (size_t)((o * bk + k) * bi + i), src = dst - (size_t)bi;
+          size_t src = (size_t)((o * bk + k) * bi + i), dst = src + (size_t)(h * bi);
           double v = pg_load_f64(tb->dl.data, tb->dtype, src);
           pg_store_f64(tb->dl.data, tb->dtype, dst, -v * (1.0 + gap * stream_u(&rs, dst)));
+          if (bk % 2) pg_store_f64(tb->dl.data, tb->dtype, (size_t)((o * bk + bk - 1) * bi + i), 0.0);
         }
     return 1;
   }
