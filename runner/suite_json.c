@@ -66,6 +66,8 @@ static const char *sval(const struct ctx *x, int n) {
 static const char *kstr(const struct ctx *x, int n) {
   return x->pos.keys + x->pos.nodes[n].key_off;
 }
+/* Is the key k of member node nd the literal `lit`? Lengths first (keys hold no NUL). */
+#define KEY_IS(lit) (nd->key_len == sizeof(lit) - 1 && memcmp(k, lit, sizeof(lit) - 1) == 0)
 
 static char *dup_str(const char *s) {
   size_t n = strlen(s) + 1;
@@ -334,11 +336,20 @@ static int valid_compare_rule(const char *s) {
   return 0;
 }
 
-static int name_value_add(struct pg_name_value **items, int *count, const char *name,
+/* The array first grows straight to `cap` (the object's member count), so a map
+ * costs one allocation for its array, not one per entry. */
+static size_t grow_to(int count, int cap) {
+  return (size_t)(count == 0 && cap > 1 ? cap : count + 1);
+}
+
+static int name_value_add(struct pg_name_value **items, int *count, int cap, const char *name,
                           const char *value, struct pg_mark mark) {
-  struct pg_name_value *p = realloc(*items, (size_t)(*count + 1) * sizeof *p);
-  if (!p) return PG_ENOMEM;
-  *items = p;
+  struct pg_name_value *p = *items;
+  if (*count == 0 || *count >= cap) {
+    p = realloc(*items, grow_to(*count, cap) * sizeof *p);
+    if (!p) return PG_ENOMEM;
+    *items = p;
+  }
   char *n = dup_str(name), *v = dup_str(value);
   if (!n || !v) {
     free(n);
@@ -350,11 +361,14 @@ static int name_value_add(struct pg_name_value **items, int *count, const char *
   return PG_OK;
 }
 
-static int binding_add(struct pg_bindings *b, const char *name, int64_t value,
+static int binding_add(struct pg_bindings *b, int cap, const char *name, int64_t value,
                        struct pg_mark mark) {
-  struct pg_dim_value *p = realloc(b->items, (size_t)(b->count + 1) * sizeof *p);
-  if (!p) return PG_ENOMEM;
-  b->items = p;
+  struct pg_dim_value *p = b->items;
+  if (b->count == 0 || b->count >= cap) {
+    p = realloc(b->items, grow_to(b->count, cap) * sizeof *p);
+    if (!p) return PG_ENOMEM;
+    b->items = p;
+  }
   char *n = dup_str(name);
   if (!n) return PG_ENOMEM;
   p[b->count++] = (struct pg_dim_value){n, value, mark};
@@ -411,7 +425,7 @@ static void load_shape(struct ctx *x, int on, const char *path,
       continue;
     }
     struct pg_mark mk = {node_at(x, n)->line, node_at(x, n)->col};
-    if (binding_add(&cs->shape, dim, (int64_t)m, mk) != PG_OK) x->oom = 1;
+    if (binding_add(&cs->shape, node_at(x, on)->n_children, dim, (int64_t)m, mk) != PG_OK) x->oom = 1;
   }
 }
 
@@ -479,8 +493,9 @@ static void load_name_map(struct ctx *x, int on, const char *path,
     }
     if (!ok) continue;
     struct pg_mark mk = {nd->line, nd->col};
-    int rc = is_fill ? name_value_add(&cs->fills, &cs->n_fills, name, sval(x, n), mk)
-                     : name_value_add(&cs->dtypes, &cs->n_dtypes, name, sval(x, n), mk);
+    int cap = node_at(x, on)->n_children;
+    int rc = is_fill ? name_value_add(&cs->fills, &cs->n_fills, cap, name, sval(x, n), mk)
+                     : name_value_add(&cs->dtypes, &cs->n_dtypes, cap, name, sval(x, n), mk);
     if (rc != PG_OK) x->oom = 1;
   }
 }
@@ -493,7 +508,7 @@ static void load_cancellation(struct ctx *x, int on, const char *path,
     const struct pg__jnode *nd = node_at(x, n);
     if (nd->dup_of >= 0) continue;
     const char *k = kstr(x, n);
-    if (strcmp(k, "target") == 0 || strcmp(k, "expression") == 0) {
+    if (KEY_IS("target") || KEY_IS("expression")) {
       if (!is_str(x, n) || !sval(x, n)[0]) {
         finding(x, PG_SEV_ERROR, nd->line, nd->col, "type",
                 "%s.cancellation_stress.%s: expected a non-empty string, found %s", path, k,
@@ -513,7 +528,7 @@ static void load_cancellation(struct ctx *x, int on, const char *path,
       free(*dst);
       *dst = dup_str(sval(x, n));
       if (!*dst) x->oom = 1;
-    } else if (strcmp(k, "relative_gap") == 0) {
+    } else if (KEY_IS("relative_gap")) {
       double g;
       if (read_tolerance(x, n, path, "cancellation_stress.relative_gap", &g)) {
         if (g <= 0 || g >= 1)
@@ -522,7 +537,7 @@ static void load_cancellation(struct ctx *x, int on, const char *path,
         else
           cx->relative_gap = g;
       }
-    } else if (strcmp(k, "seed") == 0) {
+    } else if (KEY_IS("seed")) {
       int neg;
       uint64_t m;
       if (!is_num(x, n) || !exact_integer(x, n, &neg, &m) || neg)
@@ -548,22 +563,30 @@ static void load_cancellation(struct ctx *x, int on, const char *path,
 static char *compact_json(const struct ctx *x, int n) {
   const struct pg__jnode *nd = node_at(x, n);
   const char *t = x->data + nd->off;
-  char *out = malloc(nd->len + 1);
+  char *out = malloc((size_t)nd->len + 1);
   if (!out) return NULL;
-  size_t k = 0;
-  int in_string = 0;
-  for (size_t i = 0; i < nd->len; i++) {
-    char c = t[i];
-    if (in_string) {
-      out[k++] = c;
-      if (c == '\\' && i + 1 < nd->len) out[k++] = t[++i];
-      else if (c == '"') in_string = 0;
-    } else if (c == '"') {
-      in_string = 1;
-      out[k++] = c;
-    } else if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
-      out[k++] = c;
+  size_t k = 0, i = 0, len = nd->len;
+  while (i < len) {
+    /* Copy the run up to the next whitespace or string in one go. */
+    size_t j = i;
+    while (j < len && t[j] != ' ' && t[j] != '"' && t[j] != '\n' && t[j] != '\t' &&
+           t[j] != '\r')
+      j++;
+    memcpy(out + k, t + i, j - i);
+    k += j - i;
+    i = j;
+    if (i == len) break;
+    if (t[i] != '"') {
+      i++;
+      continue;
     }
+    /* A string, quotes included: the scanner checked it, so it ends inside the node. */
+    j = i + 1;
+    while (j < len && t[j] != '"') j += t[j] == '\\' ? 2 : 1;
+    if (j < len) j++;
+    memcpy(out + k, t + i, j - i);
+    k += j - i;
+    i = j;
   }
   out[k] = '\0';
   return out;
@@ -597,7 +620,7 @@ static void load_case(struct ctx *x, int on, int index, struct pg_case *cs,
     const struct pg__jnode *nd = node_at(x, n);
     if (nd->dup_of >= 0) continue;
     const char *k = kstr(x, n);
-    if (strcmp(k, "id") == 0) {
+    if (KEY_IS("id")) {
       if (!is_str(x, n)) {
         type_error(x, n, "a string", "%s.id", path);
       } else if (!valid_id(sval(x, n))) {
@@ -613,7 +636,7 @@ static void load_case(struct ctx *x, int on, int index, struct pg_case *cs,
         *id_mark = (struct pg_mark){nd->line, nd->col};
         if (!cs->id) x->oom = 1;
       }
-    } else if (strcmp(k, "level") == 0) {
+    } else if (KEY_IS("level")) {
       have_level = 1;
       if (!parse_level(x, n, &cs->level)) {
         if (is_str(x, n) || is_num(x, n))
@@ -623,7 +646,7 @@ static void load_case(struct ctx *x, int on, int index, struct pg_case *cs,
         else
           type_error(x, n, "1..5 or \"L1\"..\"L5\"", "%s.level", path);
       }
-    } else if (strcmp(k, "precision") == 0 || strcmp(k, "equal_nan") == 0) {
+    } else if (KEY_IS("precision") || KEY_IS("equal_nan")) {
       if (!is_bool(x, n)) {
         finding(x, PG_SEV_ERROR, nd->line, nd->col, "type",
                 "%s.%s: expected true or false, found %s", path, k, kind_name(x, n));
@@ -633,7 +656,7 @@ static void load_case(struct ctx *x, int on, int index, struct pg_case *cs,
       } else {
         cs->equal_nan = (jtype(x, n) == PG__J_TRUE);
       }
-    } else if (strcmp(k, "seed") == 0) {
+    } else if (KEY_IS("seed")) {
       int neg;
       uint64_t m;
       if (!is_num(x, n) || !exact_integer(x, n, &neg, &m) || neg) {
@@ -642,8 +665,8 @@ static void load_case(struct ctx *x, int on, int index, struct pg_case *cs,
         cs->has_seed = 1;
         cs->seed = m;
       }
-    } else if (strcmp(k, "shape") == 0 || strcmp(k, "dtype") == 0 || strcmp(k, "fill") == 0 ||
-               strcmp(k, "cancellation_stress") == 0) {
+    } else if (KEY_IS("shape") || KEY_IS("dtype") || KEY_IS("fill") ||
+               KEY_IS("cancellation_stress")) {
       if (!is_obj(x, n)) {
         type_error(x, n, "an object", "%s.%s", path, k);
         continue;
@@ -651,11 +674,11 @@ static void load_case(struct ctx *x, int on, int index, struct pg_case *cs,
       if (k[0] == 's') load_shape(x, n, path, cs);
       else if (k[0] == 'c') load_cancellation(x, n, path, cs);
       else load_name_map(x, n, path, k, cs);
-    } else if (strcmp(k, "atol") == 0) {
+    } else if (KEY_IS("atol")) {
       cs->has_atol = read_tolerance(x, n, path, k, &cs->atol);
-    } else if (strcmp(k, "rtol") == 0) {
+    } else if (KEY_IS("rtol")) {
       cs->has_rtol = read_tolerance(x, n, path, k, &cs->rtol);
-    } else if (strcmp(k, "rule") == 0) {
+    } else if (KEY_IS("rule")) {
       if (!is_str(x, n)) {
         type_error(x, n, "a string", "%s.rule", path);
       } else if (!valid_compare_rule(sval(x, n))) {
@@ -766,7 +789,7 @@ static void load_top(struct ctx *x, struct pg_suite *s) {
     const struct pg__jnode *nd = node_at(x, n);
     if (nd->dup_of >= 0) continue;
     const char *k = kstr(x, n);
-    if (strcmp(k, "op") == 0 || strcmp(k, "op_name") == 0) {
+    if (KEY_IS("op") || KEY_IS("op_name")) {
       if (!is_str(x, n) || !sval(x, n)[0]) {
         type_error(x, n, "a non-empty string", "%s", k);
         continue;
@@ -782,7 +805,7 @@ static void load_top(struct ctx *x, struct pg_suite *s) {
         finding(x, PG_SEV_ERROR, nd->line, nd->col, "op",
                 "%s \"%s\" does not match the contract's op \"%s\"", k, sval(x, n),
                 x->contract->op);
-    } else if (strcmp(k, "total_modules") == 0) {
+    } else if (KEY_IS("total_modules")) {
       int neg;
       uint64_t m;
       if (!is_num(x, n) || !exact_integer(x, n, &neg, &m) || neg || m < 1 ||
@@ -797,7 +820,7 @@ static void load_top(struct ctx *x, struct pg_suite *s) {
         finding(x, PG_SEV_ERROR, nd->line, nd->col, "total-modules",
                 "total_modules is %d but the contract has %d module%s", (int)m,
                 x->contract->n_modules, x->contract->n_modules == 1 ? "" : "s");
-    } else if (strcmp(k, "cases") == 0 || strcmp(k, "test_cases") == 0) {
+    } else if (KEY_IS("cases") || KEY_IS("test_cases")) {
       if (have_cases) {
         finding(x, PG_SEV_ERROR, nd->key_line, nd->key_col, "duplicate-key",
                 "both \"cases\" and \"test_cases\" given; use one");
@@ -810,9 +833,9 @@ static void load_top(struct ctx *x, struct pg_suite *s) {
       }
       have_cases = 1;
       cases_node = n;
-    } else if (strcmp(k, "schema_version") != 0 && strcmp(k, "description") != 0 &&
-               strcmp(k, "version") != 0 && strcmp(k, "comment") != 0 &&
-               strcmp(k, "notes") != 0) {
+    } else if (!KEY_IS("schema_version") && !KEY_IS("description") &&
+               !KEY_IS("version") && !KEY_IS("comment") &&
+               !KEY_IS("notes")) {
       finding(x, PG_SEV_WARNING, nd->key_line, nd->key_col, "unknown-key",
               "unknown top-level key \"%s\" (ignored)", k);
     }
