@@ -476,3 +476,44 @@ PG_TEST(unsupported_targets_refused_before_generation) {
   pg_diags_reset(&d);
   unload(&f);
 }
+
+/* ---------------------------------------------------------------- bundled suites */
+
+#include <time.h>
+
+/* The bundled L5 cancellation cases really stress their targets. */
+PG_TEST(bundled_suite_cases) {
+  static const char *ops[][3] = {{"attention", "L5_cancel_scores", "scores"},
+                                 {"swiglu_ffn", "L5_cancel_gate", "gate"}};
+  for (int o = 0; o < 2; o++) {
+    char rel[128], cpath[4096], spath[4096];
+    snprintf(rel, sizeof rel, "../../suites/%s/module_interfaces.yaml", ops[o][0]);
+    snprintf(cpath, sizeof cpath, "%s", pg_test_data(rel));
+    snprintf(rel, sizeof rel, "../../suites/%s/adversarial_suite.json", ops[o][0]);
+    snprintf(spath, sizeof spath, "%s", pg_test_data(rel));
+    struct fixture f;
+    struct pg_error err;
+    pg_diags_init(&f.d);
+    pg_contract_init(&f.c);
+    pg_suite_init(&f.s);
+    f.dims.items = NULL;
+    f.dims.count = 0;
+    PG_CHECK_MSG(pg_contract_load(cpath, &f.c, &f.d, &err) == PG_OK, "%s", err.message);
+    PG_CHECK_MSG(pg_suite_load(spath, &f.c, &f.s, &f.d, &err) == PG_OK, "%s", err.message);
+    PG_CHECK_EQ_INT(0, pg_suite_check_cancellation(&f.c, &f.s, &f.d));
+    struct pg_tensor in[8];
+    struct pg_cancel_result res;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    gen(&f, ops[o][1], 0, in, &res);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("# %s: generated in %.1f ms\n", ops[o][1],
+           (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+    PG_CHECK_EQ_STR(ops[o][2], res.target);
+    PG_CHECK_EQ_STR("construct", res.method);
+    PG_CHECK(res.share > 0.99 && res.share_plain < 0.05);
+    PG_CHECK(!strstr(res.note, "exactly 0"));
+    drop(&f, in);
+    unload(&f);
+  }
+}
