@@ -3,6 +3,7 @@
  *                                                 best GB/s of generating N elements;
  *                                                 PATH: auto (default) | portable | avx2 |
  *                                                 avx512 (prints "n/a" if unavailable)
+ *   bench_tensor path                             the fill path AUTO picks on this CPU
  *   bench_tensor write PATH N                     writes an N-element float32 .npy
  *   bench_tensor read PATH REPS MODE              best GB/s of pg_npy_read (MODE: owned |
  *                                                 mmap; mmap touches every page once)
@@ -100,6 +101,11 @@ int main(int argc, char **argv) {
     }
     printf("%.3f\n", (double)bytes / best / 1e9);
     if (sink == 0xdeadbeefu) fprintf(stderr, "(checksum %u)\n", sink); /* keep the reads */
+    return 0;
+  }
+  if (argc == 2 && strcmp(argv[1], "path") == 0) {
+    const char *names[] = {"auto", "portable", "avx2", "avx512"};
+    printf("%s\n", names[pg__fill_isa_best()]);
     return 0;
   }
   fprintf(stderr, "usage: see the comment at the top of tools/bench/bench_tensor.c\n");

@@ -1,7 +1,8 @@
 #!/bin/sh
 # tools/bench/bench_tensor.sh — tensor core throughput against numpy, same machine and
-# run: normal/uniform fills (float32) single- and multi-threaded vs
-# numpy default_rng().standard_normal / .random (dtype=float32, single-threaded), and
+# run: normal/uniform/int fills (float32, and normal in float16) single- and
+# multi-threaded, and on the portable (no SIMD) path, vs numpy default_rng()
+# .standard_normal / .random / .integers (single-threaded), and
 # .npy read vs numpy.load on the same file with a warm page cache. Prints GB/s and
 # ratios (ours / numpy; > 1 means phasegate is faster). Each figure is the best of
 # ROUNDS (default 3) runs.
@@ -19,19 +20,20 @@ THREADS=$(getconf _NPROCESSORS_ONLN)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-numpy_gbs() { # $1: python expression generating N float32 values from rng
-  "$PY" - "$N" "$1" <<'PYEOF'
+numpy_gbs() { # $1: python expression filling `out` (float32) or `out16`; $2: bytes/element
+  "$PY" - "$N" "$1" "${2:-4}" <<'PYEOF'
 import sys, time
 import numpy as np
-n, expr = int(sys.argv[1]), sys.argv[2]
+n, expr, width = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 rng = np.random.default_rng(0)
 out = np.empty(n, np.float32)
+out16 = np.empty(n, np.float16)
 best = 1e30
 for _ in range(3):
     t0 = time.perf_counter()
-    eval(expr)
+    exec(expr)
     best = min(best, time.perf_counter() - t0)
-print(f"{n * 4 / best / 1e9:.3f}")
+print(f"{n * width / best / 1e9:.3f}")
 PYEOF
 }
 
@@ -49,17 +51,26 @@ best() {
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
-echo "phasegate tensor bench: N=$N float32 elements, $THREADS threads available"
+PATH_NAME=$("$B" path)
+echo "phasegate tensor bench: N=$N elements, $THREADS threads available, fill path $PATH_NAME"
+# numpy's peers: default_rng() (PCG64; ziggurat normals), single-threaded. For float16
+# numpy has no direct generator: float32 draws cast into a float16 array, as users do.
 np_norm=$(best numpy_gbs "rng.standard_normal(out=out, dtype=np.float32)")
 np_unif=$(best numpy_gbs "rng.random(out=out, dtype=np.float32)")
-for kind in normal uniform; do
-  spec="normal(0, 1)"; peer=$np_norm; peer_name="standard_normal"
-  if [ $kind = uniform ]; then spec="uniform(0, 1)"; peer=$np_unif; peer_name="random"; fi
-  st=$(best "$B" fill "$spec" float32 "$N" 1 3)
-  mt=$(best "$B" fill "$spec" float32 "$N" "$THREADS" 3)
-  printf "fill %-7s 1 thread  %7s GB/s   numpy %-15s %7s GB/s   ratio %s\n" "$kind" "$st" "$peer_name" "$peer" "$(ratio "$st" "$peer")"
-  printf "fill %-7s %d threads %7s GB/s   numpy %-15s %7s GB/s   ratio %s\n" "$kind" "$THREADS" "$mt" "$peer_name" "$peer" "$(ratio "$mt" "$peer")"
-done
+np_norm16=$(best numpy_gbs "out16[...] = rng.standard_normal(out=out, dtype=np.float32)" 2)
+np_int=$(best numpy_gbs "out[...] = rng.integers(-100, 101, size=n, dtype=np.int32)")
+line() { # name dtype bytes/elt spec peer peer_name
+  st=$(best "$B" fill "$3" "$2" "$N" 1 3)
+  mt=$(best "$B" fill "$3" "$2" "$N" "$THREADS" 3)
+  po=$(best "$B" fill "$3" "$2" "$N" 1 3 portable)
+  printf "fill %-7s %-8s 1 thread  %7s GB/s   numpy %-22s %7s GB/s   ratio %s\n" "$1" "$2" "$st" "$5" "$4" "$(ratio "$st" "$4")"
+  printf "fill %-7s %-8s %d threads %7s GB/s   (vs numpy's single thread)             ratio %s\n" "$1" "$2" "$THREADS" "$mt" "$(ratio "$mt" "$4")"
+  printf "fill %-7s %-8s portable  %7s GB/s   (1 thread, no SIMD)                    ratio %s\n" "$1" "$2" "$po" "$(ratio "$po" "$4")"
+}
+line normal float32 "normal(0, 1)" "$np_norm" standard_normal
+line uniform float32 "uniform(0, 1)" "$np_unif" random
+line normal float16 "normal(0, 1)" "$np_norm16" "standard_normal+cast"
+line int float32 "int(-100, 100)" "$np_int" "integers(int32)+cast"
 
 F="$TMP/bench.npy"
 "$B" write "$F" "$N"
