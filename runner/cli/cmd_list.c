@@ -6,7 +6,6 @@
  * `<op>/M<k>/L<n>/<case>` and only use [A-Za-z0-9_.-/]: case ids and module names are
  * restricted by the loaders, and the op name is checked here.
  */
-#include <cjson/cJSON.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,62 +61,165 @@ static void absolute(const char *path, char *out, size_t size) {
   else snprintf(out, size, "%s", path);
 }
 
-static int add_str(cJSON *obj, const char *key, const char *val) {
-  return cJSON_AddStringToObject(obj, key, val) != NULL;
-}
-static int add_num(cJSON *obj, const char *key, double val) {
-  return cJSON_AddNumberToObject(obj, key, val) != NULL;
+/* The JSON listing is written straight to the stream through a small buffer, byte
+ * for byte what cJSON_Print of the equivalent tree gives (tabs, "key":\tvalue, ", "
+ * between array elements; strings escaped as cJSON escapes them). Building that tree
+ * cost ~17 allocations per test and printing it another copy of the text; this is
+ * linear in the output and allocation-free. */
+struct jw {
+  FILE *out;
+  size_t n;
+  char buf[16384]; /* written out whenever full: no allocation, any listing size */
+};
+
+static void jw_raw(struct jw *w, const char *s, size_t len) {
+  while (len) {
+    if (w->n == sizeof w->buf) {
+      fwrite(w->buf, 1, w->n, w->out);
+      w->n = 0;
+    }
+    size_t k = sizeof w->buf - w->n;
+    if (k > len) k = len;
+    memcpy(w->buf + w->n, s, k);
+    w->n += k;
+    s += k;
+    len -= k;
+  }
 }
 
-/* Builds the JSON listing; NULL on out of memory. */
-static cJSON *build_json(const char *op, const struct pg_contract *c, const struct pg_suite *s,
-                         const char *contract_abs, const char *suite_abs, unsigned levels) {
-  cJSON *root = cJSON_CreateObject();
-  int ok = root != NULL;
-  ok = ok && add_num(root, "schema_version", 1) && add_str(root, "op", op) &&
-       add_num(root, "module_count", c->n_modules) && add_str(root, "contract", contract_abs) &&
-       add_str(root, "suite", suite_abs);
-  cJSON *mods = ok ? cJSON_AddArrayToObject(root, "modules") : NULL;
-  ok = ok && mods;
-  for (int k = 1; ok && k <= c->n_modules; k++) {
+static void jw_lit(struct jw *w, const char *s) { jw_raw(w, s, strlen(s)); }
+
+static void jw_int(struct jw *w, int v) {
+  char digits[16];
+  int k = (int)sizeof digits;
+  unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
+  do {
+    digits[--k] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  if (v < 0) digits[--k] = '-';
+  jw_raw(w, digits + k, sizeof digits - (size_t)k);
+}
+
+/* A JSON string as cJSON escapes it: the two specials, the five short escapes,
+ * \u00xx for other control bytes; everything else (UTF-8 too) as is. */
+static void jw_str(struct jw *w, const char *s) {
+  jw_raw(w, "\"", 1);
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    const unsigned char *run = p;
+    while (*p >= 0x20 && *p != '"' && *p != '\\') p++;
+    jw_raw(w, (const char *)run, (size_t)(p - run));
+    if (!*p) break;
+    char esc[8];
+    switch (*p) {
+      case '"': jw_raw(w, "\\\"", 2); break;
+      case '\\': jw_raw(w, "\\\\", 2); break;
+      case '\b': jw_raw(w, "\\b", 2); break;
+      case '\f': jw_raw(w, "\\f", 2); break;
+      case '\n': jw_raw(w, "\\n", 2); break;
+      case '\r': jw_raw(w, "\\r", 2); break;
+      case '\t': jw_raw(w, "\\t", 2); break;
+      default:
+        snprintf(esc, sizeof esc, "\\u%04x", *p);
+        jw_raw(w, esc, 6);
+    }
+    p++;
+  }
+  jw_raw(w, "\"", 1);
+}
+
+/* `indent` tabs, "key":<tab> (keys here need no escaping). */
+static void jw_key(struct jw *w, int indent, const char *key) {
+  jw_raw(w, "\t\t\t", (size_t)indent);
+  jw_raw(w, "\"", 1);
+  jw_lit(w, key);
+  jw_raw(w, "\":\t", 3);
+}
+
+static void jw_str_member(struct jw *w, int indent, const char *key, const char *val,
+                          int last) {
+  jw_key(w, indent, key);
+  jw_str(w, val);
+  jw_lit(w, last ? "\n" : ",\n");
+}
+
+static void jw_int_member(struct jw *w, int indent, const char *key, int val, int last) {
+  jw_key(w, indent, key);
+  jw_int(w, val);
+  jw_lit(w, last ? "\n" : ",\n");
+}
+
+/* Writes the JSON listing (without the final newline). */
+static void write_json(FILE *out, const char *op, const struct pg_contract *c,
+                       const struct pg_suite *s, const char *contract_abs,
+                       const char *suite_abs, unsigned levels) {
+  struct jw jw = {out, 0, {0}};
+  struct jw *w = &jw;
+  jw_lit(w, "{\n");
+  jw_int_member(w, 1, "schema_version", 1, 0);
+  jw_str_member(w, 1, "op", op, 0);
+  jw_int_member(w, 1, "module_count", c->n_modules, 0);
+  jw_str_member(w, 1, "contract", contract_abs, 0);
+  jw_str_member(w, 1, "suite", suite_abs, 0);
+  jw_key(w, 1, "modules");
+  jw_lit(w, "[");
+  for (int k = 1; k <= c->n_modules; k++) {
     const struct pg_module *m = &c->modules[k - 1];
     char suffix[64];
     pg_phase_suffix(k, suffix, sizeof suffix);
-    cJSON *jm = cJSON_CreateObject();
-    ok = jm && cJSON_AddItemToArray(mods, jm);
-    ok = ok && add_num(jm, "id", m->id) && add_str(jm, "name", m->name ? m->name : "") &&
-         add_str(jm, "suffix", suffix);
+    jw_lit(w, k > 1 ? ", {\n" : "{\n");
+    jw_int_member(w, 3, "id", m->id, 0);
+    jw_str_member(w, 3, "name", m->name ? m->name : "", 0);
+    jw_str_member(w, 3, "suffix", suffix, 1);
+    jw_lit(w, "\t\t}");
   }
-  cJSON *tests = ok ? cJSON_AddArrayToObject(root, "tests") : NULL;
-  ok = ok && tests;
-  for (int k = 1; ok && k <= c->n_modules; k++) {
+  jw_lit(w, "],\n");
+  jw_key(w, 1, "tests");
+  jw_lit(w, "[");
+  int first = 1;
+  for (int k = 1; k <= c->n_modules; k++) {
     char suffix[64];
     pg_phase_suffix(k, suffix, sizeof suffix);
-    for (int i = 0; ok && i < s->n_cases; i++) {
+    for (int i = 0; i < s->n_cases; i++) {
       const struct pg_case *cs = &s->cases[i];
       if (!(levels & (1u << cs->level))) continue;
-      char name[512], phase_label[32], level_label[32], op_label[256];
-      snprintf(name, sizeof name, "%s/M%d/L%d/%s", op, k, cs->level, cs->id);
-      snprintf(op_label, sizeof op_label, "op_%s", op);
-      snprintf(phase_label, sizeof phase_label, "phase_M%d", k);
-      snprintf(level_label, sizeof level_label, "level_L%d", cs->level);
-      const char *labels[] = {"phasegate", op_label, phase_label, level_label};
-      cJSON *t = cJSON_CreateObject();
-      ok = t && cJSON_AddItemToArray(tests, t);
-      ok = ok && add_str(t, "name", name) && add_str(t, "op", op) && add_num(t, "phase", k) &&
-           add_str(t, "suffix", suffix) && add_num(t, "level", cs->level) &&
-           add_str(t, "case", cs->id);
-      cJSON *jl = ok ? cJSON_CreateStringArray(labels, 4) : NULL;
-      ok = ok && jl && cJSON_AddItemToObject(t, "labels", jl);
-      ok = ok && add_str(t, "file", suite_abs) && add_num(t, "line", cs->mark.line) &&
-           cJSON_AddBoolToObject(t, "precision", cs->precision) != NULL;
+      jw_lit(w, first ? "{\n" : ", {\n");
+      first = 0;
+      /* The name's parts are [A-Za-z0-9_.-] (checked by the loaders and above), so
+       * they need no escaping; the rest goes through jw_str like any string. */
+      jw_key(w, 3, "name");
+      jw_raw(w, "\"", 1);
+      jw_lit(w, op);
+      jw_raw(w, "/M", 2);
+      jw_int(w, k);
+      jw_raw(w, "/L", 2);
+      jw_int(w, cs->level);
+      jw_raw(w, "/", 1);
+      jw_lit(w, cs->id);
+      jw_raw(w, "\",\n", 3);
+      jw_str_member(w, 3, "op", op, 0);
+      jw_int_member(w, 3, "phase", k, 0);
+      jw_str_member(w, 3, "suffix", suffix, 0);
+      jw_int_member(w, 3, "level", cs->level, 0);
+      jw_str_member(w, 3, "case", cs->id, 0);
+      jw_key(w, 3, "labels");
+      jw_lit(w, "[\"phasegate\", \"op_");
+      jw_lit(w, op);
+      jw_lit(w, "\", \"phase_M");
+      jw_int(w, k);
+      jw_lit(w, "\", \"level_L");
+      jw_int(w, cs->level);
+      jw_lit(w, "\"],\n");
+      jw_str_member(w, 3, "file", suite_abs, 0);
+      jw_int_member(w, 3, "line", cs->mark.line, 0);
+      jw_key(w, 3, "precision");
+      jw_lit(w, cs->precision ? "true\n" : "false\n");
+      jw_lit(w, "\t\t}");
     }
   }
-  if (!ok) {
-    cJSON_Delete(root);
-    return NULL;
-  }
-  return root;
+  jw_lit(w, "]\n}");
+  fwrite(w->buf, 1, w->n, out);
 }
 
 int pg_cmd_list(int argc, char **argv) {
@@ -202,16 +304,8 @@ int pg_cmd_list(int argc, char **argv) {
   absolute(suite_path, suite_abs, sizeof suite_abs);
 
   if (format == FORMAT_JSON) {
-    cJSON *root = build_json(op, &contract, &suite, contract_abs, suite_abs, levels);
-    char *text = root ? cJSON_Print(root) : NULL;
-    cJSON_Delete(root);
-    if (!text) {
-      fprintf(stderr, "phasegate list: error: out of memory\n");
-      goto done;
-    }
-    fputs(text, stdout);
+    write_json(stdout, op, &contract, &suite, contract_abs, suite_abs, levels);
     fputc('\n', stdout);
-    cJSON_free(text);
   } else {
     for (int k = 1; k <= contract.n_modules; k++)
       for (int i = 0; i < suite.n_cases; i++) {
