@@ -748,14 +748,16 @@ static int cx_construct(const struct cx_plan *p, const struct pg_case *cs,
           pg_store_f64(ta->dl.data, ta->dtype, dst, pg_load_f64(ta->dl.data, ta->dtype, src));
         }
     pg_rng_stream_init(&rs, seed, tb->name, PG_RNG_SEARCH);
-    for (int64_t o = 0; o < bo; o++) /* b[k + h] = -b[k] (1 + g u); odd K: last slice 0 */
+    for (int64_t o = 0; o < bo; o++) { /* b[k + h] = -b[k] (1 + g u); odd K: last slice 0 */
       for (int64_t k = 0; k < h; k++)
         for (int64_t i = 0; i < bi; i++) {
           size_t src = (size_t)((o * bk + k) * bi + i), dst = src + (size_t)(h * bi);
           double v = pg_load_f64(tb->dl.data, tb->dtype, src);
           pg_store_f64(tb->dl.data, tb->dtype, dst, -v * (1.0 + gap * stream_u(&rs, dst)));
-          if (bk % 2) pg_store_f64(tb->dl.data, tb->dtype, (size_t)((o * bk + bk - 1) * bi + i), 0.0);
         }
+      for (int64_t i = 0; bk % 2 && i < bi; i++)
+        pg_store_f64(tb->dl.data, tb->dtype, (size_t)((o * bk + bk - 1) * bi + i), 0.0);
+    }
     return 1;
   }
   if (p->kind == CX_SUM || p->kind == CX_MEAN) {
