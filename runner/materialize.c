@@ -256,28 +256,40 @@ int pg_case_generate_inputs_ex(const struct pg_contract *c, const struct pg_case
 enum cx_kind { CX_SUB = 0, CX_ADD, CX_MATMUL, CX_SUM, CX_MEAN, CX_CUMSUM };
 static const char *const cx_kernel_names[] = {"sub", "add", "matmul", "sum", "mean", "cumsum"};
 
-#define CX_MAX_ARGS 3
-#define CX_MAX_ATTRS 8
+#define CX_MAX_ARGS PG_KERNEL_MAX_INPUTS
+#define CX_MAX_ATTRS PG_KERNEL_MAX_ATTRS
 #define CX_TEXT 128
+#define CX_MAX_LOCALS 64
 #define PG_STRESS_RESTARTS 32
 
-/* Where an operand of the target's step comes from: primary input `primary` (>= 0), or
- * output `name` of module `module` (> 0). */
+/* One golden step, split: `outs = op(args, key=value)`. */
+struct cx_call {
+  int n_outs;
+  char outs[PG_KERNEL_MAX_OUTPUTS][PG_NAME_MAX];
+  char op[64];
+  int n_args;
+  char args[CX_MAX_ARGS][PG_NAME_MAX];
+  int n_attrs;
+  char attr_key[CX_MAX_ATTRS][64];
+  char attr_val[CX_MAX_ATTRS][CX_TEXT];
+};
+
+/* Where an operand of the target's step comes from: primary input `primary` (>= 0),
+ * output `name` of module `module` (> 0), or (local) an earlier step of the module. */
 struct operand {
   int primary;
   int module;
+  int local;
   char name[PG_NAME_MAX];
 };
 
 struct cx_plan {
   const struct pg_module *mod;
-  const struct pg_golden_step *step;
+  int step;                      /* the target's step in mod->golden */
   enum cx_kind kind;
-  int n_args;
+  struct cx_call call;
   struct operand args[CX_MAX_ARGS];
-  int n_attrs;
-  char attr_key[CX_MAX_ATTRS][64];
-  char attr_val[CX_MAX_ATTRS][CX_TEXT];
+  int has_local;                 /* an operand is a step-local: replay mod's earlier steps */
 };
 
 static int find_primary(const struct pg_contract *c, const char *name) {
@@ -327,43 +339,45 @@ static int step_defines(const char *step, const char *target, int *n_outs) {
   return hit;
 }
 
-/* Reads the right-hand side of a step that defines the target into p (kind, argument
- * names, raw attributes). Returns PG_OK, or PG_ENOTSUP with `why` filled. */
-static int parse_rhs(const char *step, struct cx_plan *p, char names[CX_MAX_ARGS][PG_NAME_MAX],
-                     char *why, size_t why_n) {
-  const char *r = strchr(step, '=') + 1;
+/* Splits a step into cl. Returns PG_OK, or PG_ENOTSUP with `why` filled. */
+static int parse_call(const char *step, struct cx_call *cl, char *why, size_t why_n) {
+  memset(cl, 0, sizeof *cl);
+  const char *eq = strchr(step, '=');
+  if (!eq) {
+    snprintf(why, why_n, "the step \"%s\" has no '='", step);
+    return PG_ENOTSUP;
+  }
+  for (const char *p = step; p < eq;) {
+    const char *comma = memchr(p, ',', (size_t)(eq - p));
+    const char *end = comma ? comma : eq;
+    if (cl->n_outs == PG_KERNEL_MAX_OUTPUTS ||
+        !strip_copy(cl->outs[cl->n_outs], PG_NAME_MAX, p, (size_t)(end - p)) ||
+        !is_tensor_name(cl->outs[cl->n_outs])) {
+      snprintf(why, why_n, "cannot read the outputs of \"%s\"", step);
+      return PG_ENOTSUP;
+    }
+    cl->n_outs++;
+    p = end + 1;
+  }
+  const char *r = eq + 1;
   while (*r == ' ' || *r == '\t') r++;
   const char *open = strchr(r, '(');
-  char op[64] = "";
-  int fn = 0;
-  if (open && (size_t)(open - r) < sizeof op && strip_copy(op, sizeof op, r, (size_t)(open - r)) &&
-      is_tensor_name(op) && !strchr(op, '-'))
-    fn = 1;
-  p->n_args = 0;
-  p->n_attrs = 0;
+  int fn = open && (size_t)(open - r) < sizeof cl->op &&
+           strip_copy(cl->op, sizeof cl->op, r, (size_t)(open - r)) && is_tensor_name(cl->op) &&
+           !strchr(cl->op, '-');
   if (!fn) { /* infix: "x - y" / "x + y", blanks around the operator (names may hold '-') */
     const char *sep = strstr(r, " - ");
     if (!sep) sep = strstr(r, " + ");
-    if (!sep || !strip_copy(names[0], PG_NAME_MAX, r, (size_t)(sep - r)) ||
-        !strip_copy(names[1], PG_NAME_MAX, sep + 3, strlen(sep + 3)) ||
-        !is_tensor_name(names[0]) || !is_tensor_name(names[1])) {
+    if (!sep || !strip_copy(cl->args[0], PG_NAME_MAX, r, (size_t)(sep - r)) ||
+        !strip_copy(cl->args[1], PG_NAME_MAX, sep + 3, strlen(sep + 3)) ||
+        !is_tensor_name(cl->args[0]) || !is_tensor_name(cl->args[1])) {
       snprintf(why, why_n, "the step \"%s\" is neither op(args) nor 'x - y' / 'x + y'", step);
       return PG_ENOTSUP;
     }
-    p->kind = sep[1] == '-' ? CX_SUB : CX_ADD;
-    p->n_args = 2;
+    snprintf(cl->op, sizeof cl->op, "%s", sep[1] == '-' ? "sub" : "add");
+    cl->n_args = 2;
     return PG_OK;
   }
-  int kind = -1;
-  for (int k = 0; k < (int)(sizeof cx_kernel_names / sizeof *cx_kernel_names); k++)
-    if (strcmp(op, cx_kernel_names[k]) == 0) kind = k;
-  if (kind < 0) {
-    snprintf(why, why_n, "it is computed by '%s'; cancellation_stress supports sub, add, "
-             "matmul, sum, mean and cumsum (the kernels whose result is a signed sum of terms)",
-             op);
-    return PG_ENOTSUP;
-  }
-  p->kind = (enum cx_kind)kind;
   const char *close = strrchr(open, ')');
   if (!close) {
     snprintf(why, why_n, "the step \"%s\" has no closing ')'", step);
@@ -376,57 +390,77 @@ static int parse_rhs(const char *step, struct cx_plan *p, char names[CX_MAX_ARGS
     if (*q == '(' || *q == '[') depth++;
     else if ((*q == ')' || *q == ']') && q < close) depth--;
     if (q < close && (depth > 0 || *q != ',')) continue;
-    const char *eq = NULL;
+    const char *aeq = NULL;
     for (const char *t = a; t < q; t++)
       if (*t == '=' && t[1] != '=') {
-        eq = t;
+        aeq = t;
         break;
       }
-    if (eq) {
-      if (p->n_attrs == CX_MAX_ATTRS ||
-          !strip_copy(p->attr_key[p->n_attrs], sizeof p->attr_key[0], a, (size_t)(eq - a))) {
+    if (aeq) {
+      if (cl->n_attrs == CX_MAX_ATTRS ||
+          !strip_copy(cl->attr_key[cl->n_attrs], sizeof cl->attr_key[0], a, (size_t)(aeq - a))) {
         snprintf(why, why_n, "cannot read the attributes of \"%s\"", step);
         return PG_ENOTSUP;
       }
-      const char *v = eq + 1;
+      const char *v = aeq + 1;
       while (*v == ' ' || *v == '\t') v++;
       size_t len = (size_t)(q - v);
       while (len && (v[len - 1] == ' ' || v[len - 1] == '\t')) len--;
       if (len >= CX_TEXT) len = CX_TEXT - 1;
-      memcpy(p->attr_val[p->n_attrs], v, len);
-      p->attr_val[p->n_attrs][len] = '\0';
-      p->n_attrs++;
+      memcpy(cl->attr_val[cl->n_attrs], v, len);
+      cl->attr_val[cl->n_attrs][len] = '\0';
+      cl->n_attrs++;
     } else if (q > a || *q == ',') {
-      if (p->n_args == CX_MAX_ARGS || !strip_copy(names[p->n_args], PG_NAME_MAX, a, (size_t)(q - a)) ||
-          !is_tensor_name(names[p->n_args])) {
+      if (cl->n_args == CX_MAX_ARGS ||
+          !strip_copy(cl->args[cl->n_args], PG_NAME_MAX, a, (size_t)(q - a)) ||
+          !is_tensor_name(cl->args[cl->n_args])) {
         snprintf(why, why_n, "cannot read the tensor arguments of \"%s\"", step);
         return PG_ENOTSUP;
       }
-      p->n_args++;
+      cl->n_args++;
     }
     a = q + 1;
   }
-  int want_lo = p->kind == CX_MATMUL ? 2 : p->kind <= CX_ADD ? 2 : 1;
-  int want_hi = p->kind == CX_MATMUL ? 3 : want_lo;
-  if (p->n_args < want_lo || p->n_args > want_hi) {
-    snprintf(why, why_n, "'%s' takes %d%s tensor argument%s, the step gives %d", op, want_lo,
-             want_hi > want_lo ? " or 3" : "", want_lo > 1 ? "s" : "", p->n_args);
+  return PG_OK;
+}
+
+/* Checks that a parsed step names a built-in kernel with fitting arguments and known
+ * attributes of types we can evaluate. */
+static int check_kernel_call(const struct cx_call *cl, const char *step, char *why, size_t why_n) {
+  const struct pg_kernel_def *def = pg_kernel_find(cl->op);
+  if (!def) {
+    snprintf(why, why_n, "\"%s\" calls '%s', which is no built-in kernel", step, cl->op);
     return PG_ENOTSUP;
   }
+  if (cl->n_args < def->min_inputs || cl->n_args > def->max_inputs || cl->n_outs != def->n_outputs) {
+    snprintf(why, why_n, "\"%s\" does not match '%s' (%d..%d inputs, %d output%s)", step,
+             cl->op, def->min_inputs, def->max_inputs, def->n_outputs,
+             def->n_outputs == 1 ? "" : "s");
+    return PG_ENOTSUP;
+  }
+  for (int k = 0; k < cl->n_attrs; k++)
+    if (pg_kernel_attr_index(def, cl->attr_key[k]) < 0) {
+      snprintf(why, why_n, "\"%s\": '%s' has no attribute '%s'", step, cl->op, cl->attr_key[k]);
+      return PG_ENOTSUP;
+    }
   return PG_OK;
 }
 
 /* Resolves an argument of step `s` of module m as the golden engine does (step-locals,
  * then m's declared inputs, then primary inputs, then the latest earlier module's
- * output). 0: resolved; 1: a step-local of m (unreachable); 2: unknown. */
+ * output). 0: resolved; 2: unknown. */
 static int resolve_arg(const struct pg_contract *c, const struct pg_module *m, int s,
                        const char *name, struct operand *o) {
   o->primary = -1;
   o->module = 0;
+  o->local = 0;
   snprintf(o->name, sizeof o->name, "%s", name);
   for (int k = 0; k < s; k++) {
     int n_outs;
-    if (step_defines(m->golden.steps[k].text, name, &n_outs)) return 1;
+    if (step_defines(m->golden.steps[k].text, name, &n_outs)) {
+      o->local = 1;
+      return 0;
+    }
   }
   for (int i = 0; i < m->n_inputs; i++)
     if (m->inputs[i].name && strcmp(m->inputs[i].name, name) == 0) {
@@ -456,15 +490,13 @@ static int cx_plan_make(const struct pg_contract *c, const struct pg_case *cs,
   const char *target = st->target ? st->target : "";
   const char *id = cs->id ? cs->id : "?";
   memset(p, 0, sizeof *p);
-  int step_index = -1;
   for (int m = 0; !p->mod && m < c->n_modules; m++)
     for (int s = 0; !p->mod && s < c->modules[m].golden.n_steps; s++) {
       int n_outs;
       if (c->modules[m].golden.kind == PG_GOLDEN_STEPS &&
           step_defines(c->modules[m].golden.steps[s].text, target, &n_outs)) {
         p->mod = &c->modules[m];
-        p->step = &c->modules[m].golden.steps[s];
-        step_index = s;
+        p->step = s;
         if (n_outs != 1)
           return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: '%s' is one of "
                               "%d outputs of a golden step; only single-output steps (sub, add, "
@@ -491,22 +523,43 @@ static int cx_plan_make(const struct pg_contract *c, const struct pg_case *cs,
     return pg_error_set(err, PG_EVALIDATE, "case %s: cancellation_stress: no module's golden "
                         "computes target '%s'", id, target);
   }
-  char why[400] = "", names[CX_MAX_ARGS][PG_NAME_MAX];
-  if (parse_rhs(p->step->text, p, names, why, sizeof why) != PG_OK)
+  char why[600] = "";
+  const char *text = p->mod->golden.steps[p->step].text;
+  if (parse_call(text, &p->call, why, sizeof why) != PG_OK)
     return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: target '%s' (module %d): "
                         "%s", id, target, p->mod->id, why);
-  for (int i = 0; i < p->n_args; i++) {
-    int r = resolve_arg(c, p->mod, step_index, names[i], &p->args[i]);
-    if (r == 1)
-      return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: operand '%s' of '%s' "
-                          "is computed by an earlier step inside module %d; values computed "
-                          "inside the module are not reachable (target a tensor whose operands "
-                          "are primary inputs or earlier modules' outputs)", id, names[i], target,
-                          p->mod->id);
-    if (r == 2)
+  int kind = -1;
+  for (int k = 0; k < (int)(sizeof cx_kernel_names / sizeof *cx_kernel_names); k++)
+    if (strcmp(p->call.op, cx_kernel_names[k]) == 0) kind = k;
+  if (kind < 0)
+    return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: target '%s' (module %d) "
+                        "is computed by '%s'; cancellation_stress supports sub, add, matmul, sum, "
+                        "mean and cumsum (the kernels whose result is a signed sum of terms)", id,
+                        target, p->mod->id, p->call.op);
+  p->kind = (enum cx_kind)kind;
+  if (check_kernel_call(&p->call, text, why, sizeof why) != PG_OK)
+    return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: target '%s' (module %d): "
+                        "%s", id, target, p->mod->id, why);
+  for (int i = 0; i < p->call.n_args; i++) {
+    if (resolve_arg(c, p->mod, p->step, p->call.args[i], &p->args[i]) != 0)
       return pg_error_set(err, PG_EVALIDATE, "case %s: cancellation_stress: operand '%s' of '%s' "
-                          "is neither an input of module %d nor a primary input", id, names[i],
-                          target, p->mod->id);
+                          "is neither computed earlier in module %d, nor its input, nor a primary "
+                          "input", id, p->call.args[i], target, p->mod->id);
+    p->has_local |= p->args[i].local;
+  }
+  /* a step-local operand: the module's earlier steps are replayed, so each must be a
+   * built-in kernel call we can read */
+  if (p->has_local && p->step > CX_MAX_LOCALS / PG_KERNEL_MAX_OUTPUTS)
+    return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: '%s' is step %d of module "
+                        "%d; at most %d earlier steps are replayed", id, target, p->step + 1,
+                        p->mod->id, CX_MAX_LOCALS / PG_KERNEL_MAX_OUTPUTS);
+  for (int s = 0; p->has_local && s < p->step; s++) {
+    struct cx_call cl;
+    const char *t = p->mod->golden.steps[s].text;
+    if (parse_call(t, &cl, why, sizeof why) != PG_OK || check_kernel_call(&cl, t, why, sizeof why) != PG_OK)
+      return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: an operand of '%s' is "
+                          "computed inside module %d, whose earlier step cannot be replayed: %s",
+                          id, target, p->mod->id, why);
   }
   return PG_OK;
 }
@@ -533,37 +586,62 @@ int pg_suite_check_cancellation(const struct pg_contract *c, const struct pg_sui
   return n;
 }
 
-/* The step's attributes evaluated for def (bound dims); absolute values when `absval`. */
-static int cx_attrs(const struct cx_plan *p, const struct pg_kernel_def *def,
+/* A step's attributes evaluated for def (bound dims); absolute values when `absval`. */
+static int cx_attrs(const struct cx_call *cl, const struct pg_kernel_def *def,
                     const struct pg_bindings *dims, int absval,
                     struct pg_attr_value vals[PG_KERNEL_MAX_ATTRS], int *n, struct pg_error *err) {
   *n = pg_kernel_attrs_default(def, vals);
-  for (int k = 0; k < p->n_attrs; k++) {
-    int idx = pg_kernel_attr_index(def, p->attr_key[k]);
+  for (int k = 0; k < cl->n_attrs; k++) {
+    int idx = pg_kernel_attr_index(def, cl->attr_key[k]);
     if (idx < 0 || idx >= PG_KERNEL_MAX_ATTRS)
-      return pg_error_set(err, PG_EINVAL, "%s: unknown attribute '%s'", def->name, p->attr_key[k]);
+      return pg_error_set(err, PG_EINVAL, "%s: unknown attribute '%s'", def->name, cl->attr_key[k]);
     struct pg_attr_value *v = &vals[idx];
-    const char *text = p->attr_val[k];
+    const char *text = cl->attr_val[k];
     enum pg_attr_type type = def->attrs[idx].type;
     memset(v, 0, sizeof *v);
     v->type = type;
-    double x = 0;
-    if (type == PG_ATTR_BOOL && (!strcmp(text, "true") || !strcmp(text, "True"))) x = 1;
-    else if (type == PG_ATTR_BOOL && (!strcmp(text, "false") || !strcmp(text, "False"))) x = 0;
-    else if (type == PG_ATTR_BOOL || type == PG_ATTR_FLOAT || type == PG_ATTR_INT) {
-      struct pg_error sub;
-      pg_error_clear(&sub);
-      int rc = pg_float_expr_eval(text, dims, &x, &sub);
-      if (rc != PG_OK)
-        return pg_error_set(err, rc, "%s: attribute '%s' = '%s': %s", def->name, p->attr_key[k],
-                            text, sub.message);
-    } else {
-      return pg_error_set(err, PG_ENOTSUP, "%s: attribute '%s' of this type is not supported "
-                          "by cancellation_stress", def->name, p->attr_key[k]);
+    struct pg_error sub;
+    pg_error_clear(&sub);
+    int rc = PG_OK;
+    if (type == PG_ATTR_STRING) {
+      size_t len = strlen(text);
+      if (len >= 2 && (text[0] == '"' || text[0] == '\'') && text[len - 1] == text[0]) {
+        text++;
+        len -= 2;
+      }
+      if (len >= sizeof v->s) len = sizeof v->s - 1;
+      memcpy(v->s, text, len);
+      v->s[len] = '\0';
+      continue;
     }
-    v->b = x != 0;
-    v->f = x;
-    v->i = (int64_t)llround(x);
+    if (type == PG_ATTR_INTS) { /* [a, b, c] or one expression */
+      char item[CX_TEXT];
+      const char *q = text[0] == '[' ? text + 1 : text;
+      while (rc == PG_OK && *q && *q != ']') {
+        size_t len = strcspn(q, ",]");
+        double x = 0;
+        if (len >= sizeof item || v->n_ints == PG_MAX_NDIM) rc = PG_EINVAL;
+        if (rc == PG_OK) {
+          memcpy(item, q, len);
+          item[len] = '\0';
+          rc = pg_float_expr_eval(item, dims, &x, &sub);
+        }
+        if (rc == PG_OK) v->ints[v->n_ints++] = (int64_t)llround(x);
+        q += len;
+        if (*q == ',') q++;
+      }
+    } else {
+      double x = 0;
+      if (type == PG_ATTR_BOOL && (!strcmp(text, "true") || !strcmp(text, "True"))) x = 1;
+      else if (type == PG_ATTR_BOOL && (!strcmp(text, "false") || !strcmp(text, "False"))) x = 0;
+      else rc = pg_float_expr_eval(text, dims, &x, &sub);
+      v->b = x != 0;
+      v->f = x;
+      v->i = (int64_t)llround(x);
+    }
+    if (rc != PG_OK)
+      return pg_error_set(err, rc, "%s: attribute '%s' = '%s': %s", def->name, cl->attr_key[k],
+                          text, sub.message[0] ? sub.message : "cannot evaluate");
   }
   if (absval)
     for (int d = 0; d < *n; d++)
@@ -577,35 +655,108 @@ static const struct pg_attr_value *attr_named(const struct pg_kernel_def *def,
   return i >= 0 && i < PG_KERNEL_MAX_ATTRS ? &vals[i] : NULL;
 }
 
-/* Evaluates an operand into `out` (float64, owned) from the primary inputs. */
+/* Copies src into out as float64 (out owned). */
+static int widen(const struct pg_tensor *src, struct pg_tensor *out, struct pg_error *err) {
+  PG_RETURN_IF_ERROR(pg_tensor_alloc(out, PG_DTYPE_F64, src->dl.ndim, src->shape, err));
+  for (int64_t e = 0; e < src->numel; e++)
+    ((double *)out->dl.data)[e] = pg_load_f64(src->dl.data, src->dtype, (size_t)e);
+  return PG_OK;
+}
+
+/* Evaluates a primary input or an earlier module's output into `out` (float64). */
 static int eval_operand(const struct pg_golden_env *env, const struct operand *o,
                         const struct pg_tensor *inputs, int n_primary, struct pg_tensor *out,
                         struct pg_error *err) {
+  if (o->primary >= 0) return widen(&inputs[o->primary], out, err);
   struct pg_tensor outs[PG_MAX_BOUNDARY_OUTPUTS];
   for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_init(&outs[i]);
-  const struct pg_tensor *src = o->primary >= 0 ? &inputs[o->primary] : NULL;
-  int rc = PG_OK;
-  if (!src) {
-    int n_out = 0, found = -1;
-    rc = pg_golden_cumulative(env, o->module, inputs, n_primary, outs, &n_out, err);
-    const struct pg_module *mod = pg_contract_module(env->contract, o->module);
-    /* module k's outputs in declared order (phase N: final_outputs, matched by name) */
-    for (int i = 0; rc == PG_OK && mod && i < n_out; i++) {
-      const char *nm = o->module == env->contract->n_modules && i < env->contract->n_final
-                           ? env->contract->final_outputs[i].name
-                           : i < mod->n_outputs ? mod->outputs[i].name : NULL;
-      if (nm && strcmp(nm, o->name) == 0) found = i;
-    }
-    if (rc == PG_OK && found < 0)
-      rc = pg_error_set(err, PG_ENOTSUP, "module %d's boundary outputs do not include '%s'",
-                        o->module, o->name);
-    if (rc == PG_OK) src = &outs[found];
+  int n_out = 0, found = -1;
+  int rc = pg_golden_cumulative(env, o->module, inputs, n_primary, outs, &n_out, err);
+  const struct pg_module *mod = pg_contract_module(env->contract, o->module);
+  /* module k's outputs in declared order (phase N: final_outputs, matched by name) */
+  for (int i = 0; rc == PG_OK && mod && i < n_out; i++) {
+    const char *nm = o->module == env->contract->n_modules && i < env->contract->n_final
+                         ? env->contract->final_outputs[i].name
+                         : i < mod->n_outputs ? mod->outputs[i].name : NULL;
+    if (nm && strcmp(nm, o->name) == 0) found = i;
   }
-  if (rc == PG_OK) rc = pg_tensor_alloc(out, PG_DTYPE_F64, src->dl.ndim, src->shape, err);
-  for (int64_t e = 0; rc == PG_OK && e < src->numel; e++)
-    ((double *)out->dl.data)[e] = pg_load_f64(src->dl.data, src->dtype, (size_t)e);
+  if (rc == PG_OK && found < 0)
+    rc = pg_error_set(err, PG_ENOTSUP, "module %d's boundary outputs do not include '%s'",
+                      o->module, o->name);
+  if (rc == PG_OK) rc = widen(&outs[found], out, err);
   for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_reset(&outs[i]);
   return rc;
+}
+
+/* Named float64 tensors seen while replaying a module's steps: step-locals, and the
+ * inputs / earlier outputs they used (cached so each is evaluated once). Lookups go
+ * from the newest entry, so a step-local shadows an input of the same name as it does
+ * in the golden engine. */
+struct cx_table {
+  int n;
+  char names[CX_MAX_LOCALS * 2][PG_NAME_MAX];
+  struct pg_tensor t[CX_MAX_LOCALS * 2];
+};
+
+static void table_reset(struct cx_table *tab) {
+  for (int i = 0; i < tab->n; i++) pg_tensor_reset(&tab->t[i]);
+  tab->n = 0;
+}
+
+/* The f64 value of `name` as module plan->mod sees it before step `s` (a view into tab). */
+static int table_get(const struct pg_golden_env *env, const struct cx_plan *p,
+                     struct cx_table *tab, const char *name, const struct pg_tensor *inputs,
+                     int n_primary, const struct pg_tensor **out, struct pg_error *err) {
+  for (int i = tab->n - 1; i >= 0; i--)
+    if (strcmp(tab->names[i], name) == 0) {
+      *out = &tab->t[i];
+      return PG_OK;
+    }
+  struct operand o;
+  if (resolve_arg(env->contract, p->mod, 0, name, &o) != 0)
+    return pg_error_set(err, PG_ENOTFOUND, "module %d: no tensor '%s'", p->mod->id, name);
+  if (tab->n == CX_MAX_LOCALS * 2)
+    return pg_error_set(err, PG_ELIMIT, "module %d: too many tensors to replay", p->mod->id);
+  struct pg_tensor *t = &tab->t[tab->n];
+  pg_tensor_init(t);
+  PG_RETURN_IF_ERROR(eval_operand(env, &o, inputs, n_primary, t, err));
+  snprintf(tab->names[tab->n], PG_NAME_MAX, "%s", name);
+  *out = &tab->t[tab->n++];
+  return PG_OK;
+}
+
+/* Replays steps 0 .. p->step - 1 of the target's module in float64 into tab. */
+static int replay_steps(const struct pg_golden_env *env, const struct cx_plan *p,
+                        struct cx_table *tab, const struct pg_tensor *inputs, int n_primary,
+                        struct pg_error *err) {
+  char why[600];
+  for (int s = 0; s < p->step; s++) {
+    struct cx_call cl;
+    const char *text = p->mod->golden.steps[s].text;
+    if (parse_call(text, &cl, why, sizeof why) != PG_OK)
+      return pg_error_set(err, PG_ENOTSUP, "%s", why);
+    const struct pg_kernel_def *def = pg_kernel_find(cl.op);
+    if (!def) return pg_error_set(err, PG_ENOTSUP, "no kernel '%s'", cl.op);
+    const struct pg_tensor *in[CX_MAX_ARGS];
+    for (int i = 0; i < cl.n_args; i++)
+      PG_RETURN_IF_ERROR(table_get(env, p, tab, cl.args[i], inputs, n_primary, &in[i], err));
+    struct pg_attr_value av[PG_KERNEL_MAX_ATTRS];
+    int na;
+    PG_RETURN_IF_ERROR(cx_attrs(&cl, def, env->dims, 0, av, &na, err));
+    if (tab->n + cl.n_outs > CX_MAX_LOCALS * 2)
+      return pg_error_set(err, PG_ELIMIT, "module %d: too many tensors to replay", p->mod->id);
+    struct pg_tensor *outs = &tab->t[tab->n];
+    for (int i = 0; i < cl.n_outs; i++) pg_tensor_init(&outs[i]);
+    struct pg_error sub;
+    pg_error_clear(&sub);
+    int rc = pg_kernel_invoke(def, in, cl.n_args, av, na, 1, outs, &sub);
+    if (rc != PG_OK)
+      return pg_error_set(err, rc, "replaying \"%s\" (module %d): %s", text, p->mod->id,
+                          sub.message);
+    for (int i = 0; i < cl.n_outs; i++)
+      snprintf(tab->names[tab->n++], PG_NAME_MAX, "%s", cl.outs[i]);
+  }
+  return PG_OK;
 }
 
 struct cx_eval {
@@ -626,26 +777,29 @@ static int cx_score(const struct cx_plan *p, const struct pg_golden_env *env,
   const struct pg_kernel_def *den = p->kind <= CX_ADD ? pg_kernel_find("maximum") : def;
   if (!def || !den) return pg_error_set(err, PG_EINTERNAL, "kernel '%s' is not built",
                                         cx_kernel_names[p->kind]);
-  struct pg_tensor ops[CX_MAX_ARGS], abs_ops[CX_MAX_ARGS], t, d;
-  for (int i = 0; i < CX_MAX_ARGS; i++) pg_tensor_init(&ops[i]), pg_tensor_init(&abs_ops[i]);
+  struct cx_table *tab = calloc(1, sizeof *tab);
+  if (!tab) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  int n_args = p->call.n_args;
+  struct pg_tensor abs_ops[CX_MAX_ARGS], t, d;
+  for (int i = 0; i < CX_MAX_ARGS; i++) pg_tensor_init(&abs_ops[i]);
   pg_tensor_init(&t);
   pg_tensor_init(&d);
-  int rc = PG_OK;
-  for (int i = 0; rc == PG_OK && i < p->n_args; i++)
-    rc = eval_operand(env, &p->args[i], inputs, n_primary, &ops[i], err);
-  for (int i = 0; rc == PG_OK && i < p->n_args; i++) {
-    rc = pg_tensor_alloc(&abs_ops[i], PG_DTYPE_F64, ops[i].dl.ndim, ops[i].shape, err);
-    for (int64_t e = 0; rc == PG_OK && e < ops[i].numel; e++)
-      ((double *)abs_ops[i].dl.data)[e] = fabs(((double *)ops[i].dl.data)[e]);
+  int rc = p->has_local ? replay_steps(env, p, tab, inputs, n_primary, err) : PG_OK;
+  const struct pg_tensor *in[CX_MAX_ARGS], *ain[CX_MAX_ARGS];
+  for (int i = 0; rc == PG_OK && i < n_args; i++)
+    rc = table_get(env, p, tab, p->call.args[i], inputs, n_primary, &in[i], err);
+  for (int i = 0; rc == PG_OK && i < n_args; i++) {
+    ain[i] = &abs_ops[i];
+    rc = pg_tensor_alloc(&abs_ops[i], PG_DTYPE_F64, in[i]->dl.ndim, in[i]->shape, err);
+    for (int64_t e = 0; rc == PG_OK && e < in[i]->numel; e++)
+      ((double *)abs_ops[i].dl.data)[e] = fabs(((const double *)in[i]->dl.data)[e]);
   }
   struct pg_attr_value av[PG_KERNEL_MAX_ATTRS], dv[PG_KERNEL_MAX_ATTRS];
   int na = 0, nd = 0;
-  const struct pg_tensor *in[CX_MAX_ARGS] = {&ops[0], &ops[1], &ops[2]};
-  const struct pg_tensor *ain[CX_MAX_ARGS] = {&abs_ops[0], &abs_ops[1], &abs_ops[2]};
-  if (rc == PG_OK) rc = cx_attrs(p, def, env->dims, 0, av, &na, err);
-  if (rc == PG_OK) rc = cx_attrs(p, den, env->dims, 1, dv, &nd, err);
-  if (rc == PG_OK) rc = pg_kernel_invoke(def, in, p->n_args, av, na, 1, &t, err);
-  if (rc == PG_OK) rc = pg_kernel_invoke(den, ain, p->n_args, dv, nd, 1, &d, err);
+  if (rc == PG_OK) rc = cx_attrs(&p->call, def, env->dims, 0, av, &na, err);
+  if (rc == PG_OK) rc = cx_attrs(&p->call, den, env->dims, 1, dv, &nd, err);
+  if (rc == PG_OK) rc = pg_kernel_invoke(def, in, n_args, av, na, 1, &t, err);
+  if (rc == PG_OK) rc = pg_kernel_invoke(den, ain, n_args, dv, nd, 1, &d, err);
   if (rc == PG_OK && t.numel != d.numel)
     rc = pg_error_set(err, PG_EINTERNAL, "result and magnitude shapes differ");
   double *r = NULL;
@@ -665,9 +819,11 @@ static int cx_score(const struct cx_plan *p, const struct pg_golden_env *env,
     ev->median = t.numel ? r[t.numel / 2] : INFINITY;
   }
   free(r);
-  for (int i = 0; i < CX_MAX_ARGS; i++) pg_tensor_reset(&ops[i]), pg_tensor_reset(&abs_ops[i]);
+  for (int i = 0; i < CX_MAX_ARGS; i++) pg_tensor_reset(&abs_ops[i]);
   pg_tensor_reset(&t);
   pg_tensor_reset(&d);
+  table_reset(tab);
+  free(tab);
   return rc;
 }
 
@@ -696,7 +852,7 @@ static int cx_construct(const struct cx_plan *p, const struct pg_case *cs,
   const struct pg_cancellation_stress *st = &cs->cancellation;
   double gap = st->relative_gap > 0 ? st->relative_gap : 1e-5;
   uint64_t seed = st->seed ? st->seed : pg_case_seed(cs);
-  for (int i = 0; i < p->n_args; i++)
+  for (int i = 0; i < p->call.n_args; i++)
     if (p->args[i].primary < 0 || !pg_dtype_is_float(inputs[p->args[i].primary].dtype)) return 0;
   struct pg_rng_stream rs;
   if (p->kind == CX_SUB || p->kind == CX_ADD) {
@@ -718,9 +874,9 @@ static int cx_construct(const struct cx_plan *p, const struct pg_case *cs,
   struct pg_attr_value av[PG_KERNEL_MAX_ATTRS];
   int na;
   if (!def) return 0;
-  PG_RETURN_IF_ERROR(cx_attrs(p, def, dims, 0, av, &na, err));
+  PG_RETURN_IF_ERROR(cx_attrs(&p->call, def, dims, 0, av, &na, err));
   if (p->kind == CX_MATMUL) {
-    if (p->n_args != 2 || p->args[0].primary == p->args[1].primary) return 0;
+    if (p->call.n_args != 2 || p->args[0].primary == p->args[1].primary) return 0;
     struct pg_tensor *ta = &inputs[p->args[0].primary], *tb = &inputs[p->args[1].primary];
     const struct pg_attr_value *tra = attr_named(def, av, "trans_a"),
                                *trb = attr_named(def, av, "trans_b");

@@ -403,6 +403,61 @@ PG_TEST(add_construct_and_sum_search) {
   unload(&f);
 }
 
+/* An operand computed by an earlier step of the same module (xc = x - mean(x)), the
+ * classic layernorm cancellation: the module's steps are replayed for every candidate. */
+static const char *LN =
+    "op: ln\n"
+    "dims: {R: 32, C: 64}\n"
+    "primary_inputs:\n"
+    "  - {name: x, shape: [R, C], dtype: float32}\n"
+    "modules:\n"
+    "  - id: 1\n"
+    "    name: center\n"
+    "    inputs: [{name: x, source: primary}]\n"
+    "    outputs: [{name: xc, shape: [R, C], dtype: float32}]\n"
+    "    golden:\n"
+    "      - mu = mean(x, axis=-1, keepdims=true)\n"
+    "      - xc = sub(x, mu)\n"
+    "final_outputs: [{name: xc, source: module_1}]\n";
+
+static double share_centered(const struct pg_tensor *x, double gap) {
+  int64_t r = x->shape[0], c = x->shape[1], hits = 0;
+  for (int64_t i = 0; i < r; i++) {
+    double mu = 0;
+    for (int64_t k = 0; k < c; k++) mu += at(x, i * c + k);
+    mu /= (double)c;
+    for (int64_t k = 0; k < c; k++) {
+      double v = at(x, i * c + k);
+      hits += fabs(v - mu) <= gap * fmax(fabs(v), fabs(mu));
+    }
+  }
+  return (double)hits / (double)(r * c);
+}
+
+PG_TEST(step_local_operand_search) {
+  struct fixture f;
+  load(&f, LN,
+       "{\"op\": \"ln\", \"cases\": [{\"id\": \"plain\", \"level\": 5, \"seed\": 2},"
+       " {\"id\": \"st\", \"level\": 5, \"seed\": 2, \"cancellation_stress\": {\"target\": \"xc\","
+       " \"expression\": \"a - b\", \"relative_gap\": 0.01}}]}");
+  struct pg_tensor p[1], s[1], s2[1];
+  struct pg_cancel_result res;
+  gen(&f, "plain", 1, p, NULL);
+  gen(&f, "st", 1, s, &res);
+  double before = share_centered(&p[0], 0.01), after = share_centered(&s[0], 0.01);
+  printf("# xc = sub(x, mean(x)), r <= 0.01: %.3f plain, %.3f searched\n", before, after);
+  PG_CHECK_EQ_STR("search", res.method);
+  PG_CHECK_EQ_STR("sub", res.kernel);
+  PG_CHECK(before < 0.05 && after > 0.5);
+  PG_CHECK_NEAR(after, res.share, 1.0 / (double)res.n + 1e-12);
+  gen(&f, "st", 2, s2, NULL);
+  PG_CHECK(memcmp(s[0].dl.data, s2[0].dl.data, s[0].nbytes) == 0);
+  drop(&f, p);
+  drop(&f, s);
+  drop(&f, s2);
+  unload(&f);
+}
+
 /* ---------------------------------------------------------------- refusals */
 
 static const char *BAD =
@@ -415,11 +470,14 @@ static const char *BAD =
     "  - id: 1\n"
     "    name: m1\n"
     "    inputs: [{name: x, source: primary}, {name: y, source: primary}]\n"
-    "    outputs: [{name: h, shape: [N, N], dtype: float32}, {name: sm, shape: [N, N], dtype: float32}]\n"
+    "    outputs: [{name: h, shape: [N, 1], dtype: float32}, {name: sm, shape: [N, N], dtype: float32},\n"
+    "              {name: z, shape: [N, N], dtype: float32}]\n"
     "    golden:\n"
     "      - t = mul(x, y)\n"
     "      - h = sum(t, axis=1, keepdims=true)\n"
     "      - sm = softmax(x)\n"
+    "      - u = frobnicate(x)\n"
+    "      - z = sub(u, y)\n"
     "  - id: 2\n"
     "    name: m2\n"
     "    inputs: [{name: h, source: module_1}]\n"
@@ -435,7 +493,8 @@ PG_TEST(unsupported_targets_refused_before_generation) {
        " {\"id\": \"local\", \"level\": 5, \"cancellation_stress\": {\"target\": \"h\"}},\n"
        " {\"id\": \"softmax\", \"level\": 5, \"cancellation_stress\": {\"target\": \"sm\"}},\n"
        " {\"id\": \"plugin\", \"level\": 5, \"cancellation_stress\": {\"target\": \"o\"}},\n"
-       " {\"id\": \"primary\", \"level\": 5, \"cancellation_stress\": {\"target\": \"x\"}}\n"
+       " {\"id\": \"primary\", \"level\": 5, \"cancellation_stress\": {\"target\": \"x\"}},\n"
+       " {\"id\": \"unreplayable\", \"level\": 5, \"cancellation_stress\": {\"target\": \"z\"}}\n"
        "]}");
   struct pg_error err;
   struct {
@@ -443,12 +502,14 @@ PG_TEST(unsupported_targets_refused_before_generation) {
     int code;
     const char *a, *b;
   } want[] = {
-      {"local", PG_ENOTSUP, "operand 't' of 'h'", "inside module 1"},
       {"softmax", PG_ENOTSUP, "'sm'", "computed by 'softmax'"},
       {"plugin", PG_ENOTSUP, "golden plugin 'my_plugin'", "module 2"},
       {"primary", PG_EVALIDATE, "'x' is a primary input", "case primary"},
+      {"unreplayable", PG_ENOTSUP, "cannot be replayed", "'frobnicate', which is no built-in kernel"},
   };
   PG_CHECK_OK(pg_cancellation_check(&f.c, get_case(&f, "ok"), &err));
+  /* h = sum(t) with t = mul(x, y) computed by the step before: replayed, so accepted */
+  PG_CHECK_MSG(pg_cancellation_check(&f.c, get_case(&f, "local"), &err) == PG_OK, "%s", err.message);
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
     const struct pg_case *cs = get_case(&f, want[i].id);
     PG_CHECK_EQ_INT(want[i].code, pg_cancellation_check(&f.c, cs, &err));
@@ -471,7 +532,7 @@ PG_TEST(unsupported_targets_refused_before_generation) {
   char line[2048];
   pg_diag_format(&d.items[0], line, sizeof line);
   printf("# %s\n", line);
-  PG_CHECK_MSG(strstr(line, "s.json:3:2: error: case local: cancellation_stress:") &&
+  PG_CHECK_MSG(strstr(line, "s.json:4:2: error: case softmax: cancellation_stress:") &&
                strstr(line, "(cancellation)"), "%s", line);
   pg_diags_reset(&d);
   unload(&f);
