@@ -406,13 +406,14 @@ static void finish_group(const struct fill_job *j, size_t i0, size_t n, double *
 
 /* ------------------------------------------------------------------ SIMD kernels */
 
-/* x86-64 paths for the float32 normal and uniform fills, picked at run time. They are
- * the scalar definition above evaluated several lanes at a time: the same IEEE double
+/* x86-64 paths (AVX2, AVX-512F) for the normal, uniform and int fills, picked at run
+ * time; -DPG_FILL_NO_SIMD builds the portable path alone. They are the scalar
+ * definition above evaluated several lanes at a time: the same IEEE double
  * operations in the same order (add, mul, div and sqrt are correctly rounded in every
  * lane), selections done with blends and sign flips that give the very bits of the
  * scalar "* 2.0" and "* -1.0", and no FMA: the target attributes leave "fma" out, so
  * the compiler cannot fuse a multiply into an add even if asked to contract. */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(PG_FILL_NO_SIMD)
 #define PG_FILL_X86 1
 #include <immintrin.h>
 

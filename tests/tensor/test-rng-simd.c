@@ -132,7 +132,7 @@ PG_TEST(fill_isa_paths_equal_portable) {
         pg_tensor_reset(&ref);
       }
     if (!isa_runs_here(isa)) {
-      printf("# %s: not available on this CPU\n", isa_names[isa]);
+      printf("# %s: not in this build or not on this CPU\n", isa_names[isa]);
       continue;
     }
     ran++;
@@ -154,7 +154,7 @@ PG_TEST(fill_isa_paths_equal_portable) {
           pg_tensor_reset(&ref);
         }
   }
-  if (!ran) PG_SKIP("no SIMD path on this CPU");
+  if (!ran) PG_SKIP("no SIMD path in this build or on this CPU");
 }
 
 PG_TEST(philox_isa_kernels_equal_portable) {
@@ -181,7 +181,7 @@ PG_TEST(philox_isa_kernels_equal_portable) {
                        (unsigned long long)(starts[b] + (uint64_t)w / 4), w % 4, got[w], ref[w]);
       }
   }
-  if (!ran) PG_SKIP("no SIMD path on this CPU");
+  if (!ran) PG_SKIP("no SIMD path in this build or on this CPU");
   PG_CHECK_EQ_INT(PG_ENOTSUP, pg__rng_blocks_isa(NULL, 0, 7, PG__FILL_ISA_PORTABLE, ref));
 }
 
@@ -252,7 +252,7 @@ PG_TEST(transform_isa_kernels_equal_portable_on_edge_and_swept_words) {
   free(w);
   free(ref);
   free(got);
-  if (!ran) PG_SKIP("no SIMD path on this CPU");
+  if (!ran) PG_SKIP("no SIMD path in this build or on this CPU");
 }
 
 PG_TEST(unavailable_paths_are_refused) {
