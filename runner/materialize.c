@@ -321,7 +321,7 @@ static int is_tensor_name(const char *s) {
 
 /* Does the left-hand side of `step` (outputs before '=') name `target`? Sets *n_outs. */
 static int step_defines(const char *step, const char *target, int *n_outs) {
-  const char *eq = strchr(step, '=');
+  const char *eq = step ? strchr(step, '=') : NULL;
   *n_outs = 0;
   if (!eq) return 0;
   int hit = 0;
@@ -342,6 +342,7 @@ static int step_defines(const char *step, const char *target, int *n_outs) {
 /* Splits a step into cl. Returns PG_OK, or PG_ENOTSUP with `why` filled. */
 static int parse_call(const char *step, struct cx_call *cl, char *why, size_t why_n) {
   memset(cl, 0, sizeof *cl);
+  if (!step) step = "";
   const char *eq = strchr(step, '=');
   if (!eq) {
     snprintf(why, why_n, "the step \"%s\" has no '='", step);
