@@ -128,7 +128,7 @@ _Static_assert(PG__CMP_BLOCK / 2 < 1024, "packed block counts need 10 bits per f
 
 PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__BT *pa,
                                        const PG__BT *pb, int full, int m, const PG__BT *ta,
-                                       const PG__BT *tb, int toff, int64_t base,
+                                       const PG__BT *tb, int toff, int64_t base, int general,
                                        struct pg__partial *p) {
   const enum pg__kind kind = kp->kind;
   const VD zero = (VD){0} + 0.0;
@@ -137,14 +137,7 @@ PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__B
   const VL negone = (VL)(zero - 1.0);
   const VD vatol = zero + kp->atol, vrtol = zero + kp->rtol;
   const VD vlarge = zero + kp->large, vr100 = zero + kp->rtol100;
-  /* May a lane raise max_rel? Conservative (a hair below the best maximum known,
-   * this chunk's or any other's: the hint only saves re-scans, see compare.c) and
-   * confirmed by the scalar re-scan with the exact division. */
-  double r0 = p->max_rel;
-  double hint = pg__rel_hint_get(kp);
-  if (hint > r0) r0 = hint;
-  r0 = r0 < 0x1p-900 ? 0.0 : r0 * (1.0 - 0x1p-40); /* keep den*r0 a normal number */
-  const VD vr0 = zero + r0;
+  const VD vr0 = zero + pg__rel_r0(kp, p); /* may a lane raise max_rel? */
   const VD vb0 = zero + p->b0;
   /* distances fit the lane type (32-bit lanes: < 2^32 - 1), so clamping N is exact */
   const PG__BUT vulp = (PG__BUT){0} + (kp->ulp > (uint64_t)(__typeof__(uzero[0]))-1
@@ -171,16 +164,18 @@ PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__B
     PG__FAST(pa, pb, i, KIND);                                                   \
   }
   VL cur = lane; /* the element indices of the lanes, for max_abs's position */
-  switch (kind) {
-    case PG__K_CLOSE: PG__LOOP(PG__K_CLOSE); break;
-    case PG__K_EXACT: PG__LOOP(PG__K_EXACT); break;
-    case PG__K_ULP: PG__LOOP(PG__K_ULP); break;
-    default: PG__LOOP(PG__K_INT); break;
+  int redo = general; /* the caller knows the block holds NaN/Inf */
+  if (!general) {
+    switch (kind) {
+      case PG__K_CLOSE: PG__LOOP(PG__K_CLOSE); break;
+      case PG__K_EXACT: PG__LOOP(PG__K_EXACT); break;
+      case PG__K_ULP: PG__LOOP(PG__K_ULP); break;
+      default: PG__LOOP(PG__K_INT); break;
+    }
+    for (int l = 0; l < PG__W; l++) redo |= (int)(flags[l] & PG__F_NONFIN);
   }
 #undef PG__LOOP
 #undef PG__PF
-  int redo = 0;
-  for (int l = 0; l < PG__W; l++) redo |= (int)(flags[l] & PG__F_NONFIN);
   if (redo) { /* NaN/Inf in the block: start over with the general, masked loop */
     s_abs = s_sq = s_ab = s_aa = s_bb = zero;
     mx_abs = zero - 1.0;
@@ -226,8 +221,7 @@ PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__B
   p->within3 += c_w3;
   p->within53 += c_w53;
   p->zeros_b += c_zero;
-  p->gt += c_gt;
-  p->lt += c_lt;
+  p->balance += c_gt - c_lt;
   if (fl & PG__F_LARGE) p->large = 1;
   if (fl & PG__F_LBAD) p->large_bad = 1;
   if (fl & PG__F_NONCONST) p->nonconst = 1;
@@ -270,7 +264,7 @@ PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__B
         p->max_rel_at = base + i;
       }
     }
-    if (p->max_rel > before) pg__rel_hint_raise(kp, p->max_rel);
+    if (p->max_rel > before) pg__hint_raise(kp->rel_hint, p->max_rel);
   }
   if (c_mis > 0 && p->n_first < PG_CMP_FIRST_MISMATCHES) {
     for (int i = 0; i < m && p->n_first < PG_CMP_FIRST_MISMATCHES; i++) {

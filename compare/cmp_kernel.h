@@ -143,9 +143,96 @@ typedef uint16_t PG__K(vh) __attribute__((vector_size(2 * PG__W)));
 #define PG__BSTAGED 1
 #include "cmp_block.h"
 
+#ifdef PG__HOT
+/* Exact max ULP distance of a block whose pairs are all finite (m a multiple of W),
+ * for the blocks where the hot kernel's same-sign shortcut does not apply. */
+PG__KATTR static uint64_t PG__K(ulp_exact)(enum pg_dtype dt, const void *pa, const void *pb, int m) {
+  VUI mx = (VUI){0} + 0;
+  for (int i = 0; i < m; i += PG__W) {
+    VUI vu;
+    if (dt == PG_DTYPE_F32) {
+      VI ia, ib;
+      memcpy(&ia, (const float *)pa + i, sizeof ia);
+      memcpy(&ib, (const float *)pb + i, sizeof ib);
+      PG__ULP32(ia, ib, vu);
+    } else {
+      VH ha, hb;
+      memcpy(&ha, (const uint16_t *)pa + i, sizeof ha);
+      memcpy(&hb, (const uint16_t *)pb + i, sizeof hb);
+      VI ia = __builtin_convertvector(ha, VI), ib = __builtin_convertvector(hb, VI);
+      VI sa = -(ia >> 15), sb = -(ib >> 15);
+      VI d = (((ia & 0x7fff) ^ sa) - sa) - (((ib & 0x7fff) ^ sb) - sb);
+      VI sd = d >> 31;
+      vu = (VUI)((d ^ sd) - sd);
+    }
+    VUI up = (VUI)(vu > mx);
+    mx = (vu & up) | (mx & ~up);
+  }
+  uint64_t r = 0;
+  for (int l = 0; l < PG__W; l++) r = mx[l] > r ? mx[l] : r;
+  return r;
+}
+
+/* Folds one hot block (cmp_hot.h) into the chunk's partial result; the rare,
+ * index-carrying events are found by scalar re-scans of the (L1-resident) block. */
+PG__KATTR static void PG__K(hot_merge)(const struct pg__kparams *kp, const char *pa, const char *pb,
+                                       int m, int64_t base, const struct pg__hot *h,
+                                       struct pg__partial *p) {
+  p->sum_abs += h->sum[0];
+  p->sum_sq += h->sum[1];
+  p->sum_ab += h->sum[2];
+  p->sum_aa += h->sum[3];
+  p->sum_bb += h->sum[4];
+  p->mismatches += h->mis;
+  p->within3 += h->w3;
+  p->within53 += h->w53;
+  p->zeros_b += h->zeros;
+  p->balance += h->bal;
+  p->n_finite += m;
+  if (fabs(h->minb) >= kp->large || fabs(h->maxb) >= kp->large) p->large = 1;
+  if (h->minb < p->b0 || h->maxb > p->b0) p->nonconst = 1;
+  uint64_t mu = h->signdiff ? PG__K(ulp_exact)(kp->dtype, pa, pb, m) : h->max_ulp;
+  if (mu > p->max_ulp) p->max_ulp = mu;
+  double a, b;
+  uint64_t u;
+  /* a block maximum below the best any chunk has seen cannot be the answer */
+  if (h->max_abs > p->max_abs && h->max_abs >= pg__hint_get(kp->abs_hint)) {
+    for (int i = 0; i < m; i++) {
+      pg__scalar(kp->dtype, pa, pb, i, &a, &b, &u);
+      if (fabs(a - b) == h->max_abs) {
+        p->max_abs = h->max_abs;
+        p->max_abs_at = base + i;
+        pg__hint_raise(kp->abs_hint, h->max_abs);
+        break;
+      }
+    }
+  }
+  if (h->rel) {
+    double before = p->max_rel;
+    for (int i = 0; i < m; i++) {
+      pg__scalar(kp->dtype, pa, pb, i, &a, &b, &u);
+      double rel = fabs(a - b) / (fabs(b) + 1e-8);
+      if (rel > p->max_rel) {
+        p->max_rel = rel;
+        p->max_rel_at = base + i;
+      }
+    }
+    if (p->max_rel > before) pg__hint_raise(kp->rel_hint, p->max_rel);
+  }
+  if (h->mis > 0 && p->n_first < PG_CMP_FIRST_MISMATCHES) {
+    for (int i = 0; i < m && p->n_first < PG_CMP_FIRST_MISMATCHES; i++) {
+      pg__scalar(kp->dtype, pa, pb, i, &a, &b, &u);
+      if (!pg__elem_pass(kp, a, b, u)) p->first[p->n_first++] = base + i;
+    }
+  }
+}
+#endif
+
 /* One chunk [start, start+count) of the flat element range, block by block. The
  * last block of the tensor may not fill a vector: it is copied into a zero-padded
- * buffer so the vector loads never read past the tensor. */
+ * buffer so the vector loads never read past the tensor. float32/16 and bfloat16
+ * blocks go through the hot kernel first (where built) and fall back to the
+ * general one only for NaN/Inf (or a sign difference under ulp:N). */
 PG__KATTR static void PG__K(chunk)(const struct pg__kparams *kp, const void *impl,
                                    const void *ref, int64_t start, int64_t count,
                                    struct pg__partial *p) {
@@ -159,9 +246,21 @@ PG__KATTR static void PG__K(chunk)(const struct pg__kparams *kp, const void *imp
       struct pg__staged st;
       pg__stage_int(kp->dtype, impl, ref, at, m, &st);
       int sfull = m / PG__W * PG__W;
-      PG__K(block_staged)(kp, &st, &st, sfull, m, &st, &st, sfull, at, p);
+      PG__K(block_staged)(kp, &st, &st, sfull, m, &st, &st, sfull, at, 0, p);
       continue;
     }
+    int general = 0;
+#ifdef PG__HOT
+    if (kp->dtype != PG_DTYPE_F64 && m % 16 == 0) {
+      struct pg__hot h;
+      PG__HOT(kp, pa, pb, m, pg__rel_r0(kp, p), &h);
+      if (!h.nonfin && !(h.signdiff && kp->kind == PG__K_ULP)) {
+        PG__K(hot_merge)(kp, pa, pb, m, at, &h, p);
+        continue;
+      }
+      general = h.nonfin;
+    }
+#endif
     /* the vector part of the block, then (rarely) the padded remainder */
     int full = m / PG__W * PG__W;
     const char *ta = pa, *tb = pb;
@@ -175,7 +274,7 @@ PG__KATTR static void PG__K(chunk)(const struct pg__kparams *kp, const void *imp
     }
     switch (kp->dtype) {
 #define PG__CALL(fn, T)                                                                   \
-  PG__K(fn)(kp, (const T *)pa, (const T *)pb, full, m, (const T *)ta, (const T *)tb, 0, at, p); \
+  PG__K(fn)(kp, (const T *)pa, (const T *)pb, full, m, (const T *)ta, (const T *)tb, 0, at, general, p); \
   break
       case PG_DTYPE_F32: PG__CALL(block_f32, float);
       case PG_DTYPE_F16: PG__CALL(block_f16, uint16_t);

@@ -134,8 +134,10 @@ static inline void pg__scalar(enum pg_dtype t, const void *pa, const void *pb, i
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define PG__HAVE_AVX2 1
+#include "cmp_hot.h"
 #define PG__K(name) PG__CAT(name, _avx2)
-#define PG__KATTR __attribute__((target("avx2,f16c")))
+#define PG__HOT pg__hot_avx2
+#define PG__KATTR __attribute__((target("avx2,fma,f16c")))
 #define PG__W 4
 /* float -> double: one instruction (generic conversions get split by GCC 12) */
 #define PG__CVTPD(x) ((VD)_mm256_cvtps_pd((__m128)(x)))
@@ -144,19 +146,22 @@ static inline void pg__scalar(enum pg_dtype t, const void *pa, const void *pb, i
   ((void)(w), (out) = (VF)_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)(ptr))))
 #include "cmp_kernel.h"
 #undef PG__K
+#undef PG__HOT
 #undef PG__KATTR
 #undef PG__W
 #undef PG__CVTPD
 #undef PG__F16LOAD
 
 #define PG__K(name) PG__CAT(name, _avx512)
-#define PG__KATTR __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,f16c")))
+#define PG__HOT pg__hot_avx512
+#define PG__KATTR __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,f16c,fma")))
 #define PG__W 8
 #define PG__CVTPD(x) ((VD)_mm512_cvtps_pd((__m256)(x)))
 #define PG__F16LOAD(ptr, w, out) \
   ((void)(w), (out) = (VF)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(ptr))))
 #include "cmp_kernel.h"
 #undef PG__K
+#undef PG__HOT
 #undef PG__KATTR
 #undef PG__W
 #undef PG__CVTPD
@@ -176,7 +181,8 @@ static pg__chunk_fn pick_kernel(void) {
   else if (cap && strcmp(cap, "avx2") == 0) allow = 1;
   __builtin_cpu_init();
   unsigned eax, ebx, ecx = 0, edx; /* F16C: CPUID.1:ECX bit 29 (clang 14 has no "f16c" name) */
-  int f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29));
+  /* F16C and FMA (CPUID.1:ECX bits 29, 12): every AVX2 CPU has them, but check */
+  int f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) && (ecx & (1u << 12));
   if (allow >= 2 && f16c && __builtin_cpu_supports("avx512f") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
       __builtin_cpu_supports("avx512bw"))
@@ -192,13 +198,48 @@ static void partial_init(struct pg__partial *p) {
   p->max_abs_at = p->max_rel_at = -1;
 }
 
+/* Does a finite pair in [start, start+count) have |b| >= atol/rtol (rtol governs)
+ * and |a-b| > (rtol/100)(|b| + 1e-8)? That is the "large_bad" half of
+ * cpu_reproducer_candidate. The hot kernels leave it out (it matters only for a
+ * failed comparison), so it is answered afterwards, only when the flag is still
+ * possible, stopping at the first such pair. */
+static int lbad_range(const struct pg__kparams *kp, const void *impl, const void *ref,
+                      int64_t start, int64_t count, atomic_int *found) {
+  for (int64_t off = 0; off < count; off += PG__CMP_BLOCK) {
+    if (atomic_load_explicit(found, memory_order_relaxed)) return 0;
+    int64_t at = start + off;
+    int m = (int)(count - off < PG__CMP_BLOCK ? count - off : PG__CMP_BLOCK);
+    int bad = 0;
+#define PG__LBAD(T, CONV)                                                                  \
+  for (int i = 0; i < m; i++) {                                                           \
+    double a = CONV(((const T *)impl)[at + i]), b = CONV(((const T *)ref)[at + i]);       \
+    double ab = fabs(b);                                                                  \
+    bad |= (isfinite(a) != 0) & (isfinite(b) != 0) & (ab >= kp->large) &                  \
+           (fabs(a - b) > (ab + 1e-8) * kp->rtol100);                                     \
+  }                                                                                       \
+  break
+#define PG__ID(x) (x)
+    switch (kp->dtype) {
+      case PG_DTYPE_F32: PG__LBAD(float, PG__ID);
+      case PG_DTYPE_F16: PG__LBAD(uint16_t, pg_f16_to_f32);
+      case PG_DTYPE_BF16: PG__LBAD(uint16_t, pg_bf16_to_f32);
+      default: PG__LBAD(double, PG__ID);
+    }
+#undef PG__ID
+#undef PG__LBAD
+    if (bad) return 1;
+  }
+  return 0;
+}
+
 struct work {
   const struct pg__kparams *kp;
   pg__chunk_fn fn;
   const void *impl, *ref;
   int64_t n, chunk, nchunks;
   atomic_llong next;
-  struct pg__partial *parts;
+  struct pg__partial *parts; /* NULL: the large_bad pass (lbad_range) */
+  atomic_int found;
 };
 
 static void *worker(void *arg) {
@@ -208,11 +249,28 @@ static void *worker(void *arg) {
     if (c >= w->nchunks) break;
     int64_t start = (int64_t)c * w->chunk;
     int64_t count = w->n - start < w->chunk ? w->n - start : w->chunk;
+    if (!w->parts) {
+      if (lbad_range(w->kp, w->impl, w->ref, start, count, &w->found))
+        atomic_store_explicit(&w->found, 1, memory_order_relaxed);
+      continue;
+    }
     partial_init(&w->parts[c]);
     w->parts[c].b0 = pg_load_f64(w->ref, w->kp->dtype, (size_t)start);
     w->fn(w->kp, w->impl, w->ref, start, count, &w->parts[c]);
   }
   return NULL;
+}
+
+/* Runs worker() on nt threads (the caller is one of them). */
+static void run_workers(struct work *w, int nt) {
+  pthread_t tids[PG__CMP_MAX_THREADS];
+  int started = 0;
+  for (int t = 1; t < nt; t++) { /* the calling thread is worker 0 */
+    if (pthread_create(&tids[started], NULL, worker, w) != 0) break; /* fewer is fine */
+    started++;
+  }
+  worker(w);
+  for (int t = 0; t < started; t++) pthread_join(tids[t], NULL);
 }
 
 /* Folds chunk partial q (later in index order) into p. */
@@ -224,8 +282,7 @@ static void partial_merge(struct pg__partial *p, const struct pg__partial *q) {
   p->nan_b += q->nan_b;
   p->inf_a += q->inf_a;
   p->inf_b += q->inf_b;
-  p->gt += q->gt;
-  p->lt += q->lt;
+  p->balance += q->balance;
   p->within3 += q->within3;
   p->within53 += q->within53;
   p->zeros_b += q->zeros_b;
@@ -361,8 +418,9 @@ int pg_tensor_compare(const DLTensor *impl, const DLTensor *ref, const struct pg
   kp.ulp = (uint64_t)(rule->ulp > 0 ? rule->ulp : 0);
   kp.large = rule->rtol > 0 ? rule->atol / rule->rtol : INFINITY;
   kp.rtol100 = rule->rtol / 100.0;
-  _Atomic uint64_t rel_hint = 0; /* +0.0 */
+  _Atomic uint64_t rel_hint = 0, abs_hint = 0; /* +0.0 */
   kp.rel_hint = &rel_hint;
+  kp.abs_hint = &abs_hint;
   if (!pg_dtype_is_float(tr)) kp.kind = PG__K_INT;
   else if (rule->kind == PG_RULE_EXACT) kp.kind = PG__K_EXACT;
   else if (rule->kind == PG_RULE_ULP) kp.kind = PG__K_ULP;
@@ -395,19 +453,25 @@ int pg_tensor_compare(const DLTensor *impl, const DLTensor *ref, const struct pg
     if (!w.parts)
       return pg_error_set(err, PG_ENOMEM, "compare: cannot allocate %lld chunk results",
                           (long long)nchunks);
+    atomic_init(&w.found, 0);
     int nt = thread_budget(n_threads);
     if (nt > PG__CMP_MAX_THREADS) nt = PG__CMP_MAX_THREADS;
     if (nt > nchunks) nt = (int)nchunks;
-    pthread_t tids[PG__CMP_MAX_THREADS];
-    int started = 0;
-    for (int t = 1; t < nt; t++) { /* the calling thread is worker 0 */
-      if (pthread_create(&tids[started], NULL, worker, &w) != 0) break; /* fewer is fine */
-      started++;
-    }
-    worker(&w);
-    for (int t = 0; t < started; t++) pthread_join(tids[t], NULL);
+    run_workers(&w, nt);
     for (int64_t c = 0; c < nchunks; c++) partial_merge(&total, &w.parts[c]);
     free(w.parts);
+    /* large_bad decides only cpu_reproducer_candidate: look for it only when every
+     * other condition of that flag holds (see below) */
+    int verdict = rule->kind == PG_RULE_RATIO ? (double)total.mismatches <= rule->ratio * (double)n
+                                              : total.mismatches == 0;
+    if (!verdict && pg_dtype_is_float(tr) && (rule->kind == PG_RULE_ALLCLOSE || rule->kind == PG_RULE_RATIO) &&
+        rule->rtol > 0 && total.mismatches > 0 && total.mism_nonfinite == 0 && total.large &&
+        !total.large_bad) {
+      w.parts = NULL;
+      atomic_store(&w.next, 0);
+      run_workers(&w, nt);
+      total.large_bad = atomic_load(&w.found);
+    }
   }
 
   out->n = n;
@@ -451,7 +515,7 @@ int pg_tensor_compare(const DLTensor *impl, const DLTensor *ref, const struct pg
   out->inf_ref = total.inf_b;
   out->max_ulp = (double)total.max_ulp;
   if (n > 0) {
-    out->error_balance = (double)(total.gt - total.lt) / (double)n;
+    out->error_balance = (double)total.balance / (double)n;
     out->share_within_1e3 = (double)total.within3 / (double)n;
     out->share_within_5e3 = (double)total.within53 / (double)n;
     out->zero_share_ref = (double)total.zeros_b / (double)n;
