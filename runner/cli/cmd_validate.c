@@ -12,6 +12,7 @@
 #include <cJSON.h>
 
 #include "cli.h"
+#include "materialize.h"
 #include "phasegate/goldens.h"
 #include "phasegate/spec.h"
 
@@ -130,6 +131,12 @@ int pg_cmd_validate(int argc, char **argv) {
     pg_error_clear(&serr);
     int src = pg_suite_load(suite_path, rc == PG_OK ? &c : NULL, &suite, &diags, &serr);
     if (src == PG_OK) n_cases = suite.n_cases;
+    /* A cancellation target the generator cannot stress would only fail at run time. */
+    if (src == PG_OK && rc == PG_OK && pg_suite_check_cancellation(&c, &suite, &diags) < 0) {
+      snprintf(fatal_buf, sizeof fatal_buf, "%.900s: checking cancellation_stress: %s",
+               suite_path, pg_strerror(PG_ENOMEM));
+      fatal = fatal_buf;
+    }
     if (src != PG_OK && diags.n_errors == 0) {
       snprintf(fatal_buf, sizeof fatal_buf, "%s", serr.message);
       fatal = fatal_buf;
