@@ -708,9 +708,9 @@ static void load_case(struct ctx *x, int on, int index, struct pg_case *cs,
 }
 
 /* Reports case ids used twice, at the later occurrence, naming the first. A hash
- * set finds them in one pass; the (rare) duplicates are then reported in the order
- * of a sort by (id, index), the order this check has always used (it matters once
- * the findings cap cuts the list). */
+ * set finds them in one pass (a sort when the ids collide badly); the (rare)
+ * duplicates are then reported in the order of a sort by (id, index), the order this
+ * check has always used (it matters once the findings cap cuts the list). */
 struct id_ref {
   const char *id;
   int index; /* the later use */
@@ -729,49 +729,90 @@ static uint64_t id_hash(const char *s) {
   return h;
 }
 
-static void check_unique_ids(struct ctx *x, struct pg_suite *s) {
+struct dup_list {
+  struct id_ref *items;
+  int n, cap;
+};
+
+static int dup_push(struct dup_list *d, struct id_ref r) {
+  if (d->n == d->cap) {
+    int c = d->cap ? d->cap * 2 : 16;
+    struct id_ref *p = realloc(d->items, (size_t)c * sizeof *p);
+    if (!p) return PG_ENOMEM;
+    d->items = p;
+    d->cap = c;
+  }
+  d->items[d->n++] = r;
+  return PG_OK;
+}
+
+/* Hash-set pass. Returns PG_OK, PG_ENOMEM, or PG_ELIMIT when the probes run long
+ * (ids crafted to collide): the caller then sorts instead, so the check stays
+ * O(n log n) whatever the ids. */
+static int dups_hashed(const struct pg_suite *s, struct dup_list *d) {
   size_t cap = 16;
   while (cap < (size_t)s->n_cases * 2) cap *= 2;
   int *slots = malloc(cap * sizeof *slots);
-  if (!slots) {
-    x->oom = 1;
-    return;
-  }
+  if (!slots) return PG_ENOMEM;
   memset(slots, 0xff, cap * sizeof *slots); /* -1: empty */
-  struct id_ref *dups = NULL;
-  int n_dups = 0, cap_dups = 0;
-  for (int i = 0; i < s->n_cases; i++) {
+  size_t probes = 0, max_probes = 16 * (size_t)s->n_cases + 1024;
+  int rc = PG_OK;
+  for (int i = 0; i < s->n_cases && rc == PG_OK; i++) {
     const char *id = s->cases[i].id;
     if (!id) continue;
     size_t h = (size_t)id_hash(id) & (cap - 1);
-    while (slots[h] >= 0 && strcmp(s->cases[slots[h]].id, id) != 0) h = (h + 1) & (cap - 1);
-    if (slots[h] < 0) {
-      slots[h] = i;
-      continue;
+    while (slots[h] >= 0 && strcmp(s->cases[slots[h]].id, id) != 0) {
+      h = (h + 1) & (cap - 1);
+      if (++probes > max_probes) rc = PG_ELIMIT;
+      if (rc != PG_OK) break;
     }
-    if (n_dups == cap_dups) {
-      int c = cap_dups ? cap_dups * 2 : 16;
-      struct id_ref *d = realloc(dups, (size_t)c * sizeof *d);
-      if (!d) {
-        x->oom = 1;
-        break;
-      }
-      dups = d;
-      cap_dups = c;
-    }
-    dups[n_dups++] = (struct id_ref){id, i, slots[h]};
+    if (rc != PG_OK) break;
+    if (slots[h] < 0) slots[h] = i;
+    else rc = dup_push(d, (struct id_ref){id, i, slots[h]});
   }
   free(slots);
-  if (n_dups > 1) qsort(dups, (size_t)n_dups, sizeof *dups, id_ref_cmp);
-  for (int k = 0; k < n_dups && !x->oom; k++) {
-    const struct pg_case *first = &s->cases[dups[k].first];
-    const struct pg_case *dup = &s->cases[dups[k].index];
-    const struct pg_mark *at = &x->id_marks[dups[k].index];
+  return rc;
+}
+
+/* Sorting pass: ids sorted by (id, index); each later use of an id is a duplicate
+ * of the group's first. */
+static int dups_sorted(const struct pg_suite *s, struct dup_list *d) {
+  struct id_ref *refs = malloc((size_t)(s->n_cases ? s->n_cases : 1) * sizeof *refs);
+  if (!refs) return PG_ENOMEM;
+  int k = 0;
+  for (int i = 0; i < s->n_cases; i++)
+    if (s->cases[i].id) refs[k++] = (struct id_ref){s->cases[i].id, i, i};
+  qsort(refs, (size_t)k, sizeof *refs, id_ref_cmp);
+  int rc = PG_OK;
+  for (int a = 0, b; a < k && rc == PG_OK; a = b)
+    for (b = a + 1; b < k && rc == PG_OK && strcmp(refs[a].id, refs[b].id) == 0; b++)
+      rc = dup_push(d, (struct id_ref){refs[b].id, refs[b].index, refs[a].index});
+  free(refs);
+  return rc;
+}
+
+static void check_unique_ids(struct ctx *x, struct pg_suite *s) {
+  struct dup_list d = {NULL, 0, 0};
+  int rc = dups_hashed(s, &d);
+  if (rc == PG_ELIMIT) {
+    d.n = 0;
+    rc = dups_sorted(s, &d);
+  }
+  if (rc != PG_OK) {
+    x->oom = 1;
+    free(d.items);
+    return;
+  }
+  if (d.n > 1) qsort(d.items, (size_t)d.n, sizeof *d.items, id_ref_cmp);
+  for (int k = 0; k < d.n; k++) {
+    const struct pg_case *first = &s->cases[d.items[k].first];
+    const struct pg_case *dup = &s->cases[d.items[k].index];
+    const struct pg_mark *at = &x->id_marks[d.items[k].index];
     finding(x, PG_SEV_ERROR, at->line, at->column, "unique-id",
             "cases[%d].id: duplicate case id \"%s\" (first used by cases[%d] at line %d)",
-            dup->index, dup->id, first->index, x->id_marks[dups[k].first].line);
+            dup->index, dup->id, first->index, x->id_marks[d.items[k].first].line);
   }
-  free(dups);
+  free(d.items);
 }
 
 /* ---------------------------------------------------------------- top level */
