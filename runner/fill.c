@@ -6,7 +6,9 @@
  * four 32-bit words, word i%4 feeds element i (Box–Muller pairs words 0/1 and 2/3);
  * special values use an independent stream of the same family. log and sincos are
  * implemented here with plain IEEE double arithmetic so the bits do not depend on the
- * platform's libm. */
+ * platform's libm. That scalar code is the definition; on x86-64 the same arithmetic
+ * also runs in AVX2 / AVX-512F kernels picked at run time (tested bit-identical in
+ * tests/tensor/test-rng-simd.c). */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -422,16 +424,38 @@ static void finish_group(const struct fill_job *j, size_t i0, size_t n, double *
 #define PG_AVX2 __attribute__((target("avx2,f16c")))
 #define PG_AVX2_INLINE static inline __attribute__((always_inline, target("avx2,f16c")))
 
-/* How a SIMD group is written: 0 = through finish_group (specials, other dtypes),
- * 1 float32, 2 float64, 3 float16, 4 bfloat16 straight from the registers. */
+/* How a SIMD group is written: 0 = through the scalar store (integer dtypes), 1
+ * float32, 2 float64, 3 float16, 4 bfloat16 straight from the registers. Specials
+ * (floating dtypes only) are applied in the registers first. */
 static int direct_store(const struct fill_job *j) {
-  if (j->has_specials) return 0;
   switch (j->dtype) {
     case PG_DTYPE_F32: return 1;
     case PG_DTYPE_F64: return 2;
     case PG_DTYPE_F16: return 3;
     case PG_DTYPE_BF16: return 4;
     default: return 0;
+  }
+}
+
+/* special_value as a table for the SIMD paths: the same running sums of the fractions;
+ * kinds with fraction 0 can never be the first whose sum exceeds u, so they are left
+ * out. Applied from the last kind to the first, the first kind with u < acc wins. */
+struct special_table {
+  int n;
+  double acc[PG_SPECIAL_COUNT], val[PG_SPECIAL_COUNT];
+};
+
+static void special_table_init(const struct fill_job *j, struct special_table *t) {
+  static const double vals[PG_SPECIAL_COUNT] = {NAN, INFINITY, -INFINITY, 0.0, -0.0};
+  const double *fr = j->fill->special;
+  double acc = 0;
+  t->n = 0;
+  for (int k = 0; k < PG_SPECIAL_COUNT; k++) {
+    acc += fr[k];
+    if (!(fr[k] > 0)) continue;
+    t->acc[t->n] = acc;
+    t->val[t->n] = k == PG_SPECIAL_DENORMAL ? j->denormal : vals[k];
+    t->n++;
   }
 }
 
@@ -658,8 +682,11 @@ PG_AVX2_INLINE void avx2_store_f64(double *out, __m256d v[2][4]) {
  * float32/float64 without specials are stored straight from the registers; the rest
  * goes through finish_group (specials, then the scalar rounding to the dtype). */
 PG_AVX2 static size_t avx2_fill(const struct fill_job *j, size_t i0) {
-  struct avx2_philox p;
+  struct avx2_philox p, ps;
+  struct special_table st;
   avx2_philox_init(&p, &j->values);
+  avx2_philox_init(&ps, &j->specials);
+  special_table_init(j, &st);
   const int direct = direct_store(j);
   for (; i0 + 32 <= j->end; i0 += 32) {
     __m256i w[2][4];
@@ -667,13 +694,24 @@ PG_AVX2 static size_t avx2_fill(const struct fill_job *j, size_t i0) {
     avx2_philox4(&p, i0 / 4, w[0]);
     avx2_philox4(&p, i0 / 4 + 4, w[1]);
     avx2_values(j->fill, w, v);
+    if (j->has_specials) { /* as special_value, on the specials stream's same blocks */
+      avx2_philox4(&ps, i0 / 4, w[0]);
+      avx2_philox4(&ps, i0 / 4 + 4, w[1]);
+      for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 4; k++) {
+          __m256d u = avx2_u01(w[h][k]);
+          for (int q = st.n - 1; q >= 0; q--)
+            v[h][k] = _mm256_blendv_pd(v[h][k], _mm256_set1_pd(st.val[q]),
+                                       _mm256_cmp_pd(u, _mm256_set1_pd(st.acc[q]), _CMP_LT_OQ));
+        }
+    }
     if (direct == 1) avx2_store_f32((float *)j->data + i0, v);
     else if (direct == 2) avx2_store_f64((double *)j->data + i0, v);
     else if (direct >= 3) avx2_store_f16((uint16_t *)j->data + i0, v, direct == 4);
     else {
       double tmp[32];
       avx2_store_f64(tmp, v);
-      finish_group(j, i0, 32, tmp);
+      for (size_t k = 0; k < 32; k++) store(j->data, j->dtype, i0 + k, tmp[k]);
     }
   }
   return i0;
@@ -884,8 +922,11 @@ PG_AVX512_INLINE void avx512_store_f16(uint16_t *out, __m512d v[2][4], int bf16)
 
 /* As avx2_fill, in whole 64-element groups. */
 PG_AVX512 static size_t avx512_fill(const struct fill_job *j, size_t i0) {
-  struct avx512_philox p;
+  struct avx512_philox p, ps;
+  struct special_table st;
   avx512_philox_init(&p, &j->values);
+  avx512_philox_init(&ps, &j->specials);
+  special_table_init(j, &st);
   const int direct = direct_store(j);
   for (; i0 + 64 <= j->end; i0 += 64) {
     __m512i w[2][4];
@@ -893,13 +934,24 @@ PG_AVX512 static size_t avx512_fill(const struct fill_job *j, size_t i0) {
     avx512_philox8(&p, i0 / 4, w[0]);
     avx512_philox8(&p, i0 / 4 + 8, w[1]);
     avx512_values(j->fill, w, v);
+    if (j->has_specials) {
+      avx512_philox8(&ps, i0 / 4, w[0]);
+      avx512_philox8(&ps, i0 / 4 + 8, w[1]);
+      for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 4; k++) {
+          __m512d u = avx512_u01(w[h][k]);
+          for (int q = st.n - 1; q >= 0; q--)
+            v[h][k] = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(u, _mm512_set1_pd(st.acc[q]), _CMP_LT_OQ),
+                                           v[h][k], _mm512_set1_pd(st.val[q]));
+        }
+    }
     if (direct == 1) avx512_store_f32((float *)j->data + i0, v);
     else if (direct == 2) avx512_store_f64((double *)j->data + i0, v);
     else if (direct >= 3) avx512_store_f16((uint16_t *)j->data + i0, v, direct == 4);
     else {
       double tmp[64];
       avx512_store_f64(tmp, v);
-      finish_group(j, i0, 64, tmp);
+      for (size_t k = 0; k < 64; k++) store(j->data, j->dtype, i0 + k, tmp[k]);
     }
   }
   return i0;
