@@ -162,6 +162,17 @@ int pg_golden_cache_key_hash(const struct pg_golden_cache_key *key,
   pg_sha256_init(&s);
   put_str(&s, 'V', "phasegate-golden-cache-1");
   put_str(&s, 'v', key->version);
+  /* The goldens and the input generator are code: a rebuilt phasegate may compute other
+   * bits without a version bump, so the executable's identity is part of the key
+   * (stat only: cheap; an installed binary keeps its cache across runs). */
+  struct stat exe;
+  if (stat("/proc/self/exe", &exe) == 0) {
+    char id[128];
+    snprintf(id, sizeof id, "%llu:%llu:%lld:%lld.%09ld", (unsigned long long)exe.st_dev,
+             (unsigned long long)exe.st_ino, (long long)exe.st_size,
+             (long long)exe.st_mtim.tv_sec, (long)exe.st_mtim.tv_nsec);
+    put_str(&s, 'X', id);
+  }
   PG_RETURN_IF_ERROR(put_file(&s, 'C', key->contract_path, "contract", err));
   if (key->golden_lib_path)
     PG_RETURN_IF_ERROR(put_file(&s, 'L', key->golden_lib_path, "golden library", err));
