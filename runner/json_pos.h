@@ -37,9 +37,8 @@ struct pg__jnode {
   int dup_of;            /* object members: the earlier member with the same key, else -1 */
   int key_line, key_col; /* object members: the opening quote of the key; else 0 */
   int line, col;         /* first character of the value (1-based; bytes) */
-  /* Offsets are 32-bit (the scanner refuses larger input) to keep a node at 60 bytes:
-   * a big suite has hundreds of thousands of nodes, and touching fewer pages is
-   * most of what keeps the scan fast. */
+  /* Offsets are 32-bit (the scanner refuses larger input), keeping a node at 60
+   * bytes: a big suite has hundreds of thousands of nodes, each page of them a fault. */
   unsigned key_off;      /* object members: decoded, NUL-terminated key in pos->keys */
   unsigned key_len;      /* object members: its length in bytes (without the NUL) */
   unsigned str_off;      /* strings: the decoded, NUL-terminated value in pos->keys */
@@ -73,8 +72,9 @@ void pg__json_pos_reset(struct pg__json_pos *p);
 
 /* Scans `size` bytes (need not be NUL-terminated; a UTF-8 BOM is skipped). Returns
  * PG_OK, PG_EPARSE (syntax error, nesting too deep, empty input: *fail says where),
- * PG_ELIMIT (too many values, or 4 GiB of text or more) or PG_ENOMEM. `limits` may be NULL. Duplicate keys do
- * not fail the scan: they are marked with dup_of. On failure `p` is reset-safe. */
+ * PG_ELIMIT (too many values, or 4 GiB of text or more) or PG_ENOMEM. `limits` may
+ * be NULL. Duplicate keys do not fail the scan: they are marked with dup_of. On
+ * failure `p` is reset-safe. The text must outlive pg__json_pos_number calls. */
 int pg__json_pos_scan(const char *data, size_t size, const struct pg__json_limits *limits,
                       struct pg__json_pos *p, struct pg__json_fail *fail);
 
