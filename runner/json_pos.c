@@ -9,9 +9,11 @@
 
 #include <locale.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "phasegate/error.h"
 
@@ -552,6 +554,20 @@ static int scan_value(struct scan *sc, int depth, int parent, int *out) {
   return PG_OK;
 }
 
+/* Asks the kernel to back [ptr, ptr + bytes) with written pages now (Linux 5.14+;
+ * elsewhere, or when refused, the pages fault in one by one as usual). */
+static void prefault(void *ptr, size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+  const uintptr_t page = 4096;
+  uintptr_t a = ((uintptr_t)ptr + page - 1) & ~(page - 1);
+  uintptr_t e = ((uintptr_t)ptr + bytes) & ~(page - 1);
+  if (e > a) (void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+#else
+  (void)ptr;
+  (void)bytes;
+#endif
+}
+
 int pg__json_pos_scan(const char *data, size_t size, const struct pg__json_limits *limits,
                       struct pg__json_pos *p, struct pg__json_fail *fail) {
   struct pg__json_fail scratch;
@@ -578,6 +594,14 @@ int pg__json_pos_scan(const char *data, size_t size, const struct pg__json_limit
   if (bound > 64) {
     p->nodes = malloc(bound * sizeof *p->nodes);
     if (p->nodes) p->cap = (int)bound;
+    /* Ordinary JSON fills the array to within a few per cent and writes all of it;
+     * faulting it in with one call saves ~4 ms of a cold 20 000-case load (~45 ms)
+     * over 6 000 single page faults. Capped at 8 bytes per byte of text (ordinary JSON
+     * needs ~6), so text full of commas inside strings cannot make it commit much. */
+    if (p->nodes) {
+      size_t want = bound * sizeof *p->nodes;
+      prefault(p->nodes, want < size * 8 ? want : size * 8);
+    }
   }
   /* Decoded keys and strings never outgrow their source text (escapes only shrink,
    * the NUL takes a quote's place), so one arena of size + 1 bytes never moves. */
