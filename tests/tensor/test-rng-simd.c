@@ -106,7 +106,10 @@ PG_TEST(fill_isa_paths_equal_portable) {
                          "uniform(-3e38, -1e38)", "int(-256, 255)", "int(0, 1)",
                          /* every special kind, each dtype's denormal, and kinds left out */
                          "uniform(1, 2) with nan:0.1,inf:0.05,-inf:0.05,denormal:0.1,-0:0.2",
-                         "int(-3, 3) with -0:0.3,inf:0.3", "normal(0, 1) with denormal:1"};
+                         "int(-3, 3) with -0:0.3,inf:0.3", "normal(0, 1) with denormal:1",
+                         /* around fp16's largest value and its overflow threshold 65520,
+                          * and around bf16's (3.3895e38) */
+                         "uniform(65500, 65530)", "uniform(3.38e38, 3.41e38)"};
   const enum pg_dtype dts[] = {PG_DTYPE_F32, PG_DTYPE_F64, PG_DTYPE_F16, PG_DTYPE_BF16};
   /* tails of every residue mod 32 around a few sizes, and sizes that go multi-threaded */
   const int64_t sizes[] = {1, 3, 4, 5, 16, 31, 32, 33, 63, 64, 65, 100, 1000, 4099, 131092,
