@@ -29,6 +29,30 @@ struct pg__hot {
   int nonfin;       /* some pair is not finite: nothing else is valid */
 };
 
+/* How much a hot kernel evaluates. While the largest max_rel seen so far is small,
+ * a pair that does not raise it (|a-b| <= den * r0, the re-scan test every mode runs)
+ * is within 1e-3 and 5e-3 relative, and, when r0 is also below rtol and atol/1e-8,
+ * passes allclose; the tight modes then skip those tests and count every pair. A
+ * block where some pair fails the re-scan test is redone in PG__HOT_FULL (see
+ * pg__hot_mode / the chunk loop in cmp_kernel.h). */
+enum pg__hot_mode {
+  PG__HOT_FULL,   /* everything */
+  PG__HOT_TIGHT,  /* no within-1e-3/5e-3 tests */
+  PG__HOT_TIGHTER /* no within tests, no allclose test (the rule is allclose) */
+};
+
+/* The mode a block may use given the re-scan threshold r0 (pg__rel_r0). The margins
+ * (2^-40 relative, atol >= 2^-900 so fl(rtol*|b|) underflow cannot matter) make
+ * "|a-b| <= fl(den*r0)" imply the skipped tests despite rounding. */
+static inline enum pg__hot_mode pg__hot_mode(const struct pg__kparams *kp, double r0) {
+  const double m = 1.0 - 0x1p-40;
+  if (!(r0 <= 1e-3 * m)) return PG__HOT_FULL;
+  if (kp->kind == PG__K_CLOSE &&
+      (r0 == 0.0 || (r0 <= kp->rtol * m && 1e-8 * r0 <= kp->atol * m && kp->atol >= 0x1p-900)))
+    return PG__HOT_TIGHTER;
+  return PG__HOT_TIGHT;
+}
+
 /* Bytes ahead the hot loops prefetch on both streams. */
 #define PG__HOT_PF 2048
 
@@ -53,7 +77,8 @@ PG__A512I __m512d pg__h512_pd(enum pg_dtype dt, const void *p, int i, __m512 f, 
 }
 
 PG__A512I void pg__h512(const struct pg__kparams *kp, enum pg_dtype dt, enum pg__kind kind,
-                        const void *pa, const void *pb, int m, double r0, struct pg__hot *out) {
+                        enum pg__hot_mode mode, const void *pa, const void *pb, int m, double r0,
+                        struct pg__hot *out) {
   const __m512d absm = _mm512_castsi512_pd(_mm512_set1_epi64(INT64_MAX));
   const __m512d vat = _mm512_set1_pd(kp->atol), vrt = _mm512_set1_pd(kp->rtol);
   const __m512d vr0 = _mm512_set1_pd(r0), e8 = _mm512_set1_pd(1e-8);
@@ -110,14 +135,16 @@ PG__A512I void pg__h512(const struct pg__kparams *kp, enum pg_dtype dt, enum pg_
       s4 = _mm512_fmadd_pd(b, b, s4);
       mx = _mm512_max_pd(mx, ad);
       __m512d den = _mm512_add_pd(ab, e8);
-      if (kind == PG__K_CLOSE) {
+      if (kind == PG__K_CLOSE && mode != PG__HOT_TIGHTER) {
         __mmask8 km = _mm512_cmp_pd_mask(ad, _mm512_add_pd(vat, _mm512_mul_pd(vrt, ab)), _CMP_GT_OQ);
         c_mis64 = _mm512_mask_add_epi64(c_mis64, km, c_mis64, one64);
       }
-      __mmask8 k3 = _mm512_cmp_pd_mask(ad, _mm512_mul_pd(den, e3), _CMP_LE_OQ);
-      c3 = _mm512_mask_add_epi64(c3, k3, c3, one64);
-      __mmask8 k53 = _mm512_cmp_pd_mask(ad, _mm512_mul_pd(den, e53), _CMP_LE_OQ);
-      c53 = _mm512_mask_add_epi64(c53, k53, c53, one64);
+      if (mode == PG__HOT_FULL) {
+        __mmask8 k3 = _mm512_cmp_pd_mask(ad, _mm512_mul_pd(den, e3), _CMP_LE_OQ);
+        c3 = _mm512_mask_add_epi64(c3, k3, c3, one64);
+        __mmask8 k53 = _mm512_cmp_pd_mask(ad, _mm512_mul_pd(den, e53), _CMP_LE_OQ);
+        c53 = _mm512_mask_add_epi64(c53, k53, c53, one64);
+      }
       rel |= _mm512_cmp_pd_mask(ad, _mm512_mul_pd(den, vr0), _CMP_GT_OQ);
     }
   }
@@ -129,8 +156,8 @@ PG__A512I void pg__h512(const struct pg__kparams *kp, enum pg_dtype dt, enum pg_
   out->nonfin = !isfinite(out->sum[0]);
   out->max_abs = _mm512_reduce_max_pd(mx);
   out->mis = _mm512_reduce_add_epi64(c_mis64) + _mm512_reduce_add_epi32(c_mis32);
-  out->w3 = _mm512_reduce_add_epi64(c3);
-  out->w53 = _mm512_reduce_add_epi64(c53);
+  out->w3 = mode == PG__HOT_FULL ? _mm512_reduce_add_epi64(c3) : m; /* valid if !rel */
+  out->w53 = mode == PG__HOT_FULL ? _mm512_reduce_add_epi64(c53) : m;
   out->zeros = _mm512_reduce_add_epi32(c_zero);
   out->bal = _mm512_reduce_add_epi32(c_bal);
   out->minb = _mm512_reduce_min_ps(minb);
@@ -151,13 +178,20 @@ PG__A512I void pg__h512(const struct pg__kparams *kp, enum pg_dtype dt, enum pg_
 }
 
 /* One specialisation per (dtype, rule) so the loop has no run-time branches. */
-PG__A512 static void pg__hot_avx512(const struct pg__kparams *kp, const void *pa, const void *pb,
-                                    int m, double r0, struct pg__hot *out) {
+PG__A512 static void pg__hot_avx512(const struct pg__kparams *kp, enum pg__hot_mode mode,
+                                    const void *pa, const void *pb, int m, double r0,
+                                    struct pg__hot *out) {
+#define PG__HM(DT, K)                                                                   \
+  switch (mode) {                                                                       \
+    case PG__HOT_FULL: pg__h512(kp, DT, K, PG__HOT_FULL, pa, pb, m, r0, out); return;   \
+    case PG__HOT_TIGHT: pg__h512(kp, DT, K, PG__HOT_TIGHT, pa, pb, m, r0, out); return; \
+    default: pg__h512(kp, DT, K, PG__HOT_TIGHTER, pa, pb, m, r0, out); return;          \
+  }
 #define PG__H(DT)                                                                       \
   switch (kp->kind) {                                                                   \
-    case PG__K_CLOSE: pg__h512(kp, DT, PG__K_CLOSE, pa, pb, m, r0, out); return;        \
-    case PG__K_EXACT: pg__h512(kp, DT, PG__K_EXACT, pa, pb, m, r0, out); return;        \
-    default: pg__h512(kp, DT, PG__K_ULP, pa, pb, m, r0, out); return;                   \
+    case PG__K_CLOSE: PG__HM(DT, PG__K_CLOSE)                                           \
+    case PG__K_EXACT: PG__HM(DT, PG__K_EXACT)                                           \
+    default: PG__HM(DT, PG__K_ULP)                                                      \
   }
   switch (kp->dtype) {
     case PG_DTYPE_F32: PG__H(PG_DTYPE_F32)
@@ -165,6 +199,7 @@ PG__A512 static void pg__hot_avx512(const struct pg__kparams *kp, const void *pa
     default: PG__H(PG_DTYPE_BF16)
   }
 #undef PG__H
+#undef PG__HM
 }
 
 /* ---- AVX2 + FMA + F16C (8 elements per step, two passes) -------------------- */
@@ -209,7 +244,8 @@ PG__A2I int64_t pg__h2_sum32(__m256i v) {
 }
 
 PG__A2I void pg__h2(const struct pg__kparams *kp, enum pg_dtype dt, enum pg__kind kind,
-                    const void *pa, const void *pb, int m, double r0, struct pg__hot *out) {
+                    enum pg__hot_mode mode, const void *pa, const void *pb, int m, double r0,
+                    struct pg__hot *out) {
   /* pass 1: sums, max |a-b|, allclose mismatches, within shares, max_rel candidates */
   {
     const __m256d absm = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
@@ -235,11 +271,13 @@ PG__A2I void pg__h2(const struct pg__kparams *kp, enum pg_dtype dt, enum pg__kin
         s4 = _mm256_fmadd_pd(b, b, s4);
         mx = _mm256_max_pd(mx, ad);
         __m256d den = _mm256_add_pd(ab, e8);
-        if (kind == PG__K_CLOSE)
+        if (kind == PG__K_CLOSE && mode != PG__HOT_TIGHTER)
           c_mis = _mm256_sub_epi64(c_mis, _mm256_castpd_si256(_mm256_cmp_pd(
                                               ad, _mm256_add_pd(vat, _mm256_mul_pd(vrt, ab)), _CMP_GT_OQ)));
-        c3 = _mm256_sub_epi64(c3, _mm256_castpd_si256(_mm256_cmp_pd(ad, _mm256_mul_pd(den, e3), _CMP_LE_OQ)));
-        c53 = _mm256_sub_epi64(c53, _mm256_castpd_si256(_mm256_cmp_pd(ad, _mm256_mul_pd(den, e53), _CMP_LE_OQ)));
+        if (mode == PG__HOT_FULL) {
+          c3 = _mm256_sub_epi64(c3, _mm256_castpd_si256(_mm256_cmp_pd(ad, _mm256_mul_pd(den, e3), _CMP_LE_OQ)));
+          c53 = _mm256_sub_epi64(c53, _mm256_castpd_si256(_mm256_cmp_pd(ad, _mm256_mul_pd(den, e53), _CMP_LE_OQ)));
+        }
         rel = _mm256_or_pd(rel, _mm256_cmp_pd(ad, _mm256_mul_pd(den, vr0), _CMP_GT_OQ));
       }
     }
@@ -254,8 +292,8 @@ PG__A2I void pg__h2(const struct pg__kparams *kp, enum pg_dtype dt, enum pg__kin
     m2 = _mm_max_sd(m2, _mm_unpackhi_pd(m2, m2));
     out->max_abs = _mm_cvtsd_f64(m2);
     out->mis = pg__h2_sum64(c_mis);
-    out->w3 = pg__h2_sum64(c3);
-    out->w53 = pg__h2_sum64(c53);
+    out->w3 = mode == PG__HOT_FULL ? pg__h2_sum64(c3) : m; /* valid if !rel */
+    out->w53 = mode == PG__HOT_FULL ? pg__h2_sum64(c53) : m;
     out->rel = _mm256_movemask_pd(rel) != 0;
   }
   /* pass 2: ULP (same-sign shortcut), zeros, balance, min/max b, exact/ulp mismatches */
@@ -322,13 +360,20 @@ PG__A2I void pg__h2(const struct pg__kparams *kp, enum pg_dtype dt, enum pg__kin
   }
 }
 
-PG__A2 static void pg__hot_avx2(const struct pg__kparams *kp, const void *pa, const void *pb,
-                                int m, double r0, struct pg__hot *out) {
+PG__A2 static void pg__hot_avx2(const struct pg__kparams *kp, enum pg__hot_mode mode,
+                                const void *pa, const void *pb, int m, double r0,
+                                struct pg__hot *out) {
+#define PG__HM(DT, K)                                                                   \
+  switch (mode) {                                                                       \
+    case PG__HOT_FULL: pg__h2(kp, DT, K, PG__HOT_FULL, pa, pb, m, r0, out); return;     \
+    case PG__HOT_TIGHT: pg__h2(kp, DT, K, PG__HOT_TIGHT, pa, pb, m, r0, out); return;   \
+    default: pg__h2(kp, DT, K, PG__HOT_TIGHTER, pa, pb, m, r0, out); return;            \
+  }
 #define PG__H(DT)                                                                       \
   switch (kp->kind) {                                                                   \
-    case PG__K_CLOSE: pg__h2(kp, DT, PG__K_CLOSE, pa, pb, m, r0, out); return;          \
-    case PG__K_EXACT: pg__h2(kp, DT, PG__K_EXACT, pa, pb, m, r0, out); return;          \
-    default: pg__h2(kp, DT, PG__K_ULP, pa, pb, m, r0, out); return;                     \
+    case PG__K_CLOSE: PG__HM(DT, PG__K_CLOSE)                                           \
+    case PG__K_EXACT: PG__HM(DT, PG__K_EXACT)                                           \
+    default: PG__HM(DT, PG__K_ULP)                                                      \
   }
   switch (kp->dtype) {
     case PG_DTYPE_F32: PG__H(PG_DTYPE_F32)
@@ -336,6 +381,7 @@ PG__A2 static void pg__hot_avx2(const struct pg__kparams *kp, const void *pa, co
     default: PG__H(PG_DTYPE_BF16)
   }
 #undef PG__H
+#undef PG__HM
 }
 
 #endif
