@@ -6,12 +6,12 @@
  * is exact in double, so fma(a, b, s) == s + a*b), the block's max |a-b| (value only),
  * exact counts of mismatches, within-1e-3/5e-3, reference zeros and the error
  * balance (compare masks added into integer lanes), min/max of the reference (for
- * "constant reference" and "some |b| >= atol/rtol"), and the max ULP distance with a
- * same-sign shortcut: when a and b have the same sign, |bits(a) - bits(b)| is their
- * ULP distance. Everything index-carrying or rare is left to the caller
- * (cmp_kernel.h, pg__hot_merge) as flags: a NaN/Inf in the block (the block is redone
- * by the general kernel), a pair that may raise max_rel, a sign difference (the ULP
- * maximum is recomputed exactly). Only [0, m) is read, m a multiple of the step.
+ * "constant reference" and "some |b| >= atol/rtol"), and the max ULP distance straight
+ * from the sign-magnitude bits: |bits(a) - bits(b)| when the signs agree, |a|bits +
+ * |b|bits when they differ (one masked add / blend). Everything index-carrying or
+ * rare is left to the caller (cmp_kernel.h, hot_merge) as flags: a NaN/Inf in the
+ * block (the block is redone by the general kernel), a pair that may raise max_rel.
+ * Only [0, m) is read, m a multiple of the step.
  * Comparisons, counts, maxima are exact; sums are added in a fixed per-block order.
  */
 #ifndef PG_CMP_HOT_H
@@ -23,10 +23,9 @@ struct pg__hot {
   double max_abs;
   int64_t mis, w3, w53, zeros, bal; /* bal = #(a > b) - #(a < b) */
   double minb, maxb;
-  uint64_t max_ulp; /* valid when !signdiff */
-  int rel;          /* some |a-b| > den * r0: re-scan for max_rel */
-  int signdiff;     /* some pair has different sign bits */
-  int nonfin;       /* some pair is not finite: nothing else is valid */
+  uint64_t max_ulp;
+  int rel;    /* some |a-b| > den * r0: re-scan for max_rel */
+  int nonfin; /* some pair is not finite: nothing else is valid */
 };
 
 /* How much a hot kernel evaluates. While the largest max_rel seen so far is small,
@@ -90,8 +89,10 @@ PG__A512I void pg__h512(const struct pg__kparams *kp, enum pg_dtype dt, enum pg_
   const __m256i vulp16 = _mm256_set1_epi16((short)ulim);
   __m512d s0 = _mm512_setzero_pd(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, mx = s0;
   __m512i c_mis64 = _mm512_setzero_si512(), c3 = c_mis64, c53 = c_mis64;
-  __m512i c_mis32 = c_mis64, c_zero = c_mis64, c_bal = c_mis64, u32 = c_mis64, sg32 = c_mis64;
-  __m256i u16 = _mm256_setzero_si256(), sg16 = u16;
+  __m512i c_mis32 = c_mis64, c_zero = c_mis64, c_bal = c_mis64, u32 = c_mis64;
+  const __m512i mag32 = _mm512_set1_epi32(INT32_MAX);
+  const __m256i mag16 = _mm256_set1_epi16(INT16_MAX);
+  __m256i u16 = _mm256_setzero_si256();
   __m512 minb = _mm512_set1_ps(INFINITY), maxb = _mm512_set1_ps(-INFINITY);
   unsigned rel = 0;
   for (int i = 0; i < m; i += 16) {
@@ -99,18 +100,21 @@ PG__A512I void pg__h512(const struct pg__kparams *kp, enum pg_dtype dt, enum pg_
     _mm_prefetch((const char *)pb + (size_t)i * pg_dtype_size(dt) + PG__HOT_PF, _MM_HINT_T0);
     __m256i ra = _mm256_setzero_si256(), rb = ra;
     __m512 fa = pg__h512_load(dt, pa, i, &ra), fb = pg__h512_load(dt, pb, i, &rb);
-    /* same-sign ULP distance and the sign-difference flag */
+    /* ULP distance: |ia - ib| for equal signs, |a| + |b| in bits for different ones
+     * (both < 2^32 / 2^16 for finite values, so unsigned lanes hold them) */
     __mmask16 kul;
     if (dt == PG_DTYPE_F32) {
       __m512i ia = _mm512_castps_si512(fa), ib = _mm512_castps_si512(fb);
       __m512i t = _mm512_abs_epi32(_mm512_sub_epi32(ia, ib));
+      __mmask16 ks = _mm512_movepi32_mask(_mm512_xor_si512(ia, ib));
+      t = _mm512_mask_add_epi32(t, ks, _mm512_and_si512(ia, mag32), _mm512_and_si512(ib, mag32));
       u32 = _mm512_max_epu32(u32, t);
-      sg32 = _mm512_ternarylogic_epi32(sg32, ia, ib, 0xF6); /* sg | (ia ^ ib) */
       kul = _mm512_cmpgt_epu32_mask(t, vulp32);
     } else {
       __m256i t = _mm256_abs_epi16(_mm256_sub_epi16(ra, rb));
+      __mmask16 ks = _mm256_movepi16_mask(_mm256_xor_si256(ra, rb));
+      t = _mm256_mask_add_epi16(t, ks, _mm256_and_si256(ra, mag16), _mm256_and_si256(rb, mag16));
       u16 = _mm256_max_epu16(u16, t);
-      sg16 = _mm256_ternarylogic_epi32(sg16, ra, rb, 0xF6); /* sg | (ra ^ rb) */
       kul = _mm256_cmpgt_epu16_mask(t, vulp16);
     }
     __mmask16 kz = _mm512_cmp_ps_mask(fb, _mm512_setzero_ps(), _CMP_EQ_OQ);
@@ -165,15 +169,12 @@ PG__A512I void pg__h512(const struct pg__kparams *kp, enum pg_dtype dt, enum pg_
   out->rel = rel != 0;
   if (dt == PG_DTYPE_F32) {
     out->max_ulp = _mm512_reduce_max_epu32(u32);
-    out->signdiff = _mm512_reduce_or_epi32(sg32) < 0;
   } else {
-    uint16_t uu[16], ss[16];
+    uint16_t uu[16];
     _mm256_storeu_si256((__m256i *)(void *)uu, u16);
-    _mm256_storeu_si256((__m256i *)(void *)ss, sg16);
-    uint32_t um = 0, so = 0;
-    for (int l = 0; l < 16; l++) um = uu[l] > um ? uu[l] : um, so |= ss[l];
+    uint32_t um = 0;
+    for (int l = 0; l < 16; l++) um = uu[l] > um ? uu[l] : um;
     out->max_ulp = um;
-    out->signdiff = (so & 0x8000u) != 0;
   }
 }
 
@@ -296,7 +297,7 @@ PG__A2I void pg__h2(const struct pg__kparams *kp, enum pg_dtype dt, enum pg__kin
     out->w53 = mode == PG__HOT_FULL ? pg__h2_sum64(c53) : m;
     out->rel = _mm256_movemask_pd(rel) != 0;
   }
-  /* pass 2: ULP (same-sign shortcut), zeros, balance, min/max b, exact/ulp mismatches */
+  /* pass 2: ULP distance, zeros, balance, min/max b, exact/ulp mismatches */
   {
     const __m256i flip32 = _mm256_set1_epi32(INT32_MIN);
     const __m128i flip16 = _mm_set1_epi16(INT16_MIN);
@@ -304,8 +305,10 @@ PG__A2I void pg__h2(const struct pg__kparams *kp, enum pg_dtype dt, enum pg__kin
     const uint32_t ulim = kp->ulp > ucap ? ucap : (uint32_t)kp->ulp;
     const __m256i vulp32 = _mm256_set1_epi32((int)(ulim ^ 0x80000000u)); /* biased for signed cmp */
     const __m128i vulp16 = _mm_set1_epi16((short)(ulim ^ 0x8000u));
-    __m256i u32 = _mm256_setzero_si256(), sg32 = u32, c_zero = u32, c_bal = u32, c_mis = u32;
-    __m128i u16 = _mm_setzero_si128(), sg16 = u16;
+    const __m256i mag32 = _mm256_set1_epi32(INT32_MAX);
+    const __m128i mag16 = _mm_set1_epi16(INT16_MAX);
+    __m256i u32 = _mm256_setzero_si256(), c_zero = u32, c_bal = u32, c_mis = u32;
+    __m128i u16 = _mm_setzero_si128();
     __m256 minb = _mm256_set1_ps(INFINITY), maxb = _mm256_set1_ps(-INFINITY);
     for (int i = 0; i < m; i += 8) {
       __m128i ra = _mm_setzero_si128(), rb = ra;
@@ -314,13 +317,17 @@ PG__A2I void pg__h2(const struct pg__kparams *kp, enum pg_dtype dt, enum pg__kin
       if (dt == PG_DTYPE_F32) {
         __m256i ia = _mm256_castps_si256(fa), ib = _mm256_castps_si256(fb);
         __m256i t = _mm256_abs_epi32(_mm256_sub_epi32(ia, ib));
+        __m256i sum = _mm256_add_epi32(_mm256_and_si256(ia, mag32), _mm256_and_si256(ib, mag32));
+        /* blendv picks by the sign bit of each lane of ia ^ ib */
+        t = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(t), _mm256_castsi256_ps(sum),
+                                                 _mm256_castsi256_ps(_mm256_xor_si256(ia, ib))));
         u32 = _mm256_max_epu32(u32, t);
-        sg32 = _mm256_or_si256(sg32, _mm256_xor_si256(ia, ib));
         kul = _mm256_cmpgt_epi32(_mm256_xor_si256(t, flip32), vulp32);
       } else {
         __m128i t = _mm_abs_epi16(_mm_sub_epi16(ra, rb));
+        __m128i sum = _mm_add_epi16(_mm_and_si128(ra, mag16), _mm_and_si128(rb, mag16));
+        t = _mm_blendv_epi8(t, sum, _mm_srai_epi16(_mm_xor_si128(ra, rb), 15));
         u16 = _mm_max_epu16(u16, t);
-        sg16 = _mm_or_si128(sg16, _mm_xor_si128(ra, rb));
         kul = _mm256_cvtepi16_epi32(_mm_cmpgt_epi16(_mm_xor_si128(t, flip16), vulp16));
       }
       __m256 gt = _mm256_cmp_ps(fa, fb, _CMP_GT_OQ), lt = _mm256_cmp_ps(fa, fb, _CMP_LT_OQ);
@@ -342,20 +349,16 @@ PG__A2I void pg__h2(const struct pg__kparams *kp, enum pg_dtype dt, enum pg__kin
     out->minb = mn;
     out->maxb = mxb;
     if (dt == PG_DTYPE_F32) {
-      uint32_t uu[8], ss[8], um = 0, so = 0;
+      uint32_t uu[8], um = 0;
       _mm256_storeu_si256((__m256i *)(void *)uu, u32);
-      _mm256_storeu_si256((__m256i *)(void *)ss, sg32);
-      for (int l = 0; l < 8; l++) um = uu[l] > um ? uu[l] : um, so |= ss[l];
+      for (int l = 0; l < 8; l++) um = uu[l] > um ? uu[l] : um;
       out->max_ulp = um;
-      out->signdiff = (so >> 31) != 0;
     } else {
-      uint16_t uu[8], ss[8];
-      uint32_t um = 0, so = 0;
+      uint16_t uu[8];
+      uint32_t um = 0;
       _mm_storeu_si128((__m128i *)(void *)uu, u16);
-      _mm_storeu_si128((__m128i *)(void *)ss, sg16);
-      for (int l = 0; l < 8; l++) um = uu[l] > um ? uu[l] : um, so |= ss[l];
+      for (int l = 0; l < 8; l++) um = uu[l] > um ? uu[l] : um;
       out->max_ulp = um;
-      out->signdiff = (so & 0x8000u) != 0;
     }
   }
 }

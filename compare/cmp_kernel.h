@@ -144,35 +144,6 @@ typedef uint16_t PG__K(vh) __attribute__((vector_size(2 * PG__W)));
 #include "cmp_block.h"
 
 #ifdef PG__HOT
-/* Exact max ULP distance of a block whose pairs are all finite (m a multiple of W),
- * for the blocks where the hot kernel's same-sign shortcut does not apply. */
-PG__KATTR static uint64_t PG__K(ulp_exact)(enum pg_dtype dt, const void *pa, const void *pb, int m) {
-  VUI mx = (VUI){0} + 0;
-  for (int i = 0; i < m; i += PG__W) {
-    VUI vu;
-    if (dt == PG_DTYPE_F32) {
-      VI ia, ib;
-      memcpy(&ia, (const float *)pa + i, sizeof ia);
-      memcpy(&ib, (const float *)pb + i, sizeof ib);
-      PG__ULP32(ia, ib, vu);
-    } else {
-      VH ha, hb;
-      memcpy(&ha, (const uint16_t *)pa + i, sizeof ha);
-      memcpy(&hb, (const uint16_t *)pb + i, sizeof hb);
-      VI ia = __builtin_convertvector(ha, VI), ib = __builtin_convertvector(hb, VI);
-      VI sa = -(ia >> 15), sb = -(ib >> 15);
-      VI d = (((ia & 0x7fff) ^ sa) - sa) - (((ib & 0x7fff) ^ sb) - sb);
-      VI sd = d >> 31;
-      vu = (VUI)((d ^ sd) - sd);
-    }
-    VUI up = (VUI)(vu > mx);
-    mx = (vu & up) | (mx & ~up);
-  }
-  uint64_t r = 0;
-  for (int l = 0; l < PG__W; l++) r = mx[l] > r ? mx[l] : r;
-  return r;
-}
-
 /* Folds one hot block (cmp_hot.h) into the chunk's partial result; the rare,
  * index-carrying events are found by scalar re-scans of the (L1-resident) block. */
 PG__KATTR static void PG__K(hot_merge)(const struct pg__kparams *kp, const char *pa, const char *pb,
@@ -191,8 +162,7 @@ PG__KATTR static void PG__K(hot_merge)(const struct pg__kparams *kp, const char 
   p->n_finite += m;
   if (fabs(h->minb) >= kp->large || fabs(h->maxb) >= kp->large) p->large = 1;
   if (h->minb < p->b0 || h->maxb > p->b0) p->nonconst = 1;
-  uint64_t mu = h->signdiff ? PG__K(ulp_exact)(kp->dtype, pa, pb, m) : h->max_ulp;
-  if (mu > p->max_ulp) p->max_ulp = mu;
+  if (h->max_ulp > p->max_ulp) p->max_ulp = h->max_ulp;
   double a, b;
   uint64_t u;
   /* a block maximum below the best any chunk has seen cannot be the answer */
@@ -232,7 +202,7 @@ PG__KATTR static void PG__K(hot_merge)(const struct pg__kparams *kp, const char 
  * last block of the tensor may not fill a vector: it is copied into a zero-padded
  * buffer so the vector loads never read past the tensor. float32/16 and bfloat16
  * blocks go through the hot kernel first (where built) and fall back to the
- * general one only for NaN/Inf (or a sign difference under ulp:N). */
+ * general one only for NaN/Inf. */
 PG__KATTR static void PG__K(chunk)(const struct pg__kparams *kp, const void *impl,
                                    const void *ref, int64_t start, int64_t count,
                                    struct pg__partial *p) {
@@ -266,7 +236,7 @@ PG__KATTR static void PG__K(chunk)(const struct pg__kparams *kp, const void *imp
       } else if (full_left > 0) {
         full_left--;
       }
-      if (!h.nonfin && !(h.signdiff && kp->kind == PG__K_ULP)) {
+      if (!h.nonfin) {
         PG__K(hot_merge)(kp, pa, pb, m, at, &h, p);
         continue;
       }
