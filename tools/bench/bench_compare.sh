@@ -4,7 +4,9 @@
 #   (a) memcpy of the same bytes (both tensors; single-threaded and with as many threads
 #       as the compare uses), and
 #   (b) numpy: np.isclose/allclose plus the same metrics written with numpy.
-# Prints GB/s (input bytes of both tensors / time, best of N) and the ratios.
+# Prints GB/s (input bytes of both tensors / time, best of N) and the ratios, then one
+# thread per dtype / data profile / SIMD kernel against memcpy measured in the same
+# process (PG_BENCH_QUICK=1 skips that second part).
 #
 #   tools/bench/bench_compare.sh [BUILD_DIR (build-bench)] [MiB per tensor (256)] [repeats (5)]
 #
@@ -98,3 +100,18 @@ if [ -n "$NP_OUT" ]; then
     printf "compare / numpy (allclose + metrics): %.1fx\n", c / a;
     printf "compare / numpy (allclose alone):     %.1fx\n", c / o }'
 fi
+
+[ "${PG_BENCH_QUICK:-0}" = 1 ] && exit 0
+echo "== one thread: compare / memcpy of the same bytes (2 x $MIB MiB, best of $REPS)"
+echo "   dtype     data   kernel   compare GB/s  memcpy GB/s  ratio"
+one() { # dtype data simd-cap
+  local out
+  out="$(PHASEGATE_SIMD="$3" "$BUILD/tools/bench/bench_compare" "$MIB" "$REPS" 1 "$1" "$2")"
+  awk -v d="$1" -v p="$2" -v k="$3" '$1 == "memcpy_1thread" {m = $3} $1 == "compare_1thread" {c = $3}
+    END { printf "   %-9s %-6s %-8s %8.2f     %8.2f     %5.2f\n", d, p, k, c, m, c / m }' <<<"$out"
+}
+for simd in avx512 avx2; do
+  for data in quiet mixed; do
+    for dt in float32 float16 bfloat16; do one "$dt" "$data" "$simd"; done
+  done
+done
