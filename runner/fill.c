@@ -424,11 +424,14 @@ static void finish_group(const struct fill_job *j, size_t i0, size_t n, double *
 #define PG_AVX2 __attribute__((target("avx2,f16c")))
 #define PG_AVX2_INLINE static inline __attribute__((always_inline, target("avx2,f16c")))
 
-/* How a SIMD group is written: 0 = through the scalar store (integer dtypes), 1
- * float32, 2 float64, 3 float16, 4 bfloat16 straight from the registers. Specials
- * (floating dtypes only) are applied in the registers first. */
+/* How a SIMD group is written: 0 = through the scalar store (other integer dtypes), 1
+ * float32, 2 float64, 3 float16, 4 bfloat16, 5 int32 straight from the registers.
+ * Specials (floating dtypes only) are applied in the registers first. int32 is direct
+ * only for int(): its values are integers the dtype holds (int_range_ok), where
+ * truncation equals pg_store_f64's clamp-and-truncate. */
 static int direct_store(const struct fill_job *j) {
   switch (j->dtype) {
+    case PG_DTYPE_I32: return j->fill->kind == PG_FILL_INT ? 5 : 0;
     case PG_DTYPE_F32: return 1;
     case PG_DTYPE_F64: return 2;
     case PG_DTYPE_F16: return 3;
@@ -664,6 +667,16 @@ PG_AVX2_INLINE void avx2_store_f16(uint16_t *out, __m256d v[2][4], int bf16) {
   avx2_store_halves(out, r, bf16);
 }
 
+/* int() values -> 32 int32 in element order (truncation is exact for them). */
+PG_AVX2_INLINE void avx2_store_i32(int32_t *out, __m256d v[2][4]) {
+  __m256 e[4], r[4];
+  for (int k = 0; k < 4; k++)
+    e[k] = _mm256_castsi256_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm256_cvttpd_epi32(v[0][k])),
+                                                       _mm256_cvttpd_epi32(v[1][k]), 1));
+  avx2_transpose_8x4(e, r);
+  for (int q = 0; q < 4; q++) _mm256_storeu_si256((__m256i *)(out + 8 * q), _mm256_castps_si256(r[q]));
+}
+
 /* -> 32 doubles in element order: two 4 x 4 transposes. */
 PG_AVX2_INLINE void avx2_store_f64(double *out, __m256d v[2][4]) {
   for (int h = 0; h < 2; h++) {
@@ -707,6 +720,7 @@ PG_AVX2 static size_t avx2_fill(const struct fill_job *j, size_t i0) {
     }
     if (direct == 1) avx2_store_f32((float *)j->data + i0, v);
     else if (direct == 2) avx2_store_f64((double *)j->data + i0, v);
+    else if (direct == 5) avx2_store_i32((int32_t *)j->data + i0, v);
     else if (direct >= 3) avx2_store_f16((uint16_t *)j->data + i0, v, direct == 4);
     else {
       double tmp[32];
@@ -947,6 +961,15 @@ PG_AVX512 static size_t avx512_fill(const struct fill_job *j, size_t i0) {
     }
     if (direct == 1) avx512_store_f32((float *)j->data + i0, v);
     else if (direct == 2) avx512_store_f64((double *)j->data + i0, v);
+    else if (direct == 5)
+      for (int h = 0; h < 2; h++) { /* two halves of 8 blocks, as avx2_store_i32 */
+        __m256 e[4], r[4];
+        for (int k = 0; k < 4; k++) e[k] = _mm256_castsi256_ps(_mm512_cvttpd_epi32(v[h][k]));
+        avx2_transpose_8x4(e, r);
+        for (int q = 0; q < 4; q++)
+          _mm256_storeu_si256((__m256i *)((int32_t *)j->data + i0 + 32 * (size_t)h + 8 * (size_t)q),
+                              _mm256_castps_si256(r[q]));
+      }
     else if (direct >= 3) avx512_store_f16((uint16_t *)j->data + i0, v, direct == 4);
     else {
       double tmp[64];

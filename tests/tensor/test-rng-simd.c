@@ -122,6 +122,9 @@ PG_TEST(fill_isa_paths_equal_portable) {
               {"int(0, 255)", PG_DTYPE_U8},
               {"int(0, 1)", PG_DTYPE_BOOL},
               {"int(-2147483648, 2147483647)", PG_DTYPE_I32},
+              {"int(-100, 100)", PG_DTYPE_I32},
+              {"normal(0, 1e9)", PG_DTYPE_I32}, /* not int(): clamps, the scalar store */
+              {"uniform(-5, 5)", PG_DTYPE_I8},
               {"int(-5, 4294967290)", PG_DTYPE_I64},
               {"int(0, 4294967295)", PG_DTYPE_F64}};
   int ran = 0;
