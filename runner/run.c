@@ -1315,6 +1315,17 @@ static int run_parallel(struct run_ctx *rc, const int *sel, int n_sel, int jobs,
   return report_ok ? PG_OK : PG_EIO;
 }
 
+/* Everything that would otherwise fail once per case, or only after every case ran,
+ * checked once before the first one. Directories are created last, so a refused
+ * run leaves nothing behind. */
+static int check_before_cases(struct run_ctx *rc, struct pg_error *err) {
+  const struct pg_run_opts *o = rc->o;
+  int ret;
+  blas_preload_join(rc); /* no thread may be inside dlopen when the probe forks */
+  if ((ret = pg_impl_check(&rc->impl, rc->timeout_s, o->rlimit_as, err)) != PG_OK) return ret;
+  return PG_OK;
+}
+
 /* ------------------------------------------------------------------ pg_run */
 
 static void print_diags(const struct pg_run_opts *o, const struct pg_diags *d) {
@@ -1477,6 +1488,10 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
     snprintf(s->report_path, sizeof s->report_path, "%s/%s/M%d/evaluation_report.json",
              o->report_dir && *o->report_dir ? o->report_dir : "phasegate-reports",
              rc->contract.op, k);
+  if ((ret = check_before_cases(rc, err)) != PG_OK) {
+    free(sel);
+    goto out;
+  }
   struct pg_report_meta meta = {rc->contract.op, o->impl_spec, k, rc->contract.n_modules,
                                 o->tool_version, rc->contract_path, rc->suite_path,
                                 rc->modes_buf};

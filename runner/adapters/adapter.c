@@ -38,8 +38,35 @@ int pg_impl_parse(const char *spec, struct pg_impl *impl, struct pg_error *err) 
     snprintf(impl->target, sizeof impl->target, "%s", spec);
     return PG_OK;
   }
+  size_t scheme = strspn(spec, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-");
+  if (scheme > 0 && spec[scheme] == ':')
+    return pg_error_set(err, PG_EINVAL,
+                        "--impl '%s': unknown scheme '%.*s:'; expected plugin:PATH.so, "
+                        "exec:COMMAND or replay:DIR", spec, (int)scheme, spec);
   return pg_error_set(err, PG_EINVAL,
                       "--impl '%s': expected plugin:PATH.so, exec:COMMAND or replay:DIR", spec);
+}
+
+int pg_impl_check(const struct pg_impl *impl, double timeout_s, uint64_t rlimit_as,
+                  struct pg_error *err) {
+  struct stat st;
+  switch (impl->kind) {
+    case PG_IMPL_PLUGIN: return pg__plugin_probe(impl, timeout_s, rlimit_as, err);
+    case PG_IMPL_EXEC:
+      for (const char *c = impl->target; *c; c++)
+        if (*c != ' ' && *c != '\t' && *c != '\n') return PG_OK;
+      return pg_error_set(err, PG_EINVAL, "--impl 'exec:%s': the command is empty",
+                          impl->target);
+    case PG_IMPL_REPLAY:
+      if (stat(impl->target, &st) != 0)
+        return pg_error_set(err, PG_ENOENT, "replay directory '%s' does not exist (%s)",
+                            impl->target, strerror(errno));
+      if (!S_ISDIR(st.st_mode))
+        return pg_error_set(err, PG_EINVAL, "replay directory '%s' is not a directory",
+                            impl->target);
+      return PG_OK;
+  }
+  return pg_error_set(err, PG_EINVAL, "unknown impl kind");
 }
 
 const char *pg_category_name(enum pg_category c) {

@@ -113,6 +113,15 @@ int pg_impl_start(const struct pg_impl *impl, const struct pg_impl_request *req,
                   struct pg_impl_pending *p, struct pg_impl_outcome *out, struct pg_error *err);
 int pg_impl_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out, struct pg_error *err);
 
+/* Checks once, before any case runs, that the impl can be used at all, so a wrong
+ * --impl is one clear error instead of an ERROR line per case: plugin: the path is a
+ * regular file that dlopen() accepts (tried in a forked child under timeout_s and
+ * rlimit_as, so a constructor that crashes, hangs or exits cannot end the runner; that
+ * is an error too); exec: the command is not blank; replay: DIR is a directory.
+ * PG_OK, or a negative code with a message naming the path. */
+int pg_impl_check(const struct pg_impl *impl, double timeout_s, uint64_t rlimit_as,
+                  struct pg_error *err);
+
 /* The wrapper symbol a plugin must export: "<op>_module<suffix>_wrapper". */
 void pg_impl_symbol(const char *op, const char *suffix, char *buf, size_t size);
 
@@ -125,6 +134,8 @@ int pg__exec_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
                    struct pg_error *err);
 int pg__exec_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
                     struct pg_error *err);
+int pg__plugin_probe(const struct pg_impl *impl, double timeout_s, uint64_t rlimit_as,
+                     struct pg_error *err);
 int pg__replay_invoke(const struct pg_impl *impl, const struct pg_impl_request *req,
                       struct pg_impl_outcome *out, struct pg_error *err);
 /* Reads the expected outputs from dir (<name>.npy or outputs.safetensors), checking

@@ -95,10 +95,21 @@ static void child_log(const pg_call *call, int level, const char *message) {
   fflush(stderr);
 }
 
+/* dlopen() of a name without '/' searches the library path, not the current directory
+ * that stat() looked at: `plugin:libx.so` means ./libx.so. */
+static void *open_plugin(const char *target) {
+  char buf[4200];
+  if (!strchr(target, '/')) {
+    snprintf(buf, sizeof buf, "./%s", target);
+    target = buf;
+  }
+  return dlopen(target, RTLD_NOW | RTLD_LOCAL);
+}
+
 static int child_main(void *vctx) {
   struct child_ctx *c = vctx;
   const struct pg_impl_request *req = c->req;
-  void *h = dlopen(c->impl->target, RTLD_NOW | RTLD_LOCAL);
+  void *h = open_plugin(c->impl->target);
   if (!h) {
     const char *e = dlerror();
     snprintf(c->hdr->msg, sizeof c->hdr->msg, "%s", e ? e : "dlopen failed");
@@ -285,5 +296,68 @@ done:
     out->n_outputs = 0;
   }
   munmap(hdr, sizeof *hdr);
+  return rc;
+}
+
+/* ---- the one-time load check (pg_impl_check) ---- */
+
+struct probe_page {
+  volatile int32_t stage; /* 1 = loaded, 2 = dlopen failed */
+  char msg[1024];
+};
+
+static int probe_child(void *vctx) {
+  const struct pg_impl *impl = ((void **)vctx)[0];
+  struct probe_page *pp = ((void **)vctx)[1];
+  void *h = open_plugin(impl->target);
+  if (!h) {
+    const char *e = dlerror();
+    snprintf(pp->msg, sizeof pp->msg, "%s", e ? e : "dlopen failed");
+    pp->stage = 2;
+    return 3;
+  }
+  pp->stage = 1;
+  return 0;
+}
+
+int pg__plugin_probe(const struct pg_impl *impl, double timeout_s, uint64_t rlimit_as,
+                     struct pg_error *err) {
+  struct stat st;
+  if (stat(impl->target, &st) != 0)
+    return pg_error_set(err, PG_ENOENT, "impl plugin '%s' does not exist (%s)", impl->target,
+                        strerror(errno));
+  if (S_ISDIR(st.st_mode))
+    return pg_error_set(err, PG_EINVAL, "impl plugin '%s' is a directory, not a shared library",
+                        impl->target);
+  if (!S_ISREG(st.st_mode))
+    return pg_error_set(err, PG_EINVAL, "impl plugin '%s' is not a regular file", impl->target);
+  struct probe_page *pp = mmap(NULL, sizeof *pp, PROT_READ | PROT_WRITE,
+                               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (pp == MAP_FAILED) return pg_error_set(err, PG_ENOMEM, "mmap: %s", strerror(errno));
+  memset(pp, 0, sizeof *pp);
+  /* In a child: a constructor that crashes, hangs or exits must not end the runner. */
+  void *ctx[2] = {(void *)impl, pp};
+  struct pg_sandbox_opts so = {timeout_s, rlimit_as, 4096, 0};
+  struct pg_sandbox_result sr;
+  pg_sandbox_result_init(&sr);
+  int rc = pg_sandbox_run(probe_child, ctx, &so, &sr, err);
+  if (rc == PG_OK) {
+    char sig[32];
+    if (pp->stage == 2)
+      rc = pg_error_set(err, PG_EINVAL, "impl plugin '%s' cannot be loaded: %.700s",
+                        impl->target, pp->msg);
+    else if (sr.timed_out)
+      rc = pg_error_set(err, PG_EIMPL, "impl plugin '%s' did not finish loading within %g s "
+                        "(a library constructor hangs?)", impl->target, timeout_s);
+    else if (sr.signaled)
+      rc = pg_error_set(err, PG_EIMPL, "impl plugin '%s' crashed with %s while loading (in a "
+                        "library constructor)", impl->target,
+                        pg_signal_name(sr.signo, sig, sizeof sig));
+    else if (pp->stage != 1)
+      rc = pg_error_set(err, PG_EIMPL, "impl plugin '%s' ended the process with status %d "
+                        "while loading (in a library constructor)", impl->target, sr.exit_code);
+  }
+  pg_sandbox_result_reset(&sr);
+  munmap(pp, sizeof *pp);
   return rc;
 }

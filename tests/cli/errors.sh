@@ -3,9 +3,10 @@
 # file inputs, unknown and incomplete options, bad values, unknown --impl schemes,
 # missing impl libraries, unknown cases, phases outside 1..N. Each must exit 2 with
 # one clear line on stderr naming the file or flag (no usage dump, no crash).
-#   errors.sh PHASEGATE OP_DIR OUT_DIR
+# mode list, phase or timeout before any case runs (nothing on stdout, no report).
+#   errors.sh PHASEGATE OP_DIR OUT_DIR CTOR_CRASH_PLUGIN
 set -u
-pg=$1 op=$2 out=$3
+pg=$1 op=$2 out=$3 ctor_crash=$4
 rm -rf "$out" && mkdir -p "$out/adir" "$out/emptyop" && cd "$out" || exit 1
 : >afile
 fails=0
@@ -16,8 +17,11 @@ expect() {
   "$pg" "$@" >stdout.txt 2>stderr.txt </dev/null
   got=$?
   lines=$(wc -l <stderr.txt)
-  if [ "$got" -ne "$code" ] || [ "$lines" -ne 1 ] || ! grep -qF -- "$needle" stderr.txt; then
-    echo "FAIL: phasegate $* -> exit $got (want $code), $lines stderr line(s) (want 1 with '$needle'):"
+  if [ "$got" -ne "$code" ] || [ "$lines" -ne 1 ] || ! grep -qF -- "$needle" stderr.txt ||
+     { [ "$1" = run ] && [ -s stdout.txt ]; }; then
+    echo "FAIL: phasegate $* -> exit $got (want $code), $lines stderr line(s) (want 1 with '$needle'), stdout:"
+    cat stdout.txt
+    echo "stderr:"
     cat stderr.txt
     fails=1
   else
@@ -55,23 +59,27 @@ expect 2 "adir: not a regular file" diff adir adir
 expect 2 "--threads needs an integer 0..1024, got 'x'" diff a.npy b.npy --threads x
 expect 2 "unknown comparison rule 'foo'" diff afile afile --rule foo
 expect 2 "expected two tensor files" diff a.npy
-expect 2 "--impl 'foo:bar': expected plugin:PATH.so" run --op-dir "$op" --impl foo:bar --up-to-module 1
-expect 2 "--up-to-module: expected a module number" run --op-dir "$op" --impl foo:bar --up-to-module x
+expect 2 "--up-to-module: expected a module number" run --op-dir "$op" --impl exec:true --up-to-module x
 expect 2 "--up-to-module 9 outside 1..3" run --op-dir "$op" --impl exec:true --up-to-module 9 --report r.json
 expect 2 "no case 'nope'" run --op-dir "$op" --impl exec:true --up-to-module 1 --case nope --report r.json
 expect 2 "nowhere.so': cannot open" run --op-dir "$op" --impl exec:true --up-to-module 1 --golden-lib nowhere.so --report r.json
 # The seed runner's spelling reaches the same checks.
 expect 2 "unknown option '--bogus'" --op-dir "$op" --self-test --bogus
 expect 2 "--impl SPEC is required" --op-dir "$op" --up-to-module 1
-# A missing impl library is an ERROR (exit 2) naming the file, not a crash.
-"$pg" run --op-dir "$op" --impl plugin:nowhere.so --up-to-module 1 --case L2_basic --report r.json \
-  >stdout.txt 2>&1
-got=$?
-if [ $got -ne 2 ] || ! grep -q "impl plugin 'nowhere.so' does not exist" stdout.txt; then
-  echo "FAIL: missing plugin -> exit $got:"; cat stdout.txt; fails=1
-else
-  echo "ok: missing plugin is an ERROR naming the file"
-fi
+
+# --- run: everything that would fail every case is refused once, before any case runs.
+r1() { n=$1; shift; expect 2 "$n" run --op-dir "$op" --report r.json "$@"; }
+# the impl: checked once (a forked dlopen probe), one line naming the path, exit 2
+r1 "impl plugin 'nowhere.so' does not exist" --impl plugin:nowhere.so --up-to-module 1
+r1 "impl plugin 'adir' is a directory, not a shared library" --impl plugin:adir --up-to-module 1
+r1 "impl plugin 'afile' cannot be loaded: ./afile: " --impl plugin:afile --up-to-module 1
+r1 "crashed with SIGSEGV while loading (in a library constructor)" --impl "plugin:$ctor_crash" --up-to-module 1
+r1 "--impl 'foo:bar': unknown scheme 'foo:'; expected plugin:PATH.so, exec:COMMAND or replay:DIR" --impl foo:bar --up-to-module 1
+r1 "--impl 'exec:': nothing after 'exec:'" --impl exec: --up-to-module 1
+r1 "--impl 'exec:  ': the command is empty" --impl "exec:  " --up-to-module 1
+r1 "replay directory 'nowhere' does not exist" --impl replay:nowhere --up-to-module 1
+[ -e r.json ] && { echo "FAIL: a refused impl still wrote r.json"; fails=1; }
+
 # Consistency: --opt=value everywhere, --format json for diff as for validate/list.
 expect_ok() { # expect_ok [-77] NEEDLE ARGS...: exit 0 (or 77), stdout contains NEEDLE
   want=0

@@ -80,6 +80,56 @@ PG_TEST(impl_parse) {
   PG_CHECK(pg_impl_parse("bogus", &impl, &err) == PG_EINVAL);
   PG_CHECK(strstr(err.message, "plugin:PATH.so") != NULL);
   PG_CHECK(pg_impl_parse("exec:", &impl, &err) == PG_EINVAL);
+  PG_CHECK(pg_impl_parse("foo:bar", &impl, &err) == PG_EINVAL);
+  PG_CHECK_MSG(strstr(err.message, "unknown scheme 'foo:'") &&
+               strstr(err.message, "plugin:PATH.so, exec:COMMAND or replay:DIR"), "%s",
+               err.message);
+}
+
+/* pg_impl_check: PG_OK, or the expected error whose message contains `needle`. */
+static void expect_check(const char *spec, int want, const char *needle) {
+  struct pg_impl impl;
+  PG_CHECK_OK(pg_impl_parse(spec, &impl, NULL));
+  struct pg_error err;
+  pg_error_clear(&err);
+  int rc = pg_impl_check(&impl, 5, 0, &err);
+  PG_CHECK_MSG(rc == want, "%s: rc %d (want %d): %s", spec, rc, want, err.message);
+  if (needle) PG_CHECK_MSG(strstr(err.message, needle) != NULL, "%s: '%s' lacks '%s'", spec,
+                           err.message, needle);
+}
+
+PG_TEST(impl_check_plugin) {
+  expect_check("plugin:" PG_FAKE_IMPL, PG_OK, NULL);
+  expect_check("plugin:/nonexistent/libnope.so", PG_ENOENT,
+               "impl plugin '/nonexistent/libnope.so' does not exist");
+  expect_check("plugin:/", PG_EINVAL, "is a directory, not a shared library");
+  expect_check("plugin:/dev/null", PG_EINVAL, "is not a regular file");
+  char path[4200];
+  snprintf(path, sizeof path, "%s/notelf.so", pg_test_tmpdir());
+  FILE *f = fopen(path, "w");
+  PG_CHECK(f != NULL);
+  if (f) {
+    fputs("not a shared object\n", f);
+    fclose(f);
+  }
+  char spec[4300];
+  snprintf(spec, sizeof spec, "plugin:%s", path);
+  expect_check(spec, PG_EINVAL, "cannot be loaded: ");
+}
+
+PG_TEST(impl_check_constructor) {
+  /* The runner (this process) survives; the message says what happened while loading. */
+  expect_check("plugin:" PG_CTOR_CRASH_IMPL, PG_EIMPL, "crashed with SIGSEGV while loading");
+  expect_check("plugin:" PG_CTOR_EXIT_IMPL, PG_EIMPL, "ended the process with status 5");
+}
+
+PG_TEST(impl_check_exec_replay) {
+  expect_check("exec:true", PG_OK, NULL);
+  expect_check("exec: \t ", PG_EINVAL, "the command is empty");
+  expect_check("replay:/", PG_OK, NULL);
+  expect_check("replay:/nonexistent/dump", PG_ENOENT, "replay directory '/nonexistent/dump' "
+               "does not exist");
+  expect_check("replay:/dev/null", PG_EINVAL, "is not a directory");
 }
 
 PG_TEST(plugin_done) {
