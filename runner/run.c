@@ -1336,6 +1336,35 @@ static void print_diags(const struct pg_run_opts *o, const struct pg_diags *d) {
   }
 }
 
+/* --inspect NAME must name an output compared at this boundary. A tensor of the
+ * contract that is not at this boundary gets a note (nothing to show for it here);
+ * any other name is an error listing the valid names. */
+static int check_inspect(struct run_ctx *rc, int k, struct pg_error *err) {
+  const struct pg_contract *c = &rc->contract;
+  const char *name = rc->o->inspect;
+  const struct pg_tensor_decl *decls[PG_IMPL_MAX_OUTPUTS];
+  int n = pg_contract_boundary(c, k, decls, PG_IMPL_MAX_OUTPUTS, err);
+  if (n < 0) return n;
+  char names[1024] = "";
+  for (int i = 0; i < n; i++) {
+    if (strcmp(decls[i]->name, name) == 0) return PG_OK;
+    size_t l = strlen(names);
+    snprintf(names + l, sizeof names - l, "%s'%s'", i ? ", " : "", decls[i]->name);
+  }
+  int known = 0;
+  for (int i = 0; i < c->n_primary; i++) known |= strcmp(c->primary_inputs[i].name, name) == 0;
+  for (int m = 0; m < c->n_modules; m++)
+    for (int i = 0; i < c->modules[m].n_outputs; i++)
+      known |= strcmp(c->modules[m].outputs[i].name, name) == 0;
+  if (known) {
+    emit(rc->o, 1, "phasegate run: note: --inspect '%s' is not an output of the M%d boundary "
+         "(%s); nothing to inspect in this phase", name, k, names);
+    return PG_OK;
+  }
+  return pg_error_set(err, PG_ENOTFOUND, "--inspect '%s': no such tensor in op '%s'; the M%d "
+                      "boundary outputs are %s", name, c->op, k, names);
+}
+
 int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_error *err) {
   memset(s, 0, sizeof *s);
   s->exit_code = 2;
@@ -1399,6 +1428,7 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
                        rc->contract.n_modules, rc->contract.op);
     goto out;
   }
+  if (o->inspect && (ret = check_inspect(rc, k, err)) != PG_OK) goto out;
   snprintf(rc->modes_buf, sizeof rc->modes_buf, "%s", o->modes && *o->modes ? o->modes : "sim");
   {
     char tmp[1024];

@@ -3,6 +3,7 @@
 # file inputs, unknown and incomplete options, bad values, unknown --impl schemes,
 # missing impl libraries, unknown cases, phases outside 1..N. Each must exit 2 with
 # one clear line on stderr naming the file or flag (no usage dump, no crash).
+# `phasegate run` refuses a bad impl, --inspect name, report / data location, suite,
 # mode list, phase or timeout before any case runs (nothing on stdout, no report).
 #   errors.sh PHASEGATE OP_DIR OUT_DIR CTOR_CRASH_PLUGIN
 set -u
@@ -79,6 +80,8 @@ r1 "--impl 'exec:': nothing after 'exec:'" --impl exec: --up-to-module 1
 r1 "--impl 'exec:  ': the command is empty" --impl "exec:  " --up-to-module 1
 r1 "replay directory 'nowhere' does not exist" --impl replay:nowhere --up-to-module 1
 [ -e r.json ] && { echo "FAIL: a refused impl still wrote r.json"; fails=1; }
+# --inspect must name a tensor of the op
+r1 "--inspect 'nope': no such tensor in op 'attention'; the M1 boundary outputs are 'scores'" --impl exec:true --up-to-module 1 --inspect nope
 
 # Consistency: --opt=value everywhere, --format json for diff as for validate/list.
 expect_ok() { # expect_ok [-77] NEEDLE ARGS...: exit 0 (or 77), stdout contains NEEDLE
