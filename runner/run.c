@@ -1315,14 +1315,49 @@ static int run_parallel(struct run_ctx *rc, const int *sel, int n_sel, int jobs,
   return report_ok ? PG_OK : PG_EIO;
 }
 
+/* A directory we are about to write into: it exists (or, with create, is created with
+ * its parents) and is writable. */
+static int usable_dir(const char *opt, const char *dir, int create, struct pg_error *err) {
+  if (create && mkdir_p(dir) != 0)
+    return pg_error_set(err, PG_EIO, "%s: cannot create directory '%s': %s", opt, dir,
+                        strerror(errno));
+  struct stat st;
+  if (stat(dir, &st) != 0)
+    return pg_error_set(err, PG_ENOENT, "%s: directory '%s' does not exist", opt, dir);
+  if (!S_ISDIR(st.st_mode))
+    return pg_error_set(err, PG_EINVAL, "%s: '%s' is not a directory", opt, dir);
+  if (access(dir, W_OK | X_OK) != 0)
+    return pg_error_set(err, PG_EIO, "%s: cannot write into '%s': %s", opt, dir,
+                        strerror(errno));
+  return PG_OK;
+}
+
 /* Everything that would otherwise fail once per case, or only after every case ran,
  * checked once before the first one. Directories are created last, so a refused
  * run leaves nothing behind. */
-static int check_before_cases(struct run_ctx *rc, struct pg_error *err) {
+static int check_before_cases(struct run_ctx *rc,
+                              const char *report_path, struct pg_error *err) {
   const struct pg_run_opts *o = rc->o;
   int ret;
   blas_preload_join(rc); /* no thread may be inside dlopen when the probe forks */
   if ((ret = pg_impl_check(&rc->impl, rc->timeout_s, o->rlimit_as, err)) != PG_OK) return ret;
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", report_path);
+  char *slash = strrchr(dir, '/');
+  if (slash == dir) dir[1] = '\0';
+  else if (slash) *slash = '\0';
+  else snprintf(dir, sizeof dir, ".");
+  if (o->report_path) {
+    /* A file the user named: its directory must exist (a typo must not grow a tree). */
+    if (is_dir(o->report_path))
+      return pg_error_set(err, PG_EINVAL, "--report: '%s' is a directory; name the report "
+                          "file (or use --report-dir)", o->report_path);
+    if ((ret = usable_dir("--report", dir, 0, err)) != PG_OK) return ret;
+  } else if ((ret = usable_dir("--report-dir", dir, 1, err)) != PG_OK) {
+    return ret;
+  }
+  if (o->save_data && (ret = usable_dir("--save-data", o->save_data, 1, err)) != PG_OK)
+    return ret;
   return PG_OK;
 }
 
@@ -1518,7 +1553,7 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
     snprintf(s->report_path, sizeof s->report_path, "%s/%s/M%d/evaluation_report.json",
              o->report_dir && *o->report_dir ? o->report_dir : "phasegate-reports",
              rc->contract.op, k);
-  if ((ret = check_before_cases(rc, err)) != PG_OK) {
+  if ((ret = check_before_cases(rc, s->report_path, err)) != PG_OK) {
     free(sel);
     goto out;
   }

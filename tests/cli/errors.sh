@@ -82,6 +82,14 @@ r1 "replay directory 'nowhere' does not exist" --impl replay:nowhere --up-to-mod
 [ -e r.json ] && { echo "FAIL: a refused impl still wrote r.json"; fails=1; }
 # --inspect must name a tensor of the op
 r1 "--inspect 'nope': no such tensor in op 'attention'; the M1 boundary outputs are 'scores'" --impl exec:true --up-to-module 1 --inspect nope
+# report / data locations: checked before running; --report never grows a tree
+expect 2 "--report: directory 'nodir/sub' does not exist" run --op-dir "$op" --impl exec:true --up-to-module 1 --report nodir/sub/r.json
+[ -e nodir ] && { echo "FAIL: --report created nodir/"; fails=1; }
+expect 2 "--report: 'adir' is a directory" run --op-dir "$op" --impl exec:true --up-to-module 1 --report adir
+expect 2 "phasegate run: error: --report-dir: cannot create directory 'afile/x/attention/M1'" run --op-dir "$op" --impl exec:true --up-to-module 1 --report-dir afile/x
+r1 "phasegate run: error: --save-data: cannot create directory 'afile/x'" --impl exec:true --up-to-module 1 --save-data afile/x
+[ -e r.json ] && { echo "FAIL: a refused run wrote r.json"; fails=1; }
+[ -e phasegate-reports ] && { echo "FAIL: a refused run created phasegate-reports/"; fails=1; }
 
 # Consistency: --opt=value everywhere, --format json for diff as for validate/list.
 expect_ok() { # expect_ok [-77] NEEDLE ARGS...: exit 0 (or 77), stdout contains NEEDLE
