@@ -1363,10 +1363,11 @@ static int check_before_cases(struct run_ctx *rc,
 
 /* ------------------------------------------------------------------ pg_run */
 
-static void print_diags(const struct pg_run_opts *o, const struct pg_diags *d) {
-  for (int i = 0; i < d->count; i++) {
+/* Sends the findings from *printed on (each one once, however often it is called). */
+static void print_diags(const struct pg_run_opts *o, const struct pg_diags *d, int *printed) {
+  for (; *printed < d->count; (*printed)++) {
     char buf[2048];
-    pg_diag_format(&d->items[i], buf, sizeof buf);
+    pg_diag_format(&d->items[*printed], buf, sizeof buf);
     emit(o, 1, "%s", buf);
   }
 }
@@ -1413,6 +1414,7 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
   int n_results = 0, ret = PG_OK;
   struct pg_diags diags;
   pg_diags_init(&diags);
+  int n_printed = 0;
 
   if (!o->impl_spec) {
     ret = pg_error_set(err, PG_EINVAL, "--impl is required");
@@ -1439,8 +1441,9 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
     goto out;
   }
   ret = pg_contract_load(rc->contract_path, &rc->contract, &diags, err);
+  print_diags(o, &diags, &n_printed); /* warnings of a valid contract, or every finding */
   if (ret != PG_OK) {
-    print_diags(o, &diags);
+    s->diagnosed = diags.n_errors > 0;
     if (!err || !err->message[0]) pg_error_set(err, ret, "%s: invalid contract", rc->contract_path);
     goto out;
   }
@@ -1452,8 +1455,9 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
     goto out;
   }
   ret = pg_suite_load(rc->suite_path, &rc->contract, &rc->suite, &diags, err);
+  print_diags(o, &diags, &n_printed);
   if (ret != PG_OK) {
-    print_diags(o, &diags);
+    s->diagnosed = diags.n_errors > 0;
     if (!err || !err->message[0]) pg_error_set(err, ret, "%s: invalid suite", rc->suite_path);
     goto out;
   }

@@ -113,6 +113,8 @@ struct pg_run_summary {
   enum pg_verdict status;
   int exit_code;              /* 0 PASS, 1 FAIL, 2 ERROR, 77 all SKIPPED */
   char report_path[4096];
+  int diagnosed;              /* the error's findings already went to on_line, one per
+                                 line: the caller should not print the error again */
 };
 
 /* Runs one phase. Returns PG_OK when it ran (whatever the verdicts; see summary),

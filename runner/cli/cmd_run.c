@@ -198,6 +198,7 @@ int pg_cmd_run(int argc, char **argv) {
   pg_error_clear(&err);
   int rc = pg_run(&o, &s, &err);
   if (rc != PG_OK) {
+    if (s.diagnosed) return PG_EXIT_ERROR; /* the findings were the message */
     fprintf(stderr, "phasegate run: error: %s\n", err.message[0] ? err.message : pg_strerror(rc));
     return PG_EXIT_ERROR;
   }

@@ -88,6 +88,12 @@ expect 2 "--report: directory 'nodir/sub' does not exist" run --op-dir "$op" --i
 expect 2 "--report: 'adir' is a directory" run --op-dir "$op" --impl exec:true --up-to-module 1 --report adir
 expect 2 "phasegate run: error: --report-dir: cannot create directory 'afile/x/attention/M1'" run --op-dir "$op" --impl exec:true --up-to-module 1 --report-dir afile/x
 r1 "phasegate run: error: --save-data: cannot create directory 'afile/x'" --impl exec:true --up-to-module 1 --save-data afile/x
+# an invalid suite or contract: each finding once, no second "phasegate run: error:" line
+mkdir -p badsuite badcontract
+cp "$c" badsuite/ && sed 's/"L2_basic"/"L2 basic"/' "$s" >badsuite/adversarial_suite.json
+sed 's/source: module_1/source: module_7/' "$c" >badcontract/module_interfaces.yaml && cp "$s" badcontract/
+expect 2 "badsuite/adversarial_suite.json:4:10: error: cases[1].id" run --op-dir badsuite --impl exec:true --up-to-module 1 --report r.json
+expect 2 "badcontract/module_interfaces.yaml:37:38: error: input 'scores' of module 2 comes from module_7" run --op-dir badcontract --impl exec:true --up-to-module 1 --report r.json
 [ -e r.json ] && { echo "FAIL: a refused run wrote r.json"; fails=1; }
 [ -e phasegate-reports ] && { echo "FAIL: a refused run created phasegate-reports/"; fails=1; }
 
