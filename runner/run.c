@@ -1335,10 +1335,30 @@ static int usable_dir(const char *opt, const char *dir, int create, struct pg_er
 /* Everything that would otherwise fail once per case, or only after every case ran,
  * checked once before the first one. Directories are created last, so a refused
  * run leaves nothing behind. */
-static int check_before_cases(struct run_ctx *rc,
+static int check_before_cases(struct run_ctx *rc, const int *sel, int n_sel,
                               const char *report_path, struct pg_error *err) {
   const struct pg_run_opts *o = rc->o;
   int ret;
+  if (o->golden_data) {
+    if (!is_dir(o->golden_data))
+      return pg_error_set(err, PG_ENOENT, "--golden-data: '%s' is not a directory",
+                          o->golden_data);
+    char p[4400];
+    snprintf(p, sizeof p, "%s/in", o->golden_data);
+    if (is_dir(p)) {
+      /* DIR/in + DIR/out hold one case: applying them to several would compare every
+       * case against the same references. */
+      int shared = 0;
+      for (int i = 0; i < n_sel; i++) {
+        snprintf(p, sizeof p, "%s/%s/in", o->golden_data, rc->suite.cases[sel[i]].id);
+        shared += !is_dir(p);
+      }
+      if (shared > 1)
+        return pg_error_set(err, PG_EINVAL, "--golden-data: '%s' holds a single case (in/ and "
+                            "out/); %d cases are selected: pick the one it belongs to with "
+                            "--case ID", o->golden_data, n_sel);
+    }
+  }
   blas_preload_join(rc); /* no thread may be inside dlopen when the probe forks */
   if ((ret = pg_impl_check(&rc->impl, rc->timeout_s, o->rlimit_as, err)) != PG_OK) return ret;
   char dir[4096];
@@ -1557,7 +1577,7 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
     snprintf(s->report_path, sizeof s->report_path, "%s/%s/M%d/evaluation_report.json",
              o->report_dir && *o->report_dir ? o->report_dir : "phasegate-reports",
              rc->contract.op, k);
-  if ((ret = check_before_cases(rc, s->report_path, err)) != PG_OK) {
+  if ((ret = check_before_cases(rc, sel, n_sel, s->report_path, err)) != PG_OK) {
     free(sel);
     goto out;
   }

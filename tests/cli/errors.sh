@@ -88,6 +88,11 @@ expect 2 "--report: directory 'nodir/sub' does not exist" run --op-dir "$op" --i
 expect 2 "--report: 'adir' is a directory" run --op-dir "$op" --impl exec:true --up-to-module 1 --report adir
 expect 2 "phasegate run: error: --report-dir: cannot create directory 'afile/x/attention/M1'" run --op-dir "$op" --impl exec:true --up-to-module 1 --report-dir afile/x
 r1 "phasegate run: error: --save-data: cannot create directory 'afile/x'" --impl exec:true --up-to-module 1 --save-data afile/x
+r1 "--golden-data: 'nowhere' is not a directory" --impl exec:true --up-to-module 1 --golden-data nowhere
+# the single-case --golden-data layout (DIR/in + DIR/out) needs exactly one selected case
+mkdir -p gd1/in gd1/out
+r1 "--golden-data: 'gd1' holds a single case (in/ and out/); 3 cases are selected" --impl exec:true --up-to-module 1 --golden-data gd1
+r1 "2 cases are selected: pick the one it belongs to with --case ID" --impl exec:true --up-to-module 1 --golden-data gd1 --case L2_basic,L2_fp32
 # an invalid suite or contract: each finding once, no second "phasegate run: error:" line
 mkdir -p badsuite badcontract
 cp "$c" badsuite/ && sed 's/"L2_basic"/"L2 basic"/' "$s" >badsuite/adversarial_suite.json
