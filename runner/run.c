@@ -1392,6 +1392,43 @@ static void print_diags(const struct pg_run_opts *o, const struct pg_diags *d, i
   }
 }
 
+/* --modes: comma-separated names, in order, duplicates dropped; NULL means "sim". An
+ * empty list or item is refused: `--modes ""` from an unset variable must not quietly
+ * run sim. */
+static int parse_modes(struct run_ctx *rc, const char *modes, struct pg_error *err) {
+  if (!modes) modes = "sim";
+  if (!*modes)
+    return pg_error_set(err, PG_EINVAL, "--modes: empty list (give e.g. --modes sim,npu)");
+  if (strlen(modes) >= sizeof rc->modes_buf)
+    return pg_error_set(err, PG_ELIMIT, "--modes: list too long");
+  rc->modes_buf[0] = '\0';
+  for (const char *p = modes;;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == 0)
+      return pg_error_set(err, PG_EINVAL, "--modes '%s': empty mode name in the list", modes);
+    char t[1024];
+    snprintf(t, sizeof t, "%.*s", (int)len, p);
+    /* modes become directory names (exec, replay): same alphabet as case ids */
+    int ok = len <= 63 && strcmp(t, ".") != 0 && strcmp(t, "..") != 0;
+    for (const char *c = t; ok && *c; c++)
+      ok = isalnum((unsigned char)*c) || *c == '_' || *c == '-' || *c == '.';
+    if (!ok)
+      return pg_error_set(err, PG_EINVAL, "--modes: '%s' is not a valid mode name "
+                          "([A-Za-z0-9_.-]+, at most 63 characters)", t);
+    if (!in_list(rc->modes_buf, t)) {
+      if (++rc->n_modes > PG_MAX_MODES)
+        return pg_error_set(err, PG_ELIMIT, "--modes: more than %d modes", PG_MAX_MODES);
+      size_t l = strlen(rc->modes_buf);
+      snprintf(rc->modes_buf + l, sizeof rc->modes_buf - l, "%s%s", l ? "," : "", t);
+    }
+    if (!e) break;
+    p = e + 1;
+  }
+  rc->n_modes = 0; /* counted again when the names are split into rc->modes */
+  return PG_OK;
+}
+
 /* --inspect NAME must name an output compared at this boundary. A tensor of the
  * contract that is not at this boundary gets a note (nothing to show for it here);
  * any other name is an error listing the valid names. */
@@ -1488,29 +1525,7 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
     goto out;
   }
   if (o->inspect && (ret = check_inspect(rc, k, err)) != PG_OK) goto out;
-  snprintf(rc->modes_buf, sizeof rc->modes_buf, "%s", o->modes && *o->modes ? o->modes : "sim");
-  {
-    char tmp[1024];
-    snprintf(tmp, sizeof tmp, "%s", rc->modes_buf);
-    rc->modes_buf[0] = '\0';
-    for (char *save = NULL, *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-      if (!*t || in_list(rc->modes_buf, t)) continue;
-      /* modes become directory names (exec, replay): same alphabet as case ids */
-      for (const char *c = t; *c; c++)
-        if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '-' || *c == '.') ||
-            strlen(t) > 63 || strcmp(t, ".") == 0 || strcmp(t, "..") == 0) {
-          ret = pg_error_set(err, PG_EINVAL, "--modes: '%s' is not a valid mode name "
-                             "([A-Za-z0-9_.-]+, at most 63 characters)", t);
-          goto out;
-        }
-      if (rc->n_modes == PG_MAX_MODES) {
-        ret = pg_error_set(err, PG_ELIMIT, "more than %d modes", PG_MAX_MODES);
-        goto out;
-      }
-      size_t l = strlen(rc->modes_buf);
-      snprintf(rc->modes_buf + l, sizeof rc->modes_buf - l, "%s%s", l ? "," : "", t);
-    }
-  }
+  if ((ret = parse_modes(rc, o->modes, err)) != PG_OK) goto out;
   rc->timeout_s = o->timeout_s > 0 ? o->timeout_s : 120;
   rc->device_id = o->device_id >= 0 ? o->device_id : pg_run_device_from_env();
   if (rc->device_id < 0) rc->device_id = 0;

@@ -99,6 +99,10 @@ cp "$c" badsuite/ && sed 's/"L2_basic"/"L2 basic"/' "$s" >badsuite/adversarial_s
 sed 's/source: module_1/source: module_7/' "$c" >badcontract/module_interfaces.yaml && cp "$s" badcontract/
 expect 2 "badsuite/adversarial_suite.json:4:10: error: cases[1].id" run --op-dir badsuite --impl exec:true --up-to-module 1 --report r.json
 expect 2 "badcontract/module_interfaces.yaml:37:38: error: input 'scores' of module 2 comes from module_7" run --op-dir badcontract --impl exec:true --up-to-module 1 --report r.json
+# modes
+r1 "--modes: empty list" --impl exec:true --up-to-module 1 --modes ""
+r1 "--modes 'sim,,npu': empty mode name in the list" --impl exec:true --up-to-module 1 --modes sim,,npu
+r1 "--modes 'sim,': empty mode name in the list" --impl exec:true --up-to-module 1 --modes sim,
 [ -e r.json ] && { echo "FAIL: a refused run wrote r.json"; fails=1; }
 [ -e phasegate-reports ] && { echo "FAIL: a refused run created phasegate-reports/"; fails=1; }
 
