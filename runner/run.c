@@ -1504,6 +1504,21 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
     if (!err || !err->message[0]) pg_error_set(err, ret, "%s: invalid contract", rc->contract_path);
     goto out;
   }
+  int k = o->up_to_module;
+  if (k < 1 || k > rc->contract.n_modules) {
+    if (k < 0)
+      ret = pg_error_set(err, PG_EINVAL, "--up-to-module: expected a module number in 1..%d "
+                         "for op '%s', got '%s'", rc->contract.n_modules, rc->contract.op,
+                         o->up_to_module_arg ? o->up_to_module_arg : "");
+    else if (k == 0 && !o->up_to_module_arg)
+      ret = pg_error_set(err, PG_EINVAL, "--up-to-module K is required (K in 1..%d for op '%s')",
+                         rc->contract.n_modules, rc->contract.op);
+    else
+      ret = pg_error_set(err, PG_EINVAL, "--up-to-module %d outside 1..%d for op '%s'", k,
+                         rc->contract.n_modules, rc->contract.op);
+    goto out;
+  }
+  if (o->inspect && (ret = check_inspect(rc, k, err)) != PG_OK) goto out;
   /* Without a golden cache every case computes its golden: load OpenBLAS (if a golden
    * step needs it) while the suite is read and the inputs are generated. */
   if (o->no_golden_cache && !o->golden_data) blas_preload_start(rc, o->up_to_module);
@@ -1518,13 +1533,6 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
     if (!err || !err->message[0]) pg_error_set(err, ret, "%s: invalid suite", rc->suite_path);
     goto out;
   }
-  int k = o->up_to_module;
-  if (k < 1 || k > rc->contract.n_modules) {
-    ret = pg_error_set(err, PG_EINVAL, "--up-to-module %d outside 1..%d for op '%s'", k,
-                       rc->contract.n_modules, rc->contract.op);
-    goto out;
-  }
-  if (o->inspect && (ret = check_inspect(rc, k, err)) != PG_OK) goto out;
   if ((ret = parse_modes(rc, o->modes, err)) != PG_OK) goto out;
   rc->timeout_s = o->timeout_s > 0 ? o->timeout_s : 120;
   rc->device_id = o->device_id >= 0 ? o->device_id : pg_run_device_from_env();

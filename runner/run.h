@@ -83,7 +83,8 @@ typedef void (*pg_run_line_fn)(void *user, int to_stderr, const char *line);
 struct pg_run_opts {
   const char *op_dir, *contract_path, *suite_path;
   const char *impl_spec;
-  int up_to_module;
+  int up_to_module;           /* 0: not given; < 0: not a number (see up_to_module_arg) */
+  const char *up_to_module_arg; /* the text given, for the message naming the valid range */
   const char *case_ids;       /* comma-separated ids, NULL = all */
   unsigned levels_mask;       /* bit n set = level Ln selected; 0 = all */
   const char *modes;          /* comma-separated, NULL = "sim" */
@@ -118,8 +119,12 @@ struct pg_run_summary {
 };
 
 /* Runs one phase. Returns PG_OK when it ran (whatever the verdicts; see summary),
- * a negative code for usage/contract/suite errors (exit 2; diagnostics went to
- * on_line). */
+ * a negative code for usage/contract/suite errors (exit 2), all found before any case
+ * runs: --up-to-module outside 1..N, an --inspect name that is no tensor of the op,
+ * empty --modes, an impl that cannot be loaded (pg_impl_check), a report, --report-dir
+ * or --save-data location that cannot be created or written, a single-case
+ * --golden-data layout with several cases selected. Contract and suite findings go to
+ * on_line (then summary->diagnosed is set); err holds the message otherwise. */
 int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_error *err);
 
 /* Device id from CTEST_RESOURCE_GROUP_0 / CTEST_RESOURCE_GROUP_0_<TYPE>, else -1. */

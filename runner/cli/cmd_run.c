@@ -3,6 +3,7 @@
  * layer relies on). Parses options, prints the runner's console lines, exits
  * 0 PASS / 1 FAIL / 2 ERROR / 77 all SKIPPED. */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +25,7 @@ static void usage(FILE *out) {
           "  --contract FILE            the contract, explicitly (suite defaults to its directory)\n"
           "  --suite FILE               the suite, explicitly\n"
           "  --impl SPEC                plugin:PATH.so | exec:COMMAND | replay:DIR\n"
-          "  --up-to-module K           the phase (1..N)\n"
+          "  --up-to-module K           the phase (1..N, N = the op's module count)\n"
           "  --case ID[,ID…]            only these cases\n"
           "  --levels L1,L2             only these levels\n"
           "  --modes sim,npu            modes to run, in order (default: sim)\n"
@@ -139,12 +140,11 @@ int pg_cmd_run(int argc, char **argv) {
     else if (strcmp(name, "--suite") == 0) o.suite_path = val;
     else if (strcmp(name, "--impl") == 0) o.impl_spec = val;
     else if (strcmp(name, "--up-to-module") == 0) {
-      char *end;
-      long k = strtol(val, &end, 10);
-      if (*end || k < 1 || k > 1000)
-        return pg_cli_usage_error("run", "--up-to-module: expected a module number, got '%s'", val);
-      o.up_to_module = (int)k;
-    } else if (strcmp(name, "--case") == 0) o.case_ids = val;
+      /* Checked against the op's module count once the contract is loaded, so the
+       * message can name the valid range; -1 marks "given but not a number". */
+      size_t digits = strspn(val, "0123456789");
+      o.up_to_module = digits > 0 && digits <= 6 && !val[digits] ? atoi(val) : -1;
+      o.up_to_module_arg = val;    } else if (strcmp(name, "--case") == 0) o.case_ids = val;
     else if (strcmp(name, "--levels") == 0) {
       if (parse_levels(val, &o.levels_mask) != 0)
         return pg_cli_usage_error("run", "--levels: expected e.g. L1,L2, got '%s'", val);
@@ -154,8 +154,8 @@ int pg_cmd_run(int argc, char **argv) {
     else if (strcmp(name, "--timeout") == 0) {
       char *end;
       o.timeout_s = strtod(val, &end);
-      if (*end || !(o.timeout_s > 0))
-        return pg_cli_usage_error("run", "--timeout: expected seconds > 0, got '%s'", val);
+      if (end == val || *end || !(o.timeout_s > 0) || !isfinite(o.timeout_s) || o.timeout_s > 1e7)
+        return pg_cli_usage_error("run", "--timeout: expected seconds > 0 (at most 1e7), got '%s'", val);
     } else if (strcmp(name, "--save-data") == 0) o.save_data = val;
     else if (strcmp(name, "--golden-data") == 0) o.golden_data = val;
     else if (strcmp(name, "--reference-precision") == 0) {
@@ -188,7 +188,6 @@ int pg_cmd_run(int argc, char **argv) {
   if (!o.op_dir && !o.contract_path)
     return pg_cli_usage_error("run", "--op-dir DIR or --contract FILE is required");
   if (!o.impl_spec) return pg_cli_usage_error("run", "--impl SPEC is required");
-  if (!o.up_to_module) return pg_cli_usage_error("run", "--up-to-module K is required");
   o.inspect = inspect;
 
   /* A closed stdout (`| head`) must not kill the run before the report is written. */

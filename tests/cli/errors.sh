@@ -60,7 +60,7 @@ expect 2 "adir: not a regular file" diff adir adir
 expect 2 "--threads needs an integer 0..1024, got 'x'" diff a.npy b.npy --threads x
 expect 2 "unknown comparison rule 'foo'" diff afile afile --rule foo
 expect 2 "expected two tensor files" diff a.npy
-expect 2 "--up-to-module: expected a module number" run --op-dir "$op" --impl exec:true --up-to-module x
+expect 2 "--up-to-module: expected a module number in 1..3 for op 'attention', got 'x'" run --op-dir "$op" --impl exec:true --up-to-module x
 expect 2 "--up-to-module 9 outside 1..3" run --op-dir "$op" --impl exec:true --up-to-module 9 --report r.json
 expect 2 "no case 'nope'" run --op-dir "$op" --impl exec:true --up-to-module 1 --case nope --report r.json
 expect 2 "nowhere.so': cannot open" run --op-dir "$op" --impl exec:true --up-to-module 1 --golden-lib nowhere.so --report r.json
@@ -103,6 +103,17 @@ expect 2 "badcontract/module_interfaces.yaml:37:38: error: input 'scores' of mod
 r1 "--modes: empty list" --impl exec:true --up-to-module 1 --modes ""
 r1 "--modes 'sim,,npu': empty mode name in the list" --impl exec:true --up-to-module 1 --modes sim,,npu
 r1 "--modes 'sim,': empty mode name in the list" --impl exec:true --up-to-module 1 --modes sim,
+# the phase: 1..N named in every message
+r1 "--up-to-module 0 outside 1..3 for op 'attention'" --impl exec:true --up-to-module 0
+r1 "--up-to-module 4 outside 1..3 for op 'attention'" --impl exec:true --up-to-module 4
+r1 "--up-to-module: expected a module number in 1..3 for op 'attention', got '1.5'" --impl exec:true --up-to-module 1.5
+r1 "--up-to-module: expected a module number in 1..3 for op 'attention', got ''" --impl exec:true --up-to-module ""
+r1 "--up-to-module K is required (K in 1..3 for op 'attention')" --impl exec:true
+expect 2 "--up-to-module needs a value" run --op-dir "$op" --impl exec:true --up-to-module
+# the timeout
+for t in 0 -1 x inf ""; do
+  r1 "--timeout: expected seconds > 0 (at most 1e7), got '$t'" --impl exec:true --up-to-module 1 --timeout "$t"
+done
 [ -e r.json ] && { echo "FAIL: a refused run wrote r.json"; fails=1; }
 [ -e phasegate-reports ] && { echo "FAIL: a refused run created phasegate-reports/"; fails=1; }
 
