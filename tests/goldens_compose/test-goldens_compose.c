@@ -774,3 +774,63 @@ PG_TEST(cumulative_bf16_and_int_outputs) {
   pg_tensor_reset(&in[0]);
   pg_tensor_reset(&in[1]);
 }
+
+/* Boundary outputs of 64 KiB and more: the buffers come from the populated-mapping
+ * path of pg__golden_alloc and the float16/bfloat16 boundary output is narrowed in
+ * place from the float32 reference (N*N = 202*202 elements, not a multiple of 8, so
+ * the SIMD blocks and the scalar tail both run). Every element is checked. */
+PG_TEST(cumulative_large_outputs_narrowed_in_place) {
+  const int64_t N = 202;
+  for (int bf = 0; bf < 2; bf++) {
+    struct fixture f;
+    fixture_init(&f);
+    f.dimv[0].value = N;
+    struct pg_tensor in[2], out[PG_MAX_BOUNDARY_OUTPUTS];
+    int64_t xs[2] = {N, 3}, ws[2] = {3, N};
+    pg_tensor_init(&in[0]);
+    pg_tensor_init(&in[1]);
+    PG_CHECK_OK(pg_tensor_alloc(&in[0], PG_DTYPE_F16, 2, xs, NULL));
+    PG_CHECK_OK(pg_tensor_alloc(&in[1], PG_DTYPE_F32, 2, ws, NULL));
+    for (int64_t i = 0; i < 3 * N; i++) {
+      ((uint16_t *)in[0].dl.data)[i] = pg_f32_to_f16((float)(i % 7 + 1));
+      ((float *)in[1].dl.data)[i] = 0.1f * (float)(i % 11 + 1) - 0.5f;
+    }
+    init_outs(out);
+    struct pg_name_value ov = {"y", "bfloat16", {0, 0}};
+    struct pg_golden_env env = {&f.c, &f.c.dims, bf ? &ov : NULL, bf, 32, NULL, 1};
+    struct pg_error err;
+    int n = 0;
+    int rc = pg__golden_cumulative_ks(&env, &mini_ks, 1, in, 2, out, &n, &err);
+    PG_CHECK_MSG(rc == PG_OK, "%s", err.message);
+    PG_CHECK_EQ_INT(1, n);
+    PG_CHECK_EQ_INT(bf ? PG_DTYPE_BF16 : PG_DTYPE_F16, out[0].dtype);
+    PG_CHECK_EQ_INT(N * N, out[0].numel);
+    PG_CHECK_EQ_INT(N * N * 2, (int64_t)out[0].nbytes);
+    int64_t bad = 0, nonzero = 0;
+    for (int64_t i = 0; i < N; i++)
+      for (int64_t j = 0; j < N; j++) {
+        float acc = 0;
+        for (int64_t k = 0; k < 3; k++)
+          acc += (float)((i * 3 + k) % 7 + 1) * (0.1f * (float)((k * N + j) % 11 + 1) - 0.5f);
+        float y = 0.5f * acc;
+        uint16_t want = bf ? pg_f32_to_bf16(y) : pg_f32_to_f16(y);
+        bad += ((uint16_t *)out[0].dl.data)[i * N + j] != want;
+        nonzero += want != 0;
+      }
+    PG_CHECK_EQ_INT(0, bad);
+    PG_CHECK(nonzero > N * N / 2);
+    /* phase 2 reads the rounded y and returns float32 halves (populated buffers) */
+    reset_outs(out);
+    rc = pg__golden_cumulative_ks(&env, &mini_ks, 2, in, 2, out, &n, &err);
+    PG_CHECK_MSG(rc == PG_OK, "%s", err.message);
+    PG_CHECK_EQ_INT(2, n);
+    float y00 = 0.0f;
+    for (int64_t k = 0; k < 3; k++) y00 += (float)(k % 7 + 1) * (0.1f * (float)(k * N % 11 + 1) - 0.5f);
+    y00 *= 0.5f;
+    float want00 = bf ? pg_bf16_to_f32(pg_f32_to_bf16(y00)) : pg_f16_to_f32(pg_f32_to_f16(y00));
+    PG_CHECK(((float *)out[0].dl.data)[0] == want00);
+    reset_outs(out);
+    pg_tensor_reset(&in[0]);
+    pg_tensor_reset(&in[1]);
+  }
+}
