@@ -390,6 +390,7 @@ struct run_ctx {
   struct pg_suite suite;
   char contract_path[4096], suite_path[4096];
   struct pg_impl impl;
+  struct pg_impl_probe probe; /* the impl's one-time check, started early */
   void *golden_lib;
   char modes_buf[1024];
   const char *modes[PG_MAX_MODES];
@@ -1359,8 +1360,7 @@ static int check_before_cases(struct run_ctx *rc, const int *sel, int n_sel,
                             "--case ID", o->golden_data, n_sel);
     }
   }
-  blas_preload_join(rc); /* no thread may be inside dlopen when the probe forks */
-  if ((ret = pg_impl_check(&rc->impl, rc->timeout_s, o->rlimit_as, err)) != PG_OK) return ret;
+  if ((ret = pg_impl_check_finish(&rc->probe, err)) != PG_OK) return ret;
   char dir[4096];
   snprintf(dir, sizeof dir, "%s", report_path);
   char *slash = strrchr(dir, '/');
@@ -1478,6 +1478,11 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
     goto out;
   }
   if ((ret = pg_impl_parse(o->impl_spec, &rc->impl, err)) != PG_OK) goto out;
+  /* The plugin's load probe (a fork + dlopen) runs while the contract and suite load;
+   * its verdict is collected in check_before_cases. Forked before any thread exists. */
+  if ((ret = pg_impl_check_start(&rc->impl, o->timeout_s > 0 ? o->timeout_s : 120,
+                                 o->rlimit_as, &rc->probe, err)) != PG_OK)
+    goto out;
   if (o->contract_path) {
     snprintf(rc->contract_path, sizeof rc->contract_path, "%s", o->contract_path);
     if (o->suite_path) snprintf(rc->suite_path, sizeof rc->suite_path, "%s", o->suite_path);
@@ -1660,6 +1665,7 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
       }
   }
 out:
+  pg_impl_check_cancel(&rc->probe); /* a refused run does not wait for the probe */
   blas_preload_join(rc);
   if (ret != PG_OK) {
     s->exit_code = 2;

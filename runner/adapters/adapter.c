@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,11 +48,14 @@ int pg_impl_parse(const char *spec, struct pg_impl *impl, struct pg_error *err) 
                       "--impl '%s': expected plugin:PATH.so, exec:COMMAND or replay:DIR", spec);
 }
 
-int pg_impl_check(const struct pg_impl *impl, double timeout_s, uint64_t rlimit_as,
-                  struct pg_error *err) {
+int pg_impl_check_start(const struct pg_impl *impl, double timeout_s, uint64_t rlimit_as,
+                        struct pg_impl_probe *p, struct pg_error *err) {
+  memset(p, 0, sizeof *p);
+  p->impl = impl;
+  p->timeout_s = timeout_s;
   struct stat st;
   switch (impl->kind) {
-    case PG_IMPL_PLUGIN: return pg__plugin_probe(impl, timeout_s, rlimit_as, err);
+    case PG_IMPL_PLUGIN: return pg__plugin_probe_start(p, rlimit_as, err);
     case PG_IMPL_EXEC:
       for (const char *c = impl->target; *c; c++)
         if (*c != ' ' && *c != '\t' && *c != '\n') return PG_OK;
@@ -67,6 +71,25 @@ int pg_impl_check(const struct pg_impl *impl, double timeout_s, uint64_t rlimit_
       return PG_OK;
   }
   return pg_error_set(err, PG_EINVAL, "unknown impl kind");
+}
+
+int pg_impl_check_finish(struct pg_impl_probe *p, struct pg_error *err) {
+  return p->running ? pg__plugin_probe_finish(p, err) : PG_OK;
+}
+
+void pg_impl_check_cancel(struct pg_impl_probe *p) {
+  if (!p->running) return;
+  kill(-p->proc.pid, SIGKILL); /* its own process group (sandbox) */
+  kill(p->proc.pid, SIGKILL);
+  struct pg_error e;
+  pg_impl_check_finish(p, &e);
+}
+
+int pg_impl_check(const struct pg_impl *impl, double timeout_s, uint64_t rlimit_as,
+                  struct pg_error *err) {
+  struct pg_impl_probe p;
+  int rc = pg_impl_check_start(impl, timeout_s, rlimit_as, &p, err);
+  return rc == PG_OK ? pg_impl_check_finish(&p, err) : rc;
 }
 
 const char *pg_category_name(enum pg_category c) {

@@ -122,6 +122,23 @@ int pg_impl_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out, struc
 int pg_impl_check(const struct pg_impl *impl, double timeout_s, uint64_t rlimit_as,
                   struct pg_error *err);
 
+/* The same in two steps, so the plugin's load probe runs while the runner loads the
+ * contract and suite: start does the cheap checks at once (an error there is final)
+ * and forks the probe; then exactly one of finish (waits, returns the verdict) or
+ * cancel (kills and reaps it; for error paths) must follow. `impl` must stay valid
+ * until then. */
+struct pg_impl_probe {
+  const struct pg_impl *impl;
+  double timeout_s;
+  int running;
+  struct pg_sandbox_proc proc;
+  void *page;
+};
+int pg_impl_check_start(const struct pg_impl *impl, double timeout_s, uint64_t rlimit_as,
+                        struct pg_impl_probe *p, struct pg_error *err);
+int pg_impl_check_finish(struct pg_impl_probe *p, struct pg_error *err);
+void pg_impl_check_cancel(struct pg_impl_probe *p);
+
 /* The wrapper symbol a plugin must export: "<op>_module<suffix>_wrapper". */
 void pg_impl_symbol(const char *op, const char *suffix, char *buf, size_t size);
 
@@ -134,8 +151,8 @@ int pg__exec_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
                    struct pg_error *err);
 int pg__exec_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
                     struct pg_error *err);
-int pg__plugin_probe(const struct pg_impl *impl, double timeout_s, uint64_t rlimit_as,
-                     struct pg_error *err);
+int pg__plugin_probe_start(struct pg_impl_probe *p, uint64_t rlimit_as, struct pg_error *err);
+int pg__plugin_probe_finish(struct pg_impl_probe *p, struct pg_error *err);
 int pg__replay_invoke(const struct pg_impl *impl, const struct pg_impl_request *req,
                       struct pg_impl_outcome *out, struct pg_error *err);
 /* Reads the expected outputs from dir (<name>.npy or outputs.safetensors), checking

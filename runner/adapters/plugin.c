@@ -320,8 +320,8 @@ static int probe_child(void *vctx) {
   return 0;
 }
 
-int pg__plugin_probe(const struct pg_impl *impl, double timeout_s, uint64_t rlimit_as,
-                     struct pg_error *err) {
+int pg__plugin_probe_start(struct pg_impl_probe *p, uint64_t rlimit_as, struct pg_error *err) {
+  const struct pg_impl *impl = p->impl;
   struct stat st;
   if (stat(impl->target, &st) != 0)
     return pg_error_set(err, PG_ENOENT, "impl plugin '%s' does not exist (%s)", impl->target,
@@ -335,12 +335,27 @@ int pg__plugin_probe(const struct pg_impl *impl, double timeout_s, uint64_t rlim
                                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (pp == MAP_FAILED) return pg_error_set(err, PG_ENOMEM, "mmap: %s", strerror(errno));
   memset(pp, 0, sizeof *pp);
-  /* In a child: a constructor that crashes, hangs or exits must not end the runner. */
+  /* In a child: a constructor that crashes, hangs or exits must not end the runner.
+   * ctx only needs to live until the fork. */
   void *ctx[2] = {(void *)impl, pp};
-  struct pg_sandbox_opts so = {timeout_s, rlimit_as, 4096, 0};
+  struct pg_sandbox_opts so = {p->timeout_s, rlimit_as, 4096, 0};
+  int rc = pg_sandbox_start(probe_child, ctx, &so, &p->proc, err);
+  if (rc != PG_OK) {
+    munmap(pp, sizeof *pp);
+    return rc;
+  }
+  p->page = pp;
+  p->running = 1;
+  return PG_OK;
+}
+
+int pg__plugin_probe_finish(struct pg_impl_probe *p, struct pg_error *err) {
+  const struct pg_impl *impl = p->impl;
+  struct probe_page *pp = p->page;
   struct pg_sandbox_result sr;
   pg_sandbox_result_init(&sr);
-  int rc = pg_sandbox_run(probe_child, ctx, &so, &sr, err);
+  p->running = 0;
+  int rc = pg_sandbox_wait(&p->proc, &sr, err);
   if (rc == PG_OK) {
     char sig[32];
     if (pp->stage == 2)
@@ -348,7 +363,7 @@ int pg__plugin_probe(const struct pg_impl *impl, double timeout_s, uint64_t rlim
                         impl->target, pp->msg);
     else if (sr.timed_out)
       rc = pg_error_set(err, PG_EIMPL, "impl plugin '%s' did not finish loading within %g s "
-                        "(a library constructor hangs?)", impl->target, timeout_s);
+                        "(a library constructor hangs?)", impl->target, p->timeout_s);
     else if (sr.signaled)
       rc = pg_error_set(err, PG_EIMPL, "impl plugin '%s' crashed with %s while loading (in a "
                         "library constructor)", impl->target,
@@ -359,5 +374,6 @@ int pg__plugin_probe(const struct pg_impl *impl, double timeout_s, uint64_t rlim
   }
   pg_sandbox_result_reset(&sr);
   munmap(pp, sizeof *pp);
+  p->page = NULL;
   return rc;
 }

@@ -123,6 +123,27 @@ PG_TEST(impl_check_constructor) {
   expect_check("plugin:" PG_CTOR_EXIT_IMPL, PG_EIMPL, "ended the process with status 5");
 }
 
+PG_TEST(impl_check_two_steps) {
+  struct pg_impl impl;
+  PG_CHECK_OK(pg_impl_parse("plugin:" PG_CTOR_CRASH_IMPL, &impl, NULL));
+  struct pg_impl_probe p;
+  struct pg_error err;
+  PG_CHECK_OK(pg_impl_check_start(&impl, 5, 0, &p, &err));
+  PG_CHECK(pg_impl_check_finish(&p, &err) == PG_EIMPL);
+  PG_CHECK_MSG(strstr(err.message, "crashed with SIGSEGV while loading"), "%s", err.message);
+  /* cancel kills and reaps a running probe, and is a no-op after finish */
+  PG_CHECK_OK(pg_impl_parse("plugin:" PG_FAKE_IMPL, &impl, NULL));
+  PG_CHECK_OK(pg_impl_check_start(&impl, 5, 0, &p, &err));
+  PG_CHECK(p.running);
+  pg_impl_check_cancel(&p);
+  PG_CHECK(!p.running);
+  pg_impl_check_cancel(&p);
+  /* the cheap checks fail at start, with nothing left running */
+  PG_CHECK_OK(pg_impl_parse("plugin:/nonexistent/x.so", &impl, NULL));
+  PG_CHECK(pg_impl_check_start(&impl, 5, 0, &p, &err) == PG_ENOENT);
+  PG_CHECK(!p.running);
+}
+
 PG_TEST(impl_check_exec_replay) {
   expect_check("exec:true", PG_OK, NULL);
   expect_check("exec: \t ", PG_EINVAL, "the command is empty");
