@@ -2,7 +2,8 @@
  * and shape checks with messages that name the argument, numpy broadcasting,
  * attribute defaults, the validation/widening done at the start of every `run`, and
  * a per-call deterministic parallel-for (threads are created per call and joined
- * before returning, so there is no global state).
+ * before returning, so there is no global state), and the vectorised e^x / sigmoid of
+ * the fp32 reference mode (kernels_internal.h says how they are computed).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -346,4 +347,82 @@ void pg__broadcast_copy(enum pg_dtype dt, const void *src, const struct pg_tenso
       idx[d] = 0;
     }
   }
+}
+
+/* ---------------------------------------------------------------- exp, sigmoid (fp32 mode) */
+
+/* No contraction into FMA anywhere here: every lane width must give the same bits
+ * (gcc in C11 mode does not contract; clang would with FMA in the target). */
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+const double pg__exp2_tab64[64] = {
+    0x1.0000000000000p+0, 0x1.02c9a3e778061p+0, 0x1.059b0d3158574p+0,
+    0x1.0874518759bc8p+0, 0x1.0b5586cf9890fp+0, 0x1.0e3ec32d3d1a2p+0,
+    0x1.11301d0125b51p+0, 0x1.1429aaea92de0p+0, 0x1.172b83c7d517bp+0,
+    0x1.1a35beb6fcb75p+0, 0x1.1d4873168b9aap+0, 0x1.2063b88628cd6p+0,
+    0x1.2387a6e756238p+0, 0x1.26b4565e27cddp+0, 0x1.29e9df51fdee1p+0,
+    0x1.2d285a6e4030bp+0, 0x1.306fe0a31b715p+0, 0x1.33c08b26416ffp+0,
+    0x1.371a7373aa9cbp+0, 0x1.3a7db34e59ff7p+0, 0x1.3dea64c123422p+0,
+    0x1.4160a21f72e2ap+0, 0x1.44e086061892dp+0, 0x1.486a2b5c13cd0p+0,
+    0x1.4bfdad5362a27p+0, 0x1.4f9b2769d2ca7p+0, 0x1.5342b569d4f82p+0,
+    0x1.56f4736b527dap+0, 0x1.5ab07dd485429p+0, 0x1.5e76f15ad2148p+0,
+    0x1.6247eb03a5585p+0, 0x1.6623882552225p+0, 0x1.6a09e667f3bcdp+0,
+    0x1.6dfb23c651a2fp+0, 0x1.71f75e8ec5f74p+0, 0x1.75feb564267c9p+0,
+    0x1.7a11473eb0187p+0, 0x1.7e2f336cf4e62p+0, 0x1.82589994cce13p+0,
+    0x1.868d99b4492edp+0, 0x1.8ace5422aa0dbp+0, 0x1.8f1ae99157736p+0,
+    0x1.93737b0cdc5e5p+0, 0x1.97d829fde4e50p+0, 0x1.9c49182a3f090p+0,
+    0x1.a0c667b5de565p+0, 0x1.a5503b23e255dp+0, 0x1.a9e6b5579fdbfp+0,
+    0x1.ae89f995ad3adp+0, 0x1.b33a2b84f15fbp+0, 0x1.b7f76f2fb5e47p+0,
+    0x1.bcc1e904bc1d2p+0, 0x1.c199bdd85529cp+0, 0x1.c67f12e57d14bp+0,
+    0x1.cb720dcef9069p+0, 0x1.d072d4a07897cp+0, 0x1.d5818dcfba487p+0,
+    0x1.da9e603db3285p+0, 0x1.dfc97337b9b5fp+0, 0x1.e502ee78b3ff6p+0,
+    0x1.ea4afa2a490dap+0, 0x1.efa1bee615a27p+0, 0x1.f50765b6e4540p+0,
+    0x1.fa7c1819e90d8p+0};
+
+#define PG__VC2(c) ((pg__v4d){(c), (c)})
+#define PG__VCU2(c) ((pg__v4u){(c), (c)})
+
+void pg__exp_r32_n_portable(double *b, int64_t n) {
+  for (int64_t i = 0; i < n; i += 2)
+    PG__EXP_BODY(pg__v4d, pg__v4i, pg__v4u, PG__VC2, PG__VCU2, b + i, b + i);
+}
+void pg__sigmoid_r32_n_portable(double *b, int64_t n) {
+  for (int64_t i = 0; i < n; i += 2)
+    PG__SIGMOID_BODY(pg__v4d, pg__v4i, pg__v4u, PG__VC2, PG__VCU2, b + i, b + i);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* 32-byte vectors only inside AVX2 functions (elsewhere gcc splits their compares
+ * into scalar code); "avx2" without "fma", so nothing can be fused. */
+typedef double v4d_avx __attribute__((vector_size(32)));
+typedef int64_t v4i_avx __attribute__((vector_size(32)));
+typedef uint64_t v4u_avx __attribute__((vector_size(32)));
+#define PG__VC4(c) ((v4d_avx){(c), (c), (c), (c)})
+#define PG__VCU4(c) ((v4u_avx){(c), (c), (c), (c)})
+
+__attribute__((target("avx2"))) static void exp_n_avx2(double *b, int64_t n) {
+  for (int64_t i = 0; i < n; i += 4)
+    PG__EXP_BODY(v4d_avx, v4i_avx, v4u_avx, PG__VC4, PG__VCU4, b + i, b + i);
+}
+__attribute__((target("avx2"))) static void sigmoid_n_avx2(double *b, int64_t n) {
+  for (int64_t i = 0; i < n; i += 4)
+    PG__SIGMOID_BODY(v4d_avx, v4i_avx, v4u_avx, PG__VC4, PG__VCU4, b + i, b + i);
+}
+#define HAVE_AVX2() __builtin_cpu_supports("avx2")
+#else
+#define HAVE_AVX2() 0
+#define exp_n_avx2 pg__exp_r32_n_portable
+#define sigmoid_n_avx2 pg__sigmoid_r32_n_portable
+#endif
+
+void pg__exp_r32_n(double *buf, int64_t n) {
+  if (HAVE_AVX2()) exp_n_avx2(buf, n);
+  else pg__exp_r32_n_portable(buf, n);
+}
+
+void pg__sigmoid_r32_n(double *buf, int64_t n) {
+  if (HAVE_AVX2()) sigmoid_n_avx2(buf, n);
+  else pg__sigmoid_r32_n_portable(buf, n);
 }

@@ -3,7 +3,9 @@
  * sub, mul, div, maximum, minimum) and causal_mask.
  *
  * Unary transcendental ops evaluate in double and round once to the output dtype, so
- * the float32 reference is (nearly always) correctly rounded. Binary ops compute in
+ * the float32 reference is (nearly always) correctly rounded; in the fp32 mode exp,
+ * sigmoid, silu and gelu-tanh take e^x from the vectorised pg__exp_r32_n (relative
+ * error < 2^-51) instead of libm. Binary ops compute in
  * the compute dtype itself, as numpy and torch do, so `add` in fp32 is bit-exact with
  * them. Work is split over threads by contiguous element ranges; every element is
  * computed by the same code whatever the split, so results never depend on threads.
@@ -87,9 +89,48 @@ static double round_through(double v, enum pg_dtype via) {
     case U_IDENTITY: memcpy(y_ + b, x_ + b, (size_t)(e - b) * sizeof(T)); break; \
   }
 
+/* exp, sigmoid, silu and gelu-tanh of float32 data (the fp32 reference mode): e^x from
+ * the vectorised pg__exp_r32_n / pg__sigmoid_r32_n (kernels_internal.h) over blocks
+ * staged in double, with the same formulas as the scalar forms above; fp64 keeps libm. */
+static int fast_f32(const struct unary_ctx *c) {
+  return c->dt == PG_DTYPE_F32 && (c->op == U_EXP || c->op == U_SIGMOID || c->op == U_SILU ||
+                                   (c->op == U_GELU && c->gelu_tanh));
+}
+
+#define FAST_BLOCK 512
+
+static void unary_chunk_fast_f32(const struct unary_ctx *c, int64_t b, int64_t e) {
+  const float *x = c->x;
+  float *y = c->y;
+  double buf[FAST_BLOCK];
+  for (int64_t b0 = b; b0 < e; b0 += FAST_BLOCK) {
+    int64_t n = e - b0 < FAST_BLOCK ? e - b0 : FAST_BLOCK, n4 = (n + 3) & ~(int64_t)3;
+    const float *xb = x + b0;
+    float *yb = y + b0;
+    if (c->op == U_GELU) {
+      const double k = 0.7978845608028654; /* sqrt(2/pi), as gelu_d */
+      for (int64_t i = 0; i < n; i++) {
+        double v = (double)xb[i];
+        buf[i] = 2.0 * k * (v + 0.044715 * v * v * v);
+      }
+    } else {
+      for (int64_t i = 0; i < n; i++) buf[i] = (double)xb[i];
+    }
+    for (int64_t i = n; i < n4; i++) buf[i] = 0.0; /* pads, never stored */
+    if (c->op == U_EXP) pg__exp_r32_n(buf, n4);
+    else pg__sigmoid_r32_n(buf, n4);
+    if (c->op == U_EXP || c->op == U_SIGMOID)
+      for (int64_t i = 0; i < n; i++) yb[i] = (float)buf[i];
+    else /* silu, gelu: x * sigmoid(.) */
+      for (int64_t i = 0; i < n; i++) yb[i] = (float)((double)xb[i] * buf[i]);
+  }
+}
+
 static void unary_chunk(void *p, int64_t b, int64_t e) {
   const struct unary_ctx *c = p;
-  if (c->dt == PG_DTYPE_F64) {
+  if (fast_f32(c)) {
+    unary_chunk_fast_f32(c, b, e);
+  } else if (c->dt == PG_DTYPE_F64) {
     const double *x_ = c->x;
     double *y_ = c->y;
     UNARY_SWITCH(double)

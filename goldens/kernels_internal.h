@@ -111,4 +111,111 @@ void pg__parallel_for(int64_t n, int64_t grain, int n_threads, pg__range_fn fn, 
 void pg__broadcast_copy(enum pg_dtype dt, const void *src, const struct pg_tensor_meta *sm,
                         void *dst, const struct pg_tensor_meta *dm);
 
+/* ---- exp for the fp32 reference mode ---- */
+
+/* e^x in double for kernels whose results are fp32 (softmax, log_softmax, exp, sigmoid,
+ * silu, gelu-tanh in the fp32 reference mode): no libm call per element, several lanes
+ * at a time with GCC/clang generic vectors (gcc will not if-convert the clamps of a
+ * scalar loop under -ftrapping-math, so the auto-vectoriser cannot do it).
+ * Method (as in table-driven libm exps): n = round(x·64/ln2), r = x − n·ln2/64 with
+ * ln2/64 split hi/lo so n·hi is exact (|r| ≤ ln2/128), e^r − 1 by its Taylor series to
+ * degree 5 (truncation < 2^-54), e^x = 2^(n>>6) · T[n&63] · e^r with T[j] = 2^(j/64)
+ * correctly rounded, the power of two applied as two normal halves so a subnormal
+ * result rounds once. Measured against expl (tests/goldens_kernels, dense sweep of
+ * [-708, 709.7]): relative error < 2^-51 (about 2 ulp of a double); rounded to float
+ * it is the correctly rounded float. NaN stays NaN, -inf and x < -745.2 give 0, x >
+ * 709.8 gives +inf. Only IEEE + - * / and integer bit operations, never FMA (C11 mode
+ * for gcc; kernels_common.c turns contraction off for clang), so every lane of every
+ * width gives the same bits: results do not depend on the CPU or the thread count.
+ * Vectors stay local (no vector parameters or returns: those change the psABI). */
+typedef double pg__v4d __attribute__((vector_size(16))); /* SSE2 / NEON width: */
+typedef int64_t pg__v4i __attribute__((vector_size(16)));  /* gcc scalarises wider */
+typedef uint64_t pg__v4u __attribute__((vector_size(16))); /* compares without AVX */
+
+#define PG__V4(c) ((pg__v4d){(c), (c)})
+#define PG__V4U(c) ((pg__v4u){(c), (c)})
+
+/* 2^(j/64), j = 0..63, correctly rounded (kernels_common.c). */
+extern const double pg__exp2_tab64[64];
+
+/* The body of the exp kernels for one vector type (VD double, VI/VU its signed and
+ * unsigned integer twins, VC/VCU broadcast constants); reads IN, writes OUT (may alias). */
+#define PG__EXP_BODY(VD, VI, VU, VC, VCU, IN, OUT)                                      \
+  do {                                                                                  \
+    VD x;                                                                               \
+    __builtin_memcpy(&x, (IN), sizeof x);                                               \
+    VI lo = (VI)(x < VC(-746.0)), hi = (VI)(x > VC(710.0));                             \
+    /* clamps by mask: NaN compares false and stays NaN */                              \
+    x = (VD)(((VI)x & ~(lo | hi)) | ((VI)VC(-746.0) & lo) |                             \
+                  ((VI)VC(710.0) & hi));                                                \
+    /* n = round(x * 64/ln2): adding 0x1.8p52 rounds to an integer in the low bits */   \
+    const VD shift = VC(6755399441055744.0);                                            \
+    VD kd = x * VC(92.33248261689366) + shift;                                          \
+    VU kb = (VU)kd;                                                                     \
+    kd -= shift;                                                                        \
+    /* r = x - n*ln2/64, |r| <= ln2/128; ln2/64 split so n*hi is exact (|n| < 2^17) */  \
+    VD r = (x - kd * VC(1.08304246932675596327e-02)) -                                  \
+                kd * VC(2.98158582698529328128e-12);                                    \
+    /* e^r - 1 by Taylor to degree 5: truncation <= (ln2/128)^6/720 < 2^-54 */          \
+    VD p = VC(1.0 / 120.0);                                                             \
+    p = p * r + VC(1.0 / 24.0);                                                         \
+    p = p * r + VC(1.0 / 6.0);                                                          \
+    p = p * r + VC(0.5);                                                                \
+    p = p * r + VC(1.0);                                                                \
+    p = p * r;                                                                          \
+    /* n + 2^16 = bits(kd + shift) - bits(shift) + 2^16 >= 0 (n in [-68926, 65600]);    \
+     * e^x = 2^(n>>6) * 2^((n&63)/64) * e^r, 2^(n>>6) as two normal halves so a         \
+     * subnormal result rounds once, in the last multiply */                            \
+    VU n = kb - VCU(UINT64_C(0x4338000000000000) - 65536u);                             \
+    VU e = (n >> 6) - VCU(1024u); /* two's complement, in [-1077, 1025] */              \
+    VU e1 = ((e + VCU(2048u)) >> 1) - VCU(1024u), e2 = e - e1;                          \
+    VD t;                                                                               \
+    for (int l_ = 0; l_ < (int)(sizeof t / sizeof t[0]); l_++)                          \
+      t[l_] = pg__exp2_tab64[n[l_] & 63];                                               \
+    VD s1 = (VD)((e1 + VCU(1023u)) << 52), s2 = (VD)((e2 + VCU(1023u)) << 52);          \
+    x = (t + t * p) * s1 * s2;                                                          \
+    __builtin_memcpy((OUT), &x, sizeof x);                                              \
+  } while (0)
+
+/* out[0..2) = e^in[0..2); in and out may alias. */
+static inline void pg__exp2_r32(const double *in, double *out) {
+  PG__EXP_BODY(pg__v4d, pg__v4i, pg__v4u, PG__V4, PG__V4U, in, out);
+}
+
+/* out[0..4) = e^in[0..4); in and out may alias. */
+static inline void pg__exp4_r32(const double *in, double *out) {
+  pg__exp2_r32(in, out);
+  pg__exp2_r32(in + 2, out + 2);
+}
+
+/* One value through the same code (same bits as the vector lanes). */
+static inline double pg__exp_r32(double x) {
+  double v[2] = {x, x};
+  pg__exp2_r32(v, v);
+  return v[0];
+}
+
+/* The sigmoid body for one vector type: 1/(1+e) for in >= 0 and e/(1+e) below, with
+ * e = e^-|in| (never overflows); NaN stays NaN. Reads IN, writes OUT. */
+#define PG__SIGMOID_BODY(VD, VI, VU, VC, VCU, IN, OUT)                                  \
+  do {                                                                                   \
+    VD sx_, se_;                                                                         \
+    __builtin_memcpy(&sx_, (IN), sizeof sx_);                                            \
+    VI ge_ = (VI)(sx_ >= VC(0.0));                                                       \
+    VD ma_ = (VD)((VI)sx_ | (VI)VC(-0.0)); /* -|x| */                                    \
+    PG__EXP_BODY(VD, VI, VU, VC, VCU, &ma_, &se_);                                       \
+    VD num_ = (VD)(((VI)se_ & ~ge_) | ((VI)VC(1.0) & ge_));                              \
+    sx_ = num_ / (VC(1.0) + se_);                                                        \
+    __builtin_memcpy((OUT), &sx_, sizeof sx_);                                           \
+  } while (0)
+
+/* In place over buf[0..n), n a multiple of 4: e^x and 1/(1+e^-x) as above, four lanes
+ * at a time with AVX2 where the CPU has it (kernels_common.c), else two; the same
+ * operations per lane either way, so the same bits. */
+void pg__exp_r32_n(double *buf, int64_t n);
+void pg__sigmoid_r32_n(double *buf, int64_t n);
+/* The two-lane versions alone (what CPUs without AVX2 run), for tests. */
+void pg__exp_r32_n_portable(double *buf, int64_t n);
+void pg__sigmoid_r32_n_portable(double *buf, int64_t n);
+
 #endif /* PHASEGATE_KERNELS_INTERNAL_H */

@@ -4,7 +4,9 @@
  *
  * Numerics: every reduction (max, sum of exps, mean, two-pass variance, sum of
  * squares) accumulates in double, also for float32 tensors; softmax subtracts the row
- * maximum; results are rounded once to the output dtype. Rows are spread over threads
+ * maximum; results are rounded once to the output dtype. In the fp32 reference mode
+ * softmax/log_softmax take e^x from pg__exp_r32_n (kernels_internal.h: relative error
+ * < 2^-51, vectorised) instead of libm; fp64 keeps libm exp. Rows are spread over threads
  * whole, so the summation order never depends on the thread count.
  */
 #include <inttypes.h>
@@ -81,14 +83,85 @@ struct line_ctx {
     }                                                                             \
   } while (0)
 
+/* softmax / log_softmax of one float32 row (the fp32 reference mode): the same
+ * algorithm as LINE_BODY, with e^x from pg__exp_r32_n over blocks of the row (no libm
+ * call per element) and the sum of exps in four interleaved partial sums, combined
+ * as (s0 + s1) + (s2 + s3). Each row is computed whole by one thread, so the result
+ * does not depend on the thread count. buf holds LINE_CACHE + 4 doubles. */
+typedef float v4f __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+
+static void softmax_row_f32(const struct line_ctx *c, const float *x, float *y, int64_t len,
+                            int64_t st, double *buf) {
+  double m = -INFINITY;
+  int64_t jm = -1, j = 0; /* jm: the one maximal element whose term (exactly 1) is left out */
+  if (st == 1 && len >= 8) {
+    /* four lanes of running maxima and a NaN flag: no data-dependent branch */
+    v4f mx = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    v4i nan = {0, 0, 0, 0};
+    for (; j + 4 <= len; j += 4) {
+      v4f v;
+      memcpy(&v, x + j, sizeof v);
+      nan |= (v4i)(v != v);
+      v4i gt = (v4i)(v > mx);
+      mx = (v4f)(((v4i)v & gt) | ((v4i)mx & ~gt));
+    }
+    if (nan[0] | nan[1] | nan[2] | nan[3]) m = NAN;
+    else
+      for (int q = 0; q < 4; q++)
+        if ((double)mx[q] > m) m = (double)mx[q];
+  }
+  for (; j < len && m == m; j++) {
+    double v = (double)x[j * st];
+    if (v > m || v != v) m = v;
+  }
+  for (j = 0; j < len && jm < 0; j++)
+    if ((double)x[j * st] == m) jm = j;
+  if (jm < 0) { /* a NaN in the row: all NaN, as LINE_BODY gives */
+    for (j = 0; j < len; j++) y[j * st] = NAN;
+    return;
+  }
+  m = (double)x[jm * st]; /* the first maximal element, as a sequential scan keeps it (±0) */
+  double s[4] = {0.0, 0.0, 0.0, 0.0};
+  for (int64_t j0 = 0; j0 < len; j0 += LINE_CACHE) {
+    int64_t n = len - j0 < LINE_CACHE ? len - j0 : LINE_CACHE, n4 = (n + 3) & ~(int64_t)3;
+    for (int64_t j = 0; j < n; j++) buf[j] = (double)x[(j0 + j) * st] - m;
+    for (int64_t j = n; j < n4; j++) buf[j] = -INFINITY; /* pads: e^-inf = 0 */
+    pg__exp_r32_n(buf, n4);
+    if (jm >= j0 && jm < j0 + n) buf[jm - j0] = 0.0;
+    for (int64_t j = 0; j < n4; j += 4)
+      for (int q = 0; q < 4; q++) s[q] += buf[j + q];
+    if (jm >= j0 && jm < j0 + n) buf[jm - j0] = 1.0;
+  }
+  double rest = (s[0] + s[1]) + (s[2] + s[3]);
+  if (c->op == L_LOG_SOFTMAX) {
+    double ls = log1p(rest);
+    for (int64_t j = 0; j < len; j++) y[j * st] = (float)(((double)x[j * st] - m) - ls);
+    return;
+  }
+  double inv = 1.0 / (1.0 + rest);
+  if (len <= LINE_CACHE) { /* buf still holds the row's exps */
+    for (int64_t j = 0; j < len; j++) y[j * st] = (float)(buf[j] * inv);
+    return;
+  }
+  for (int64_t j0 = 0; j0 < len; j0 += LINE_CACHE) {
+    int64_t n = len - j0 < LINE_CACHE ? len - j0 : LINE_CACHE, n4 = (n + 3) & ~(int64_t)3;
+    for (int64_t j = 0; j < n; j++) buf[j] = (double)x[(j0 + j) * st] - m;
+    for (int64_t j = n; j < n4; j++) buf[j] = -INFINITY;
+    pg__exp_r32_n(buf, n4);
+    for (int64_t j = 0; j < n; j++) y[(j0 + j) * st] = (float)(buf[j] * inv);
+  }
+}
+
 static void line_chunk(void *p, int64_t lb, int64_t le) {
   const struct line_ctx *c = p;
-  double cache[LINE_CACHE]; /* exps of one row, so softmax computes each exp once */
+  double cache[LINE_CACHE + 4]; /* exps of one row, so softmax computes each exp once */
   int64_t len = c->len, st = c->inner;
   for (int64_t l = lb; l < le; l++) {
     int64_t base = (l / c->inner) * len * c->inner + l % c->inner;
     if (c->dt == PG_DTYPE_F64) LINE_BODY(double);
-    else LINE_BODY(float);
+    else if (c->op == L_L2NORM) LINE_BODY(float);
+    else softmax_row_f32(c, (const float *)c->x + base, (float *)c->y + base, len, st, cache);
   }
 }
 
