@@ -160,6 +160,18 @@ cJSON *pg_report_check_json(const struct pg_case_result *r) {
   cJSON_AddBoolToObject(o, "mistrusted", r->mistrusted);
   cJSON *hints = cJSON_AddArrayToObject(o, "hints");
   if (hints && r->hint[0]) cJSON_AddItemToArray(hints, cJSON_CreateString(r->hint));
+  if (r->cancel.present) {
+    cJSON *cn = cJSON_AddObjectToObject(o, "cancellation_stress");
+    cJSON_AddStringToObject(cn, "target", r->cancel.target);
+    cJSON_AddStringToObject(cn, "kernel", r->cancel.kernel);
+    cJSON_AddStringToObject(cn, "method", r->cancel.method);
+    add_num(cn, "relative_gap", r->cancel.relative_gap);
+    add_num(cn, "elements", (double)r->cancel.n);
+    add_num(cn, "share_within_gap", r->cancel.share);
+    add_num(cn, "share_within_gap_plain_inputs", r->cancel.share_plain);
+    add_num(cn, "median_ratio", r->cancel.median_r);
+    cJSON_AddStringToObject(cn, "note", r->cancel.note);
+  }
   cJSON *knobs = r->knobs_json ? cJSON_Parse(r->knobs_json) : NULL;
   cJSON_AddItemToObject(o, "knobs", knobs ? knobs : cJSON_CreateObject());
   return o;

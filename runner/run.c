@@ -997,7 +997,8 @@ static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_cas
       }
   } else {
     struct pg_materialize_opts mo = {o->max_bytes, rc->n_threads};
-    if (pg_case_generate_inputs(&rc->contract, cs, &dims, &mo, inputs, &e) != PG_OK) {
+    if (pg_case_generate_inputs_ex(&rc->contract, cs, &dims, &mo, inputs, &r->cancel, &e) !=
+        PG_OK) {
       snprintf(msg, sizeof msg, "case '%s': cannot generate inputs: %.700s", cs->id, e.message);
       set_case_error(r, e.code == PG_ELIMIT ? PG_CAT_OTHER : PG_CAT_INFRA, msg);
       goto finish;
@@ -1220,6 +1221,8 @@ finish:
   if (r->status == PG_VERDICT_FAIL || r->status == PG_VERDICT_ERROR)
     emit(o, 1, "    repro: %s", r->repro ? r->repro : "");
   if (r->hint[0]) emit(o, 1, "    hint: %s", r->hint);
+  /* Whether the stress found cancelling inputs decides how much a PASS means. */
+  if (r->cancel.present) emit(o, 0, "    %s", r->cancel.note);
   if (inputs)
     for (int i = 0; i < rc->contract.n_primary; i++) pg_tensor_reset(&inputs[i]);
   free(inputs);

@@ -15,6 +15,7 @@
 #include "adapters/adapter.h"
 #include "phasegate/compare.h"
 #include "phasegate/error.h"
+#include "materialize.h"
 
 /* Ordered by severity: worst wins when aggregating (ERROR > FAIL > PASS > SKIPPED). */
 enum pg_verdict { PG_VERDICT_SKIPPED = 0, PG_VERDICT_PASS, PG_VERDICT_FAIL, PG_VERDICT_ERROR };
@@ -68,6 +69,7 @@ struct pg_case_result {
   int golden_cached;
   int mistrusted, cpu_reproducer_candidate;
   char hint[512];
+  struct pg_cancel_result cancel; /* what cancellation_stress achieved (cancel.present) */
 };
 
 void pg_case_result_reset(struct pg_case_result *r);
