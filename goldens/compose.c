@@ -54,7 +54,7 @@ int pg__gtable_add(struct pg__gtable *tab, const char *name, int module,
 }
 
 static void gtable_remove_at(struct pg__gtable *tab, int i) {
-  pg_tensor_reset(&tab->items[i]->t);
+  pg__pool_put(tab->pool, &tab->items[i]->t);
   free(tab->items[i]);
   memmove(&tab->items[i], &tab->items[i + 1], (size_t)(tab->count - i - 1) * sizeof *tab->items);
   tab->count--;
@@ -153,6 +153,57 @@ int pg__golden_alloc(struct pg_tensor *t, enum pg_dtype dtype, int ndim, const i
   return PG_OK;
 }
 
+/* ---------------------------------------------------------------- buffer pool */
+
+void pg__pool_put(struct pg__pool *pool, struct pg_tensor *t) {
+  if (pool && t->owned && pool->n < PG__POOL_MAX &&
+      (t->release == NULL || t->release == unmap_release)) {
+    pool->items[pool->n].p = t->owned;
+    pool->items[pool->n].cap =
+        t->release == unmap_release ? (size_t)(uintptr_t)t->release_ctx : t->nbytes;
+    pool->items[pool->n].release = t->release;
+    pool->items[pool->n].release_ctx = t->release_ctx;
+    pool->n++;
+    t->owned = NULL; /* the buffer now belongs to the pool */
+    t->release = NULL;
+    t->release_ctx = NULL;
+  }
+  pg_tensor_reset(t);
+}
+
+void pg__pool_drain(struct pg__pool *pool) {
+  if (!pool) return;
+  for (int i = 0; i < pool->n; i++) {
+    struct pg_tensor t;
+    pg_tensor_init(&t);
+    t.owned = pool->items[i].p;
+    t.release = pool->items[i].release;
+    t.release_ctx = pool->items[i].release_ctx;
+    pg_tensor_reset(&t);
+  }
+  pool->n = 0;
+}
+
+int pg__golden_alloc_from(struct pg__pool *pool, struct pg_tensor *t, enum pg_dtype dtype,
+                          int ndim, const int64_t *shape, struct pg_error *err) {
+  PG_RETURN_IF_ERROR(pg_tensor_describe(t, dtype, ndim, shape, err));
+  int best = -1;
+  size_t need = t->nbytes;
+  for (int i = 0; pool && need > 0 && i < pool->n; i++) {
+    size_t cap = pool->items[i].cap;
+    /* not much larger: a big buffer is better kept for a big tensor */
+    if (cap >= need && cap <= 2 * need + 4096 && (best < 0 || cap < pool->items[best].cap))
+      best = i;
+  }
+  if (best < 0) return pg__golden_alloc(t, dtype, ndim, shape, err);
+  t->owned = pool->items[best].p;
+  t->release = pool->items[best].release;
+  t->release_ctx = pool->items[best].release_ctx;
+  t->dl.data = t->owned;
+  pool->items[best] = pool->items[--pool->n];
+  return PG_OK;
+}
+
 /* ---------------------------------------------------------------- dtype helpers */
 
 static enum pg_dtype ref_dtype(int precision_bits) {
@@ -244,7 +295,7 @@ static void round_through(struct pg_tensor *t, enum pg_dtype to) {
 /* ---------------------------------------------------------------- module runs */
 
 /* Allocates a declared tensor under dims: floats in the reference dtype. */
-static int alloc_decl(struct pg_tensor *t, const struct pg_tensor_decl *d,
+static int alloc_decl(struct pg__pool *pool, struct pg_tensor *t, const struct pg_tensor_decl *d,
                       const struct pg_bindings *dims, int precision_bits, struct pg_error *err) {
   int64_t shape[PG_MAX_NDIM];
   if (d->ndim < 0)
@@ -260,7 +311,7 @@ static int alloc_decl(struct pg_tensor *t, const struct pg_tensor_decl *d,
                          ? ref_dtype(precision_bits)
                          : d->dtype;
   pg_tensor_set_name(t, d->name);
-  return pg__golden_alloc(t, dt, d->ndim, shape, err);
+  return pg__golden_alloc_from(pool, t, dt, d->ndim, shape, err);
 }
 
 /* Runs a plugin golden for module m (NULL: op level, inputs = primaries, outputs =
@@ -303,7 +354,7 @@ static int run_plugin(const struct pg_golden_env *env, const struct pg_module *m
     const struct pg_tensor_decl *d = m ? &m->outputs[o] : fdecls[o];
     struct pg__gtensor *t;
     PG_RETURN_IF_ERROR(pg__gtable_add(tab, d->name, -1, &t, err));
-    PG_RETURN_IF_ERROR(alloc_decl(&t->t, d, env->dims, env->precision_bits, err));
+    PG_RETURN_IF_ERROR(alloc_decl(tab->pool, &t->t, d, env->dims, env->precision_bits, err));
     outs[n_out++] = &t->t;
   }
   return pg__golden_plugin_call(env->golden_lib, g->plugin, c->op, m ? m->id : 0,
@@ -318,7 +369,7 @@ static int run_module(const struct pg_golden_env *env, const struct pg__kernel_s
   const char *path = c->path ? c->path : "<contract>";
   int rc;
   if (m->golden.kind == PG_GOLDEN_STEPS) {
-    struct pg__run_ctx rcx = {c, env->dims, env->precision_bits, env->n_threads, ks};
+    struct pg__run_ctx rcx = {c, env->dims, env->precision_bits, env->n_threads, ks, tab->pool};
     rc = pg__steps_run(&rcx, m, &m->golden, tab, err);
   } else if (m->golden.kind == PG_GOLDEN_PLUGIN) {
     rc = run_plugin(env, m, &m->golden, tab, err);
@@ -478,6 +529,39 @@ static int owner_module(const struct pg_contract *c, const struct pg_tensor_decl
   return 0;
 }
 
+/* Can module m's golden read a tensor called `name`? Declared inputs and the inputs
+ * of its steps (a step that does not parse: yes, to be safe). */
+static int module_reads(const struct pg_module *m, const char *name) {
+  for (int i = 0; i < m->n_inputs; i++)
+    if (m->inputs[i].name && strcmp(m->inputs[i].name, name) == 0) return 1;
+  if (m->golden.kind != PG_GOLDEN_STEPS) return 0;
+  for (int s = 0; s < m->golden.n_steps; s++) {
+    struct pg__step st;
+    if (pg__step_parse(m->golden.steps[s].text, &st, NULL) != PG_OK) return 1;
+    for (int i = 0; i < st.n_inputs; i++)
+      if (strcmp(st.inputs[i], name) == 0) return 1;
+  }
+  return 0;
+}
+
+/* After module `done` of a phase-k golden: tensors no module done+1..k reads and that
+ * are not boundary outputs go back to the pool, for the next modules to reuse. */
+static void release_dead(const struct pg_contract *c, struct pg__gtable *tab, int done, int k,
+                         const struct pg_tensor_decl *const *decls, const int *mods, int nd) {
+  for (int i = tab->count - 1; i >= 0; i--) {
+    const struct pg__gtensor *g = tab->items[i];
+    if (g->module < 0 || !g->t.owned) continue;
+    int live = 0;
+    for (int b = 0; b < nd && !live; b++)
+      live = mods[b] == g->module && strcmp(decls[b]->name, g->name) == 0;
+    for (int id = done + 1; id <= k && !live; id++) {
+      const struct pg_module *m = pg_contract_module(c, id);
+      live = !m || module_reads(m, g->name);
+    }
+    if (!live) gtable_remove_at(tab, i);
+  }
+}
+
 int pg__golden_cumulative_ks(const struct pg_golden_env *env, const struct pg__kernel_source *ks,
                              int k, const struct pg_tensor *primary, int n_primary,
                              struct pg_tensor *outputs, int *n_outputs, struct pg_error *err) {
@@ -493,16 +577,21 @@ int pg__golden_cumulative_ks(const struct pg_golden_env *env, const struct pg__k
   if (nd < 0) return nd;
   for (int i = 0; i < nd; i++) mods[i] = owner_module(c, decls[i]);
   struct pg__gtable tab;
+  struct pg__pool pool = {0};
   pg__gtable_init(&tab);
+  tab.pool = &pool;
   int rc = load_primaries(&e, primary, n_primary, &tab, err);
   /* modules in id order; ids are 1..N in order once the contract validated */
   for (int id = 1; id <= k && rc == PG_OK; id++) {
     const struct pg_module *m = pg_contract_module(c, id);
     if (!m) rc = pg_error_set(err, PG_ENOTFOUND, "contract has no module %d", id);
     else rc = run_module(&e, ks, m, &tab, err);
+    if (rc == PG_OK && id < k) release_dead(c, &tab, id, k, decls, mods, nd);
   }
   if (rc == PG_OK) rc = emit_outputs(&e, &tab, decls, mods, nd, outputs, n_outputs, err);
+  tab.pool = NULL;
   pg__gtable_reset(&tab);
+  pg__pool_drain(&pool);
   return rc;
 }
 
@@ -526,7 +615,7 @@ int pg__golden_op_level_ks(const struct pg_golden_env *env, const struct pg__ker
   int rc = load_primaries(&e, primary, n_primary, &tab, err);
   if (rc == PG_OK) {
     if (c->op_golden.kind == PG_GOLDEN_STEPS) {
-      struct pg__run_ctx rcx = {c, e.dims, e.precision_bits, e.n_threads, ks};
+      struct pg__run_ctx rcx = {c, e.dims, e.precision_bits, e.n_threads, ks, NULL};
       rc = pg__steps_run(&rcx, NULL, &c->op_golden, &tab, err);
     } else {
       rc = run_plugin(&e, NULL, &c->op_golden, &tab, err);

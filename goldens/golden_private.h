@@ -68,9 +68,30 @@ struct pg__gtensor {
   int known;                   /* validation: meta is known (every dim bound) */
 };
 
+/* Buffers released during one composition call, handed out again to later
+ * allocations of a similar size (each keeps its own release function), so a
+ * multi-module golden touches fresh pages only for its peak working set. */
+#define PG__POOL_MAX 16
+struct pg__pool {
+  int n;
+  struct {
+    void *p;
+    size_t cap;
+    void (*release)(struct pg_tensor *);
+    void *release_ctx;
+  } items[PG__POOL_MAX];
+};
+
+/* Gives t's buffer to the pool (or frees it when the pool is full or t is a view)
+ * and leaves t empty. pool NULL: pg_tensor_reset. */
+void pg__pool_put(struct pg__pool *pool, struct pg_tensor *t);
+/* Frees every pooled buffer. */
+void pg__pool_drain(struct pg__pool *pool);
+
 struct pg__gtable {
   struct pg__gtensor **items;
   int count, cap;
+  struct pg__pool *pool; /* NULL: dropped entries are freed at once */
 };
 
 void pg__gtable_init(struct pg__gtable *tab);
@@ -94,6 +115,10 @@ struct pg__gtensor *pg__gtable_resolve(const struct pg__gtable *tab, const struc
  * cost as much as a good part of the matmul. Freed by pg_tensor_reset as usual. */
 int pg__golden_alloc(struct pg_tensor *t, enum pg_dtype dtype, int ndim, const int64_t *shape,
                      struct pg_error *err);
+/* pg__golden_alloc, taking a pooled buffer of between the size and twice it (plus a
+ * page) when pool has one. Contents are unspecified either way. */
+int pg__golden_alloc_from(struct pg__pool *pool, struct pg_tensor *t, enum pg_dtype dtype,
+                          int ndim, const int64_t *shape, struct pg_error *err);
 
 /* ---------------------------------------------------------------- step execution */
 
@@ -103,6 +128,7 @@ struct pg__run_ctx {
   int precision_bits;
   int n_threads;
   const struct pg__kernel_source *ks;
+  struct pg__pool *pool; /* step outputs are allocated from it (NULL: none) */
 };
 
 /* Runs golden steps g for module m (NULL: op level), adding step-locals to tab.

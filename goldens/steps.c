@@ -778,7 +778,8 @@ int pg__steps_run(const struct pg__run_ctx *rc, const struct pg_module *m,
       struct pg__gtensor *t;
       PG_RETURN_IF_ERROR(pg__gtable_add(tab, st.outs[o], -1, &t, err));
       pg_tensor_set_name(&t->t, st.outs[o]);
-      r = pg__golden_alloc(&t->t, out_meta[o].dtype, out_meta[o].ndim, out_meta[o].shape, &e);
+      r = pg__golden_alloc_from(rc->pool, &t->t, out_meta[o].dtype, out_meta[o].ndim,
+                                out_meta[o].shape, &e);
       if (r != PG_OK)
         return pg_error_set_at(err, r, path, line, col0 + st.out_offsets[o], "%s: %s (golden)",
                                def->name, strip_op(e.message, def->name));

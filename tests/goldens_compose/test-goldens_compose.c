@@ -834,3 +834,83 @@ PG_TEST(cumulative_large_outputs_narrowed_in_place) {
     pg_tensor_reset(&in[1]);
   }
 }
+
+/* The buffer pool of one composition call: a released buffer is handed to the next
+ * allocation of between its size and half of it, keeps its own release function
+ * (populated mapping or malloc), and drain frees the rest (ASan checks the frees). */
+PG_TEST(pool_reuses_similar_sizes_only) {
+  struct pg__pool pool = {0};
+  struct pg_tensor a, b, c, d;
+  pg_tensor_init(&a);
+  pg_tensor_init(&b);
+  pg_tensor_init(&c);
+  pg_tensor_init(&d);
+  int64_t big[1] = {75000}, mid[1] = {50000}, small[1] = {1000};
+  PG_CHECK_OK(pg__golden_alloc_from(&pool, &a, PG_DTYPE_F32, 1, big, NULL)); /* 300 kB: mmap */
+  PG_CHECK_OK(pg__golden_alloc_from(&pool, &b, PG_DTYPE_F32, 1, small, NULL)); /* malloc */
+  void *pa = a.dl.data, *pb = b.dl.data;
+  pg__pool_put(&pool, &a);
+  pg__pool_put(&pool, &b);
+  PG_CHECK(a.dl.data == NULL && a.owned == NULL);
+  PG_CHECK_EQ_INT(2, pool.n);
+  /* 50000 floats = 200 kB: the 300 kB buffer fits (<= 2x + a page) */
+  PG_CHECK_OK(pg__golden_alloc_from(&pool, &c, PG_DTYPE_F32, 1, mid, NULL));
+  PG_CHECK(c.dl.data == pa);
+  PG_CHECK_EQ_INT(1, pool.n);
+  /* 1000 doubles = 8 kB: the 4 kB buffer is too small, a fresh one */
+  PG_CHECK_OK(pg__golden_alloc_from(&pool, &d, PG_DTYPE_F64, 1, small, NULL));
+  PG_CHECK(d.dl.data != pb);
+  ((double *)d.dl.data)[999] = 1.0;
+  ((float *)c.dl.data)[49999] = 2.0f;
+  pg__pool_put(&pool, &c);
+  pg__pool_put(NULL, &d); /* no pool: freed at once */
+  /* 1000 floats: only the 4 kB one qualifies, not the 300 kB one */
+  PG_CHECK_OK(pg__golden_alloc_from(&pool, &d, PG_DTYPE_F32, 1, small, NULL));
+  PG_CHECK(d.dl.data == pb);
+  pg_tensor_reset(&d);
+  pg__pool_drain(&pool);
+  PG_CHECK_EQ_INT(0, pool.n);
+}
+
+/* Tensors no later module reads go back to the pool between modules and are reused;
+ * a tensor a later module still reads must never be handed out. Phase 3 with
+ * M3: t2 = a + a; z = t2 + a (= 3a): were `a` recycled into t2, z would be 4a. */
+PG_TEST(cumulative_recycles_only_dead_tensors) {
+  const int64_t N = 202;
+  static const char *const m3[] = {"t2 = add(a, a)", "z = add(t2, a)"};
+  struct fixture f;
+  fixture_init(&f);
+  f.dimv[0].value = N;
+  set_steps(&f.mods[2].golden, f.s3, m3, 2, 32);
+  struct pg_tensor in[2], out[PG_MAX_BOUNDARY_OUTPUTS], out2[PG_MAX_BOUNDARY_OUTPUTS];
+  int64_t xs[2] = {N, 3}, ws[2] = {3, N};
+  pg_tensor_init(&in[0]);
+  pg_tensor_init(&in[1]);
+  PG_CHECK_OK(pg_tensor_alloc(&in[0], PG_DTYPE_F16, 2, xs, NULL));
+  PG_CHECK_OK(pg_tensor_alloc(&in[1], PG_DTYPE_F32, 2, ws, NULL));
+  for (int64_t i = 0; i < 3 * N; i++) {
+    ((uint16_t *)in[0].dl.data)[i] = pg_f32_to_f16((float)(i % 5 + 1));
+    ((float *)in[1].dl.data)[i] = 0.25f * (float)(i % 9) - 1.0f;
+  }
+  init_outs(out);
+  init_outs(out2);
+  struct pg_golden_env env = {&f.c, &f.c.dims, NULL, 0, 32, NULL, 1};
+  struct pg_error err;
+  int n = 0;
+  int rc = pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err);
+  PG_CHECK_MSG(rc == PG_OK, "%s", err.message);
+  PG_CHECK_EQ_INT(1, n);
+  rc = pg__golden_cumulative_ks(&env, &mini_ks, 2, in, 2, out2, &n, &err); /* a, b */
+  PG_CHECK_MSG(rc == PG_OK, "%s", err.message);
+  PG_CHECK_EQ_INT(N * N / 2, out[0].numel);
+  int64_t bad = 0;
+  for (int64_t i = 0; i < out[0].numel; i++) {
+    float a = ((float *)out2[0].dl.data)[i];
+    bad += ((float *)out[0].dl.data)[i] != (a + a) + a;
+  }
+  PG_CHECK_EQ_INT(0, bad);
+  reset_outs(out);
+  reset_outs(out2);
+  pg_tensor_reset(&in[0]);
+  pg_tensor_reset(&in[1]);
+}
