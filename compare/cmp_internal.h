@@ -11,8 +11,9 @@
 
 #include "phasegate/compare.h"
 
-/* Elements per block: the kernels stage one block of a and b as doubles (plus ULP
- * distances) on the stack, 24 KiB, so it stays in L1. A multiple of 4 (vector width). */
+/* Elements per block: small enough that a block of both tensors (8 KiB of float32)
+ * stays in L1 for the re-scans, and that integer blocks staged as doubles (24 KiB) do
+ * too. A multiple of 16 (the hot kernels' step). */
 #define PG__CMP_BLOCK 1024
 
 /* Per-element predicate actually evaluated (integers always use INT). */

@@ -1,11 +1,14 @@
-/* compare/cmp_kernel.h — the hot loops of compare.c, included once per instruction
- * set (baseline with 2-lane vectors; AVX2 with 4 lanes, chosen at run time on x86-64):
+/* compare/cmp_kernel.h — the block loops of compare.c, included once per instruction
+ * set (baseline with 2-lane vectors; AVX2 with 4, AVX-512 with 8 lanes, chosen at run
+ * time on x86-64):
  *   PG__K(name)  the per-variant name,   PG__KATTR  its target attribute,
- *   PG__W        vector lanes (doubles).
- * Each dtype gets its own block function (cmp_block.h) that widens both tensors
- * straight from their storage inside the loop (no per-element pg_load_f64, no staging
- * copy) and evaluates the rule and every metric with GNU vector extensions: explicit
- * SIMD with reductions in a fixed order, exact without -ffast-math.
+ *   PG__W        vector lanes (doubles), PG__HOT     the hot kernel (cmp_hot.h), if any.
+ * Each dtype gets its own general block function (cmp_block.h) that widens both
+ * tensors straight from their storage inside the loop and evaluates the rule and every
+ * metric with GNU vector extensions: explicit SIMD with reductions in a fixed order,
+ * exact without -ffast-math. Where a hot kernel exists, float32/16 and bfloat16 blocks
+ * run it first and fold its result in with hot_merge (scalar re-scans for the rare,
+ * index-carrying events); the general function takes the blocks with NaN/Inf.
  */
 
 typedef double PG__K(vd) __attribute__((vector_size(8 * PG__W)));

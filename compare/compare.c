@@ -7,8 +7,9 @@
  * write one partial result per chunk, which are merged in chunk order. Sums, maxima,
  * their first indices and the first-mismatch list are therefore bit-identical for
  * any thread count. No allocation scales with the tensor beyond that partial array
- * (at most PG__CMP_MAX_CHUNKS entries). The hot loops live in cmp_kernel.h and
- * cmp_block.h, built once per SIMD level and picked at run time.
+ * (at most PG__CMP_MAX_CHUNKS entries). The block loops live in cmp_kernel.h,
+ * cmp_block.h (general) and cmp_hot.h (lean AVX2 / AVX-512 kernels for 16/32-bit
+ * floats), built once per SIMD level and picked at run time.
  */
 #include <math.h>
 #include <pthread.h>
