@@ -294,6 +294,9 @@ static void round_through(struct pg_tensor *t, enum pg_dtype to) {
 
 /* ---------------------------------------------------------------- module runs */
 
+struct phase_live; /* liveness of a cumulative call, below */
+static int read_later(const void *live, const struct pg__gtensor *g, int done);
+
 /* Allocates a declared tensor under dims: floats in the reference dtype. */
 static int alloc_decl(struct pg__pool *pool, struct pg_tensor *t, const struct pg_tensor_decl *d,
                       const struct pg_bindings *dims, int precision_bits, struct pg_error *err) {
@@ -364,12 +367,14 @@ static int run_plugin(const struct pg_golden_env *env, const struct pg_module *m
 
 /* Runs module m's golden and leaves its outputs in tab, rounded to their dtypes. */
 static int run_module(const struct pg_golden_env *env, const struct pg__kernel_source *ks,
-                      const struct pg_module *m, struct pg__gtable *tab, struct pg_error *err) {
+                      const struct pg_module *m, const struct phase_live *live,
+                      struct pg__gtable *tab, struct pg_error *err) {
   const struct pg_contract *c = env->contract;
   const char *path = c->path ? c->path : "<contract>";
   int rc;
   if (m->golden.kind == PG_GOLDEN_STEPS) {
-    struct pg__run_ctx rcx = {c, env->dims, env->precision_bits, env->n_threads, ks, tab->pool};
+    struct pg__run_ctx rcx = {c,  env->dims, env->precision_bits, env->n_threads, ks,
+                              tab->pool, live ? read_later : NULL, live};
     rc = pg__steps_run(&rcx, m, &m->golden, tab, err);
   } else if (m->golden.kind == PG_GOLDEN_PLUGIN) {
     rc = run_plugin(env, m, &m->golden, tab, err);
@@ -544,21 +549,35 @@ static int module_reads(const struct pg_module *m, const char *name) {
   return 0;
 }
 
-/* After module `done` of a phase-k golden: tensors no module done+1..k reads and that
- * are not boundary outputs go back to the pool, for the next modules to reuse. */
-static void release_dead(const struct pg_contract *c, struct pg__gtable *tab, int done, int k,
-                         const struct pg_tensor_decl *const *decls, const int *mods, int nd) {
+/* What a phase-k golden still needs: its boundary outputs and whatever modules after
+ * the current one read. */
+struct phase_live {
+  const struct pg_contract *c;
+  int k, nd;
+  const struct pg_tensor_decl *const *decls;
+  const int *mods;
+};
+
+/* Is g a boundary output of the phase, or read by a module done+1..k? (For a step-
+ * local, only the first: the caller checks this module's own later steps.) */
+static int read_later(const void *live, const struct pg__gtensor *g, int done) {
+  const struct phase_live *p = live;
+  for (int b = 0; b < p->nd; b++)
+    if (p->mods[b] == g->module && strcmp(p->decls[b]->name, g->name) == 0) return 1;
+  for (int id = done + 1; id <= p->k; id++) {
+    const struct pg_module *m = pg_contract_module(p->c, id);
+    if (!m || module_reads(m, g->name)) return 1;
+  }
+  return 0;
+}
+
+/* After module `done`: tensors nothing reads later go back to the pool, for the next
+ * modules to reuse. */
+static void release_dead(const struct phase_live *p, struct pg__gtable *tab, int done) {
   for (int i = tab->count - 1; i >= 0; i--) {
     const struct pg__gtensor *g = tab->items[i];
     if (g->module < 0 || !g->t.owned) continue;
-    int live = 0;
-    for (int b = 0; b < nd && !live; b++)
-      live = mods[b] == g->module && strcmp(decls[b]->name, g->name) == 0;
-    for (int id = done + 1; id <= k && !live; id++) {
-      const struct pg_module *m = pg_contract_module(c, id);
-      live = !m || module_reads(m, g->name);
-    }
-    if (!live) gtable_remove_at(tab, i);
+    if (!read_later(p, g, done)) gtable_remove_at(tab, i);
   }
 }
 
@@ -578,6 +597,7 @@ int pg__golden_cumulative_ks(const struct pg_golden_env *env, const struct pg__k
   for (int i = 0; i < nd; i++) mods[i] = owner_module(c, decls[i]);
   struct pg__gtable tab;
   struct pg__pool pool = {0};
+  struct phase_live live = {c, k, nd, decls, mods};
   pg__gtable_init(&tab);
   tab.pool = &pool;
   int rc = load_primaries(&e, primary, n_primary, &tab, err);
@@ -585,8 +605,8 @@ int pg__golden_cumulative_ks(const struct pg_golden_env *env, const struct pg__k
   for (int id = 1; id <= k && rc == PG_OK; id++) {
     const struct pg_module *m = pg_contract_module(c, id);
     if (!m) rc = pg_error_set(err, PG_ENOTFOUND, "contract has no module %d", id);
-    else rc = run_module(&e, ks, m, &tab, err);
-    if (rc == PG_OK && id < k) release_dead(c, &tab, id, k, decls, mods, nd);
+    else rc = run_module(&e, ks, m, &live, &tab, err);
+    if (rc == PG_OK && id < k) release_dead(&live, &tab, id);
   }
   if (rc == PG_OK) rc = emit_outputs(&e, &tab, decls, mods, nd, outputs, n_outputs, err);
   tab.pool = NULL;
@@ -615,7 +635,7 @@ int pg__golden_op_level_ks(const struct pg_golden_env *env, const struct pg__ker
   int rc = load_primaries(&e, primary, n_primary, &tab, err);
   if (rc == PG_OK) {
     if (c->op_golden.kind == PG_GOLDEN_STEPS) {
-      struct pg__run_ctx rcx = {c, e.dims, e.precision_bits, e.n_threads, ks, NULL};
+      struct pg__run_ctx rcx = {c, e.dims, e.precision_bits, e.n_threads, ks, NULL, NULL, NULL};
       rc = pg__steps_run(&rcx, NULL, &c->op_golden, &tab, err);
     } else {
       rc = run_plugin(&e, NULL, &c->op_golden, &tab, err);

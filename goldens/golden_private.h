@@ -129,6 +129,11 @@ struct pg__run_ctx {
   int n_threads;
   const struct pg__kernel_source *ks;
   struct pg__pool *pool; /* step outputs are allocated from it (NULL: none) */
+  /* Liveness across the phase, for steps that may write over their input (NULL:
+   * never): does a module after `module` (up to the phase) read g, or is g a
+   * boundary output? */
+  int (*read_later)(const void *live, const struct pg__gtensor *g, int module);
+  const void *live;
 };
 
 /* Runs golden steps g for module m (NULL: op level), adding step-locals to tab.

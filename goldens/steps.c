@@ -719,6 +719,54 @@ int pg_goldens_validate(const struct pg_contract *c, struct pg_diags *diags) {
 
 /* ---------------------------------------------------------------- execution */
 
+/* Built-in kernels that may write their output over their single input: each output
+ * element (softmax: each line) is computed from input values read before it is
+ * written, in disjoint ranges per thread. (identity is not: memcpy onto itself.) */
+static int in_place_kernel(const struct pg_kernel_def *def) {
+  static const char *const names[] = {"abs",  "cast", "exp",  "gelu",  "log",     "log_softmax",
+                                      "neg",  "relu", "rsqrt", "scale", "sigmoid", "silu",
+                                      "softmax", "sqrt", "tanh"};
+  if (def->max_inputs != 1 || def->n_outputs != 1 || def != pg_kernel_find(def->name)) return 0;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(def->name, names[i]) == 0) return 1;
+  return 0;
+}
+
+/* Does a step after `s` of g mention tensor `name` as an input (unparsable: yes)? */
+static int later_step_reads(const struct pg_golden_spec *g, int s, const char *name) {
+  for (int j = s + 1; j < g->n_steps; j++) {
+    struct pg__step st;
+    if (pg__step_parse(g->steps[j].text, &st, NULL) != PG_OK) return 1;
+    for (int i = 0; i < st.n_inputs; i++)
+      if (strcmp(st.inputs[i], name) == 0) return 1;
+  }
+  return 0;
+}
+
+/* The input whose buffer step s may take over for its output, or NULL: an owned
+ * buffer of the output's dtype and size that nothing reads afterwards (no later step
+ * of this module, no later module of the phase, not a boundary output, not a local
+ * that becomes one of this module's outputs). Saves a fresh buffer (its page faults
+ * or population) and keeps the data in cache. */
+static struct pg__gtensor *in_place_source(const struct pg__run_ctx *rc,
+                                           const struct pg_module *m,
+                                           const struct pg_golden_spec *g, int s,
+                                           const struct pg_kernel_def *def,
+                                           struct pg__gtensor *src,
+                                           const struct pg_tensor_meta *om) {
+  if (!rc->read_later || !m || !src || !src->t.owned || !in_place_kernel(def)) return NULL;
+  if (src->t.dtype != om->dtype || src->t.dl.ndim != om->ndim) return NULL;
+  for (int a = 0; a < om->ndim; a++)
+    if (src->t.shape[a] != om->shape[a]) return NULL;
+  if (later_step_reads(g, s, src->name)) return NULL;
+  if (src->module == -1) {
+    for (int o = 0; o < m->n_outputs; o++)
+      if (m->outputs[o].name && strcmp(m->outputs[o].name, src->name) == 0) return NULL;
+    return src;
+  }
+  return rc->read_later(rc->live, src, m->id) ? NULL : src;
+}
+
 int pg__steps_run(const struct pg__run_ctx *rc, const struct pg_module *m,
                   const struct pg_golden_spec *g, struct pg__gtable *tab, struct pg_error *err) {
   const struct pg__kernel_source *ks = ks_or_default(rc->ks);
@@ -749,8 +797,10 @@ int pg__steps_run(const struct pg__run_ctx *rc, const struct pg_module *m,
     args.n_inputs = st.n_inputs;
     args.n_threads = rc->n_threads;
     struct pg_tensor_meta in_meta[PG_KERNEL_MAX_INPUTS];
+    struct pg__gtensor *src0 = NULL;
     for (int i = 0; i < st.n_inputs; i++) {
       struct pg__gtensor *t = pg__gtable_resolve(tab, m, st.inputs[i]);
+      if (i == 0) src0 = t;
       if (!t || !t->t.dl.data)
         return pg_error_set_at(err, PG_ENOTFOUND, path, line, col0 + st.input_offsets[i],
                                "unknown tensor '%s' (golden)", st.inputs[i]);
@@ -774,12 +824,27 @@ int pg__steps_run(const struct pg__run_ctx *rc, const struct pg_module *m,
       return pg_error_set_at(err, r, path, line, col0 + st.op_offset, "%s: %s (golden)",
                              def->name, strip_op(e.message, def->name));
     struct pg_tensor *outs[PG_KERNEL_MAX_OUTPUTS];
+    struct pg__gtensor *same = in_place_source(rc, m, g, s, def, src0, &out_meta[0]);
     for (int o = 0; o < st.n_outs; o++) {
       struct pg__gtensor *t;
       PG_RETURN_IF_ERROR(pg__gtable_add(tab, st.outs[o], -1, &t, err));
       pg_tensor_set_name(&t->t, st.outs[o]);
-      r = pg__golden_alloc_from(rc->pool, &t->t, out_meta[o].dtype, out_meta[o].ndim,
-                                out_meta[o].shape, &e);
+      if (same) { /* the output takes over the input's buffer; the input entry is empty */
+        r = pg_tensor_describe(&t->t, out_meta[o].dtype, out_meta[o].ndim, out_meta[o].shape, &e);
+        if (r == PG_OK) {
+          t->t.owned = same->t.owned;
+          t->t.release = same->t.release;
+          t->t.release_ctx = same->t.release_ctx;
+          t->t.dl.data = same->t.dl.data;
+          same->t.owned = NULL;
+          same->t.release = NULL;
+          same->t.release_ctx = NULL;
+          /* the input stays readable through args.inputs[0] (same pointer) */
+        }
+      } else {
+        r = pg__golden_alloc_from(rc->pool, &t->t, out_meta[o].dtype, out_meta[o].ndim,
+                                  out_meta[o].shape, &e);
+      }
       if (r != PG_OK)
         return pg_error_set_at(err, r, path, line, col0 + st.out_offsets[o], "%s: %s (golden)",
                                def->name, strip_op(e.message, def->name));
@@ -789,6 +854,7 @@ int pg__steps_run(const struct pg__run_ctx *rc, const struct pg_module *m,
     }
     pg_error_clear(&e);
     r = def->run(&args, outs, &e);
+    if (same) same->t.dl.data = NULL; /* its buffer is the output's now */
     if (r != PG_OK)
       return pg_error_set_at(err, r, path, line, col0 + st.op_offset, "%s: %s (golden)",
                              def->name, strip_op(e.message, def->name));

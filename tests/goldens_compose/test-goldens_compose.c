@@ -914,3 +914,86 @@ PG_TEST(cumulative_recycles_only_dead_tensors) {
   pg_tensor_reset(&in[0]);
   pg_tensor_reset(&in[1]);
 }
+
+static int live_never(const void *live, const struct pg__gtensor *g, int module) {
+  (void)live, (void)g, (void)module;
+  return 0;
+}
+static int live_always(const void *live, const struct pg__gtensor *g, int module) {
+  (void)live, (void)g, (void)module;
+  return 1;
+}
+
+/* A module-1 tensor s [4, 8] float32 in a fresh table; returns its entry. */
+static struct pg__gtensor *table_with_s(struct pg__gtable *tab) {
+  struct pg__gtensor *s;
+  pg__gtable_init(tab);
+  PG_CHECK_OK(pg__gtable_add(tab, "s", 1, &s, NULL));
+  int64_t sh[2] = {4, 8};
+  PG_CHECK_OK(pg__golden_alloc(&s->t, PG_DTYPE_F32, 2, sh, NULL));
+  for (int i = 0; i < 32; i++) ((float *)s->t.dl.data)[i] = 0.37f * (float)(i % 11) - 1.5f;
+  return s;
+}
+
+/* Built-in single-input kernels write over their input only when nothing reads it
+ * afterwards: no later step of the module, no later module (read_later), and not a
+ * step-local that is one of the module's outputs. Values never change. */
+PG_TEST(steps_write_in_place_only_over_dead_tensors) {
+  struct fixture f;
+  fixture_init(&f);
+  struct pg_tensor_decl outs[2] = {mk_decl("p", "N", "N", PG_DTYPE_F32, 0, 10),
+                                   mk_decl("t", "N", "N", PG_DTYPE_F32, 0, 11)};
+  struct pg_module m = {2, "mod", NULL, {8, 5}, NULL, 0, outs, 1, {0}};
+  struct pg_golden_step gs[2];
+  struct pg__run_ctx rc = {&f.c, &f.c.dims, 32, 1, NULL, NULL, live_never, NULL};
+  struct pg_error err;
+  /* reference values from the kernels directly */
+  struct pg__gtable ref;
+  struct pg__gtensor *rs = table_with_s(&ref);
+  const struct pg_tensor *rin[1] = {&rs->t};
+  struct pg_tensor want_sm, want_exp;
+  pg_tensor_init(&want_sm);
+  pg_tensor_init(&want_exp);
+  PG_CHECK_OK(pg_kernel_invoke(pg_kernel_find("softmax"), rin, 1, NULL, 0, 1, &want_sm, NULL));
+  PG_CHECK_OK(pg_kernel_invoke(pg_kernel_find("exp"), rin, 1, NULL, 0, 1, &want_exp, NULL));
+
+  for (int v = 0; v < 4; v++) {
+    static const char *const one[] = {"p = softmax(s)"};
+    static const char *const two[] = {"p = softmax(s)", "q = exp(s)"};
+    static const char *const chain[] = {"t = exp(s)", "p = softmax(t)"};
+    const char *const *steps = v < 2 ? one : v == 2 ? two : chain;
+    int n_steps = v < 2 ? 1 : 2;
+    rc.read_later = v == 1 ? live_always : live_never;
+    m.n_outputs = v == 3 ? 2 : 1;
+    struct pg_golden_spec g;
+    set_steps(&g, gs, steps, n_steps, 12);
+    struct pg__gtable tab;
+    struct pg__gtensor *s = table_with_s(&tab);
+    void *sbuf = s->t.dl.data;
+    int rcode = pg__steps_run(&rc, &m, &g, &tab, &err);
+    PG_CHECK_MSG(rcode == PG_OK, "%s", err.message);
+    struct pg__gtensor *p = pg__gtable_resolve(&tab, &m, "p");
+    PG_CHECK(p && p->t.dl.data);
+    if (v == 3) {
+      struct pg__gtensor *t = pg__gtable_resolve(&tab, &m, "t");
+      PG_CHECK(t->t.dl.data == sbuf);        /* t took s's buffer (s is dead) */
+      PG_CHECK(p->t.dl.data != t->t.dl.data); /* but t is an output: p is fresh */
+      PG_CHECK(memcmp(t->t.dl.data, want_exp.dl.data, 128) == 0);
+    } else if (v == 2) {
+      struct pg__gtensor *q = pg__gtable_resolve(&tab, &m, "q");
+      PG_CHECK(p->t.dl.data != sbuf);  /* s is read by the next step */
+      PG_CHECK(q->t.dl.data == sbuf);  /* the last reader may take it */
+      PG_CHECK(memcmp(p->t.dl.data, want_sm.dl.data, 128) == 0);
+      PG_CHECK(memcmp(q->t.dl.data, want_exp.dl.data, 128) == 0);
+    } else {
+      PG_CHECK((p->t.dl.data == sbuf) == (v == 0)); /* read later: a fresh buffer */
+      PG_CHECK(memcmp(p->t.dl.data, want_sm.dl.data, 128) == 0);
+      if (v == 1) PG_CHECK(s->t.dl.data == sbuf && ((float *)sbuf)[0] == -1.5f);
+      else PG_CHECK(s->t.dl.data == NULL && s->t.owned == NULL); /* not readable any more */
+    }
+    pg__gtable_reset(&tab);
+  }
+  pg_tensor_reset(&want_sm);
+  pg_tensor_reset(&want_exp);
+  pg__gtable_reset(&ref);
+}
