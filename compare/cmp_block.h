@@ -12,8 +12,10 @@
 
 #ifdef PG__BSTAGED
 #define PG__BSCALAR(i, a, b, u) ((a) = pa->a[i], (b) = pa->b[i], (u) = pa->u[i])
+#define PG__BSCALAR_AB(i, a, b) ((a) = pa->a[i], (b) = pa->b[i])
 #else
 #define PG__BSCALAR(i, a, b, u) pg__scalar(kp->dtype, pa, pb, (i), &(a), &(b), &(u))
+#define PG__BSCALAR_AB(i, a, b) pg__scalar_ab(kp->dtype, pa, pb, (i), &(a), &(b))
 #endif
 
 /* Six per-lane counts packed in one 64-bit lane, 10 bits each: a lane sees at most
@@ -231,8 +233,9 @@ PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__B
   int64_t nonfin = 0;
   if (fl & PG__F_NONFIN) { /* NaN / Inf present: count them exactly */
     for (int i = 0; i < m; i++) {
-      PG__BSCALAR(i, a, b, u);
+      PG__BSCALAR_AB(i, a, b);
       if (isfinite(a) && isfinite(b)) continue;
+      PG__BSCALAR(i, a, b, u); /* the ULP distance only where the rule needs it */
       nonfin++;
       p->nan_a += isnan(a) != 0;
       p->nan_b += isnan(b) != 0;
@@ -279,6 +282,7 @@ PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__B
 #undef PG__PACK
 #undef PG__FAST
 #undef PG__BSCALAR
+#undef PG__BSCALAR_AB
 #undef PG__F_NONFIN
 #undef PG__C_LT
 #undef PG__C_GT

@@ -119,6 +119,21 @@ static inline void pg__scalar(enum pg_dtype t, const void *pa, const void *pb, i
   }
 }
 
+/* Element i of two float tensors, widened, without the ULP distance (NaN/Inf scan). */
+static inline void pg__scalar_ab(enum pg_dtype t, const void *pa, const void *pb, int64_t i,
+                                 double *a, double *b) {
+  switch (t) {
+    case PG_DTYPE_F32: *a = ((const float *)pa)[i], *b = ((const float *)pb)[i]; return;
+    case PG_DTYPE_F16:
+      *a = pg_f16_to_f32(((const uint16_t *)pa)[i]), *b = pg_f16_to_f32(((const uint16_t *)pb)[i]);
+      return;
+    case PG_DTYPE_BF16:
+      *a = pg_bf16_to_f32(((const uint16_t *)pa)[i]), *b = pg_bf16_to_f32(((const uint16_t *)pb)[i]);
+      return;
+    default: *a = ((const double *)pa)[i], *b = ((const double *)pb)[i]; return;
+  }
+}
+
 #define PG__CAT2(a, b) a##b
 #define PG__CAT(a, b) PG__CAT2(a, b)
 #define PG__K(name) PG__CAT(name, _base)
