@@ -312,7 +312,9 @@ int pg__collect_outputs(const char *dir, const struct pg_impl_request *req,
                               req->n_outputs);
     struct pg_error e;
     pg_error_clear(&e);
-    if (pg_npy_read(path, &out->outputs[i], &e) != PG_OK)
+    /* ml_dtypes saves bfloat16 as '<V2'; accept it exactly where bfloat16 is expected. */
+    unsigned flags = req->outputs[i].dtype == PG_DTYPE_BF16 ? PG_NPY_ACCEPT_V2_AS_BF16 : 0u;
+    if (pg_npy_read_ex(path, flags, &out->outputs[i], &e) != PG_OK)
       return pg__outcome_fail(out, PG_CAT_STRUCTURAL, "cannot read output '%s': %s",
                               req->outputs[i].name, e.message);
     pg_tensor_set_name(&out->outputs[i], req->outputs[i].name);

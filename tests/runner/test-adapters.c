@@ -280,6 +280,58 @@ PG_TEST(exec_protocol) {
 
 }
 
+/* A Python impl using ml_dtypes writes bfloat16 as '<V2': accepted for a bfloat16
+ * output, refused for any other dtype. */
+PG_TEST(exec_bf16_as_v2) {
+  if (!npy_available()) PG_SKIP(".npy writer not available yet");
+  char path[4200];
+  snprintf(path, sizeof path, "%s/v2.npy", pg_test_tmpdir());
+  char dict[128];
+  int n = snprintf(dict, sizeof dict, "{'descr': '<V2', 'fortran_order': False, 'shape': (3, 5), }");
+  int total = 10 + n + 1;
+  int pad = (64 - total % 64) % 64;
+  FILE *fp = fopen(path, "wb");
+  PG_CHECK(fp != NULL);
+  unsigned short hl = (unsigned short)(n + pad + 1);
+  fwrite("\x93NUMPY\x01\x00", 1, 8, fp);
+  fputc(hl & 0xff, fp);
+  fputc(hl >> 8, fp);
+  fwrite(dict, 1, (size_t)n, fp);
+  for (int i = 0; i < pad; i++) fputc(' ', fp);
+  fputc('\n', fp);
+  for (int i = 0; i < 15; i++) { /* bf16 of i: the top half of the float's bits */
+    float v = (float)i;
+    unsigned int u;
+    memcpy(&u, &v, 4);
+    fputc((u >> 16) & 0xff, fp);
+    fputc(u >> 24, fp);
+  }
+  fclose(fp);
+  char cmd[4400];
+  snprintf(cmd, sizeof cmd, "cp '%s' \"$PHASEGATE_OUT_DIR/y.npy\"", path);
+  for (int pass = 0; pass < 2; pass++) {
+    struct fixture f;
+    fixture_init(&f, "c1", "sim", "1");
+    f.y.dtype = pass == 0 ? PG_DTYPE_BF16 : PG_DTYPE_F32;
+    f.req.work_dir = pg_test_tmpdir();
+    char spec[4500];
+    snprintf(spec, sizeof spec, "exec:%s", cmd);
+    struct pg_impl impl;
+    PG_CHECK_OK(pg_impl_parse(spec, &impl, NULL));
+    struct pg_impl_outcome o;
+    PG_CHECK_OK(pg_impl_invoke(&impl, &f.req, &o, NULL));
+    if (pass == 0) {
+      PG_CHECK_MSG(o.status == PG_IMPL_DONE, "status %d: %s", o.status, o.summary);
+      PG_CHECK_EQ_INT(PG_DTYPE_BF16, o.outputs[0].dtype);
+      PG_CHECK_NEAR(14.0, pg_load_f64(o.outputs[0].dl.data, PG_DTYPE_BF16, 14), 0);
+    } else {
+      PG_CHECK_EQ_INT(PG_CAT_STRUCTURAL, o.category);
+    }
+    pg_impl_outcome_reset(&o);
+    pg_tensor_reset(&f.x);
+  }
+}
+
 PG_TEST(replay_layout) {
   if (!npy_available()) PG_SKIP(".npy writer not available yet");
   const char *root = pg_test_tmpdir();
