@@ -1,41 +1,21 @@
 /* phasegate tests — out-of-memory sweep of the suite loader (STYLE.md §6 row 2).
  *
- * Linked with -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc so every allocation the
- * runner library makes goes through the counters below; cJSON's allocations go through
- * the same counters via cJSON_InitHooks. For k = 1, 2, … the k-th allocation fails,
- * once (transient) or from then on (persistent), until a load completes without a
- * fault firing. Each faulted load must return PG_OK (the failure was absorbed, e.g.
- * findings left unsorted) or PG_ENOMEM with an "out of memory" message, never crash,
- * and never leak (run under ASan/LSan: this is a plain main() that exits normally). */
+ * Uses the shared harness (tests/harness/pg_oom.h): every allocation the runner
+ * library makes is counted, and cJSON's allocations go through the same counter via
+ * cJSON_InitHooks. For k = 1, 2, … the k-th allocation fails, once (transient) or
+ * from then on (persistent), until a load completes without a fault firing. Each
+ * faulted load must return its normal status (PG_OK when the failure was absorbed,
+ * e.g. findings left unsorted; PG_EVALIDATE for the invalid text) or PG_ENOMEM with
+ * an "out of memory" message, never crash, and never leak (LSan checks after each
+ * mode in the ASan build). */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fixture_contract.h"
+#include "pg_oom.h"
 #include "phasegate/spec.h"
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t m);
-void *__real_realloc(void *p, size_t n);
-
-/* Test-only global state: the fault schedule. */
-static long alloc_count, fail_at, fired;
-static int persistent;
-
-static int should_fail(void) {
-  alloc_count++;
-  if (fail_at > 0 && (alloc_count == fail_at || (persistent && alloc_count > fail_at))) {
-    fired++;
-    return 1;
-  }
-  return 0;
-}
-
-void *__wrap_malloc(size_t n) { return should_fail() ? NULL : __real_malloc(n); }
-void *__wrap_calloc(size_t n, size_t m) { return should_fail() ? NULL : __real_calloc(n, m); }
-void *__wrap_realloc(void *p, size_t n) { return should_fail() ? NULL : __real_realloc(p, n); }
-static void *hook_malloc(size_t n) { return should_fail() ? NULL : __real_malloc(n); }
 
 static const char suite_text[] =
     "{\"op\": \"attention\", \"total_modules\": 3, \"extra\": 1,\n"
@@ -52,50 +32,34 @@ static const char bad_text[] =
     "{\"cases\": [{\"id\": \"a b\", \"level\": 9, \"shape\": {\"Q\": 1}},"
     " {\"id\": \"x\", \"level\": 1, \"level\": 2}, {\"id\": \"x\", \"level\": 1}]}";
 
-static int sweep(const char *text, int expect_rc, int persistent_mode) {
-  persistent = persistent_mode;
-  for (long k = 1;; k++) {
-    struct pg_suite s;
-    struct pg_diags d;
-    struct pg_error err;
-    pg_diags_init(&d);
-    pg_error_clear(&err);
-    alloc_count = 0;
-    fired = 0;
-    fail_at = k;
-    int rc = pg_suite_load_buffer("oom.json", text, strlen(text), pg_test_attention_contract(),
-                                  &s, &d, &err);
-    fail_at = 0;
-    long fired_now = fired;
-    if (rc == PG_ENOMEM) {
-      if (!strstr(err.message, "out of memory")) {
-        fprintf(stderr, "k=%ld: PG_ENOMEM without an out-of-memory message: %s\n", k,
-                err.message);
-        return 1;
-      }
-    } else if (rc != expect_rc) {
-      fprintf(stderr, "k=%ld (%s): rc %s, expected %s or PG_ENOMEM: %s\n", k,
-              persistent_mode ? "persistent" : "transient", pg_err_name(rc),
-              pg_err_name(expect_rc), err.message);
-      return 1;
-    }
-    pg_suite_reset(&s);
-    pg_diags_reset(&d);
-    if (fired_now == 0) {
-      printf("ok - %s %s: %ld allocation sites swept\n", expect_rc ? "invalid" : "valid",
-             persistent_mode ? "persistent" : "transient", k - 1);
-      return k > 5 ? 0 : 1; /* a sweep that faulted nothing tested nothing */
-    }
-  }
+struct load_ctx {
+  const char *text;
+  int expect;
+};
+
+/* One load + reset; the reference status must be the one the text is known to have. */
+static int load_once(void *vctx, int reference, struct pg_error *err) {
+  struct load_ctx *lc = vctx;
+  struct pg_suite s;
+  struct pg_diags d;
+  pg_diags_init(&d);
+  int rc = pg_suite_load_buffer("oom.json", lc->text, strlen(lc->text),
+                                pg_test_attention_contract(), &s, &d, err);
+  pg_suite_reset(&s);
+  pg_diags_reset(&d);
+  if (reference && rc != lc->expect)
+    return pg_error_set(err, PG_EINTERNAL, "reference load returned %s, expected %s",
+                        pg_err_name(rc), pg_err_name(lc->expect));
+  return rc;
 }
 
 int main(void) {
-  cJSON_Hooks hooks = {hook_malloc, free};
+  cJSON_Hooks hooks = {pg_oom_malloc, free};
   cJSON_InitHooks(&hooks);
+  struct pg_oom_opts o = {.must_say = "out of memory"};
+  struct load_ctx valid = {suite_text, PG_OK}, invalid = {bad_text, PG_EVALIDATE};
   int bad = 0;
-  bad |= sweep(suite_text, PG_OK, 0);
-  bad |= sweep(suite_text, PG_OK, 1);
-  bad |= sweep(bad_text, PG_EVALIDATE, 0);
-  bad |= sweep(bad_text, PG_EVALIDATE, 1);
+  bad |= pg_oom_sweep_ex("valid", load_once, &valid, &o);
+  bad |= pg_oom_sweep_ex("invalid", load_once, &invalid, &o);
   return bad;
 }
