@@ -84,6 +84,24 @@ void *pg_oom_real_malloc(size_t n) { return __real_malloc(n); }
 void pg_oom_real_free(void *p) { free(p); }
 int pg_oom_active(void) { return atomic_load(&fail_at) > 0; }
 
+unsigned long long pg_oom_hash(unsigned long long h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  if (!h) h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+int pg_oom_same(unsigned long long *slot, int reference, unsigned long long h, const char *what,
+                struct pg_error *err) {
+  if (reference) {
+    *slot = h;
+    return PG_OK;
+  }
+  if (*slot != h)
+    return pg_error_set(err, PG_EINTERNAL, "result differs from the reference run: %s", what);
+  return PG_OK;
+}
+
 /* 1 if a PG_ENOMEM message is intact: terminated, non-empty, saying what happened. */
 static int message_ok(const struct pg_error *err, const char *must_say) {
   if (!memchr(err->message, '\0', sizeof err->message) || !err->message[0]) return 0;
@@ -104,7 +122,7 @@ static int sweep_mode(const char *name, pg_oom_fn fn, void *ctx, const struct pg
   const char *mode = persistent_mode ? "persistent" : "transient";
   const char *each = getenv("PG_OOM_LEAKCHECK_EACH");
   int check_each = each && *each && strcmp(each, "0") != 0;
-  long min_sites = o->min_sites > 0 ? o->min_sites : 5;
+  long min_sites = o->min_sites > 0 ? o->min_sites : o->min_sites < 0 ? 0 : 5;
   atomic_store(&persistent, persistent_mode);
   for (long k = 1; k < 10000000; k++) {
     struct pg_error err;

@@ -39,7 +39,7 @@ enum pg_oom_mode { PG_OOM_TRANSIENT = 1, PG_OOM_PERSISTENT = 2, PG_OOM_BOTH = 3 
 
 struct pg_oom_opts {
   int modes;              /* PG_OOM_* bits; 0 = both */
-  long min_sites;         /* fail the sweep when fewer calls were swept (0 = 5) */
+  long min_sites;         /* fail the sweep when fewer calls were swept (0: 5, <0: 0) */
   int count_threads;      /* 1: pthread_create also counts (fails with EAGAIN) */
   const char *must_say;   /* a PG_ENOMEM message must contain this (NULL: "memory" or
                              "allocat") */
@@ -56,6 +56,13 @@ void *pg_oom_malloc(size_t n);
 /* Allocations outside the sweep's counting (the test's own buffers). */
 void *pg_oom_real_malloc(size_t n);
 void pg_oom_real_free(void *p);
+
+/* FNV-1a over bytes, to fingerprint a run's result (start with h = 0). */
+unsigned long long pg_oom_hash(unsigned long long h, const void *p, size_t n);
+/* In the reference run stores h in *slot; later returns PG_EINTERNAL ("result differs
+ * from the reference run: WHAT") when h differs, else PG_OK. */
+int pg_oom_same(unsigned long long *slot, int reference, unsigned long long h, const char *what,
+                struct pg_error *err);
 
 /* 1 while a sweep is running a faulted run (for fn to know; rarely needed). */
 int pg_oom_active(void);
