@@ -2,16 +2,22 @@
  * guarantees) and a small SHA-256 (FIPS 180-4) to key it, so no new dependency.
  *
  * The key is hashed as a sequence of tagged, length-prefixed fields, so no two
- * different keys can produce the same byte stream. Not here: deciding when to use the
+ * different keys can produce the same byte stream. The size cap (LRU eviction) is at
+ * the end: an approximate byte total in <dir>/.index, read and rewritten under an
+ * flock on that same file, so a store rescans the directory only when the estimate
+ * crosses the cap (or when no estimate exists yet). Not here: deciding when to use the
  * cache (the runner), computing goldens (goldens/).
  */
 #include "golden_cache.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -307,11 +313,32 @@ int pg_golden_cache_lookup(const char *dir, const char *hash, const char *const 
     }
     pg_tensor_set_name(&outputs[i], names[i]);
   }
+  /* mtime = last use, for LRU eviction (atime is unreliable under noatime/relatime);
+   * a read-only cache simply keeps its old times */
+  (void)utimensat(AT_FDCWD, entry, NULL, 0);
   return PG_OK;
 }
 
+static int account_store(const char *dir, const char *entry, uint64_t max_bytes,
+                         struct pg_error *err);
+
 int pg_golden_cache_store(const char *dir, const char *hash, const struct pg_tensor *outputs,
                           int n, struct pg_error *err) {
+  uint64_t cap;
+  struct pg_error cap_err;
+  pg_error_clear(&cap_err);
+  int cap_rc = pg_golden_cache_max_default(&cap, &cap_err);
+  int rc = pg_golden_cache_store_capped(dir, hash, outputs, n, cap, err);
+  if (rc == PG_OK && cap_rc != PG_OK) {
+    if (err) *err = cap_err;
+    return cap_rc;
+  }
+  return rc;
+}
+
+int pg_golden_cache_store_capped(const char *dir, const char *hash,
+                                 const struct pg_tensor *outputs, int n, uint64_t max_bytes,
+                                 struct pg_error *err) {
   if (!dir || !valid_hash(hash) || n < 0 || (n && !outputs))
     return pg_error_set(err, PG_EINVAL, "golden cache: bad store arguments");
   for (int i = 0; i < n; i++)
@@ -321,7 +348,10 @@ int pg_golden_cache_store(const char *dir, const char *hash, const struct pg_ten
   char entry[4200], tmp[4300], path[4608];
   snprintf(entry, sizeof entry, "%s/%s", dir, hash);
   struct stat st;
-  if (stat(entry, &st) == 0) return PG_OK; /* someone stored it already */
+  if (stat(entry, &st) == 0) {
+    (void)utimensat(AT_FDCWD, entry, NULL, 0); /* someone stored it already: a use */
+    return PG_OK;
+  }
   PG_RETURN_IF_ERROR(make_dirs(dir, err));
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -355,6 +385,276 @@ int pg_golden_cache_store(const char *dir, const char *hash, const struct pg_ten
     remove_tree(tmp);
     return rc;
   }
-  if (rc != PG_OK) remove_tree(tmp);
+  if (rc != PG_OK) {
+    remove_tree(tmp);
+    return rc;
+  }
+  (void)utimensat(AT_FDCWD, entry, NULL, 0); /* rename does not update the dir's mtime */
+  return account_store(dir, entry, max_bytes, err);
+}
+
+/* ---------------------------------------------------------------- size cap */
+
+int pg_golden_cache_parse_size(const char *what, const char *text, uint64_t *bytes,
+                               struct pg_error *err) {
+  const char *p = text ? text : "";
+  uint64_t v = 0;
+  int digits = 0, overflow = 0;
+  for (; *p >= '0' && *p <= '9'; p++, digits++) {
+    if (v > (UINT64_MAX - 9) / 10) overflow = 1;
+    v = v * 10 + (uint64_t)(*p - '0');
+  }
+  int shift = 0;
+  switch (*p) {
+    case 'k': case 'K': shift = 10; p++; break;
+    case 'm': case 'M': shift = 20; p++; break;
+    case 'g': case 'G': shift = 30; p++; break;
+    case 't': case 'T': shift = 40; p++; break;
+    default: break;
+  }
+  if (shift && (*p == 'i' || *p == 'I') && (p[1] == 'b' || p[1] == 'B')) p += 2;
+  else if (*p == 'b' || *p == 'B') p++;
+  if (!digits || *p)
+    return pg_error_set(err, PG_EINVAL,
+                        "%s: '%s' is not a size (expected bytes such as 500M, 2G, 1048576; "
+                        "suffixes K, M, G, T are powers of 1024; 0 = unlimited)",
+                        what, text ? text : "");
+  if (overflow || (shift && v > (UINT64_MAX >> shift)))
+    return pg_error_set(err, PG_EINVAL, "%s: '%s' is too large", what, text);
+  *bytes = v << shift;
+  return PG_OK;
+}
+
+int pg_golden_cache_max_default(uint64_t *bytes, struct pg_error *err) {
+  *bytes = PG_GOLDEN_CACHE_MAX_DEFAULT;
+  const char *v = getenv("PHASEGATE_CACHE_MAX_BYTES");
+  if (!v || !*v) return PG_OK;
+  uint64_t b;
+  PG_RETURN_IF_ERROR(pg_golden_cache_parse_size("PHASEGATE_CACHE_MAX_BYTES", v, &b, err));
+  *bytes = b;
+  return PG_OK;
+}
+
+static int is_prefixed(const char *name, const char *prefix) {
+  return strncmp(name, prefix, strlen(prefix)) == 0;
+}
+
+/* Sum of the sizes of the files in an entry directory (entries are flat). */
+static uint64_t entry_bytes(const char *path) {
+  uint64_t total = 0;
+  DIR *d = opendir(path);
+  if (!d) return 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    struct stat st;
+    if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
+      continue;
+    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+      total += (uint64_t)st.st_size;
+  }
+  closedir(d);
+  return total;
+}
+
+/* The lock + index file, locked exclusively: a descriptor, or a negative PG_E* code
+ * with err set. */
+static int index_lock(const char *dir, struct pg_error *err) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/.index", dir);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0)
+    return pg_error_set(err, PG_EIO, "golden cache: cannot open '%s': %s", path, strerror(errno));
+  while (flock(fd, LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    int rc = pg_error_set(err, PG_EIO, "golden cache: cannot lock '%s': %s", path, strerror(errno));
+    close(fd);
+    return rc;
+  }
+  return fd;
+}
+
+/* 1 and *bytes when the index holds an estimate, 0 when it is empty or damaged. */
+static int index_read(int fd, uint64_t *bytes) {
+  char buf[128];
+  ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  unsigned long long b;
+  char nl;
+  if (sscanf(buf, "phasegate-golden-cache-index 1\nbytes %llu%c", &b, &nl) != 2 || nl != '\n')
+    return 0;
+  *bytes = (uint64_t)b;
+  return 1;
+}
+
+static void index_write(int fd, uint64_t bytes) {
+  char buf[128];
+  int n = snprintf(buf, sizeof buf, "phasegate-golden-cache-index 1\nbytes %" PRIu64 "\n", bytes);
+  /* a torn write reads as "no estimate", which only costs a rescan */
+  if (ftruncate(fd, 0) == 0 && pwrite(fd, buf, (size_t)n, 0) != n) (void)ftruncate(fd, 0);
+}
+
+/* Moves a directory out of the way under a .trash-* name, then deletes it: a reader
+ * that already opened the entry's files keeps reading them, one that looks it up
+ * afterwards misses. */
+static int discard_dir(const char *dir, const char *name) {
+  char from[4400], to[4600];
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  snprintf(from, sizeof from, "%s/%s", dir, name);
+  if (is_prefixed(name, ".trash-")) {
+    remove_tree(from);
+    return 1;
+  }
+  snprintf(to, sizeof to, "%s/.trash-%.80s-%ld-%ld", dir, name, (long)getpid(), (long)ts.tv_nsec);
+  if (rename(from, to) != 0) return 0; /* gone already (another evictor, a clear) */
+  remove_tree(to);
+  return 1;
+}
+
+struct entry_info {
+  char name[PG_GOLDEN_CACHE_HASH_LEN + 1];
+  struct timespec used;
+  uint64_t bytes;
+};
+
+static int cmp_used(const void *a, const void *b) {
+  const struct entry_info *x = a, *y = b;
+  if (x->used.tv_sec != y->used.tv_sec) return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+  if (x->used.tv_nsec != y->used.tv_nsec) return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+enum { SCAN_COUNT = 0, SCAN_CLEAN = 1 };
+
+/* Reads the cache directory: with SCAN_CLEAN deletes .trash-* and stale .tmp-*, then,
+ * when the entries hold more than `trigger` bytes, evicts least-recently-used ones
+ * until at most `target` bytes remain. Caller holds the lock when cleaning. A missing
+ * directory is empty. */
+static int scan(const char *dir, int mode, uint64_t trigger, uint64_t target,
+                struct pg_golden_cache_stats *st, struct pg_error *err) {
+  memset(st, 0, sizeof *st);
+  DIR *d = opendir(dir);
+  if (!d) {
+    if (errno == ENOENT) return PG_OK;
+    return pg_error_set(err, PG_EIO, "golden cache: cannot read '%s': %s", dir, strerror(errno));
+  }
+  struct entry_info *ents = NULL;
+  size_t n = 0, cap = 0;
+  char (*doomed)[256] = NULL; /* stale dirs, deleted after the listing is done */
+  size_t n_doomed = 0, cap_doomed = 0;
+  int rc = PG_OK;
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  struct dirent *e;
+  while (rc == PG_OK && (e = readdir(d)) != NULL) {
+    struct stat sb;
+    int is_tmp = is_prefixed(e->d_name, ".tmp-"), is_trash = is_prefixed(e->d_name, ".trash-");
+    if (!is_tmp && !is_trash && !valid_hash(e->d_name)) continue; /* .index, strangers */
+    if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(sb.st_mode))
+      continue;
+    if (is_tmp || is_trash) {
+      int stale = is_trash || now.tv_sec - sb.st_mtim.tv_sec > PG_GOLDEN_CACHE_TMP_MAX_AGE_S;
+      if (mode == SCAN_CLEAN && stale && strlen(e->d_name) < 256) {
+        if (n_doomed == cap_doomed) {
+          size_t nc = cap_doomed ? 2 * cap_doomed : 8;
+          void *g = realloc(doomed, nc * sizeof *doomed);
+          if (!g) {
+            rc = pg_error_set(err, PG_ENOMEM, "golden cache: out of memory");
+            break;
+          }
+          doomed = g;
+          cap_doomed = nc;
+        }
+        snprintf(doomed[n_doomed++], 256, "%s", e->d_name);
+      } else if (is_tmp) {
+        st->tmp_dirs++;
+      } else {
+        st->trash_dirs++;
+      }
+      continue;
+    }
+    if (n == cap) {
+      size_t nc = cap ? 2 * cap : 64;
+      void *g = realloc(ents, nc * sizeof *ents);
+      if (!g) {
+        rc = pg_error_set(err, PG_ENOMEM, "golden cache: out of memory");
+        break;
+      }
+      ents = g;
+      cap = nc;
+    }
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    memcpy(ents[n].name, e->d_name, PG_GOLDEN_CACHE_HASH_LEN); /* valid_hash: 64 chars */
+    ents[n].name[PG_GOLDEN_CACHE_HASH_LEN] = '\0';
+    ents[n].used = sb.st_mtim;
+    ents[n].bytes = entry_bytes(path);
+    st->entries++;
+    st->bytes += ents[n].bytes;
+    n++;
+  }
+  closedir(d);
+  for (size_t i = 0; rc == PG_OK && i < n_doomed; i++)
+    if (discard_dir(dir, doomed[i])) st->stale_removed++;
+  if (rc == PG_OK && mode == SCAN_CLEAN && st->bytes > trigger) {
+    qsort(ents, n, sizeof *ents, cmp_used);
+    for (size_t i = 0; i < n && st->bytes > target; i++) {
+      if (!discard_dir(dir, ents[i].name)) continue;
+      st->entries--;
+      st->bytes -= ents[i].bytes;
+      st->evicted++;
+      st->evicted_bytes += ents[i].bytes;
+    }
+  }
+  free(ents);
+  free(doomed);
+  return rc;
+}
+
+int pg_golden_cache_info(const char *dir, struct pg_golden_cache_stats *st, struct pg_error *err) {
+  if (!dir || !st) return pg_error_set(err, PG_EINVAL, "golden cache: bad info arguments");
+  return scan(dir, SCAN_COUNT, 0, 0, st, err);
+}
+
+int pg_golden_cache_prune(const char *dir, uint64_t target_bytes,
+                          struct pg_golden_cache_stats *st, struct pg_error *err) {
+  struct pg_golden_cache_stats local;
+  if (!st) st = &local;
+  memset(st, 0, sizeof *st);
+  if (!dir) return pg_error_set(err, PG_EINVAL, "golden cache: bad prune arguments");
+  struct stat sb;
+  if (stat(dir, &sb) != 0 && errno == ENOENT) return PG_OK; /* nothing cached yet */
+  int fd = index_lock(dir, err);
+  if (fd < 0) return fd;
+  int rc = scan(dir, SCAN_CLEAN, target_bytes, target_bytes, st, err);
+  if (rc == PG_OK) index_write(fd, st->bytes);
+  close(fd); /* releases the lock */
+  return rc;
+}
+
+int pg_golden_cache_clear(const char *dir, struct pg_golden_cache_stats *st, struct pg_error *err) {
+  return pg_golden_cache_prune(dir, 0, st, err);
+}
+
+/* After a store published `entry`: adds its bytes to the estimate, and when the
+ * estimate is missing or over the cap, rescans and evicts down to 90 % of the cap. */
+static int account_store(const char *dir, const char *entry, uint64_t max_bytes,
+                         struct pg_error *err) {
+  if (max_bytes == 0) return PG_OK; /* unlimited: no bookkeeping at all */
+  uint64_t added = entry_bytes(entry);
+  int fd = index_lock(dir, err);
+  if (fd < 0) return fd;
+  uint64_t est = 0;
+  int rc = PG_OK;
+  int known = index_read(fd, &est);
+  est = known && est <= UINT64_MAX - added ? est + added : UINT64_MAX;
+  if (est > max_bytes) {
+    struct pg_golden_cache_stats st;
+    rc = scan(dir, SCAN_CLEAN, max_bytes, max_bytes / 10 * 9 + max_bytes % 10 * 9 / 10, &st, err);
+    est = st.bytes;
+  }
+  if (rc == PG_OK) index_write(fd, est);
+  close(fd);
   return rc;
 }

@@ -6,8 +6,15 @@
  * written into a private temporary directory and renamed into place, so readers see
  * either nothing or a complete entry, and any number of processes may fill the cache
  * at once (the first rename wins; later writers discard their copy). A damaged entry
- * reads as a miss. Nothing is ever evicted automatically: delete the directory to
- * clear it.
+ * reads as a miss.
+ *
+ * Size cap: every hit touches its entry directory (mtime = last use), and every store
+ * adds the entry's bytes to an approximate total kept in <cache dir>/.index (updated
+ * under flock). When that estimate crosses the cap (PHASEGATE_CACHE_MAX_BYTES, default
+ * 2 GiB, 0 = unlimited) the store rescans the cache and evicts least-recently-used
+ * entries until it is under 90 % of the cap. Eviction renames an entry to .trash-* and
+ * then deletes it, so a reader sees a complete entry or a miss, never a mix; .tmp-*
+ * directories of killed writers are deleted once they are an hour old.
  *
  * Typical use (the runner):
  *
@@ -56,7 +63,7 @@ int pg_golden_cache_key_hash(const struct pg_golden_cache_key *key,
  * is not created here. */
 int pg_golden_cache_dir_default(char *buf, size_t size, struct pg_error *err);
 
-/* Looks up entry `hash`: on a hit returns PG_OK with outputs[0..n) (initialised
+/* Looks up entry `hash`: on a hit touches the entry (LRU) and returns PG_OK with outputs[0..n) (initialised
  * tensors, reset by the caller) read from <dir>/<hash>/<names[i]>.npy; the entry must
  * hold exactly these n names. A miss or a damaged entry returns PG_ENOTFOUND with
  * the outputs reset. */
@@ -65,9 +72,58 @@ int pg_golden_cache_lookup(const char *dir, const char *hash, const char *const 
 
 /* Stores outputs[0..n) (named by their .name, which must be [A-Za-z0-9_.-]+) as entry
  * `hash`, creating dir if needed. Atomic; PG_OK also when another process stored the
- * same entry first. */
+ * same entry first. Then enforces the cap of pg_golden_cache_max_default() (see
+ * above); a bad PHASEGATE_CACHE_MAX_BYTES returns PG_EINVAL after storing with the
+ * default cap. */
 int pg_golden_cache_store(const char *dir, const char *hash, const struct pg_tensor *outputs,
                           int n, struct pg_error *err);
+
+/* The default cap when PHASEGATE_CACHE_MAX_BYTES is unset: 2 GiB. */
+#define PG_GOLDEN_CACHE_MAX_DEFAULT (UINT64_C(2) << 30)
+/* .tmp-* directories younger than this belong to a writer that may still be running. */
+#define PG_GOLDEN_CACHE_TMP_MAX_AGE_S 3600
+
+/* Parses a size: decimal digits, optionally followed by K, M, G or T (powers of 1024,
+ * case-insensitive, optionally with "B" or "iB" after them) or B. "0" means unlimited.
+ * `what` names the setting in the error ("PHASEGATE_CACHE_MAX_BYTES", "--max-bytes").
+ * PG_EINVAL with "<what>: '<text>' is not a size (...)" otherwise. */
+int pg_golden_cache_parse_size(const char *what, const char *text, uint64_t *bytes,
+                               struct pg_error *err);
+
+/* The cap in force: PHASEGATE_CACHE_MAX_BYTES parsed, or PG_GOLDEN_CACHE_MAX_DEFAULT
+ * when it is unset or empty. PG_EINVAL (with the default in *bytes) when it is bad. */
+int pg_golden_cache_max_default(uint64_t *bytes, struct pg_error *err);
+
+/* What is in a cache directory. */
+struct pg_golden_cache_stats {
+  uint64_t entries;     /* complete entries (<64 hex>/) */
+  uint64_t bytes;       /* their file sizes, summed */
+  uint64_t tmp_dirs;    /* .tmp-* (writers in flight, or left by killed ones) */
+  uint64_t trash_dirs;  /* .trash-* (evictions in flight, or interrupted) */
+  uint64_t evicted;     /* prune/clear: entries removed */
+  uint64_t evicted_bytes;
+  uint64_t stale_removed; /* prune/clear: old .tmp-* and .trash-* directories removed */
+};
+
+/* Counts entries and bytes under dir (no changes). A missing dir is an empty cache. */
+int pg_golden_cache_info(const char *dir, struct pg_golden_cache_stats *st, struct pg_error *err);
+
+/* Under the cache lock: deletes .trash-* and .tmp-* older than an hour, then evicts
+ * least-recently-used entries until at most target_bytes remain (UINT64_MAX: no
+ * eviction), and resets the size estimate. st (may be NULL) receives what remains
+ * and what was removed. A missing dir is an empty cache. */
+int pg_golden_cache_prune(const char *dir, uint64_t target_bytes,
+                          struct pg_golden_cache_stats *st, struct pg_error *err);
+
+/* Evicts every entry and deletes stale .tmp-* and every .trash-* directory; the
+ * .tmp-* directories of writers that may still run stay. */
+int pg_golden_cache_clear(const char *dir, struct pg_golden_cache_stats *st, struct pg_error *err);
+
+/* pg_golden_cache_store with an explicit cap (0 = unlimited) instead of the
+ * environment's. */
+int pg_golden_cache_store_capped(const char *dir, const char *hash,
+                                 const struct pg_tensor *outputs, int n, uint64_t max_bytes,
+                                 struct pg_error *err);
 
 /* SHA-256, exposed for tests and other content hashes. */
 struct pg_sha256 {

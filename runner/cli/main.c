@@ -25,6 +25,7 @@ static const struct command commands[] = {
     {"selftest", pg_cmd_selftest, "composition verification: cumulative golden N vs op golden", 0},
     {"diff", pg_cmd_diff, "compare two dumped tensors (.npy / safetensors)", 0},
     {"gen", pg_cmd_gen, "write a case's generated primary inputs as .npy", 0},
+    {"cache", pg_cmd_cache, "show, prune or clear the on-disk golden cache", 0},
 };
 
 int pg_cli_usage_error(const char *cmd, const char *fmt, ...) {
