@@ -1551,6 +1551,8 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
     struct pg_error ce;
     pg_error_clear(&ce);
     rc->use_cache = pg_golden_cache_dir_default(rc->cache_dir, sizeof rc->cache_dir, &ce) == PG_OK;
+    uint64_t cap; /* a bad PHASEGATE_CACHE_MAX_BYTES is refused, not silently ignored */
+    if (rc->use_cache && (ret = pg_golden_cache_max_default(&cap, err)) != PG_OK) goto out;
   }
 
   /* Case selection. */

@@ -80,6 +80,10 @@ expect 0 "^entries:   0\$" cache info
 
 # errors: one line naming the value, exit 2
 envcmd="env PHASEGATE_CACHE_MAX_BYTES=2Q" expect 2 "phasegate cache: error: PHASEGATE_CACHE_MAX_BYTES: '2Q' is not a size" cache info
+envcmd="env PHASEGATE_CACHE_MAX_BYTES=lots" expect 2 "phasegate run: error: PHASEGATE_CACHE_MAX_BYTES: 'lots' is not a size" run --op-dir "$op" --impl exec:true --up-to-module 1 --report-dir r
+[ $(grep -c . out.txt) -eq 1 ] || fail "run with a bad cap printed more than one line: $(cat out.txt)"
+# without the cache the setting does not matter
+envcmd="env PHASEGATE_CACHE_MAX_BYTES=lots" expect 1 "L1" run --op-dir "$op" --impl exec:true --up-to-module 1 --report-dir r --no-golden-cache
 expect 2 "phasegate cache: error: --max-bytes: '1.5G' is not a size" cache prune --max-bytes 1.5G
 expect 2 "phasegate cache: error: --max-bytes: '-1' is not a size" cache prune --max-bytes=-1
 expect 2 "phasegate cache: error: --max-bytes: '99999999999T' is too large" cache prune --max-bytes 99999999999T
