@@ -18,7 +18,56 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "json_pos.h"
 #include "phasegate/spec.h"
+
+/* Out of memory while building: cJSON's creators return NULL and its adders fail
+ * quietly, which would write a report with keys or whole checks missing. Every such
+ * call in this file goes through the macros below: a failure sets a per-thread sticky
+ * flag (so concurrent writers do not interfere) that pg_report_merge_write turns into
+ * PG_ENOMEM instead of writing, and an item that could not be attached is freed. */
+static _Thread_local int report_oom;
+static void *oom_ptr(void *p) {
+  if (!p) report_oom = 1;
+  return p;
+}
+static cJSON_bool add_to_array(cJSON *a, cJSON *item) {
+  if ((cJSON_AddItemToArray)(a, item)) return 1;
+  report_oom = 1;
+  cJSON_Delete(item);
+  return 0;
+}
+static cJSON_bool add_to_object(cJSON *o, const char *k, cJSON *item) {
+  if ((cJSON_AddItemToObject)(o, k, item)) return 1;
+  report_oom = 1;
+  cJSON_Delete(item);
+  return 0;
+}
+static cJSON_bool replace_in_object(cJSON *o, const char *k, cJSON *item) {
+  /* cJSON 1.7.15 links the item even when copying its key failed: check the key */
+  if ((cJSON_ReplaceItemInObjectCaseSensitive)(o, k, item)) {
+    if (!item->string) report_oom = 1;
+    return 1;
+  }
+  report_oom = 1;
+  cJSON_Delete(item);
+  return 0;
+}
+#define cJSON_AddItemToArray(a, item) add_to_array(a, item)
+#define cJSON_AddItemToObject(o, k, item) add_to_object(o, k, item)
+#define cJSON_ReplaceItemInObjectCaseSensitive(o, k, item) replace_in_object(o, k, item)
+#define cJSON_CreateObject() ((cJSON *)oom_ptr(cJSON_CreateObject()))
+#define cJSON_CreateArray() ((cJSON *)oom_ptr(cJSON_CreateArray()))
+#define cJSON_CreateNumber(v) ((cJSON *)oom_ptr(cJSON_CreateNumber(v)))
+#define cJSON_CreateNull() ((cJSON *)oom_ptr(cJSON_CreateNull()))
+#define cJSON_CreateString(v) ((cJSON *)oom_ptr(cJSON_CreateString(v)))
+#define cJSON_Duplicate(v, r) ((cJSON *)oom_ptr(cJSON_Duplicate(v, r)))
+#define cJSON_AddStringToObject(o, k, v) ((cJSON *)oom_ptr(cJSON_AddStringToObject(o, k, v)))
+#define cJSON_AddNumberToObject(o, k, v) ((cJSON *)oom_ptr(cJSON_AddNumberToObject(o, k, v)))
+#define cJSON_AddBoolToObject(o, k, v) ((cJSON *)oom_ptr(cJSON_AddBoolToObject(o, k, v)))
+#define cJSON_AddNullToObject(o, k) ((cJSON *)oom_ptr(cJSON_AddNullToObject(o, k)))
+#define cJSON_AddArrayToObject(o, k) ((cJSON *)oom_ptr(cJSON_AddArrayToObject(o, k)))
+#define cJSON_AddObjectToObject(o, k) ((cJSON *)oom_ptr(cJSON_AddObjectToObject(o, k)))
 
 #define PG_REPORT_STDOUT_MAX (64 * 1024)
 #define PG_REPORT_STRING_MAX (64 * 1024)
@@ -172,7 +221,8 @@ cJSON *pg_report_check_json(const struct pg_case_result *r) {
     add_num(cn, "median_ratio", r->cancel.median_r);
     cJSON_AddStringToObject(cn, "note", r->cancel.note);
   }
-  cJSON *knobs = r->knobs_json ? cJSON_Parse(r->knobs_json) : NULL;
+  /* knobs_json is cJSON's own compact print of the case: a parse failure is memory */
+  cJSON *knobs = r->knobs_json ? oom_ptr(cJSON_Parse(r->knobs_json)) : NULL;
   cJSON_AddItemToObject(o, "knobs", knobs ? knobs : cJSON_CreateObject());
   return o;
 }
@@ -195,7 +245,10 @@ static int check_order(const cJSON *a, const cJSON *b) {
 static void sort_checks(cJSON *checks) {
   int n = cJSON_GetArraySize(checks);
   cJSON **items = malloc((size_t)(n > 0 ? n : 1) * sizeof *items);
-  if (!items) return;
+  if (!items) {
+    report_oom = 1;
+    return;
+  }
   for (int i = 0; i < n; i++) items[i] = cJSON_DetachItemFromArray(checks, 0);
   for (int i = 1; i < n; i++) {
     cJSON *x = items[i];
@@ -234,7 +287,7 @@ cJSON *pg_report_build(const struct pg_report_meta *m, cJSON *checks) {
   enum pg_verdict worst = PG_VERDICT_SKIPPED;
   cJSON *pms = cJSON_CreateObject();
   cJSON *first_failure = NULL;
-  char *out = calloc(1, PG_REPORT_STDOUT_MAX + 1);
+  char *out = oom_ptr(calloc(1, PG_REPORT_STDOUT_MAX + 1));
   size_t out_len = 0;
   const cJSON *chk;
   cJSON_ArrayForEach(chk, checks) {
@@ -330,7 +383,8 @@ int pg_report_sanitize(cJSON *node) {
         repl->string = c->string;
         c->string = NULL;
       }
-      cJSON_ReplaceItemViaPointer(node, c, repl);
+      if (repl) cJSON_ReplaceItemViaPointer(node, c, repl);
+      else cJSON_Delete(cJSON_DetachItemViaPointer(node, c)); /* the barrier holds */
       changed++;
     } else if (cJSON_IsString(c) && c->valuestring &&
                strlen(c->valuestring) > PG_REPORT_STRING_MAX) {
@@ -357,7 +411,8 @@ static int mkdir_p(const char *path) {
   return 0;
 }
 
-static char *read_file(const char *path) {
+/* The whole file, or NULL: missing or unreadable, or (*oom set) out of memory. */
+static char *read_file(const char *path, int *oom) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   char *buf = NULL;
@@ -369,6 +424,7 @@ static char *read_file(const char *path) {
       if (!nb) {
         free(buf);
         fclose(f);
+        *oom = 1;
         return NULL;
       }
       buf = nb;
@@ -402,11 +458,20 @@ int pg_report_merge_write(const char *path, const struct pg_report_meta *m,
       return pg_error_set(err, PG_EIO, "%s: flock: %s", lock, strerror(errno));
     }
   }
+  report_oom = 0;
   cJSON *checks = cJSON_CreateArray();
   /* Keep the existing report's checks for other cases (same op and phase only). */
-  char *old = read_file(path);
+  char *old = read_file(path, &report_oom);
   if (old) {
     cJSON *prev = cJSON_Parse(old);
+    if (!prev) { /* a corrupt report is replaced; a valid one cJSON could not hold is OOM */
+      struct pg__json_pos pos;
+      struct pg__json_fail fail;
+      pg__json_pos_init(&pos);
+      int src = pg__json_pos_scan(old, strlen(old), NULL, &pos, &fail);
+      if (src == PG_OK || src == PG_ENOMEM) report_oom = 1;
+      pg__json_pos_reset(&pos);
+    }
     free(old);
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(prev, "op_name");
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(prev, "up_to_module");
@@ -427,11 +492,11 @@ int pg_report_merge_write(const char *path, const struct pg_report_meta *m,
   cJSON *report = pg_report_build(m, checks);
   int rc = PG_OK;
   char *text = NULL;
-  if (!report) {
+  if (report) pg_report_sanitize(report);
+  if (!report || report_oom) {
     rc = pg_error_set(err, PG_ENOMEM, "out of memory building the report");
     goto out;
   }
-  pg_report_sanitize(report);
   text = cJSON_Print(report);
   if (!text) {
     rc = pg_error_set(err, PG_ENOMEM, "out of memory printing the report");

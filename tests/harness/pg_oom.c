@@ -45,12 +45,12 @@ int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(voi
  * threads of the code under test allocate too. */
 static atomic_long alloc_count, fired;
 static atomic_long fail_at;      /* 0: no fault */
-static atomic_int persistent, count_threads;
+static atomic_int persistent, count_threads, hold;
 static long trap_at;             /* PG_OOM_TRAP */
 
 static int should_fail(void) {
   long at = atomic_load(&fail_at);
-  if (at <= 0) return 0;
+  if (at <= 0 || atomic_load(&hold)) return 0;
   long n = atomic_fetch_add(&alloc_count, 1) + 1;
   if (n == at || (atomic_load(&persistent) && n > at)) {
     atomic_fetch_add(&fired, 1);
@@ -82,6 +82,7 @@ int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(voi
 void *pg_oom_malloc(size_t n) { return __wrap_malloc(n); }
 void *pg_oom_real_malloc(size_t n) { return __real_malloc(n); }
 void pg_oom_real_free(void *p) { free(p); }
+void pg_oom_hold(int on) { atomic_store(&hold, on); }
 int pg_oom_active(void) { return atomic_load(&fail_at) > 0; }
 
 unsigned long long pg_oom_hash(unsigned long long h, const void *p, size_t n) {
@@ -132,6 +133,7 @@ static int sweep_mode(const char *name, pg_oom_fn fn, void *ctx, const struct pg
     atomic_store(&fail_at, k);
     int rc = fn(ctx, 0, &err);
     atomic_store(&fail_at, 0);
+    atomic_store(&hold, 0);
     long fired_now = atomic_load(&fired);
     const char *why = NULL;
     if (rc == PG_ENOMEM && rc != expect) {

@@ -64,6 +64,10 @@ unsigned long long pg_oom_hash(unsigned long long h, const void *p, size_t n);
 int pg_oom_same(unsigned long long *slot, int reference, unsigned long long h, const char *what,
                 struct pg_error *err);
 
+/* Suspends (1) / resumes (0) counting, for fn's own checks after the call under test
+ * (e.g. parsing its output through a counted cJSON). */
+void pg_oom_hold(int on);
+
 /* 1 while a sweep is running a faulted run (for fn to know; rarely needed). */
 int pg_oom_active(void);
 
