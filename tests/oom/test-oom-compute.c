@@ -6,7 +6,7 @@
  * layernorm) and for the bundled attention contract at tiny dims, and
  * pg_goldens_validate. OpenBLAS allocates inside its shared library: not counted.
  *
- *   test-oom-compute ATTENTION_CONTRACT.yaml */
+ *   test-oom-compute ATTENTION_CONTRACT.yaml [BAD_STEPS_CONTRACT.yaml] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,15 +161,48 @@ static int golden_once(void *vctx, int reference, struct pg_error *err) {
   return rc;
 }
 
+static int cancel_once(void *vctx, int reference, struct pg_error *err) {
+  struct gen_ctx *g = vctx;
+  struct pg_bindings dims = {0};
+  int rc = pg_case_bind_dims(g->c, g->cs, &dims, err);
+  if (rc != PG_OK) return rc;
+  struct pg_tensor in[16];
+  int n = g->c->n_primary;
+  for (int i = 0; i < n; i++) pg_tensor_init(&in[i]);
+  struct pg_materialize_opts opts = {0, g->n_threads};
+  struct pg_cancel_result cr;
+  rc = pg_case_generate_inputs_ex(g->c, g->cs, &dims, &opts, in, &cr, err);
+  if (rc == PG_OK && !cr.present)
+    rc = pg_error_set(err, PG_EINTERNAL, "cancellation_stress did not run");
+  if (rc == PG_OK) {
+    unsigned long long h = pg_oom_hash(0, cr.note, strlen(cr.note));
+    for (int i = 0; i < n; i++) h = tensor_hash(h, &in[i]);
+    rc = pg_oom_same(&g->ref, reference, h, "stressed inputs", err);
+  }
+  for (int i = 0; i < n; i++) pg_tensor_reset(&in[i]);
+  pg_bindings_reset(&dims);
+  return rc;
+}
+
 static int validate_once(void *vctx, int reference, struct pg_error *err) {
   struct gen_ctx *g = vctx;
   struct pg_diags d;
   pg_diags_init(&d);
   int rc = pg_goldens_validate(g->c, &d);
+  if (rc >= 0) { /* every finding must be there, as in the reference run */
+    unsigned long long h = pg_oom_hash(0, &rc, sizeof rc);
+    for (int i = 0; i < d.count; i++) {
+      const struct pg_diag *x = &d.items[i];
+      h = pg_oom_hash(h, x->message, strlen(x->message));
+      h = pg_oom_hash(h, &x->line, sizeof x->line);
+      h = pg_oom_hash(h, &x->column, sizeof x->column);
+    }
+    int same = pg_oom_same(&g->ref, reference, h, "findings", err);
+    if (same != PG_OK) rc = same;
+    else if (rc > 0) rc = PG_EVALIDATE; /* findings: a status the faulted runs must keep */
+  }
   pg_diags_reset(&d);
-  if (rc > 0) rc = PG_EVALIDATE; /* findings: a status the faulted runs must keep */
   if (rc == PG_ENOMEM) pg_error_set(err, PG_ENOMEM, "pg_goldens_validate: out of memory");
-  (void)reference;
   return rc;
 }
 
@@ -177,7 +210,7 @@ static int validate_once(void *vctx, int reference, struct pg_error *err) {
 static int sweep_contract(const char *label, const struct pg_contract *c, const struct pg_case *cs,
                           struct pg_bindings *dims) {
   int bad = 0;
-  char name[128];
+  char name[160];
   struct gen_ctx g = {c, cs, 1, 0};
   snprintf(name, sizeof name, "%s bind_dims", label);
   bad |= pg_oom_sweep_ex(name, bind_once, &g, &(struct pg_oom_opts){.min_sites = 1});
@@ -211,8 +244,8 @@ static int sweep_contract(const char *label, const struct pg_contract *c, const 
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: test-oom-compute ATTENTION_CONTRACT.yaml\n");
+  if (argc < 2) {
+    fprintf(stderr, "usage: test-oom-compute ATTENTION_CONTRACT.yaml [BAD_STEPS.yaml]\n");
     return 2;
   }
   int bad = 0;
@@ -265,7 +298,9 @@ int main(int argc, char **argv) {
   /* the bundled attention contract at tiny dims (a suite case overrides them) */
   static const char tiny[] =
       "{\"op\": \"attention\", \"cases\": [{\"id\": \"tiny\", \"level\": 2,"
-      " \"shape\": {\"B\": 1, \"H\": 2, \"S\": 5, \"D\": 4}}]}";
+      " \"shape\": {\"B\": 1, \"H\": 2, \"S\": 5, \"D\": 4}},"
+      " {\"id\": \"stress\", \"level\": 5, \"shape\": {\"B\": 1, \"H\": 1, \"S\": 4, \"D\": 8},"
+      "  \"cancellation_stress\": {\"target\": \"scores\", \"relative_gap\": 1e-3, \"seed\": 4}}]}";
   pg_diags_init(&d);
   if (pg_contract_load(argv[1], &c, &d, &err) != PG_OK ||
       pg_suite_load_buffer("tiny.json", tiny, sizeof tiny - 1, &c, &s, &d, &err) != PG_OK) {
@@ -275,8 +310,28 @@ int main(int argc, char **argv) {
   if (pg_case_bind_dims(&c, &s.cases[0], &dims, &err) != PG_OK) return 1;
   bad |= sweep_contract("attention", &c, &s.cases[0], &dims);
   pg_bindings_reset(&dims);
+  for (int nt = 1; nt <= 2; nt++) {
+    struct gen_ctx g = {&c, &s.cases[1], nt, 0};
+    char name[64];
+    snprintf(name, sizeof name, "attention cancellation_stress %d thread(s)", nt);
+    bad |= pg_oom_sweep_ex(name, cancel_once, &g,
+                           &(struct pg_oom_opts){.min_sites = 1, .count_threads = 1});
+  }
   pg_suite_reset(&s);
   pg_contract_reset(&c);
   pg_diags_reset(&d);
+
+  /* golden steps with findings (unknown kernels, tensors, attributes) */
+  if (argc > 2) {
+    pg_diags_init(&d);
+    if (pg_contract_load(argv[2], &c, &d, &err) != PG_OK) {
+      printf("not ok - %s: %s\n", argv[2], err.message);
+      return 1;
+    }
+    struct gen_ctx g = {&c, NULL, 1, 0};
+    bad |= pg_oom_sweep("bad steps goldens_validate", validate_once, &g);
+    pg_contract_reset(&c);
+    pg_diags_reset(&d);
+  }
   return bad;
 }
