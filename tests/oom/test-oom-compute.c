@@ -3,7 +3,7 @@
  * degrade to fewer threads with the same result), pg_case_bind_dims and
  * pg_case_generate_inputs (every fill kind, several dtypes, multithreaded fills);
  * pg_golden_cumulative for a small built-in contract (matmul / softmax / add /
- * layernorm) and for the bundled attention contract at tiny dims, and
+ * layernorm / sub; a wide sigmoid * x module that runs on several threads) and for the bundled attention contract at tiny dims, and
  * pg_goldens_validate. OpenBLAS allocates inside its shared library: not counted.
  *
  *   test-oom-compute ATTENTION_CONTRACT.yaml [BAD_STEPS_CONTRACT.yaml] */
@@ -85,7 +85,14 @@ static const char small_contract[] =
     "      - u = add(p, y)\n"
     "      - o = layernorm(u)\n"
     "      - s = sub(u, y)\n"
-    "final_outputs: [{name: o, source: module_3}, {name: s, source: module_3}]\n";
+    "  - id: 4\n"
+    "    name: wide\n"
+    "    inputs: [{name: big, source: primary}, {name: o, source: module_3}]\n"
+    "    outputs: [{name: w, shape: [2, 70000], dtype: float16}]\n"
+    "    golden:\n"
+    "      - e = sigmoid(big)\n"
+    "      - w = mul(e, big)\n"
+    "final_outputs: [{name: w, source: module_4}]\n";
 
 static const char small_suite[] =
     "{\"op\": \"small\", \"cases\": [{\"id\": \"c1\", \"level\": 2, \"seed\": 3,"
@@ -147,7 +154,7 @@ struct golden_ctx {
 static int golden_once(void *vctx, int reference, struct pg_error *err) {
   struct golden_ctx *g = vctx;
   struct pg_golden_env env = {g->c, g->dims, g->cs ? g->cs->dtypes : NULL,
-                              g->cs ? g->cs->n_dtypes : 0, g->precision_bits, NULL, 2};
+                              g->cs ? g->cs->n_dtypes : 0, g->precision_bits, NULL, 3};
   struct pg_tensor out[PG_MAX_BOUNDARY_OUTPUTS];
   for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_init(&out[i]);
   int n = 0;
