@@ -1,6 +1,7 @@
 /* phasegate tests — out-of-memory sweeps of tensor I/O (runner/npy.c, safetensors.c):
  * .npy read from a buffer and from a file (every dtype, format 1.0/2.0/3.0, big-endian,
- * with and without mmap) and write; safetensors read (file and buffer) and write.
+ * with and without mmap) and write; safetensors read (file and buffer) and write;
+ * pg_tensor_file_read of a named safetensors entry (present and missing).
  * Every faulted run must fail with PG_ENOMEM or produce the reference bytes. Small
  * tensors only: files stay below the mmap threshold except where noted. */
 #include <stdint.h>
@@ -142,6 +143,23 @@ static int st_read_once(void *vctx, int reference, struct pg_error *err) {
   return rc;
 }
 
+/* ---- pg_tensor_file_read: by extension, a named safetensors entry ---- */
+
+struct file_read_ctx {
+  const char *path, *name;
+  unsigned long long ref;
+};
+
+static int file_read_once(void *vctx, int reference, struct pg_error *err) {
+  struct file_read_ctx *c = vctx;
+  struct pg_tensor t;
+  pg_tensor_init(&t);
+  int rc = pg_tensor_file_read(c->path, c->name, &t, err);
+  if (rc == PG_OK) rc = pg_oom_same(&c->ref, reference, tensor_hash(0, &t), "tensor", err);
+  pg_tensor_reset(&t);
+  return rc;
+}
+
 /* Reads a whole small file into a static buffer. */
 static size_t slurp(const char *path, unsigned char *buf, size_t cap) {
   FILE *f = fopen(path, "rb");
@@ -225,6 +243,11 @@ int main(void) {
   static unsigned char sbuf[4096];
   struct st_read_ctx sb = {NULL, sbuf, slurp(sw.path, sbuf, sizeof sbuf), 0};
   bad |= pg_oom_sweep("safetensors_read_buffer", st_read_once, &sb);
+
+  struct file_read_ctx fr = {sw.path, "y", 0};
+  bad |= pg_oom_sweep("tensor_file_read safetensors y", file_read_once, &fr);
+  struct file_read_ctx fm = {sw.path, "nope", 0}; /* PG_ENOTFOUND, also under faults */
+  bad |= pg_oom_sweep("tensor_file_read safetensors missing name", file_read_once, &fm);
 
   for (int i = 0; i < 3; i++) pg_tensor_reset(&ts[i]);
   char cmd[300];
