@@ -489,9 +489,10 @@ static int index_read(int fd, uint64_t *bytes) {
 
 static void index_write(int fd, uint64_t bytes) {
   char buf[128];
-  int n = snprintf(buf, sizeof buf, "phasegate-golden-cache-index 1\nbytes %" PRIu64 "\n", bytes);
-  /* a torn write reads as "no estimate", which only costs a rescan */
-  if (ftruncate(fd, 0) == 0 && pwrite(fd, buf, (size_t)n, 0) != n) (void)ftruncate(fd, 0);
+  /* fixed width, so rewriting in place never needs a truncate; a torn write reads as
+   * "no estimate", which only costs a rescan */
+  int n = snprintf(buf, sizeof buf, "phasegate-golden-cache-index 1\nbytes %020" PRIu64 "\n", bytes);
+  if (pwrite(fd, buf, (size_t)n, 0) != n) (void)ftruncate(fd, 0);
 }
 
 /* Moves a directory out of the way under a .trash-* name, then deletes it: a reader
