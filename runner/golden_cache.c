@@ -473,25 +473,31 @@ static int index_lock(const char *dir, struct pg_error *err) {
   return fd;
 }
 
-/* 1 and *bytes when the index holds an estimate, 0 when it is empty or damaged. */
-static int index_read(int fd, uint64_t *bytes) {
+/* The index: the byte estimate and when the directory was last scanned (Unix time).
+ * 1 when it holds both, 0 when it is empty or damaged. */
+static int index_read(int fd, uint64_t *bytes, int64_t *scanned) {
   char buf[128];
   ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
   if (n <= 0) return 0;
   buf[n] = '\0';
   unsigned long long b;
+  long long t;
   char nl;
-  if (sscanf(buf, "phasegate-golden-cache-index 1\nbytes %llu%c", &b, &nl) != 2 || nl != '\n')
+  if (sscanf(buf, "phasegate-golden-cache-index 2\nbytes %llu\nscanned %lld%c", &b, &t, &nl) != 3 ||
+      nl != '\n')
     return 0;
   *bytes = (uint64_t)b;
+  *scanned = (int64_t)t;
   return 1;
 }
 
-static void index_write(int fd, uint64_t bytes) {
+static void index_write(int fd, uint64_t bytes, int64_t scanned) {
   char buf[128];
   /* fixed width, so rewriting in place never needs a truncate; a torn write reads as
    * "no estimate", which only costs a rescan */
-  int n = snprintf(buf, sizeof buf, "phasegate-golden-cache-index 1\nbytes %020" PRIu64 "\n", bytes);
+  int n = snprintf(buf, sizeof buf,
+                   "phasegate-golden-cache-index 2\nbytes %020" PRIu64 "\nscanned %020" PRId64 "\n",
+                   bytes, scanned);
   if (pwrite(fd, buf, (size_t)n, 0) != n) (void)ftruncate(fd, 0);
 }
 
@@ -629,7 +635,7 @@ int pg_golden_cache_prune(const char *dir, uint64_t target_bytes,
   int fd = index_lock(dir, err);
   if (fd < 0) return fd;
   int rc = scan(dir, SCAN_CLEAN, target_bytes, target_bytes, st, err);
-  if (rc == PG_OK) index_write(fd, st->bytes);
+  if (rc == PG_OK) index_write(fd, st->bytes, (int64_t)time(NULL));
   close(fd); /* releases the lock */
   return rc;
 }
@@ -647,15 +653,18 @@ static int account_store(const char *dir, const char *entry, uint64_t max_bytes,
   int fd = index_lock(dir, err);
   if (fd < 0) return fd;
   uint64_t est = 0;
+  int64_t scanned = 0, now = (int64_t)time(NULL);
   int rc = PG_OK;
-  int known = index_read(fd, &est);
+  int known = index_read(fd, &est, &scanned);
   est = known && est <= UINT64_MAX - added ? est + added : UINT64_MAX;
-  if (est > max_bytes) {
+  /* also once a day, so killed writers' .tmp-* go and the estimate cannot drift far */
+  if (est > max_bytes || now - scanned >= PG_GOLDEN_CACHE_RESCAN_S || now < scanned) {
     struct pg_golden_cache_stats st;
     rc = scan(dir, SCAN_CLEAN, max_bytes, max_bytes / 10 * 9 + max_bytes % 10 * 9 / 10, &st, err);
     est = st.bytes;
+    scanned = now;
   }
-  if (rc == PG_OK) index_write(fd, est);
+  if (rc == PG_OK) index_write(fd, est, scanned);
   close(fd);
   return rc;
 }

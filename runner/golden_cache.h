@@ -11,8 +11,8 @@
  * Size cap: every hit touches its entry directory (mtime = last use), and every store
  * adds the entry's bytes to an approximate total kept in <cache dir>/.index (updated
  * under flock). When that estimate crosses the cap (PHASEGATE_CACHE_MAX_BYTES, default
- * 2 GiB, 0 = unlimited) the store rescans the cache and evicts least-recently-used
- * entries until it is under 90 % of the cap. Eviction renames an entry to .trash-* and
+ * 2 GiB, 0 = unlimited), or a day after the last scan, the store rescans the cache and
+ * evicts least-recently-used entries until it is under 90 % of the cap. Eviction renames an entry to .trash-* and
  * then deletes it, so a reader sees a complete entry or a miss, never a mix; .tmp-*
  * directories of killed writers are deleted once they are an hour old.
  *
@@ -82,6 +82,9 @@ int pg_golden_cache_store(const char *dir, const char *hash, const struct pg_ten
 #define PG_GOLDEN_CACHE_MAX_DEFAULT (UINT64_C(2) << 30)
 /* .tmp-* directories younger than this belong to a writer that may still be running. */
 #define PG_GOLDEN_CACHE_TMP_MAX_AGE_S 3600
+/* A store rescans the cache when the estimate crosses the cap, and at least this often
+ * (so stale .tmp-* go and the estimate is corrected even when the cap is never hit). */
+#define PG_GOLDEN_CACHE_RESCAN_S 86400
 
 /* Parses a size: decimal digits, optionally followed by K, M, G or T (powers of 1024,
  * case-insensitive, optionally with "B" or "iB" after them) or B. "0" means unlimited.

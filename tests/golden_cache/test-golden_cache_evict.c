@@ -1,8 +1,8 @@
 /* phasegate tests — the golden cache's size cap (runner/golden_cache.c): size parsing
  * and PHASEGATE_CACHE_MAX_BYTES, LRU eviction order, hits refreshing an entry, the cap
- * held across stores, the size estimate sparing rescans, stale .tmp-* and .trash-*
- * cleanup, clear, and several processes storing, evicting and reading at once without
- * ever seeing a partial or wrong entry. */
+ * held across stores, the size estimate sparing rescans (and the daily rescan), stale
+ * .tmp-* and .trash-* cleanup, clear, and several processes storing, evicting and
+ * reading at once without ever seeing a partial or wrong entry. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,6 +258,39 @@ PG_TEST(estimate_spares_rescans) {
   store(dir, 4, cap);
   st = info(dir);
   PG_CHECK(st.bytes <= cap && st.entries == 3);
+}
+
+/* Under the cap a store still rescans once a day: a killed writer's .tmp-* goes and an
+ * estimate that drifted (entries deleted by hand) is corrected. */
+PG_TEST(daily_rescan) {
+  char dir[4096], p[4400];
+  cache_dir(dir, sizeof dir, "daily");
+  uint64_t one = entry_size();
+  uint64_t cap = 100 * one;
+  store(dir, 0, cap);
+  snprintf(p, sizeof p, "%s/.tmp-killed-writer", dir);
+  PG_CHECK(mkdir(p, 0777) == 0);
+  set_mtime(p, time(NULL) - 7200);
+  store(dir, 1, cap); /* scanned a moment ago: no rescan */
+  PG_CHECK(exists(dir, ".tmp-killed-writer"));
+  /* the same estimate, last scanned two days ago (and 50 entries too high) */
+  snprintf(p, sizeof p, "%s/.index", dir);
+  FILE *f = fopen(p, "w");
+  PG_CHECK(f != NULL);
+  fprintf(f, "phasegate-golden-cache-index 2\nbytes %020llu\nscanned %020lld\n",
+          (unsigned long long)(52 * one), (long long)time(NULL) - 2 * PG_GOLDEN_CACHE_RESCAN_S);
+  fclose(f);
+  store(dir, 2, cap);
+  PG_CHECK(!exists(dir, ".tmp-killed-writer"));
+  f = fopen(p, "r");
+  PG_CHECK(f != NULL);
+  unsigned long long b = 0;
+  long long t = 0;
+  PG_CHECK(fscanf(f, "phasegate-golden-cache-index 2 bytes %llu scanned %lld", &b, &t) == 2);
+  fclose(f);
+  PG_CHECK_MSG(b == 3 * one, "estimate %llu, want %llu", b, (unsigned long long)(3 * one));
+  PG_CHECK(t >= (long long)time(NULL) - 60);
+  PG_CHECK(entry_exists(dir, 0) && entry_exists(dir, 1) && entry_exists(dir, 2));
 }
 
 PG_TEST(stale_tmp_and_clear) {
