@@ -86,31 +86,24 @@ static cJSON *index_json(int ndim, const int64_t *idx) {
 
 static void add_num(cJSON *o, const char *k, double v) { cJSON_AddItemToObject(o, k, num_or_null(v)); }
 
-static cJSON *tensor_json(const struct pg_tensor_check *t, const char *mode) {
-  cJSON *o = cJSON_CreateObject();
-  const struct pg_cmp_result *c = &t->cmp;
-  cJSON_AddStringToObject(o, "name", t->name);
-  cJSON_AddStringToObject(o, "mode", mode);
-  cJSON_AddStringToObject(o, "dtype", pg_dtype_name(t->dtype));
-  cJSON_AddItemToObject(o, "shape", index_json(t->ndim, t->shape));
-  cJSON_AddStringToObject(o, "rule", t->rule);
-  add_num(o, "atol", t->atol);
-  add_num(o, "rtol", t->rtol);
-  cJSON_AddBoolToObject(o, "values_checked", t->values_checked);
-  cJSON_AddBoolToObject(o, "passed", t->passed);
-  if (!t->compared) return o;
-  if (c->structural) {
-    cJSON_AddStringToObject(o, "structural", c->structural_reason);
-    return o;
-  }
+/* The metrics of one comparison (DESIGN.md §7) as keys of `o`: shared by the report
+ * and `phasegate diff --json`, so both spell every metric the same way. Indices are
+ * null when no finite pair exists. */
+void pg_report_add_metrics(cJSON *o, const struct pg_cmp_result *c) {
   cJSON_AddBoolToObject(o, "all_close", c->passed);
   cJSON_AddNumberToObject(o, "n", (double)c->n);
   cJSON_AddNumberToObject(o, "mismatches", (double)c->mismatches);
   add_num(o, "mismatch_ratio", c->mismatch_ratio);
   add_num(o, "max_abs_diff", c->max_abs_diff);
-  cJSON_AddItemToObject(o, "max_abs_index", index_json(c->ndim, c->max_abs_index));
+  if (c->max_abs_flat >= 0)
+    cJSON_AddItemToObject(o, "max_abs_index", index_json(c->ndim, c->max_abs_index));
+  else
+    cJSON_AddItemToObject(o, "max_abs_index", cJSON_CreateNull());
   add_num(o, "max_rel_diff", c->max_rel_diff);
-  cJSON_AddItemToObject(o, "max_rel_index", index_json(c->ndim, c->max_rel_index));
+  if (c->max_rel_flat >= 0)
+    cJSON_AddItemToObject(o, "max_rel_index", index_json(c->ndim, c->max_rel_index));
+  else
+    cJSON_AddItemToObject(o, "max_rel_index", cJSON_CreateNull());
   add_num(o, "mean_abs_diff", c->mean_abs_diff);
   add_num(o, "rmse", c->rmse);
   add_num(o, "cosine_similarity", c->cosine_similarity);
@@ -137,6 +130,26 @@ static cJSON *tensor_json(const struct pg_tensor_check *t, const char *mode) {
     add_num(m, "rel_diff", c->first[i].rel_diff);
     cJSON_AddItemToArray(fm, m);
   }
+}
+
+static cJSON *tensor_json(const struct pg_tensor_check *t, const char *mode) {
+  cJSON *o = cJSON_CreateObject();
+  const struct pg_cmp_result *c = &t->cmp;
+  cJSON_AddStringToObject(o, "name", t->name);
+  cJSON_AddStringToObject(o, "mode", mode);
+  cJSON_AddStringToObject(o, "dtype", pg_dtype_name(t->dtype));
+  cJSON_AddItemToObject(o, "shape", index_json(t->ndim, t->shape));
+  cJSON_AddStringToObject(o, "rule", t->rule);
+  add_num(o, "atol", t->atol);
+  add_num(o, "rtol", t->rtol);
+  cJSON_AddBoolToObject(o, "values_checked", t->values_checked);
+  cJSON_AddBoolToObject(o, "passed", t->passed);
+  if (!t->compared) return o;
+  if (c->structural) {
+    cJSON_AddStringToObject(o, "structural", c->structural_reason);
+    return o;
+  }
+  pg_report_add_metrics(o, c);
   return o;
 }
 

@@ -23,6 +23,8 @@ struct pg_report_meta {
 
 /* One entry of checks[] for a case. */
 cJSON *pg_report_check_json(const struct pg_case_result *r);
+/* Adds the metrics of one comparison to `o` (report and `phasegate diff --json` keys). */
+void pg_report_add_metrics(cJSON *o, const struct pg_cmp_result *c);
 
 /* Builds the whole report around `checks` (an array it takes ownership of), computing
  * cases_total/passed, status, per_mode_status, first_failure and stdout. */

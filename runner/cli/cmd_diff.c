@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "report.h"
 #include "phasegate/compare.h"
 #include "tensor_io.h"
 
@@ -79,44 +80,8 @@ static void print_json(const char *pa, const char *pb, const char *rule_text,
   if (r->structural) {
     cJSON_AddStringToObject(o, "structural_reason", r->structural_reason);
   } else {
-    cJSON_AddNumberToObject(o, "n", (double)r->n);
+    pg_report_add_metrics(o, r);
     cJSON_AddNumberToObject(o, "n_finite", (double)r->n_finite);
-    cJSON_AddNumberToObject(o, "mismatches", (double)r->mismatches);
-    cJSON_AddNumberToObject(o, "mismatch_ratio", r->mismatch_ratio);
-    cJSON_AddNumberToObject(o, "max_abs_diff", r->max_abs_diff);
-    if (r->max_abs_flat >= 0)
-      cJSON_AddItemToObject(o, "max_abs_index", index_json(r->max_abs_index, r->ndim));
-    else
-      cJSON_AddNullToObject(o, "max_abs_index");
-    cJSON_AddNumberToObject(o, "max_rel_diff", r->max_rel_diff);
-    if (r->max_rel_flat >= 0)
-      cJSON_AddItemToObject(o, "max_rel_index", index_json(r->max_rel_index, r->ndim));
-    else
-      cJSON_AddNullToObject(o, "max_rel_index");
-    cJSON_AddNumberToObject(o, "mean_abs_diff", r->mean_abs_diff);
-    cJSON_AddNumberToObject(o, "rmse", r->rmse);
-    cJSON_AddNumberToObject(o, "cosine_similarity", r->cosine_similarity);
-    cJSON_AddNumberToObject(o, "nan_impl", (double)r->nan_impl);
-    cJSON_AddNumberToObject(o, "nan_ref", (double)r->nan_ref);
-    cJSON_AddNumberToObject(o, "inf_impl", (double)r->inf_impl);
-    cJSON_AddNumberToObject(o, "inf_ref", (double)r->inf_ref);
-    cJSON_AddNumberToObject(o, "max_ulp", r->max_ulp);
-    cJSON_AddNumberToObject(o, "error_balance", r->error_balance);
-    cJSON_AddNumberToObject(o, "share_within_1e3", r->share_within_1e3);
-    cJSON_AddNumberToObject(o, "share_within_5e3", r->share_within_5e3);
-    cJSON_AddNumberToObject(o, "zero_share_ref", r->zero_share_ref);
-    cJSON_AddBoolToObject(o, "mistrusted", r->mistrusted);
-    if (r->mistrusted) cJSON_AddStringToObject(o, "mistrust_reason", r->mistrust_reason);
-    cJSON_AddBoolToObject(o, "cpu_reproducer_candidate", r->cpu_reproducer_candidate);
-    cJSON *first = cJSON_AddArrayToObject(o, "first_mismatches");
-    for (int i = 0; i < r->n_first; i++) {
-      cJSON *m = cJSON_CreateObject();
-      cJSON_AddItemToObject(m, "index", index_json(r->first[i].index, r->ndim));
-      cJSON_AddNumberToObject(m, "impl_value", r->first[i].impl_value);
-      cJSON_AddNumberToObject(m, "abs_diff", r->first[i].abs_diff);
-      cJSON_AddNumberToObject(m, "rel_diff", r->first[i].rel_diff);
-      cJSON_AddItemToArray(first, m);
-    }
   }
   char *s = cJSON_Print(o);
   if (s) printf("%s\n", s);
