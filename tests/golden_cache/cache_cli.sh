@@ -84,6 +84,8 @@ envcmd="env PHASEGATE_CACHE_MAX_BYTES=lots" expect 2 "phasegate run: error: PHAS
 [ $(grep -c . out.txt) -eq 1 ] || fail "run with a bad cap printed more than one line: $(cat out.txt)"
 # without the cache the setting does not matter
 envcmd="env PHASEGATE_CACHE_MAX_BYTES=lots" expect 1 "L1" run --op-dir "$op" --impl exec:true --up-to-module 1 --report-dir r --no-golden-cache
+# ... and --no-golden-cache bypasses it: the (empty) cache gets no entry from that run
+[ "$(entries)" -eq 0 ] || fail "a run with --no-golden-cache stored $(entries) entries"
 expect 2 "phasegate cache: error: --max-bytes: '1.5G' is not a size" cache prune --max-bytes 1.5G
 expect 2 "phasegate cache: error: --max-bytes: '-1' is not a size" cache prune --max-bytes=-1
 expect 2 "phasegate cache: error: --max-bytes: '99999999999T' is too large" cache prune --max-bytes 99999999999T
