@@ -1,5 +1,5 @@
 # A runner built by the project: NOT_BUILT before the build, discovery after it,
-# rediscovery when the suite changes.
+# rediscovery when the suite, the contract or the runner changes.
 enable_language(C)
 add_executable(fake_phasegate "${FAKE_SOURCE}")
 if(NOT EXISTS "${CMAKE_BINARY_DIR}/basic")
