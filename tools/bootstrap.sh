@@ -2,30 +2,37 @@
 # Installs every system dependency of phasegate with apt, on Debian 12 or newer, as root
 # (or through sudo). Idempotent: it checks what is installed and only installs the rest.
 #   tools/bootstrap.sh            build + test dependencies
+# libFuzzer's runtime ships per clang version (libclang-rt-<N>-dev: 14 on Debian 12,
+# 19 on Debian 13), so it is chosen after clang is present, from clang's own version.
 set -euo pipefail
 
 packages=(
   cmake ninja-build gcc pkg-config git          # build
   libyaml-dev libcjson-dev libopenblas-dev libdlpack-dev  # the only libraries
-  clang libclang-rt-14-dev                       # asan preset and libFuzzer harnesses
+  clang                                          # asan preset and libFuzzer harnesses
   python3 python3-numpy                          # differential tests, exec example impl
 )
 
-missing=()
-for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
-done
-
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "bootstrap: all dependencies present"
-  exit 0
-fi
-
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-echo "bootstrap: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update
-$sudo apt-get install -y --no-install-recommends "${missing[@]}"
+updated=0
+
+# install_missing PKG...: apt-get install the packages that are not installed yet
+install_missing() {
+  local missing=() p
+  for p in "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "bootstrap: installing ${missing[*]}"
+  if [ "$updated" -eq 0 ]; then $sudo apt-get update; updated=1; fi
+  $sudo apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+install_missing "${packages[@]}"
+clang_major=$(clang -dumpversion | cut -d. -f1)
+install_missing "libclang-rt-${clang_major}-dev"
+if [ "$updated" -eq 0 ]; then echo "bootstrap: all dependencies present"; fi
