@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Fault-zoo exec impl: correct attention (numpy), plus one seeded protocol bug chosen
 by argv[1]: `extra` writes an undeclared extra output, `missing` writes no output,
-`shape` writes the output with a wrong shape, `fail` exits 3 after printing to stderr."""
+`shape` writes the output with a wrong shape, `dtype` writes it as float64 instead of the
+declared dtype, `fail` exits 3 after printing to stderr."""
 import os
 import sys
 
@@ -23,6 +24,9 @@ if fault == "missing":
 if fault == "fail":
     print("exec_fault: device error 0x2a", file=sys.stderr)
     sys.exit(3)
+if fault == "dtype":
+    np.save(os.path.join(req.out_dir, name + ".npy"), res.astype(np.float64))
+    sys.exit(0)
 if fault == "shape":
     np.save(os.path.join(req.out_dir, name + ".npy"), res[..., :-1].astype(np.float16))
     sys.exit(0)
