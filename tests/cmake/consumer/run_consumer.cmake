@@ -1,7 +1,7 @@
 # phasegate tests — driver of cmake/consumer_<MODE>: builds the consumer project in
 # tests/cmake/consumer against phasegate consumed as MODE (package: installed into a
-# temporary prefix first; subdir: add_subdirectory; fetch: FetchContent, configure
-# only) and checks discovery, the gate, json-v1, verify_all + JUnit and resource groups
+# temporary prefix first; subdir: add_subdirectory; fetch: FetchContent from a local
+# SOURCE_DIR) and checks discovery, the gate, json-v1, verify_all + JUnit and resource groups
 # with the real runner and the toy op.
 # Inputs: MODE, SRC, BIN, PG_SOURCE_DIR, PG_BUILD_DIR, GENERATOR, C_COMPILER,
 # BUILD_TYPE, SAN_FLAGS.
@@ -42,10 +42,6 @@ if(MODE STREQUAL "package")
 else()
   pg_expect_set("tests before the build" "${names}" toy/NOT_BUILT)
 endif()
-if(MODE STREQUAL "fetch")
-  return()
-endif()
-
 set(targets toy_impl phasegate_discover_toy)
 if(MODE STREQUAL "package")
   list(APPEND targets uses_compare)
