@@ -7,7 +7,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build gcc pkg-config git          # build
+  cmake ninja-build gcc libc6-dev pkg-config git  # build (libc6-dev: gcc only recommends it)
   libyaml-dev libcjson-dev libopenblas-dev libdlpack-dev  # the only libraries
   clang                                          # asan preset and libFuzzer harnesses
   python3 python3-numpy                          # differential tests, exec example impl
