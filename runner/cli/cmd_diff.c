@@ -16,9 +16,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "report.h"
+#include "report/report.h"
 #include "phasegate/compare.h"
-#include "tensor_io.h"
+#include "tensors/tensors.h"
 
 static void usage(FILE *out) {
   fprintf(out,

@@ -8,9 +8,10 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "materialize.h"
+#include "base/base.h"
+#include "tensors/tensors.h"
 #include "phasegate/spec.h"
-#include "tensor_io.h"
+#include "tensors/tensors.h"
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -48,20 +49,6 @@ static int parse_size(const char *s, uint64_t *out) {
   if (v > UINT64_MAX / mul) return 0;
   *out = v * mul;
   return 1;
-}
-
-static int mkdir_p(const char *path) {
-  char buf[4096];
-  snprintf(buf, sizeof buf, "%s", path);
-  for (char *p = buf + 1; *p; p++)
-    if (*p == '/') {
-      *p = '\0';
-      if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-      *p = '/';
-    }
-  if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-  struct stat st;
-  return stat(buf, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
 }
 
 static int used_by(const struct pg_contract *c, const char *name, int k) {
@@ -151,7 +138,7 @@ int pg_cmd_gen(int argc, char **argv) {
     fprintf(stderr, "phasegate gen: error: %s\n", err.message);
     goto out;
   }
-  if (mkdir_p(out_dir) != 0) {
+  if (pg_mkdir_p(out_dir) != 0) {
     fprintf(stderr, "phasegate gen: error: %s: cannot create directory: %s\n", out_dir,
             strerror(errno));
     goto out;

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "run.h"
+#include "run/run.h"
 
 static void usage(FILE *out) {
   fprintf(out,

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "materialize.h"
+#include "tensors/tensors.h"
 #include "phasegate/compare.h"
 #include "phasegate/goldens.h"
 #include "phasegate/spec.h"

@@ -12,7 +12,7 @@
 #include <cJSON.h>
 
 #include "cli.h"
-#include "materialize.h"
+#include "tensors/tensors.h"
 #include "phasegate/goldens.h"
 #include "phasegate/spec.h"
 

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "materialize.h"
+#include "tensors/tensors.h"
 #include "pg_test.h"
 
 struct fixture {

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "phasegate/tensor.h"
-#include "tensor_io.h"
+#include "tensors/tensors.h"
 
 static int write_npy(int argc, char **argv) {
   if (argc < 5) return 2;

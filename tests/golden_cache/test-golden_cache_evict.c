@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "golden_cache.h"
+#include "run/golden_cache.h"
 #include "pg_test.h"
 
 #define NUMEL 256 /* float32: 1 KiB of data per entry */

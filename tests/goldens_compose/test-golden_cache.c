@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "golden_cache.h"
+#include "run/golden_cache.h"
 #include "pg_test.h"
 
 static void hex32(const unsigned char d[32], char *out) {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "materialize.h"
+#include "tensors/tensors.h"
 #include "pg_oom.h"
 #include "phasegate/compare.h"
 #include "phasegate/goldens.h"

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "pg_oom.h"
-#include "report.h"
-#include "run.h"
+#include "report/report.h"
+#include "run/run.h"
 
 static void fake_case(struct pg_case_result *r, const char *id, int index,
                       enum pg_verdict sim, enum pg_verdict npu) {

@@ -12,7 +12,7 @@
 
 #include "pg_oom.h"
 #include "phasegate/tensor.h"
-#include "tensor_io.h"
+#include "tensors/tensors.h"
 
 static char tmpdir[256];
 

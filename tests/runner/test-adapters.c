@@ -8,9 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "adapters/adapter.h"
+#include "impl/impl.h"
 #include "pg_test.h"
-#include "tensor_io.h"
+#include "tensors/tensors.h"
 
 struct fixture {
   struct pg_tensor x;

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "pg_test.h"
-#include "report.h"
-#include "run.h"
+#include "report/report.h"
+#include "run/run.h"
 
 PG_TEST(fingerprints) {
   enum pg_verdict pf[] = {PG_VERDICT_PASS, PG_VERDICT_FAIL};

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "pg_test.h"
-#include "sandbox.h"
+#include "impl/sandbox.h"
 
 static int say_and_exit(void *ctx) {
   printf("out line\n");

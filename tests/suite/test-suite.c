@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "fixture_contract.h"
-#include "json_pos.h"
+#include "spec/json_pos.h"
 #include "pg_test.h"
 #include "phasegate/spec.h"
 

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "materialize.h"
-#include "rng.h"
+#include "tensors/tensors.h"
+#include "tensors/rng.h"
 
 #define CHUNK ((uint32_t)1 << 20) /* blocks per batch */
 

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "materialize.h"
-#include "rng.h"
-#include "tensor_io.h"
+#include "tensors/tensors.h"
+#include "tensors/rng.h"
+#include "tensors/tensors.h"
 
 static int fail(const struct pg_error *err) {
   fprintf(stderr, "tensor_tool: %s\n", err->message);

@@ -5,9 +5,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "materialize.h"
+#include "tensors/tensors.h"
 #include "pg_test.h"
-#include "rng.h"
+#include "tensors/rng.h"
 
 static const char *CONTRACT =
     "schema_version: 1\n"

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 
 #include "pg_test.h"
-#include "tensor_io.h"
+#include "tensors/tensors.h"
 
 static void path_in_tmp(char *buf, size_t n, const char *name) {
   snprintf(buf, n, "%s/%s", pg_test_tmpdir(), name);

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "materialize.h"
+#include "tensors/tensors.h"
 #include "pg_test.h"
-#include "rng.h"
+#include "tensors/rng.h"
 
 static uint64_t fnv_bytes(const void *p, size_t n) {
   const unsigned char *b = p;

@@ -4,9 +4,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "materialize.h"
+#include "tensors/tensors.h"
 #include "pg_test.h"
-#include "rng.h"
+#include "tensors/rng.h"
 
 static void kat(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1,
                 uint32_t e0, uint32_t e1, uint32_t e2, uint32_t e3) {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "pg_test.h"
-#include "tensor_io.h"
+#include "tensors/tensors.h"
 
 static void make(struct pg_tensor *t, const char *name, enum pg_dtype dt, int ndim,
                  const int64_t *shape) {

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "materialize.h"
+#include "tensors/tensors.h"
 #include "phasegate/goldens.h"
 #include "phasegate/spec.h"
 

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "golden_cache.h"
+#include "run/golden_cache.h"
 
 static double now_s(void) {
   struct timespec t;

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "json_pos.h"
+#include "spec/json_pos.h"
 #include "phasegate/spec.h"
 
 static double now(void) {

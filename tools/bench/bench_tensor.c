@@ -13,9 +13,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "materialize.h"
-#include "rng.h"
-#include "tensor_io.h"
+#include "tensors/tensors.h"
+#include "tensors/rng.h"
+#include "tensors/tensors.h"
 
 static double now(void) {
   struct timespec ts;

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "json_pos.h"
+#include "spec/json_pos.h"
 #include "phasegate/error.h"
 
 static void check(int cond) {

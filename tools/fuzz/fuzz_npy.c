@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor_io.h"
+#include "tensors/tensors.h"
 
 static void check(int cond) {
   if (!cond) __builtin_trap();

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "tensor_io.h"
+#include "tensors/tensors.h"
 
 static void check(int cond) {
   if (!cond) __builtin_trap();

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "json_pos.h"
+#include "spec/json_pos.h"
 #include "phasegate/spec.h"
 
 static void check(int cond) {

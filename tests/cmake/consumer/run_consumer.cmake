@@ -20,7 +20,7 @@ if(SAN_FLAGS)
 endif()
 if(MODE STREQUAL "package")
   pg_run(r COMMAND "${CMAKE_COMMAND}" --install "${PG_BUILD_DIR}" --prefix "${BIN}/prefix")
-  foreach(f bin/phasegate include/phasegate/impl.h include/phasegate/runner/tensor_io.h
+  foreach(f bin/phasegate include/phasegate/impl.h include/phasegate/runner/tensors/tensors.h
             lib/cmake/PhaseGate/PhaseGateConfig.cmake lib/cmake/PhaseGate/PhaseGateConfigVersion.cmake
             lib/cmake/PhaseGate/PhaseGate.cmake lib/cmake/PhaseGate/PhaseGateDiscover.cmake)
     pg_check(EXISTS "${BIN}/prefix/${f}" MESSAGE "not installed: ${f}")

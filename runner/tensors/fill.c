@@ -16,8 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "materialize.h"
-#include "rng.h"
+#include "tensors/tensors.h"
+#include "tensors/rng.h"
 
 /* Fused multiply-add would change low bits between platforms. ISO C mode (the
  * project's -std=c11) already keeps gcc from contracting; these also hold when this

@@ -18,7 +18,7 @@
 
 #include <yaml.h>
 
-#include "contract_internal.h"
+#include "spec/contract_internal.h"
 #include "phasegate/spec.h"
 
 /* ------------------------------------------------------------------ findings */

@@ -5,7 +5,8 @@
  * recomputed from the merged checks[], so the report is the same whether the cases of
  * a phase ran in one process or in many concurrent ones.
  */
-#include "report.h"
+#include "report/report.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "json_pos.h"
+#include "spec/json_pos.h"
 #include "phasegate/spec.h"
 
 /* Out of memory while building: cJSON's creators return NULL and its adders fail
@@ -411,19 +412,6 @@ int pg_report_sanitize(cJSON *node) {
   return changed;
 }
 
-static int mkdir_p(const char *path) {
-  char buf[4096];
-  snprintf(buf, sizeof buf, "%s", path);
-  for (char *p = buf + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-  return 0;
-}
-
 /* The whole file, or NULL: missing or unreadable, or (*oom set) out of memory. */
 static char *read_file(const char *path, int *oom) {
   FILE *f = fopen(path, "rb");
@@ -458,8 +446,9 @@ int pg_report_merge_write(const char *path, const struct pg_report_meta *m,
   char *slash = strrchr(dir, '/');
   if (slash && slash != dir) {
     *slash = '\0';
-    if (mkdir_p(dir) != 0)
-      return pg_error_set(err, PG_EIO, "%s: cannot create directory: %s", dir, strerror(errno));
+    if (pg_mkdir_p(dir) != 0)
+      return pg_error_set(err, errno == ENOMEM ? PG_ENOMEM : PG_EIO,
+                          "%s: cannot create directory: %s", dir, strerror(errno));
   }
   char lock[4200];
   snprintf(lock, sizeof lock, "%s.lock", path);

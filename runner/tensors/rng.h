@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "materialize.h"
+#include "tensors/tensors.h"
 #include "phasegate/error.h"
 #include "phasegate/tensor.h"
 

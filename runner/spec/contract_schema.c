@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "contract_internal.h"
-#include "materialize.h"
+#include "spec/contract_internal.h"
+#include "tensors/tensors.h"
 #include "phasegate/goldens.h"
 
 /* Entries per list (modules, inputs, outputs, steps, …): far above any real contract,

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "adapters/adapter.h"
+#include "impl/impl.h"
 #include "phasegate/impl.h"
 
 enum { STAGE_START = 0, STAGE_DLOPEN_FAILED, STAGE_NOSYM, STAGE_NOMEM, STAGE_CALLING,

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tensor_io.h"
+#include "tensors/tensors.h"
 
 #define NPY_MAGIC "\x93NUMPY"
 #define NPY_MAX_HEADER ((size_t)1 << 20)

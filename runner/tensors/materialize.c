@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "materialize.h"
+#include "tensors/tensors.h"
 #include "phasegate/goldens.h"
-#include "rng.h"
+#include "tensors/rng.h"
 
 uint64_t pg_case_seed(const struct pg_case *cs) {
   if (!cs) return 0;

@@ -16,9 +16,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "adapters/adapter.h"
+#include "impl/impl.h"
+#include "base/base.h"
 #include "phasegate/impl.h"
-#include "tensor_io.h"
+#include "tensors/tensors.h"
 
 struct exec_ctx {
   const char *command;
@@ -162,7 +163,7 @@ int pg__exec_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
   return PG_OK;
 fail:
   if (req->keep_work) snprintf(out->work_dir, sizeof out->work_dir, "%s", dir);
-  else pg__remove_tree(dir);
+  else pg_remove_tree(dir);
   return rc;
 }
 
@@ -195,6 +196,6 @@ int pg__exec_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
   rc = pg__collect_outputs(out_dir, req, out, err);
 done:
   if (req->keep_work) snprintf(out->work_dir, sizeof out->work_dir, "%s", dir);
-  else pg__remove_tree(dir);
+  else pg_remove_tree(dir);
   return rc;
 }

@@ -8,7 +8,7 @@
  * crosses the cap (or when no estimate exists yet). Not here: deciding when to use the
  * cache (the runner), computing goldens (goldens/).
  */
-#include "golden_cache.h"
+#include "run/golden_cache.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tensor_io.h"
+#include "tensors/tensors.h"
 
 /* ---------------------------------------------------------------- SHA-256 */
 

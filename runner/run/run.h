@@ -12,10 +12,10 @@
 
 #include <stdint.h>
 
-#include "adapters/adapter.h"
+#include "impl/impl.h"
 #include "phasegate/compare.h"
 #include "phasegate/error.h"
-#include "materialize.h"
+#include "tensors/tensors.h"
 
 /* Ordered by severity: worst wins when aggregating (ERROR > FAIL > PASS > SKIPPED). */
 enum pg_verdict { PG_VERDICT_SKIPPED = 0, PG_VERDICT_PASS, PG_VERDICT_FAIL, PG_VERDICT_ERROR };

@@ -16,8 +16,9 @@
 #include <stdint.h>
 
 #include "phasegate/error.h"
+#include "base/base.h"
 #include "phasegate/tensor.h"
-#include "sandbox.h"
+#include "impl/sandbox.h"
 
 #define PG_IMPL_MAX_OUTPUTS 32
 #define PG_CANARY_BYTES 64
@@ -164,12 +165,8 @@ int pg__collect_outputs(const char *dir, const struct pg_impl_request *req,
 __attribute__((format(printf, 3, 4)))
 #endif
 int pg__outcome_fail(struct pg_impl_outcome *out, enum pg_category cat, const char *fmt, ...);
-/* Formats "[2, 4, 128]" into buf. */
-void pg__impl_shape_str(int ndim, const int64_t *shape, char *buf, size_t size);
 /* The last non-empty line of text (shortened from the left to fit). */
 void pg__last_line(const char *text, char *buf, size_t size);
-/* rm -rf, best effort. */
-void pg__remove_tree(const char *path);
 /* Classifies a sandbox result that did not end normally (timeout, signal) or that
  * reported an allocation failure; returns 1 when it filled `out`. */
 int pg__classify_abnormal(const struct pg_sandbox_result *sr, const struct pg_impl_request *req,

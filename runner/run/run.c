@@ -7,7 +7,8 @@
  * output is passed through pg_redact_text() against the case's inputs and goldens
  * before it is stored or shown; report.c sanitizes every write.
  */
-#include "run.h"
+#include "run/run.h"
+#include "base/base.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -22,12 +23,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "golden_cache.h"
-#include "materialize.h"
+#include "run/golden_cache.h"
+#include "tensors/tensors.h"
 #include "phasegate/goldens.h"
 #include "phasegate/spec.h"
-#include "report.h"
-#include "tensor_io.h"
+#include "report/report.h"
+#include "tensors/tensors.h"
 
 #define PG_MAX_MODES 16
 #define PG_CAPTURE_KEEP (16u * 1024u) /* captured impl output kept per mode */
@@ -84,20 +85,6 @@ void pg_case_result_reset(struct pg_case_result *r) {
   memset(r, 0, sizeof *r);
 }
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static char *xstrdup(const char *s) {
-  if (!s) return NULL;
-  size_t n = strlen(s) + 1;
-  char *p = malloc(n);
-  if (p) memcpy(p, s, n);
-  return p;
-}
-
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
@@ -109,29 +96,6 @@ static void emit(const struct pg_run_opts *o, int to_stderr, const char *fmt, ..
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
   o->on_line(o->user, to_stderr, line);
-}
-
-static int is_file(const char *p) {
-  struct stat st;
-  return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static int is_dir(const char *p) {
-  struct stat st;
-  return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static int mkdir_p(const char *path) {
-  char buf[4096];
-  snprintf(buf, sizeof buf, "%s", path);
-  for (char *p = buf + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-  return 0;
 }
 
 /* Comma-separated list membership. */
@@ -659,7 +623,7 @@ static void compare_outputs(struct run_ctx *rc, int k, const struct pg_case *cs,
     t->passed = cs->precision ? t->cmp.passed : 1;
     if (!t->passed && m->status < PG_VERDICT_FAIL) {
       char idx[160], nan_note[96] = "";
-      pg__impl_shape_str(t->cmp.ndim, t->cmp.max_abs_index, idx, sizeof idx);
+      pg_shape_format(t->cmp.ndim, t->cmp.max_abs_index, idx, sizeof idx);
       if (t->cmp.nan_impl > t->cmp.nan_ref)
         snprintf(nan_note, sizeof nan_note, "; %lld NaN in the impl vs %lld in the reference",
                  (long long)t->cmp.nan_impl, (long long)t->cmp.nan_ref);
@@ -688,7 +652,8 @@ static int load_named(const char *dir, const char *name, struct pg_tensor *t,
 }
 
 static int save_tensors(const char *dir, const struct pg_tensor *t, int n, struct pg_error *err) {
-  if (mkdir_p(dir) != 0) return pg_error_set(err, PG_EIO, "%s: %s", dir, strerror(errno));
+  if (pg_mkdir_p(dir) != 0)
+    return pg_error_set(err, errno == ENOMEM ? PG_ENOMEM : PG_EIO, "%s: %s", dir, strerror(errno));
   for (int i = 0; i < n; i++) {
     char p[4600];
     snprintf(p, sizeof p, "%s/%s.npy", dir, t[i].name);
@@ -793,8 +758,8 @@ static void mode_line(struct run_ctx *rc, const struct pg_case_result *r,
     if (strcmp(t->name, o->inspect) != 0 || !t->compared || t->cmp.structural) continue;
     const struct pg_cmp_result *c = &t->cmp;
     char ai[160], ri[160];
-    pg__impl_shape_str(c->ndim, c->max_abs_index, ai, sizeof ai);
-    pg__impl_shape_str(c->ndim, c->max_rel_index, ri, sizeof ri);
+    pg_shape_format(c->ndim, c->max_abs_index, ai, sizeof ai);
+    pg_shape_format(c->ndim, c->max_rel_index, ri, sizeof ri);
     emit(o, 0, "    %s: n %lld  mismatches %lld (%.3g)  max_abs %.3g at %s  max_rel %.3g at %s  "
          "mean_abs %.3g  rmse %.3g  cosine %.6f  max_ulp %.3g  balance %+.3f  within 1e-3 "
          "%.4f  5e-3 %.4f  nan impl/ref %lld/%lld  inf impl/ref %lld/%lld  zero share %.3f",
@@ -805,7 +770,7 @@ static void mode_line(struct run_ctx *rc, const struct pg_case_result *r,
          c->zero_share_ref);
     for (int j = 0; j < c->n_first; j++) {
       char ix[160];
-      pg__impl_shape_str(c->ndim, c->first[j].index, ix, sizeof ix);
+      pg_shape_format(c->ndim, c->first[j].index, ix, sizeof ix);
       emit(o, 0, "      mismatch %s  impl %.6g  abs_diff %.3g  rel_diff %.3g", ix,
            c->first[j].impl_value, c->first[j].abs_diff, c->first[j].rel_diff);
     }
@@ -875,13 +840,13 @@ static void failure_hint(struct run_ctx *rc, struct pg_case_result *r) {
 static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_case_result *r) {
   const struct pg_run_opts *o = rc->o;
   const int k = o->up_to_module;
-  double t_case = now_ms();
+  double t_case = pg_now_ms();
   memset(r, 0, sizeof *r);
   snprintf(r->id, sizeof r->id, "%s", cs->id);
   r->index = cs->index;
   r->level = cs->level;
   r->precision_checked = cs->precision;
-  r->knobs_json = xstrdup(cs->json ? cs->json : "{}");
+  r->knobs_json = pg_strdup(cs->json ? cs->json : "{}");
   r->repro = make_repro(o, rc->contract_path, rc->suite_path, cs->id, rc->modes_buf);
   r->modes = calloc((size_t)rc->n_modes, sizeof *r->modes);
   if (!r->modes) {
@@ -957,12 +922,12 @@ static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_cas
     golden_hit = golden_cache_hit(rc, k, cs, &dims, specs, n_out, goldens);
     if (!golden_hit) blas_preload_start(rc, k);
   }
-  double t0 = now_ms();
+  double t0 = pg_now_ms();
   char gd_case[4200] = "";
   if (o->golden_data) {
     char in1[4300];
     snprintf(in1, sizeof in1, "%s/%s/in", o->golden_data, cs->id);
-    if (is_dir(in1)) snprintf(gd_case, sizeof gd_case, "%s/%s", o->golden_data, cs->id);
+    if (pg_is_dir(in1)) snprintf(gd_case, sizeof gd_case, "%s/%s", o->golden_data, cs->id);
     else snprintf(gd_case, sizeof gd_case, "%s", o->golden_data); /* pypto layout DIR/in */
     char d[4300];
     snprintf(d, sizeof d, "%s/in", gd_case);
@@ -982,8 +947,8 @@ static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_cas
           for (int a = 0; same && a < nd; a++) same = inputs[i].shape[a] == sh[a];
           if (!same) {
             char got[160], want[160];
-            pg__impl_shape_str(inputs[i].dl.ndim, inputs[i].shape, got, sizeof got);
-            pg__impl_shape_str(nd, sh, want, sizeof want);
+            pg_shape_format(inputs[i].dl.ndim, inputs[i].shape, got, sizeof got);
+            pg_shape_format(nd, sh, want, sizeof want);
             snprintf(msg, sizeof msg, "--golden-data: input '%s' has shape %s, case '%s' "
                      "declares %s", pd->name, got, cs->id, want);
             set_case_error(r, PG_CAT_INFRA, msg);
@@ -1006,7 +971,7 @@ static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_cas
     for (int i = 0; i < rc->contract.n_primary; i++)
       if (!inputs[i].name[0]) pg_tensor_set_name(&inputs[i], rc->contract.primary_inputs[i].name);
   }
-  r->inputs_ms = now_ms() - t0;
+  r->inputs_ms = pg_now_ms() - t0;
   /* The first mode's impl starts now and runs while this process computes the golden
    * (the impl only needs the inputs): on a small case the two take about as long. */
   blas_preload_join(rc);
@@ -1017,7 +982,7 @@ static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_cas
     pg_impl_start(&rc->impl, &req0, &pend, &out0, &pend_err);
     pending = 1;
   }
-  t0 = now_ms();
+  t0 = pg_now_ms();
   if (o->golden_data) {
     char d[4300];
     snprintf(d, sizeof d, "%s/out", gd_case);
@@ -1034,8 +999,8 @@ static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_cas
       for (int a = 0; same && a < specs[i].ndim; a++) same = goldens[i].shape[a] == specs[i].shape[a];
       if (!same) {
         char got[160], want[160];
-        pg__impl_shape_str(goldens[i].dl.ndim, goldens[i].shape, got, sizeof got);
-        pg__impl_shape_str(specs[i].ndim, specs[i].shape, want, sizeof want);
+        pg_shape_format(goldens[i].dl.ndim, goldens[i].shape, got, sizeof got);
+        pg_shape_format(specs[i].ndim, specs[i].shape, want, sizeof want);
         snprintf(msg, sizeof msg, "--golden-data: reference '%s' is %s %s, the M%d boundary of "
                  "case '%s' is %s %s", specs[i].name, pg_dtype_name(goldens[i].dtype), got, k,
                  cs->id, pg_dtype_name(specs[i].dtype), want);
@@ -1052,7 +1017,7 @@ static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_cas
     set_case_error(r, PG_CAT_INFRA, msg);
     goto finish;
   }
-  r->golden_ms = now_ms() - t0;
+  r->golden_ms = pg_now_ms() - t0;
   if (o->save_data) {
     char d[4300];
     snprintf(d, sizeof d, "%s/%s/in", o->save_data, cs->id);
@@ -1212,7 +1177,7 @@ finish:
     pg_impl_finish(&pend, &out0, &fe);
     pg_impl_outcome_reset(&out0);
   }
-  r->total_ms = now_ms() - t_case;
+  r->total_ms = pg_now_ms() - t_case;
   for (int mi = 0; mi < r->n_modes; mi++) {
     mode_line(rc, r, &r->modes[mi]);
     if (r->modes[mi].status == PG_VERDICT_FAIL || r->modes[mi].status == PG_VERDICT_ERROR)
@@ -1322,8 +1287,9 @@ static int run_parallel(struct run_ctx *rc, const int *sel, int n_sel, int jobs,
 /* A directory we are about to write into: it exists (or, with create, is created with
  * its parents) and is writable. */
 static int usable_dir(const char *opt, const char *dir, int create, struct pg_error *err) {
-  if (create && mkdir_p(dir) != 0)
-    return pg_error_set(err, PG_EIO, "%s: cannot create directory '%s': %s", opt, dir,
+  if (create && pg_mkdir_p(dir) != 0)
+    return pg_error_set(err, errno == ENOMEM ? PG_ENOMEM : PG_EIO,
+                        "%s: cannot create directory '%s': %s", opt, dir,
                         strerror(errno));
   struct stat st;
   if (stat(dir, &st) != 0)
@@ -1344,18 +1310,18 @@ static int check_before_cases(struct run_ctx *rc, const int *sel, int n_sel,
   const struct pg_run_opts *o = rc->o;
   int ret;
   if (o->golden_data) {
-    if (!is_dir(o->golden_data))
+    if (!pg_is_dir(o->golden_data))
       return pg_error_set(err, PG_ENOENT, "--golden-data: '%s' is not a directory",
                           o->golden_data);
     char p[4400];
     snprintf(p, sizeof p, "%s/in", o->golden_data);
-    if (is_dir(p)) {
+    if (pg_is_dir(p)) {
       /* DIR/in + DIR/out hold one case: applying them to several would compare every
        * case against the same references. */
       int shared = 0;
       for (int i = 0; i < n_sel; i++) {
         snprintf(p, sizeof p, "%s/%s/in", o->golden_data, rc->suite.cases[sel[i]].id);
-        shared += !is_dir(p);
+        shared += !pg_is_dir(p);
       }
       if (shared > 1)
         return pg_error_set(err, PG_EINVAL, "--golden-data: '%s' holds a single case (in/ and "
@@ -1372,7 +1338,7 @@ static int check_before_cases(struct run_ctx *rc, const int *sel, int n_sel,
   else snprintf(dir, sizeof dir, ".");
   if (o->report_path) {
     /* A file the user named: its directory must exist (a typo must not grow a tree). */
-    if (is_dir(o->report_path))
+    if (pg_is_dir(o->report_path))
       return pg_error_set(err, PG_EINVAL, "--report: '%s' is a directory; name the report "
                           "file (or use --report-dir)", o->report_path);
     if ((ret = usable_dir("--report", dir, 0, err)) != PG_OK) return ret;
@@ -1530,7 +1496,7 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
   /* Without a golden cache every case computes its golden: load OpenBLAS (if a golden
    * step needs it) while the suite is read and the inputs are generated. */
   if (o->no_golden_cache && !o->golden_data) blas_preload_start(rc, o->up_to_module);
-  if (!is_file(rc->suite_path)) {
+  if (!pg_is_file(rc->suite_path)) {
     ret = pg_error_set(err, PG_ENOENT, "%s: no suite file", rc->suite_path);
     goto out;
   }

@@ -19,8 +19,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "json_pos.h"
-#include "materialize.h"
+#include "spec/json_pos.h"
+#include "tensors/tensors.h"
 #include "phasegate/spec.h"
 
 #define SUITE_MAX_BYTES ((size_t)64 << 20) /* a suite is a few KiB; refuse anything absurd */

@@ -12,8 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "adapters/adapter.h"
-#include "tensor_io.h"
+#include "impl/impl.h"
+#include "base/base.h"
+#include "tensors/tensors.h"
 
 int pg_impl_parse(const char *spec, struct pg_impl *impl, struct pg_error *err) {
   static const struct { const char *prefix; enum pg_impl_kind kind; } kinds[] = {
@@ -132,25 +133,6 @@ int pg__outcome_fail(struct pg_impl_outcome *out, enum pg_category cat, const ch
   return 0;
 }
 
-void pg__impl_shape_str(int ndim, const int64_t *shape, char *buf, size_t size) {
-  size_t n = 0;
-  if (size == 0) return;
-  n += (size_t)snprintf(buf, size, "[");
-  for (int i = 0; i < ndim && n < size; i++)
-    n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
-  if (n < size) snprintf(buf + n, size - n, "]");
-}
-
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  remove(path);
-  return 0;
-}
-
-void pg__remove_tree(const char *path) {
-  if (path && *path) nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 int pg__classify_abnormal(const struct pg_sandbox_result *sr, const struct pg_impl_request *req,
                           const char *what, struct pg_impl_outcome *out) {
   int oom = pg_sandbox_text_says_oom(sr->err) || pg_sandbox_text_says_oom(sr->out);
@@ -221,8 +203,8 @@ static int check_output(const struct pg_tensor *t, const struct pg_impl_output_s
   for (int i = 0; same && i < spec->ndim; i++) same = t->shape[i] == spec->shape[i];
   if (!same) {
     char a[160], b[160];
-    pg__impl_shape_str(t->dl.ndim, t->shape, a, sizeof a);
-    pg__impl_shape_str(spec->ndim, spec->shape, b, sizeof b);
+    pg_shape_format(t->dl.ndim, t->shape, a, sizeof a);
+    pg_shape_format(spec->ndim, spec->shape, b, sizeof b);
     return pg__outcome_fail(out, PG_CAT_STRUCTURAL, "output '%s' has shape %s, expected %s",
                             spec->name, a, b),
            0;

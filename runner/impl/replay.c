@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "adapters/adapter.h"
+#include "impl/impl.h"
 
 int pg__replay_invoke(const struct pg_impl *impl, const struct pg_impl_request *req,
                       struct pg_impl_outcome *out, struct pg_error *err) {

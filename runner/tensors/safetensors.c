@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tensor_io.h"
+#include "tensors/tensors.h"
 
 #define ST_MAX_HEADER 100000000ull /* the reference implementation's limit */
 

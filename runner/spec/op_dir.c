@@ -6,11 +6,7 @@
 #include <sys/stat.h>
 
 #include "phasegate/spec.h"
-
-static int is_file(const char *p) {
-  struct stat st;
-  return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
+#include "base/base.h"
 
 int pg_op_dir_resolve(const char *dir, char *contract_path, size_t contract_size,
                       char *suite_path, size_t suite_size, struct pg_error *err) {
@@ -18,7 +14,7 @@ int pg_op_dir_resolve(const char *dir, char *contract_path, size_t contract_size
   for (size_t i = 0; i < sizeof subdirs / sizeof *subdirs; i++) {
     char c[4096];
     snprintf(c, sizeof c, "%s%s/module_interfaces.yaml", dir, subdirs[i]);
-    if (!is_file(c)) continue;
+    if (!pg_is_file(c)) continue;
     snprintf(contract_path, contract_size, "%s", c);
     if (suite_path) snprintf(suite_path, suite_size, "%s%s/adversarial_suite.json", dir,
                              subdirs[i]);

@@ -8,7 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "phasegate/error.h"
-#include "run.h"
+#include "run/run.h"
 
 #define PG_REPORT_SCHEMA_VERSION 1
 

@@ -2,7 +2,7 @@
  * stream addressing used by every fill: key = case seed, counter = (block index,
  * hash of input name ^ purpose). Checked against Random123's known-answer vectors in
  * tests/tensor/test-rng.c. */
-#include "rng.h"
+#include "tensors/rng.h"
 
 void pg_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
   pg__philox4x32_10_inline(ctr, key, out); /* rng.h: M0 D2511F53, M1 CD9E8D57, W 9E3779B9 BB67AE85 */

@@ -6,7 +6,8 @@
  * short polling intervals. After the child ends, the rest of its process group is
  * killed too, so a grandchild holding the pipes open cannot stall the runner.
  */
-#include "sandbox.h"
+#include "impl/sandbox.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,12 +35,6 @@ void pg_sandbox_result_reset(struct pg_sandbox_result *r) {
   free(r->out);
   free(r->err);
   memset(r, 0, sizeof *r);
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 /* A tail buffer: keeps the last `cap` bytes written. */
@@ -135,7 +130,7 @@ static void *exit_stamp_main(void *arg) {
   siginfo_t si;
   for (;;) {
     if (waitid(P_PID, (id_t)s->pid, &si, WEXITED | WNOWAIT) == 0) {
-      s->at = now_ms();
+      s->at = pg_now_ms();
       break;
     }
     if (errno != EINTR) break;
@@ -162,7 +157,7 @@ int pg_sandbox_start(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *
     return pg_error_set(err, PG_EIO, "sandbox: pipe: %s", strerror(e));
   }
   fflush(NULL); /* buffered parent output must not be duplicated by the child */
-  double t0 = now_ms();
+  double t0 = pg_now_ms();
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
@@ -176,7 +171,7 @@ int pg_sandbox_start(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *
     child_setup(opts, pout[1], perr[1]);
     int rc = fn(ctx);
     fflush(NULL);
-    *end = now_ms();
+    *end = pg_now_ms();
     _exit(rc & 0xff);
   }
   setpgid(pid, pid); /* also done by the child: whichever runs first wins the race */
@@ -225,7 +220,7 @@ int pg_sandbox_wait(struct pg_sandbox_proc *p, struct pg_sandbox_result *r,
    * child filled a capture pipe, the child was stalled by us, not by itself: its clock
    * restarts now. */
   if (timeout_ms >= 0 && (pipe_full(p->out_fd) || pipe_full(p->err_fd))) {
-    double late = now_ms() - t0;
+    double late = pg_now_ms() - t0;
     if (late > 0) timeout_ms += late;
   }
   int out_open = 1, err_open = 1, reaped = 0, status = 0, pidfd = p->pidfd;
@@ -234,7 +229,7 @@ int pg_sandbox_wait(struct pg_sandbox_proc *p, struct pg_sandbox_result *r,
   for (;;) {
     if (!reaped) {
       pid_t w = waitpid(pid, &status, WNOHANG);
-      if (w == pid) reaped = 1, reaped_at = now_ms();
+      if (w == pid) reaped = 1, reaped_at = pg_now_ms();
     }
     if (reaped && !out_open && !err_open) break;
     if (reaped) {
@@ -250,12 +245,12 @@ int pg_sandbox_wait(struct pg_sandbox_proc *p, struct pg_sandbox_result *r,
       }
       continue;
     }
-    double elapsed = now_ms() - t0;
+    double elapsed = pg_now_ms() - t0;
     if (timeout_ms >= 0 && elapsed >= timeout_ms) {
       kill(-pid, SIGKILL);
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
-      reaped = 1, reaped_at = now_ms();
+      reaped = 1, reaped_at = pg_now_ms();
       r->timed_out = 1;
       continue;
     }
@@ -281,7 +276,7 @@ int pg_sandbox_wait(struct pg_sandbox_proc *p, struct pg_sandbox_result *r,
         err_open = drain(perr0, &terr);
     }
   }
-  if (!reaped) waitpid(pid, &status, 0), reaped_at = now_ms();
+  if (!reaped) waitpid(pid, &status, 0), reaped_at = pg_now_ms();
   kill(-pid, SIGKILL);
   if (pidfd >= 0) close(pidfd);
   close(pout0);

@@ -1,10 +1,13 @@
-/* phasegate runner — tensor files: .npy (1.0/2.0/3.0) and safetensors.
- * Readers never over-read and refuse lies in headers; large files are mmap()ed. */
-#ifndef PHASEGATE_TENSOR_IO_H
-#define PHASEGATE_TENSOR_IO_H
+/* phasegate runner — the tensors room (DESIGN.md §2): tensor files (.npy 1.0/2.0/3.0
+ * and safetensors; readers never over-read and refuse lies in headers, large files are
+ * mmap()ed), Philox, fills and case materialisation (materialize.h). Knows nothing
+ * about impls. */
+#ifndef PHASEGATE_TENSORS_H
+#define PHASEGATE_TENSORS_H
 
 #include "phasegate/error.h"
 #include "phasegate/tensor.h"
+#include "tensors/materialize.h"
 
 /* Reads a .npy file into `out` (pg_tensor_init'ed). On PG_OK `out` owns its data
  * (possibly mmap-backed) and is released with pg_tensor_reset. */

@@ -1,0 +1,100 @@
+/* phasegate runner — base helpers (base.h): the one copy of each. */
+#include "base/base.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+double pg_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+char *pg_strdup(const char *s) {
+  if (!s) return NULL;
+  size_t n = strlen(s) + 1;
+  char *p = malloc(n);
+  if (p) memcpy(p, s, n);
+  return p;
+}
+
+int pg_mkdir_p(const char *path) {
+  char *buf = pg_strdup(path);
+  if (!buf) {
+    errno = ENOMEM;
+    return -1;
+  }
+  int rc = 0;
+  for (char *p = buf + 1; *p && rc == 0; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) rc = -1;
+    *p = '/';
+  }
+  if (rc == 0 && mkdir(buf, 0777) != 0 && errno != EEXIST) rc = -1;
+  if (rc == 0 && !pg_is_dir(buf)) {
+    errno = ENOTDIR;
+    rc = -1;
+  }
+  int saved = errno;
+  free(buf);
+  errno = saved;
+  return rc;
+}
+
+int pg_is_file(const char *path) {
+  struct stat st;
+  return path && stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int pg_is_dir(const char *path) {
+  struct stat st;
+  return path && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int remove_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  remove(path);
+  return 0;
+}
+
+void pg_remove_tree(const char *path) {
+  if (path && *path) nftw(path, remove_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+char *pg_path_join(const char *a, const char *b) {
+  if (!b || !*b) return pg_strdup(a);
+  return pg_path_fmt("%s/%s", a, b);
+}
+
+char *pg_path_fmt(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0) return NULL;
+  char *s = malloc((size_t)n + 1);
+  if (!s) return NULL;
+  va_start(ap, fmt);
+  vsnprintf(s, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  return s;
+}
+
+void pg_shape_format(int ndim, const int64_t *shape, char *buf, size_t size) {
+  if (size == 0) return;
+  size_t n = (size_t)snprintf(buf, size, "[");
+  for (int i = 0; i < ndim && n < size; i++)
+    n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
+  if (n < size) {
+    snprintf(buf + n, size - n, "]");
+  } else if (size >= 5) {
+    memcpy(buf + size - 5, "...]", 5);
+  }
+}

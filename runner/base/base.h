@@ -1,0 +1,42 @@
+/* phasegate runner — the floor every room stands on: paths, directories, clocks,
+ * strings and shape text, written once (DESIGN.md §2). Nothing here knows about
+ * contracts, tensors' contents, impls or verdicts, and nothing here prints.
+ *
+ * Paths are built on the heap (pg_path_join / pg_path_fmt), never in fixed buffers,
+ * so a deep build tree or a long case id can never truncate a path silently.
+ */
+#ifndef PHASEGATE_BASE_H
+#define PHASEGATE_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Monotonic milliseconds (for durations only). */
+double pg_now_ms(void);
+
+/* strdup that accepts NULL (returns NULL) and goes through malloc. */
+char *pg_strdup(const char *s);
+
+/* mkdir -p with mode 0777 (umask applies). 0, or -1 with errno set. Paths of any length. */
+int pg_mkdir_p(const char *path);
+
+/* 1 when path names a regular file / a directory (following links), else 0. */
+int pg_is_file(const char *path);
+int pg_is_dir(const char *path);
+
+/* rm -rf, best effort; never follows symbolic links out of the tree. */
+void pg_remove_tree(const char *path);
+
+/* "a/b" as a new malloc'ed string (NULL on allocation failure); b may be NULL. */
+char *pg_path_join(const char *a, const char *b);
+
+/* printf into a new malloc'ed string (NULL on allocation failure). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+char *pg_path_fmt(const char *fmt, ...);
+
+/* "[2, 4, 128]" into buf (truncated with the closing bracket kept when buf is small). */
+void pg_shape_format(int ndim, const int64_t *shape, char *buf, size_t size);
+
+#endif
