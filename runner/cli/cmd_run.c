@@ -1,6 +1,7 @@
 /* phasegate run — runs one phase of an op against an impl (DESIGN.md §6, §8, §9;
  * docs/interfaces.md pins the options, the skip marker and the exit codes the CMake
- * layer relies on). Parses options, prints the runner's console lines, exits
+ * layer relies on). Parses options, wires the report room's hooks (report, console
+ * lines, the information barrier) into pg_run, prints the console lines, exits
  * 0 PASS / 1 FAIL / 2 ERROR / 77 all SKIPPED. */
 #include <errno.h>
 #include <math.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "report/report.h"
 #include "run/run.h"
 
 static void usage(FILE *out) {
@@ -97,9 +99,10 @@ int pg_cmd_run(int argc, char **argv) {
   o.timeout_s = 120;
   o.tool_version = pg_cli_version;
   o.on_line = on_line;
+  o.hooks = pg_report_hooks();
   char self[4096];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) {
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self);
+  if (n > 0 && (size_t)n < sizeof self) { /* a longer path: repro lines say "phasegate" */
     self[n] = '\0';
     o.self_exe = self;
   }
@@ -144,7 +147,8 @@ int pg_cmd_run(int argc, char **argv) {
        * message can name the valid range; -1 marks "given but not a number". */
       size_t digits = strspn(val, "0123456789");
       o.up_to_module = digits > 0 && digits <= 6 && !val[digits] ? atoi(val) : -1;
-      o.up_to_module_arg = val;    } else if (strcmp(name, "--case") == 0) o.case_ids = val;
+      o.up_to_module_arg = val;
+    } else if (strcmp(name, "--case") == 0) o.case_ids = val;
     else if (strcmp(name, "--levels") == 0) {
       if (parse_levels(val, &o.levels_mask) != 0)
         return pg_cli_usage_error("run", "--levels: expected e.g. L1,L2, got '%s'", val);
@@ -196,10 +200,12 @@ int pg_cmd_run(int argc, char **argv) {
   struct pg_error err;
   pg_error_clear(&err);
   int rc = pg_run(&o, &s, &err);
+  int exit_code = s.exit_code;
+  pg_run_summary_reset(&s);
   if (rc != PG_OK) {
     if (s.diagnosed) return PG_EXIT_ERROR; /* the findings were the message */
     fprintf(stderr, "phasegate run: error: %s\n", err.message[0] ? err.message : pg_strerror(rc));
     return PG_EXIT_ERROR;
   }
-  return s.exit_code;
+  return exit_code;
 }

@@ -4,9 +4,9 @@
  * in/<name>.npy (primary inputs), out/ (empty) and request.json describing the call;
  * then `/bin/sh -c COMMAND` runs in the sandbox with PHASEGATE_REQUEST, _MODE,
  * _SUFFIX, _IN_DIR, _OUT_DIR, _DEVICE_ID set. Exit 77 = mode unavailable; any other
- * non-zero exit is a runtime failure; out/<name>.npy (or out/outputs.safetensors) is
- * read back with count/shape/dtype checks. tools/pg_exec_helper.py is the Python
- * side of this protocol.
+ * non-zero exit is reported as that fact; out/<name>.npy (or out/outputs.safetensors)
+ * is read back with count/shape/dtype checks. tools/pg_exec_helper.py is the Python
+ * side of this protocol. A fresh process per call: nothing is kept between calls.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -16,19 +16,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "impl/impl.h"
+#include "impl/adapter.h"
 #include "base/base.h"
 #include "phasegate/impl.h"
 #include "tensors/tensors.h"
 
+#define PG_EXEC_N_ENV 6
+
+/* One call's state (pg_impl_pending.call). */
+struct exec_call {
+  struct pg_sandbox_proc proc;
+  char *dir; /* the case directory */
+};
+
 struct exec_ctx {
   const char *command;
-  char env[6][4400];
+  char *env[PG_EXEC_N_ENV];
 };
 
 static int exec_child(void *vctx) {
   struct exec_ctx *c = vctx;
-  for (int i = 0; i < 6; i++) putenv(c->env[i]);
+  for (int i = 0; i < PG_EXEC_N_ENV; i++) putenv(c->env[i]);
   execl("/bin/sh", "sh", "-c", c->command, (char *)NULL);
   fprintf(stderr, "phasegate: cannot exec /bin/sh: %s\n", strerror(errno));
   return 126;
@@ -46,6 +54,26 @@ static int write_text(const char *path, const char *text, struct pg_error *err) 
   int ok = fputs(text, f) >= 0;
   ok &= fclose(f) == 0;
   return ok ? PG_OK : pg_error_set(err, PG_EIO, "%s: write failed", path);
+}
+
+/* Adds key: "<case_dir>/<sub>[/<name>.npy]" to o; 0 when out of memory. */
+static int add_path(cJSON *o, const char *key, const char *case_dir, const char *sub,
+                    const char *name) {
+  char *p = name ? pg_path_fmt("%s/%s/%s.npy", case_dir, sub, name)
+                 : pg_path_fmt("%s/%s", case_dir, sub);
+  int ok = p && cJSON_AddStringToObject(o, key, p);
+  free(p);
+  return ok;
+}
+
+static cJSON *tensor_json(const char *name, enum pg_dtype dtype, int ndim, const int64_t *shape,
+                          const char *case_dir, const char *sub, int *ok) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "name", name);
+  cJSON_AddStringToObject(o, "dtype", pg_dtype_name(dtype));
+  cJSON_AddItemToObject(o, "shape", shape_json(ndim, shape));
+  *ok &= add_path(o, "path", case_dir, sub, name);
+  return o;
 }
 
 /* request.json: everything the impl needs to know about the call. */
@@ -66,34 +94,21 @@ static int write_request(const char *path, const char *case_dir,
     cJSON_AddNumberToObject(dims, req->dim_names[i], (double)req->dim_values[i]);
   cJSON *knobs = req->knobs_json ? cJSON_Parse(req->knobs_json) : NULL;
   cJSON_AddItemToObject(r, "knobs", knobs ? knobs : cJSON_CreateObject());
-  char p[4600];
-  snprintf(p, sizeof p, "%s/in", case_dir);
-  cJSON_AddStringToObject(r, "in_dir", p);
-  snprintf(p, sizeof p, "%s/out", case_dir);
-  cJSON_AddStringToObject(r, "out_dir", p);
+  int ok = add_path(r, "in_dir", case_dir, "in", NULL);
+  ok &= add_path(r, "out_dir", case_dir, "out", NULL);
   cJSON *ins = cJSON_AddArrayToObject(r, "inputs");
   for (int i = 0; ins && i < req->n_inputs; i++) {
     const struct pg_tensor *t = &req->inputs[i];
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "name", t->name);
-    cJSON_AddStringToObject(o, "dtype", pg_dtype_name(t->dtype));
-    cJSON_AddItemToObject(o, "shape", shape_json(t->dl.ndim, t->shape));
-    snprintf(p, sizeof p, "%s/in/%s.npy", case_dir, t->name);
-    cJSON_AddStringToObject(o, "path", p);
-    cJSON_AddItemToArray(ins, o);
+    cJSON_AddItemToArray(ins, tensor_json(t->name, t->dtype, t->dl.ndim, t->shape, case_dir,
+                                          "in", &ok));
   }
   cJSON *outs = cJSON_AddArrayToObject(r, "outputs");
   for (int i = 0; outs && i < req->n_outputs; i++) {
     const struct pg_impl_output_spec *s = &req->outputs[i];
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "name", s->name);
-    cJSON_AddStringToObject(o, "dtype", pg_dtype_name(s->dtype));
-    cJSON_AddItemToObject(o, "shape", shape_json(s->ndim, s->shape));
-    snprintf(p, sizeof p, "%s/out/%s.npy", case_dir, s->name);
-    cJSON_AddStringToObject(o, "path", p);
-    cJSON_AddItemToArray(outs, o);
+    cJSON_AddItemToArray(outs, tensor_json(s->name, s->dtype, s->ndim, s->shape, case_dir,
+                                           "out", &ok));
   }
-  char *text = cJSON_Print(r);
+  char *text = ok ? cJSON_Print(r) : NULL;
   cJSON_Delete(r);
   if (!text) return pg_error_set(err, PG_ENOMEM, "out of memory");
   int rc = write_text(path, text, err);
@@ -110,10 +125,9 @@ static void safe_name(const char *s, char *buf, size_t size) {
   buf[n] = '\0';
 }
 
-int pg__exec_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
-                   struct pg_error *err) {
-  const struct pg_impl *impl = p->impl;
-  const struct pg_impl_request *req = p->req;
+/* A fresh <base>/pg-<case>.<mode>.XXXXXX with in/ (the inputs), out/ and request.json. */
+static int make_case_dir(const struct pg_impl_request *req, char **dir_out,
+                         struct pg_error *err) {
   const char *base = req->work_dir;
   if (!base || !*base) base = getenv("TMPDIR");
   if (!base || !*base) base = "/tmp";
@@ -121,81 +135,134 @@ int pg__exec_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
   safe_name(req->case_id, cid, sizeof cid);
   safe_name(req->mode, mode, sizeof mode);
   mkdir(base, 0777);
-  char *dir = p->work;
-  snprintf(p->work, sizeof p->work, "%s/pg-%s.%s.XXXXXX", base, cid, mode);
+  char *dir = pg_path_fmt("%s/pg-%s.%s.XXXXXX", base, cid, mode);
+  if (!dir) return pg_error_set(err, PG_ENOMEM, "out of memory");
   if (!mkdtemp(dir)) {
-    p->work[0] = '\0';
+    int e = errno;
+    free(dir);
     return pg_error_set(err, PG_EIO, "cannot create a case directory under %s: %s", base,
-                        strerror(errno));
+                        strerror(e));
   }
-  char in_dir[4200], out_dir[4200], request[4200];
-  snprintf(in_dir, sizeof in_dir, "%s/in", dir);
-  snprintf(out_dir, sizeof out_dir, "%s/out", dir);
-  snprintf(request, sizeof request, "%s/request.json", dir);
+  *dir_out = dir;
+  char *in_dir = pg_path_join(dir, "in"), *out_dir = pg_path_join(dir, "out");
+  char *request = pg_path_join(dir, "request.json");
   int rc = PG_OK;
-  if (mkdir(in_dir, 0777) != 0 || mkdir(out_dir, 0777) != 0) {
+  if (!in_dir || !out_dir || !request)
+    rc = pg_error_set(err, PG_ENOMEM, "out of memory");
+  else if (mkdir(in_dir, 0777) != 0 || mkdir(out_dir, 0777) != 0)
     rc = pg_error_set(err, PG_EIO, "%s: cannot create in/ and out/: %s", dir, strerror(errno));
-    goto fail;
+  for (int i = 0; rc == PG_OK && i < req->n_inputs; i++) {
+    char *path = pg_path_fmt("%s/%s.npy", in_dir, req->inputs[i].name);
+    rc = path ? pg_npy_write(path, &req->inputs[i], err)
+              : pg_error_set(err, PG_ENOMEM, "out of memory");
+    free(path);
   }
-  for (int i = 0; i < req->n_inputs; i++) {
-    char path[4600];
-    snprintf(path, sizeof path, "%s/%s.npy", in_dir, req->inputs[i].name);
-    rc = pg_npy_write(path, &req->inputs[i], err);
-    if (rc != PG_OK) goto fail;
-  }
-  rc = write_request(request, dir, req, err);
-  if (rc != PG_OK) goto fail;
+  if (rc == PG_OK) rc = write_request(request, dir, req, err);
+  free(in_dir);
+  free(out_dir);
+  free(request);
+  return rc;
+}
 
+/* The case directory is kept for the user (keep_work) or removed. */
+static void case_dir_done(const struct pg_impl_request *req, char *dir,
+                          struct pg_impl_outcome *out) {
+  if (!dir) return;
+  if (req->keep_work) {
+    free(out->work_dir);
+    out->work_dir = dir;
+    return;
+  }
+  pg_remove_tree(dir);
+  free(dir);
+}
+
+static int exec_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                      struct pg_error *err) {
+  const struct pg_impl_request *req = p->req;
+  struct exec_call *c = calloc(1, sizeof *c);
+  if (!c) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  int rc = make_case_dir(req, &c->dir, err);
   /* ctx only needs to live until the fork: the child has its own copy */
   struct exec_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
-  ctx.command = impl->target;
-  snprintf(ctx.env[0], sizeof ctx.env[0], "PHASEGATE_REQUEST=%s", request);
-  snprintf(ctx.env[1], sizeof ctx.env[1], "PHASEGATE_MODE=%s", req->mode);
-  snprintf(ctx.env[2], sizeof ctx.env[2], "PHASEGATE_SUFFIX=%s", req->suffix);
-  snprintf(ctx.env[3], sizeof ctx.env[3], "PHASEGATE_IN_DIR=%s", in_dir);
-  snprintf(ctx.env[4], sizeof ctx.env[4], "PHASEGATE_OUT_DIR=%s", out_dir);
-  snprintf(ctx.env[5], sizeof ctx.env[5], "PHASEGATE_DEVICE_ID=%d", req->device_id);
+  ctx.command = p->impl->target;
+  if (rc == PG_OK) {
+    ctx.env[0] = pg_path_fmt("PHASEGATE_REQUEST=%s/request.json", c->dir);
+    ctx.env[1] = pg_path_fmt("PHASEGATE_MODE=%s", req->mode);
+    ctx.env[2] = pg_path_fmt("PHASEGATE_SUFFIX=%s", req->suffix);
+    ctx.env[3] = pg_path_fmt("PHASEGATE_IN_DIR=%s/in", c->dir);
+    ctx.env[4] = pg_path_fmt("PHASEGATE_OUT_DIR=%s/out", c->dir);
+    ctx.env[5] = pg_path_fmt("PHASEGATE_DEVICE_ID=%d", req->device_id);
+    for (int i = 0; i < PG_EXEC_N_ENV; i++)
+      if (!ctx.env[i]) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
+  }
   struct pg_sandbox_opts so = {req->timeout_s, req->rlimit_as, 0, 1};
-  rc = pg_sandbox_start(exec_child, &ctx, &so, &p->proc, err);
-  if (rc != PG_OK) goto fail;
+  if (rc == PG_OK) rc = pg_sandbox_start(exec_child, &ctx, &so, &c->proc, err);
+  for (int i = 0; i < PG_EXEC_N_ENV; i++) free(ctx.env[i]);
+  if (rc != PG_OK) {
+    case_dir_done(req, c->dir, out);
+    free(c);
+    return rc;
+  }
+  p->call = c;
   p->running = 1;
   return PG_OK;
-fail:
-  if (req->keep_work) snprintf(out->work_dir, sizeof out->work_dir, "%s", dir);
-  else pg_remove_tree(dir);
-  return rc;
 }
 
-int pg__exec_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
-                    struct pg_error *err) {
-  const struct pg_impl_request *req = p->req;
-  const char *dir = p->work;
-  char out_dir[4200];
-  snprintf(out_dir, sizeof out_dir, "%s/out", dir);
-  int rc = pg_sandbox_wait(&p->proc, &out->sandbox, err);
-  if (rc != PG_OK) goto done;
-  out->wall_ms = out->sandbox.wall_ms;
+/* What the finished command did: an abnormal end, "unavailable", a non-zero exit, or the
+ * outputs it left in out/. */
+static int exec_fact(const struct exec_call *c, const struct pg_impl_request *req,
+                     struct pg_impl_outcome *out, struct pg_error *err) {
   const struct pg_sandbox_result *sr = &out->sandbox;
-  if (pg__classify_abnormal(sr, req, "the exec impl", out)) goto done;
-  if (sr->exit_code == PG_UNAVAILABLE) {
-    out->status = PG_IMPL_UNAVAILABLE;
-    snprintf(out->summary, sizeof out->summary, "mode '%s' is unavailable (the command exited "
-             "with status 77)", req->mode);
-    goto done;
-  }
+  if (pg__impl_abnormal(sr, req, "the exec impl", out)) return PG_OK;
+  if (sr->exit_code == PG_UNAVAILABLE)
+    return pg__impl_fact(out, PG_IMPL_FACT_UNAVAILABLE, "mode '%s' is unavailable (the command "
+                         "exited with status 77)", req->mode), PG_OK;
   if (sr->exit_code != 0) {
     char last[200];
     pg__last_line(sr->err, last, sizeof last);
-    pg__outcome_fail(out, PG_CAT_RUNTIME, "the exec impl exited with status %d in mode '%s'%s%s%s",
-                     sr->exit_code, req->mode,
-                     sr->exit_code == 127 ? " (command not found?)" : "", last[0] ? ": " : "",
-                     last);
-    goto done;
+    out->code = sr->exit_code;
+    return pg__impl_fact(out, PG_IMPL_FACT_EXIT_NONZERO, "the exec impl exited with status %d "
+                         "in mode '%s'%s%s%s", sr->exit_code, req->mode,
+                         sr->exit_code == 127 ? " (command not found?)" : "",
+                         last[0] ? ": " : "", last), PG_OK;
   }
-  rc = pg__collect_outputs(out_dir, req, out, err);
-done:
-  if (req->keep_work) snprintf(out->work_dir, sizeof out->work_dir, "%s", dir);
-  else pg_remove_tree(dir);
+  char *out_dir = pg_path_join(c->dir, "out");
+  int rc = out_dir ? pg__collect_outputs(out_dir, req, out, err)
+                   : pg_error_set(err, PG_ENOMEM, "out of memory");
+  free(out_dir);
   return rc;
 }
+
+static int exec_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                       struct pg_error *err) {
+  struct exec_call *c = p->call;
+  int rc = pg_sandbox_wait(&c->proc, &out->sandbox, err);
+  if (rc == PG_OK) {
+    out->wall_ms = out->sandbox.wall_ms;
+    rc = exec_fact(c, p->req, out, err);
+  }
+  case_dir_done(p->req, c->dir, out);
+  free(c);
+  p->call = NULL;
+  return rc;
+}
+
+static int exec_probe_start(struct pg_impl_probe *p, struct pg_error *err) {
+  for (const char *c = p->impl->target; *c; c++)
+    if (*c != ' ' && *c != '\t' && *c != '\n') return PG_OK;
+  return pg_error_set(err, PG_EINVAL, "--impl 'exec:%s': the command is empty", p->impl->target);
+}
+
+const struct pg_impl_ops pg__exec_ops = {
+    .name = "exec",
+    .usage = "exec:COMMAND",
+    .bare_suffix = NULL,
+    .probe_start = exec_probe_start,
+    .probe_finish = NULL,
+    .probe_cancel = NULL,
+    .start = exec_start,
+    .finish = exec_finish,
+    .close = NULL,
+};

@@ -1,5 +1,5 @@
-/* phasegate runner — impl adapters: how one (case, mode) call reaches the code under
- * test and what came back (DESIGN.md §6).
+/* phasegate runner — the impl room (DESIGN.md §2, §6): how one (case, mode) call reaches
+ * the code under test, and the FACTS of what came back.
  *
  *   plugin:PATH.so   dlopen + <op>_module<suffix>_wrapper in a forked child; outputs
  *                    come back through MAP_SHARED memory, NaN-prefilled, canary-guarded
@@ -7,8 +7,11 @@
  *                    request.json) and PHASEGATE_* environment variables
  *   replay:DIR       DIR/<case>/<mode>/<name>.npy dumped by an earlier device run
  *
- * Every failure of the impl is an outcome with a category and a one-sentence summary;
- * a negative return code means the runner itself could not do its part.
+ * Each adapter is one file and one row of the ops table in impl/adapter.c (see
+ * impl/adapter.h). An outcome says what happened (enum pg_impl_fact plus its details and
+ * a one-sentence summary); it never says what that means: status, failure category and
+ * hints are decided in run/classify.c. A negative return code means the runner itself
+ * could not do its part.
  */
 #ifndef PHASEGATE_ADAPTER_H
 #define PHASEGATE_ADAPTER_H
@@ -25,26 +28,56 @@
 #define PG_CANARY_BYTE 0xCB   /* guard bytes after every plugin output buffer */
 #define PG_INT_PREFILL 0xA5   /* integer outputs start as 0xA5A5… */
 
-enum pg_impl_kind { PG_IMPL_PLUGIN = 0, PG_IMPL_EXEC, PG_IMPL_REPLAY };
+struct pg_impl_ops; /* one row per adapter (impl/adapter.h) */
 
+/* A parsed --impl. `state` belongs to the adapter (persistent processes kept between
+ * calls); it stays NULL for adapters that keep nothing. Release with pg_impl_close. */
 struct pg_impl {
-  enum pg_impl_kind kind;
-  char target[4096]; /* the path, command or directory after the "kind:" prefix */
+  const struct pg_impl_ops *ops;
+  char target[4096]; /* the path, command or directory after the "kind:" prefix (checked) */
+  void *state;
 };
 
-/* Parses "plugin:PATH", "exec:COMMAND", "replay:DIR"; a bare path ending in .so is a
- * plugin. */
+/* Parses "plugin:PATH", "exec:COMMAND", "replay:DIR" (the prefixes of the ops table); a
+ * bare path ending in .so is a plugin. PG_EINVAL / PG_ELIMIT with a message listing the
+ * accepted forms. */
 int pg_impl_parse(const char *spec, struct pg_impl *impl, struct pg_error *err);
 
-enum pg_category {
-  PG_CAT_NONE = 0,
-  PG_CAT_PRECISION,
-  PG_CAT_STRUCTURAL,
-  PG_CAT_RUNTIME,
-  PG_CAT_INFRA,
-  PG_CAT_OTHER
+/* The adapter's name: "plugin", "exec", "replay" ("" for an unparsed impl). */
+const char *pg_impl_kind(const struct pg_impl *impl);
+
+/* Ends whatever the adapter keeps between calls (persistent processes). Called once at
+ * the end of a run; safe on an impl that never started anything, or was never parsed. */
+void pg_impl_close(struct pg_impl *impl);
+
+/* What happened in one call. Facts, not verdicts: run/classify.c maps each to a status,
+ * a failure category and a hint. */
+enum pg_impl_fact {
+  PG_IMPL_FACT_OK = 0,             /* every declared output came back, written, as declared */
+  PG_IMPL_FACT_UNAVAILABLE,        /* the impl says the mode cannot run here (PG_UNAVAILABLE,
+                                      exit 77, no dumped outputs for the mode) */
+  PG_IMPL_FACT_NOT_FOUND,          /* the plugin file or replay directory is not there */
+  PG_IMPL_FACT_LOAD_FAILED,        /* dlopen() refused the plugin in the call's process */
+  PG_IMPL_FACT_MISSING_SYMBOL,     /* no <op>_module<suffix>_wrapper in the plugin */
+  PG_IMPL_FACT_TIMEOUT,            /* killed after the timeout (with its process group) */
+  PG_IMPL_FACT_SIGNAL,             /* killed by signal `signo` */
+  PG_IMPL_FACT_SANITIZER_REPORT,   /* a sanitizer's crash report and a non-zero exit */
+  PG_IMPL_FACT_OOM,                /* ran out of memory (signal, exit, return or before the call) */
+  PG_IMPL_FACT_EXIT_NONZERO,       /* the process exited with `code` (exec: the command;
+                                      plugin: the wrapper called exit() instead of returning) */
+  PG_IMPL_FACT_RETURNED_ERROR,     /* the wrapper returned `code` (not 0, not PG_UNAVAILABLE) */
+  PG_IMPL_FACT_CANARY_HIT,         /* a guard byte after output `output` was overwritten */
+  PG_IMPL_FACT_UNWRITTEN_OUTPUT,   /* output `output` still holds the prefill */
+  PG_IMPL_FACT_WRONG_OUTPUT_COUNT, /* an output file too many or too few */
+  PG_IMPL_FACT_WRONG_OUTPUT_NAME,  /* outputs.safetensors names a tensor wrongly */
+  PG_IMPL_FACT_WRONG_OUTPUT_SHAPE, /* output `output` has another shape */
+  PG_IMPL_FACT_WRONG_OUTPUT_DTYPE, /* output `output` is `got` instead of `expected` */
+  PG_IMPL_FACT_PROTOCOL_ERROR,     /* an answer the runner cannot read (a malformed .npy or
+                                      outputs.safetensors) */
+  PG_IMPL_FACT_RUNNER_FAILURE,     /* the call's process ended before the call for a reason
+                                      of the runner's, not the impl's */
+  PG_IMPL_FACT_COUNT
 };
-const char *pg_category_name(enum pg_category c); /* "precision", …; NULL for NONE */
 
 struct pg_impl_output_spec {
   const char *name;
@@ -73,17 +106,22 @@ struct pg_impl_request {
   int keep_work;                         /* exec: keep the case dir afterwards */
 };
 
+/* Coarse form of the fact: DONE = PG_IMPL_FACT_OK, UNAVAILABLE, FAILED = any other. */
 enum pg_impl_status { PG_IMPL_DONE = 0, PG_IMPL_UNAVAILABLE, PG_IMPL_FAILED };
 
 struct pg_impl_outcome {
   enum pg_impl_status status;
-  enum pg_category category; /* FAILED only */
-  char summary[512];         /* one sentence; for UNAVAILABLE the reason */
+  enum pg_impl_fact fact;
+  int output;                /* the output the fact is about (CANARY_HIT, UNWRITTEN_OUTPUT,
+                                WRONG_OUTPUT_*), else -1 */
+  int code;                  /* EXIT_NONZERO: exit status; RETURNED_ERROR: the return value */
+  int expected, got;         /* WRONG_OUTPUT_COUNT: output counts; _DTYPE: enum pg_dtype */
+  char summary[512];         /* one sentence saying what happened; UNAVAILABLE: the reason */
   struct pg_tensor outputs[PG_IMPL_MAX_OUTPUTS]; /* DONE: in declared order */
   int n_outputs;
-  struct pg_sandbox_result sandbox; /* captured stdout/stderr, exit status, wall time */
+  struct pg_sandbox_result sandbox; /* captured stdout/stderr, exit status, signal, wall time */
   double wall_ms;
-  char work_dir[4096];       /* exec: the case directory used ("" if removed) */
+  char *work_dir;            /* exec with keep_work: the case directory (owned), else NULL */
 };
 
 void pg_impl_outcome_init(struct pg_impl_outcome *o);
@@ -98,17 +136,14 @@ int pg_impl_invoke(const struct pg_impl *impl, const struct pg_impl_request *req
  * runs: pg_impl_start launches it (plugin, exec: the child is forked and start returns
  * at once; replay: the whole call), pg_impl_finish waits for it and fills `out` as
  * pg_impl_invoke would. finish must be called exactly once after start, with the same
- * `out`; `req` and everything it points to must stay valid until then. */
+ * `out`; `req` and everything it points to must stay valid until then. `call` is the
+ * adapter's (freed by finish). */
 struct pg_impl_pending {
   const struct pg_impl *impl;
   const struct pg_impl_request *req;
   int rc;                    /* the result when nothing is running */
-  int running;               /* a plugin child runs */
-  struct pg_sandbox_proc proc;
-  void *hdr;                 /* plugin: the shared header page */
-  size_t map_size[PG_IMPL_MAX_OUTPUTS];
-  char symbol[160];
-  char work[4096];           /* exec: the case directory */
+  int running;               /* the adapter's finish still has to run */
+  void *call;                /* the adapter's per-call state */
 };
 int pg_impl_start(const struct pg_impl *impl, const struct pg_impl_request *req,
                   struct pg_impl_pending *p, struct pg_impl_outcome *out, struct pg_error *err);
@@ -125,15 +160,15 @@ int pg_impl_check(const struct pg_impl *impl, double timeout_s, uint64_t rlimit_
 
 /* The same in two steps, so the plugin's load probe runs while the runner loads the
  * contract and suite: start does the cheap checks at once (an error there is final)
- * and forks the probe; then exactly one of finish (waits, returns the verdict) or
- * cancel (kills and reaps it; for error paths) must follow. `impl` must stay valid
- * until then. */
+ * and may leave a probe running; then exactly one of finish (waits, returns the
+ * verdict) or cancel (kills and reaps it; for error paths) must follow. Both are no-ops
+ * when nothing runs. `impl` must stay valid until then. */
 struct pg_impl_probe {
   const struct pg_impl *impl;
   double timeout_s;
+  uint64_t rlimit_as;
   int running;
-  struct pg_sandbox_proc proc;
-  void *page;
+  void *priv;                /* the adapter's probe state */
 };
 int pg_impl_check_start(const struct pg_impl *impl, double timeout_s, uint64_t rlimit_as,
                         struct pg_impl_probe *p, struct pg_error *err);
@@ -142,34 +177,5 @@ void pg_impl_check_cancel(struct pg_impl_probe *p);
 
 /* The wrapper symbol a plugin must export: "<op>_module<suffix>_wrapper". */
 void pg_impl_symbol(const char *op, const char *suffix, char *buf, size_t size);
-
-/* ---- internal, shared by the adapters ---- */
-int pg__plugin_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
-                     struct pg_error *err);
-int pg__plugin_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
-                      struct pg_error *err);
-int pg__exec_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
-                   struct pg_error *err);
-int pg__exec_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
-                    struct pg_error *err);
-int pg__plugin_probe_start(struct pg_impl_probe *p, uint64_t rlimit_as, struct pg_error *err);
-int pg__plugin_probe_finish(struct pg_impl_probe *p, struct pg_error *err);
-int pg__replay_invoke(const struct pg_impl *impl, const struct pg_impl_request *req,
-                      struct pg_impl_outcome *out, struct pg_error *err);
-/* Reads the expected outputs from dir (<name>.npy or outputs.safetensors), checking
- * count, names, shapes and dtypes; a mismatch is a structural outcome. */
-int pg__collect_outputs(const char *dir, const struct pg_impl_request *req,
-                        struct pg_impl_outcome *out, struct pg_error *err);
-/* Fills out->status/category/summary. Returns 0 for convenience. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-int pg__outcome_fail(struct pg_impl_outcome *out, enum pg_category cat, const char *fmt, ...);
-/* The last non-empty line of text (shortened from the left to fit). */
-void pg__last_line(const char *text, char *buf, size_t size);
-/* Classifies a sandbox result that did not end normally (timeout, signal) or that
- * reported an allocation failure; returns 1 when it filled `out`. */
-int pg__classify_abnormal(const struct pg_sandbox_result *sr, const struct pg_impl_request *req,
-                          const char *what, struct pg_impl_outcome *out);
 
 #endif

@@ -6,9 +6,12 @@
  * pre-filled with a distinctive NaN (integers: 0xA5 bytes) and followed by at least
  * PG_CANARY_BYTES guard bytes that are checked after the call. A small shared header
  * page tells the parent how far the child got (loaded, symbol found, returned rc).
+ * What it finds is reported as a fact (impl.h); run/classify.c decides what it means.
+ * A fresh child per call: nothing is kept between calls (no close operation).
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "impl/impl.h"
+#include "impl/adapter.h"
+#include "base/base.h"
 #include "phasegate/impl.h"
 
 enum { STAGE_START = 0, STAGE_DLOPEN_FAILED, STAGE_NOSYM, STAGE_NOMEM, STAGE_CALLING,
@@ -27,6 +31,14 @@ struct shared_hdr {
   volatile int32_t stage;
   volatile int32_t rc;
   char msg[1024];
+};
+
+/* One call's state (pg_impl_pending.call). */
+struct plugin_call {
+  struct pg_sandbox_proc proc;
+  struct shared_hdr *hdr;
+  size_t map_size[PG_IMPL_MAX_OUTPUTS];
+  char symbol[160];
 };
 
 struct child_ctx {
@@ -96,23 +108,27 @@ static void child_log(const pg_call *call, int level, const char *message) {
 }
 
 /* dlopen() of a name without '/' searches the library path, not the current directory
- * that stat() looked at: `plugin:libx.so` means ./libx.so. */
-static void *open_plugin(const char *target) {
-  char buf[4200];
-  if (!strchr(target, '/')) {
-    snprintf(buf, sizeof buf, "./%s", target);
-    target = buf;
+ * that stat() looked at: `plugin:libx.so` means ./libx.so. On failure msg says why. */
+static void *open_plugin(const char *target, char *msg, size_t size) {
+  char *local = NULL;
+  if (!strchr(target, '/') && !(target = local = pg_path_join(".", target))) {
+    snprintf(msg, size, "out of memory");
+    return NULL;
   }
-  return dlopen(target, RTLD_NOW | RTLD_LOCAL);
+  void *h = dlopen(target, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    snprintf(msg, size, "%s", e ? e : "dlopen failed");
+  }
+  free(local);
+  return h;
 }
 
 static int child_main(void *vctx) {
   struct child_ctx *c = vctx;
   const struct pg_impl_request *req = c->req;
-  void *h = open_plugin(c->impl->target);
+  void *h = open_plugin(c->impl->target, c->hdr->msg, sizeof c->hdr->msg);
   if (!h) {
-    const char *e = dlerror();
-    snprintf(c->hdr->msg, sizeof c->hdr->msg, "%s", e ? e : "dlopen failed");
     c->hdr->stage = STAGE_DLOPEN_FAILED;
     return 3;
   }
@@ -154,148 +170,172 @@ static int child_main(void *vctx) {
   return 0;
 }
 
-int pg__plugin_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
-                     struct pg_error *err) {
+/* Maps output i (prefilled, canary after it) into out->outputs[i]; PG_OK or an error. */
+static int map_output(const struct pg_impl_output_spec *s, size_t psz, struct pg_tensor *t,
+                      size_t *map_size, struct pg_error *err) {
+  pg_tensor_set_name(t, s->name);
+  PG_RETURN_IF_ERROR(pg_tensor_describe(t, s->dtype, s->ndim, s->shape, err));
+  size_t sz = (t->nbytes + PG_CANARY_BYTES + psz - 1) / psz * psz;
+  void *m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED)
+    return pg_error_set(err, PG_ENOMEM, "cannot map %zu bytes for output '%s': %s", sz, s->name,
+                        strerror(errno));
+  t->owned = m;
+  t->dl.data = m;
+  t->release = release_mapping;
+  t->release_ctx = (void *)(uintptr_t)sz;
+  *map_size = sz;
+  prefill(m, t->dtype, t->numel, t->nbytes);
+  memset((char *)m + t->nbytes, PG_CANARY_BYTE, sz - t->nbytes);
+  return PG_OK;
+}
+
+static void call_free(struct plugin_call *c) {
+  if (!c) return;
+  if (c->hdr) munmap(c->hdr, sizeof *c->hdr);
+  free(c);
+}
+
+static int plugin_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                        struct pg_error *err) {
   const struct pg_impl *impl = p->impl;
   const struct pg_impl_request *req = p->req;
-  pg_impl_symbol(req->op, req->suffix, p->symbol, sizeof p->symbol);
   struct stat st;
   if (stat(impl->target, &st) != 0)
-    return pg__outcome_fail(out, PG_CAT_INFRA, "impl plugin '%s' does not exist (%s)",
-                            impl->target, strerror(errno)),
+    return pg__impl_fact(out, PG_IMPL_FACT_NOT_FOUND, "impl plugin '%s' does not exist (%s)",
+                         impl->target, strerror(errno)),
            PG_OK;
+  struct plugin_call *c = calloc(1, sizeof *c);
+  if (!c) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  pg_impl_symbol(req->op, req->suffix, c->symbol, sizeof c->symbol);
   long page = sysconf(_SC_PAGESIZE);
   size_t psz = page > 0 ? (size_t)page : 4096;
-  struct shared_hdr *hdr = mmap(NULL, sizeof *hdr, PROT_READ | PROT_WRITE,
-                                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (hdr == MAP_FAILED) return pg_error_set(err, PG_ENOMEM, "mmap: %s", strerror(errno));
-  memset(hdr, 0, sizeof *hdr);
+  c->hdr = mmap(NULL, sizeof *c->hdr, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (c->hdr == MAP_FAILED) {
+    c->hdr = NULL;
+    call_free(c);
+    return pg_error_set(err, PG_ENOMEM, "mmap: %s", strerror(errno));
+  }
+  memset(c->hdr, 0, sizeof *c->hdr);
   DLTensor dl_out[PG_IMPL_MAX_OUTPUTS];
   int rc = PG_OK;
-  for (int i = 0; i < req->n_outputs; i++) {
-    const struct pg_impl_output_spec *s = &req->outputs[i];
-    struct pg_tensor *t = &out->outputs[i];
-    pg_tensor_set_name(t, s->name);
-    rc = pg_tensor_describe(t, s->dtype, s->ndim, s->shape, err);
-    if (rc != PG_OK) goto fail;
-    size_t sz = (t->nbytes + PG_CANARY_BYTES + psz - 1) / psz * psz;
-    void *m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) {
-      rc = pg_error_set(err, PG_ENOMEM, "cannot map %zu bytes for output '%s': %s", sz,
-                        s->name, strerror(errno));
-      goto fail;
-    }
-    t->owned = m;
-    t->dl.data = m;
-    t->release = release_mapping;
-    t->release_ctx = (void *)(uintptr_t)sz;
-    p->map_size[i] = sz;
-    prefill(m, t->dtype, t->numel, t->nbytes);
-    memset((char *)m + t->nbytes, PG_CANARY_BYTE, sz - t->nbytes);
-    dl_out[i] = pg_tensor_dl(t);
+  for (int i = 0; rc == PG_OK && i < req->n_outputs; i++) {
+    rc = map_output(&req->outputs[i], psz, &out->outputs[i], &c->map_size[i], err);
+    dl_out[i] = pg_tensor_dl(&out->outputs[i]);
     out->n_outputs = i + 1;
   }
   /* ctx and dl_out only need to live until the fork: the child has its own copy. */
-  struct child_ctx ctx = {impl, req, hdr, dl_out, p->symbol};
+  struct child_ctx ctx = {impl, req, c->hdr, dl_out, c->symbol};
   struct pg_sandbox_opts so = {req->timeout_s, req->rlimit_as, 0, 0};
-  rc = pg_sandbox_start(child_main, &ctx, &so, &p->proc, err);
-  if (rc != PG_OK) goto fail;
-  p->hdr = hdr;
+  if (rc == PG_OK) rc = pg_sandbox_start(child_main, &ctx, &so, &c->proc, err);
+  if (rc != PG_OK) {
+    for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&out->outputs[i]);
+    out->n_outputs = 0;
+    call_free(c);
+    return rc;
+  }
+  p->call = c;
   p->running = 1;
   return PG_OK;
-fail:
-  for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&out->outputs[i]);
-  out->n_outputs = 0;
-  munmap(hdr, sizeof *hdr);
-  return rc;
 }
 
-int pg__plugin_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
-                      struct pg_error *err) {
-  const struct pg_impl *impl = p->impl;
-  const struct pg_impl_request *req = p->req;
-  struct shared_hdr *hdr = p->hdr;
-  const char *symbol = p->symbol;
-  int rc = pg_sandbox_wait(&p->proc, &out->sandbox, err);
-  if (rc != PG_OK) goto done;
-  out->wall_ms = out->sandbox.wall_ms;
+/* The fact of a call whose child did not get to return from the wrapper; 1 if so. */
+static int fact_before_return(const struct plugin_call *c, const struct pg_impl *impl,
+                              const struct pg_impl_request *req, struct pg_impl_outcome *out) {
   const struct pg_sandbox_result *sr = &out->sandbox;
-  char what[160];
-  snprintf(what, sizeof what, "%s", symbol);
-  if (pg__classify_abnormal(sr, req, what, out)) goto done;
-  switch (hdr->stage) {
+  const char *symbol = c->symbol;
+  if (pg__impl_abnormal(sr, req, symbol, out)) return 1;
+  switch (c->hdr->stage) {
+    case STAGE_RETURNED: return 0;
     case STAGE_DLOPEN_FAILED:
-      pg__outcome_fail(out, PG_CAT_STRUCTURAL, "cannot load impl plugin: %.400s", hdr->msg);
-      goto done;
+      pg__impl_fact(out, PG_IMPL_FACT_LOAD_FAILED, "cannot load impl plugin: %.400s",
+                    c->hdr->msg);
+      return 1;
     case STAGE_NOSYM:
-      pg__outcome_fail(out, PG_CAT_STRUCTURAL,
-                       "missing wrapper symbol '%s' in %.300s (phase %d needs it)", symbol,
-                       impl->target, req->up_to_module);
-      goto done;
+      pg__impl_fact(out, PG_IMPL_FACT_MISSING_SYMBOL,
+                    "missing wrapper symbol '%s' in %.300s (phase %d needs it)", symbol,
+                    impl->target, req->up_to_module);
+      return 1;
     case STAGE_NOMEM:
-      pg__outcome_fail(out, PG_CAT_RUNTIME, "allocation failure: the impl process ran out of "
-                       "memory before calling %s (mode '%s')", symbol, req->mode);
-      goto done;
-    case STAGE_RETURNED: break;
+      pg__impl_fact(out, PG_IMPL_FACT_OOM, "allocation failure: the impl process ran out of "
+                    "memory before calling %s (mode '%s')", symbol, req->mode);
+      return 1;
     case STAGE_CALLING:
-      pg__outcome_fail(out, PG_CAT_RUNTIME, "%s exited the process with status %d instead of "
-                       "returning (mode '%s')", symbol, sr->exit_code, req->mode);
-      goto done;
+      out->code = sr->exit_code;
+      pg__impl_fact(out, PG_IMPL_FACT_EXIT_NONZERO, "%s exited the process with status %d "
+                    "instead of returning (mode '%s')", symbol, sr->exit_code, req->mode);
+      return 1;
     default:
-      pg__outcome_fail(out, PG_CAT_INFRA, "plugin child exited with status %d before the call",
-                       sr->exit_code);
-      goto done;
+      pg__impl_fact(out, PG_IMPL_FACT_RUNNER_FAILURE, "plugin child exited with status %d "
+                    "before the call", sr->exit_code);
+      return 1;
   }
+}
+
+/* The fact of a call whose wrapper returned: canaries, return code, unwritten outputs. */
+static void fact_after_return(const struct plugin_call *c, const struct pg_impl_request *req,
+                              struct pg_impl_outcome *out) {
+  const struct pg_sandbox_result *sr = &out->sandbox;
+  const char *symbol = c->symbol;
+  int ret = (int)c->hdr->rc;
   /* Canaries first: an overrun may have corrupted anything, including a return code. */
   for (int i = 0; i < req->n_outputs; i++) {
     const struct pg_tensor *t = &out->outputs[i];
     const unsigned char *g = (const unsigned char *)t->dl.data + t->nbytes;
-    size_t glen = p->map_size[i] - t->nbytes;
+    size_t glen = c->map_size[i] - t->nbytes;
     for (size_t j = 0; j < glen; j++)
       if (g[j] != PG_CANARY_BYTE) {
-        pg__outcome_fail(out, PG_CAT_RUNTIME,
-                         "%s wrote past output buffer '%s' (guard byte %zu after its %zu bytes "
-                         "was overwritten, mode '%s')",
-                         symbol, req->outputs[i].name, j, t->nbytes, req->mode);
-        goto done;
+        out->output = i;
+        pg__impl_fact(out, PG_IMPL_FACT_CANARY_HIT,
+                      "%s wrote past output buffer '%s' (guard byte %zu after its %zu bytes was "
+                      "overwritten, mode '%s')", symbol, req->outputs[i].name, j, t->nbytes,
+                      req->mode);
+        return;
       }
   }
-  if (hdr->rc == PG_UNAVAILABLE) {
-    out->status = PG_IMPL_UNAVAILABLE;
-    snprintf(out->summary, sizeof out->summary, "mode '%s' is unavailable (%s returned %d)",
-             req->mode, symbol, PG_UNAVAILABLE);
-    for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&out->outputs[i]);
-    out->n_outputs = 0;
-    goto done;
+  if (ret == PG_UNAVAILABLE) {
+    pg__impl_fact(out, PG_IMPL_FACT_UNAVAILABLE, "mode '%s' is unavailable (%s returned %d)",
+                  req->mode, symbol, PG_UNAVAILABLE);
+    return;
   }
-  if (hdr->rc != 0) {
-    if (pg_sandbox_text_says_oom(sr->err) || pg_sandbox_text_says_oom(sr->out))
-      pg__outcome_fail(out, PG_CAT_RUNTIME, "allocation failure: %s returned %d after running "
-                       "out of memory (mode '%s')", symbol, (int)hdr->rc, req->mode);
-    else {
-      char last[200];
-      pg__last_line(sr->err, last, sizeof last);
-      pg__outcome_fail(out, PG_CAT_RUNTIME, "%s returned %d (runtime error, mode '%s')%s%s",
-                       symbol, (int)hdr->rc, req->mode, last[0] ? ": " : "", last);
-    }
-    goto done;
+  if (ret != 0) {
+    char last[200];
+    pg__last_line(sr->err, last, sizeof last);
+    out->code = ret;
+    if (sr->says_oom)
+      pg__impl_fact(out, PG_IMPL_FACT_OOM, "allocation failure: %s returned %d after running "
+                    "out of memory (mode '%s')", symbol, ret, req->mode);
+    else
+      pg__impl_fact(out, PG_IMPL_FACT_RETURNED_ERROR, "%s returned %d (runtime error, mode "
+                    "'%s')%s%s", symbol, ret, req->mode, last[0] ? ": " : "", last);
+    return;
   }
   for (int i = 0; i < req->n_outputs; i++) {
     const struct pg_tensor *t = &out->outputs[i];
     if (untouched(t->dl.data, t->dtype, t->numel, t->nbytes)) {
-      pg__outcome_fail(out, PG_CAT_STRUCTURAL,
-                       "%s returned 0 but never wrote output '%s' (still NaN-prefilled)",
-                       symbol, req->outputs[i].name);
-      goto done;
+      out->output = i;
+      pg__impl_fact(out, PG_IMPL_FACT_UNWRITTEN_OUTPUT,
+                    "%s returned 0 but never wrote output '%s' (still NaN-prefilled)", symbol,
+                    req->outputs[i].name);
+      return;
     }
   }
-  out->status = PG_IMPL_DONE;
-done:
-  if (rc != PG_OK) {
+  pg__impl_fact(out, PG_IMPL_FACT_OK, NULL);
+}
+
+static int plugin_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                         struct pg_error *err) {
+  struct plugin_call *c = p->call;
+  int rc = pg_sandbox_wait(&c->proc, &out->sandbox, err);
+  if (rc == PG_OK) {
+    out->wall_ms = out->sandbox.wall_ms;
+    if (!fact_before_return(c, p->impl, p->req, out)) fact_after_return(c, p->req, out);
+  } else {
     for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&out->outputs[i]);
     out->n_outputs = 0;
   }
-  munmap(hdr, sizeof *hdr);
+  call_free(c);
+  p->call = NULL;
   return rc;
 }
 
@@ -306,13 +346,16 @@ struct probe_page {
   char msg[1024];
 };
 
+struct plugin_probe {
+  struct pg_sandbox_proc proc;
+  struct probe_page *page;
+};
+
 static int probe_child(void *vctx) {
   const struct pg_impl *impl = ((void **)vctx)[0];
   struct probe_page *pp = ((void **)vctx)[1];
-  void *h = open_plugin(impl->target);
+  void *h = open_plugin(impl->target, pp->msg, sizeof pp->msg);
   if (!h) {
-    const char *e = dlerror();
-    snprintf(pp->msg, sizeof pp->msg, "%s", e ? e : "dlopen failed");
     pp->stage = 2;
     return 3;
   }
@@ -320,7 +363,12 @@ static int probe_child(void *vctx) {
   return 0;
 }
 
-int pg__plugin_probe_start(struct pg_impl_probe *p, uint64_t rlimit_as, struct pg_error *err) {
+static void probe_free(struct plugin_probe *pr) {
+  if (pr && pr->page) munmap(pr->page, sizeof *pr->page);
+  free(pr);
+}
+
+static int plugin_probe_start(struct pg_impl_probe *p, struct pg_error *err) {
   const struct pg_impl *impl = p->impl;
   struct stat st;
   if (stat(impl->target, &st) != 0)
@@ -331,31 +379,37 @@ int pg__plugin_probe_start(struct pg_impl_probe *p, uint64_t rlimit_as, struct p
                         impl->target);
   if (!S_ISREG(st.st_mode))
     return pg_error_set(err, PG_EINVAL, "impl plugin '%s' is not a regular file", impl->target);
-  struct probe_page *pp = mmap(NULL, sizeof *pp, PROT_READ | PROT_WRITE,
-                               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (pp == MAP_FAILED) return pg_error_set(err, PG_ENOMEM, "mmap: %s", strerror(errno));
-  memset(pp, 0, sizeof *pp);
+  struct plugin_probe *pr = calloc(1, sizeof *pr);
+  if (!pr) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  pr->page = mmap(NULL, sizeof *pr->page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                  -1, 0);
+  if (pr->page == MAP_FAILED) {
+    pr->page = NULL;
+    probe_free(pr);
+    return pg_error_set(err, PG_ENOMEM, "mmap: %s", strerror(errno));
+  }
+  memset(pr->page, 0, sizeof *pr->page);
   /* In a child: a constructor that crashes, hangs or exits must not end the runner.
    * ctx only needs to live until the fork. */
-  void *ctx[2] = {(void *)impl, pp};
-  struct pg_sandbox_opts so = {p->timeout_s, rlimit_as, 4096, 0};
-  int rc = pg_sandbox_start(probe_child, ctx, &so, &p->proc, err);
+  void *ctx[2] = {(void *)impl, pr->page};
+  struct pg_sandbox_opts so = {p->timeout_s, p->rlimit_as, 4096, 0};
+  int rc = pg_sandbox_start(probe_child, ctx, &so, &pr->proc, err);
   if (rc != PG_OK) {
-    munmap(pp, sizeof *pp);
+    probe_free(pr);
     return rc;
   }
-  p->page = pp;
+  p->priv = pr;
   p->running = 1;
   return PG_OK;
 }
 
-int pg__plugin_probe_finish(struct pg_impl_probe *p, struct pg_error *err) {
+static int plugin_probe_finish(struct pg_impl_probe *p, struct pg_error *err) {
   const struct pg_impl *impl = p->impl;
-  struct probe_page *pp = p->page;
+  struct plugin_probe *pr = p->priv;
+  struct probe_page *pp = pr->page;
   struct pg_sandbox_result sr;
   pg_sandbox_result_init(&sr);
-  p->running = 0;
-  int rc = pg_sandbox_wait(&p->proc, &sr, err);
+  int rc = pg_sandbox_wait(&pr->proc, &sr, err);
   if (rc == PG_OK) {
     char sig[32];
     if (pp->stage == 2)
@@ -373,7 +427,28 @@ int pg__plugin_probe_finish(struct pg_impl_probe *p, struct pg_error *err) {
                         "while loading (in a library constructor)", impl->target, sr.exit_code);
   }
   pg_sandbox_result_reset(&sr);
-  munmap(pp, sizeof *pp);
-  p->page = NULL;
+  probe_free(pr);
+  p->priv = NULL;
+  p->running = 0;
   return rc;
 }
+
+static void plugin_probe_cancel(struct pg_impl_probe *p) {
+  struct plugin_probe *pr = p->priv;
+  kill(-pr->proc.pid, SIGKILL); /* its own process group (sandbox) */
+  kill(pr->proc.pid, SIGKILL);
+  struct pg_error e;
+  plugin_probe_finish(p, &e);
+}
+
+const struct pg_impl_ops pg__plugin_ops = {
+    .name = "plugin",
+    .usage = "plugin:PATH.so",
+    .bare_suffix = ".so",
+    .probe_start = plugin_probe_start,
+    .probe_finish = plugin_probe_finish,
+    .probe_cancel = plugin_probe_cancel,
+    .start = plugin_start,
+    .finish = plugin_finish,
+    .close = NULL,
+};

@@ -2,29 +2,58 @@
  *
  * Outputs dumped by an earlier device run, laid out as DIR/<case>/<mode>/<name>.npy
  * (or DIR/<case>/<mode>/outputs.safetensors). A missing <mode> directory means that
- * mode was not run on the device: the call is unavailable (SKIPPED), not a failure.
+ * mode was not run on the device: the fact is UNAVAILABLE (a SKIPPED mode), not a
+ * failure.
  * Nothing is executed, so no sandbox is needed.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "impl/impl.h"
+#include "impl/adapter.h"
+#include "base/base.h"
 
-int pg__replay_invoke(const struct pg_impl *impl, const struct pg_impl_request *req,
-                      struct pg_impl_outcome *out, struct pg_error *err) {
-  struct stat st;
-  if (stat(impl->target, &st) != 0 || !S_ISDIR(st.st_mode))
-    return pg__outcome_fail(out, PG_CAT_INFRA, "replay directory '%s' does not exist",
-                            impl->target),
-           PG_OK;
-  char dir[4600];
-  snprintf(dir, sizeof dir, "%s/%s/%s", impl->target, req->case_id, req->mode);
-  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    out->status = PG_IMPL_UNAVAILABLE;
-    snprintf(out->summary, sizeof out->summary, "mode '%s' has no dumped outputs (%.400s)",
-             req->mode, dir);
-    return PG_OK;
-  }
-  return pg__collect_outputs(dir, req, out, err);
+/* The whole call happens in start: nothing runs, so there is no finish step. */
+static int replay_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                        struct pg_error *err) {
+  const struct pg_impl *impl = p->impl;
+  const struct pg_impl_request *req = p->req;
+  if (!pg_is_dir(impl->target))
+    return pg__impl_fact(out, PG_IMPL_FACT_NOT_FOUND, "replay directory '%s' does not exist",
+                         impl->target), PG_OK;
+  char *dir = pg_path_fmt("%s/%s/%s", impl->target, req->case_id, req->mode);
+  if (!dir) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  int rc = PG_OK;
+  if (!pg_is_dir(dir))
+    pg__impl_fact(out, PG_IMPL_FACT_UNAVAILABLE, "mode '%s' has no dumped outputs (%.400s)",
+                  req->mode, dir);
+  else
+    rc = pg__collect_outputs(dir, req, out, err);
+  free(dir);
+  return rc;
 }
+
+static int replay_probe_start(struct pg_impl_probe *p, struct pg_error *err) {
+  const char *dir = p->impl->target;
+  struct stat st;
+  if (stat(dir, &st) != 0)
+    return pg_error_set(err, PG_ENOENT, "replay directory '%s' does not exist (%s)", dir,
+                        strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    return pg_error_set(err, PG_EINVAL, "replay directory '%s' is not a directory", dir);
+  return PG_OK;
+}
+
+const struct pg_impl_ops pg__replay_ops = {
+    .name = "replay",
+    .usage = "replay:DIR",
+    .bare_suffix = NULL,
+    .probe_start = replay_probe_start,
+    .probe_finish = NULL,
+    .probe_cancel = NULL,
+    .start = replay_start,
+    .finish = NULL,
+    .close = NULL,
+};

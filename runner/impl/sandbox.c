@@ -196,6 +196,16 @@ int pg_sandbox_start(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *
   return PG_OK;
 }
 
+/* 1 when stderr holds a sanitizer runtime's crash report: the runtime turns a crash
+ * into that report and exit(1), so the exit status alone does not show it. */
+static int says_sanitizer_crash(const char *err) {
+  static const char *const needles[] = {"AddressSanitizer: SEGV", "AddressSanitizer: BUS",
+                                        "AddressSanitizer: FPE", "AddressSanitizer: ILL"};
+  for (size_t i = 0; err && i < sizeof needles / sizeof *needles; i++)
+    if (strstr(err, needles[i])) return 1;
+  return 0;
+}
+
 /* 1 when the pipe is (nearly) full: its writer may have been blocked on us. */
 static int pipe_full(int fd) {
   int avail = 0;
@@ -310,6 +320,8 @@ int pg_sandbox_wait(struct pg_sandbox_proc *p, struct pg_sandbox_result *r,
   r->err = terr.buf;
   r->err_len = terr.buf ? terr.len : 0;
   r->err_truncated = terr.truncated;
+  r->says_oom = pg_sandbox_text_says_oom(r->err) || pg_sandbox_text_says_oom(r->out);
+  r->sanitizer_report = says_sanitizer_crash(r->err);
   return PG_OK;
 }
 

@@ -6,7 +6,7 @@
  * optional RLIMIT_AS), its stdout/stderr captured through pipes (the last
  * `capture_max` bytes of each are kept), and killed with its whole group when the
  * timeout expires. Whatever the child must hand back in bulk goes through memory the
- * caller mapped MAP_SHARED before calling (see adapters/plugin.c).
+ * caller mapped MAP_SHARED before calling (see impl/plugin.c).
  */
 #ifndef PHASEGATE_SANDBOX_H
 #define PHASEGATE_SANDBOX_H
@@ -50,6 +50,10 @@ struct pg_sandbox_result {
   char *out, *err;         /* captured tails, NUL-terminated, owned (may be NULL) */
   size_t out_len, err_len;
   int out_truncated, err_truncated;
+  /* What the captured text says, read once where it is captured (the only text scans
+   * of impl output): */
+  int says_oom;            /* an allocation failure (pg_sandbox_text_says_oom) */
+  int sanitizer_report;    /* a sanitizer's crash report (AddressSanitizer: SEGV, …) on stderr */
 };
 
 void pg_sandbox_result_init(struct pg_sandbox_result *r);

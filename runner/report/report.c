@@ -1,5 +1,6 @@
-/* phasegate runner — evaluation_report.json: JSON building, the information-barrier
- * sanitize step, and the locked atomic read-merge-write (see report.h).
+/* phasegate runner — evaluation_report.json: JSON building and the locked atomic
+ * read-merge-write (see report.h), which runs the barrier's sanitize step
+ * (report/barrier.c) on every write; and pg_report_hooks, the set pg_run is given.
  *
  * Aggregates (status, per_mode_status, cases_*, first_failure, stdout) are always
  * recomputed from the merged checks[], so the report is the same whether the cases of
@@ -71,8 +72,6 @@ static cJSON_bool replace_in_object(cJSON *o, const char *k, cJSON *item) {
 #define cJSON_AddObjectToObject(o, k) ((cJSON *)oom_ptr(cJSON_AddObjectToObject(o, k)))
 
 #define PG_REPORT_STDOUT_MAX (64 * 1024)
-#define PG_REPORT_STRING_MAX (64 * 1024)
-#define PG_REPORT_NUM_ARRAY_MAX 16
 
 static cJSON *num_or_null(double v) {
   return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
@@ -368,50 +367,6 @@ cJSON *pg_report_build(const struct pg_report_meta *m, cJSON *checks) {
   return r;
 }
 
-/* Keys that would carry reference or input contents. */
-static int forbidden_key(const char *k) {
-  static const char *const bad[] = {"golden", "golden_value", "golden_values", "reference",
-                                    "ref_value", "ref_values", "expected", "expected_value",
-                                    "expected_values", "data", "values", "input_values",
-                                    "golden_source", "tensor"};
-  if (!k) return 0;
-  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
-    if (strcmp(k, bad[i]) == 0) return 1;
-  return 0;
-}
-
-int pg_report_sanitize(cJSON *node) {
-  int changed = 0;
-  if (!node) return 0;
-  cJSON *c = node->child;
-  while (c) {
-    cJSON *next = c->next;
-    if (cJSON_IsObject(node) && forbidden_key(c->string)) {
-      cJSON_Delete(cJSON_DetachItemViaPointer(node, c));
-      changed++;
-    } else if (cJSON_IsArray(c) && cJSON_GetArraySize(c) > PG_REPORT_NUM_ARRAY_MAX &&
-               c->child && cJSON_IsNumber(c->child)) {
-      cJSON *repl = cJSON_CreateString("<removed: tensor-sized array>");
-      if (repl && cJSON_IsObject(node) && c->string) {
-        /* keep the key: ReplaceItemViaPointer would leave it empty */
-        repl->string = c->string;
-        c->string = NULL;
-      }
-      if (repl) cJSON_ReplaceItemViaPointer(node, c, repl);
-      else cJSON_Delete(cJSON_DetachItemViaPointer(node, c)); /* the barrier holds */
-      changed++;
-    } else if (cJSON_IsString(c) && c->valuestring &&
-               strlen(c->valuestring) > PG_REPORT_STRING_MAX) {
-      c->valuestring[PG_REPORT_STRING_MAX] = '\0';
-      changed++;
-    } else if (cJSON_IsObject(c) || cJSON_IsArray(c)) {
-      changed += pg_report_sanitize(c);
-    }
-    c = next;
-  }
-  return changed;
-}
-
 /* The whole file, or NULL: missing or unreadable, or (*oom set) out of memory. */
 static char *read_file(const char *path, int *oom) {
   FILE *f = fopen(path, "rb");
@@ -439,30 +394,37 @@ static char *read_file(const char *path, int *oom) {
   return buf;
 }
 
-int pg_report_merge_write(const char *path, const struct pg_report_meta *m,
-                          const struct pg_case_result *cases, int n, struct pg_error *err) {
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash && slash != dir) {
-    *slash = '\0';
+/* Creates the report's directory, opens <path>.lock and takes it into *lfd. */
+static int lock_report(const char *path, int *lfd, struct pg_error *err) {
+  *lfd = -1;
+  const char *slash = strrchr(path, '/');
+  if (slash && slash != path) {
+    char *dir = pg_path_fmt("%.*s", (int)(slash - path), path);
+    if (!dir) return pg_error_set(err, PG_ENOMEM, "out of memory");
+    int rc = PG_OK;
     if (pg_mkdir_p(dir) != 0)
-      return pg_error_set(err, errno == ENOMEM ? PG_ENOMEM : PG_EIO,
-                          "%s: cannot create directory: %s", dir, strerror(errno));
+      rc = pg_error_set(err, errno == ENOMEM ? PG_ENOMEM : PG_EIO,
+                        "%s: cannot create directory: %s", dir, strerror(errno));
+    free(dir);
+    PG_RETURN_IF_ERROR(rc);
   }
-  char lock[4200];
-  snprintf(lock, sizeof lock, "%s.lock", path);
-  int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (lfd < 0) return pg_error_set(err, PG_EIO, "%s: %s", lock, strerror(errno));
-  while (flock(lfd, LOCK_EX) != 0) {
-    if (errno != EINTR) {
-      close(lfd);
-      return pg_error_set(err, PG_EIO, "%s: flock: %s", lock, strerror(errno));
-    }
-  }
-  report_oom = 0;
+  char *lock = pg_path_fmt("%s.lock", path);
+  if (!lock) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  int rc = PG_OK, fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) rc = pg_error_set(err, PG_EIO, "%s: %s", lock, strerror(errno));
+  while (rc == PG_OK && flock(fd, LOCK_EX) != 0)
+    if (errno != EINTR) rc = pg_error_set(err, PG_EIO, "%s: flock: %s", lock, strerror(errno));
+  free(lock);
+  if (rc != PG_OK && fd >= 0) close(fd);
+  if (rc == PG_OK) *lfd = fd;
+  return rc;
+}
+
+/* The checks of an existing report at path for the same op and phase, except those of
+ * `cases` (which replace them), then those of `cases`. */
+static cJSON *merged_checks(const char *path, const struct pg_report_meta *m,
+                            const struct pg_case_result *cases, int n) {
   cJSON *checks = cJSON_CreateArray();
-  /* Keep the existing report's checks for other cases (same op and phase only). */
   char *old = read_file(path, &report_oom);
   if (old) {
     cJSON *prev = cJSON_Parse(old);
@@ -491,25 +453,19 @@ int pg_report_merge_write(const char *path, const struct pg_report_meta *m,
     cJSON_Delete(prev);
   }
   for (int i = 0; i < n; i++) cJSON_AddItemToArray(checks, pg_report_check_json(&cases[i]));
-  cJSON *report = pg_report_build(m, checks);
+  return checks;
+}
+
+/* text + "\n" into path through <path>.tmp.<pid> and rename(). */
+static int write_atomic(const char *path, const char *text, struct pg_error *err) {
+  char *tmp = pg_path_fmt("%s.tmp.%ld", path, (long)getpid());
+  if (!tmp) return pg_error_set(err, PG_ENOMEM, "out of memory");
   int rc = PG_OK;
-  char *text = NULL;
-  if (report) pg_report_sanitize(report);
-  if (!report || report_oom) {
-    rc = pg_error_set(err, PG_ENOMEM, "out of memory building the report");
-    goto out;
-  }
-  text = cJSON_Print(report);
-  if (!text) {
-    rc = pg_error_set(err, PG_ENOMEM, "out of memory printing the report");
-    goto out;
-  }
-  char tmp[4300];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
   FILE *f = fopen(tmp, "w");
   if (!f) {
     rc = pg_error_set(err, PG_EIO, "%s: %s", tmp, strerror(errno));
-    goto out;
+    free(tmp);
+    return rc;
   }
   int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
   /* No fsync: the rename alone makes the update atomic for every reader (old or new
@@ -521,10 +477,42 @@ int pg_report_merge_write(const char *path, const struct pg_report_meta *m,
     rc = pg_error_set(err, PG_EIO, "%s: cannot write the report: %s", path, strerror(errno));
     unlink(tmp);
   }
-out:
+  free(tmp);
+  return rc;
+}
+
+int pg_report_merge_write(const char *path, const struct pg_report_meta *m,
+                          const struct pg_case_result *cases, int n, struct pg_error *err) {
+  int lfd;
+  PG_RETURN_IF_ERROR(lock_report(path, &lfd, err));
+  report_oom = 0;
+  cJSON *report = pg_report_build(m, merged_checks(path, m, cases, n));
+  int rc = PG_OK;
+  char *text = NULL;
+  if (report && pg_report_sanitize(report) < 0) report_oom = 1;
+  if (!report || report_oom)
+    rc = pg_error_set(err, PG_ENOMEM, "out of memory building the report");
+  else if (!(text = cJSON_Print(report)))
+    rc = pg_error_set(err, PG_ENOMEM, "out of memory printing the report");
+  else
+    rc = write_atomic(path, text, err);
   free(text);
   cJSON_Delete(report);
   flock(lfd, LOCK_UN);
   close(lfd);
   return rc;
+}
+
+int pg_report_persist(const char *path, const struct pg_run_phase *ph,
+                      const struct pg_case_result *cases, int n, struct pg_error *err) {
+  struct pg_report_meta m = {ph->op,           ph->impl_spec,     ph->up_to_module,
+                             ph->total_modules, ph->tool_version, ph->contract_path,
+                             ph->suite_path,    ph->modes};
+  return pg_report_merge_write(path, &m, cases, n, err);
+}
+
+struct pg_run_hooks pg_report_hooks(void) {
+  struct pg_run_hooks h = {pg_report_persist, pg_report_case_lines, pg_report_summary_lines,
+                           pg_redact_text};
+  return h;
 }

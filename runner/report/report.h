@@ -1,7 +1,13 @@
-/* phasegate runner — evaluation_report.json (DESIGN.md §8): building the JSON from
- * case results, the information-barrier sanitize step, and the atomic, locked
- * read-merge-write that keeps one report per phase correct when the cases of a phase
- * run as separate concurrent processes. Schema: docs/runner.md. */
+/* phasegate runner — the report room (DESIGN.md §2, §8): evaluation_report.json (built
+ * from case results, merged atomically under a lock so one report per phase stays
+ * correct when the cases of a phase run as separate concurrent processes), the
+ * information barrier (report/barrier.c: redaction of impl text and the sanitize step
+ * on every write), and the console lines of `phasegate run` (report/console.c).
+ *
+ * It sits above the run room and implements the hooks pg_run calls; pg_report_hooks()
+ * returns the standard set so no caller can forget the barrier. Runs nothing. Schema:
+ * docs/runner.md.
+ */
 #ifndef PHASEGATE_REPORT_H
 #define PHASEGATE_REPORT_H
 
@@ -21,6 +27,13 @@ struct pg_report_meta {
   const char *modes;          /* comma-separated, as requested */
 };
 
+/* pg_run's hooks as the report room implements them: persist = pg_report_persist,
+ * case_lines = pg_report_case_lines, summary_lines = pg_report_summary_lines,
+ * redact = pg_redact_text. */
+struct pg_run_hooks pg_report_hooks(void);
+
+/* ---- evaluation_report.json (report/report.c) ---- */
+
 /* One entry of checks[] for a case. */
 cJSON *pg_report_check_json(const struct pg_case_result *r);
 /* Adds the metrics of one comparison to `o` (report and `phasegate diff --json` keys). */
@@ -30,16 +43,40 @@ void pg_report_add_metrics(cJSON *o, const struct pg_cmp_result *c);
  * cases_total/passed, status, per_mode_status, first_failure and stdout. */
 cJSON *pg_report_build(const struct pg_report_meta *m, cJSON *checks);
 
-/* The information barrier, applied on every write: drops keys that could carry
- * reference or input contents (golden, reference, expected, ref_value, data, values,
- * …), replaces numeric arrays longer than 16 elements (tensor dumps) and truncates
- * strings longer than 64 KiB. Returns the number of items removed or changed. */
-int pg_report_sanitize(cJSON *node);
-
 /* Locks <path>.lock, reads an existing report for the same op and phase, replaces or
  * adds the checks of `cases` by case id, rebuilds the aggregates, sanitizes, writes
  * <path> atomically (temp + rename). Creates parent directories. */
 int pg_report_merge_write(const char *path, const struct pg_report_meta *m,
                           const struct pg_case_result *cases, int n, struct pg_error *err);
+
+/* The persist hook: pg_report_merge_write with the phase as the report's header. */
+int pg_report_persist(const char *path, const struct pg_run_phase *ph,
+                      const struct pg_case_result *cases, int n, struct pg_error *err);
+
+/* ---- the information barrier (report/barrier.c) ---- */
+
+/* Replaces numeric tokens in `text` that spell a value of any of the given tensors
+ * (4 or more significant digits) with "<redacted>": the barrier for captured impl
+ * output. Returns a new malloc'ed string (NULL on allocation failure). */
+char *pg_redact_text(const char *text, const struct pg_tensor *const *tensors, int n);
+
+/* Applied on every write: drops keys that could carry reference or input contents
+ * (golden, reference, expected, ref_value, data, values, …), replaces numeric arrays
+ * longer than 16 elements (tensor dumps) and truncates strings longer than 64 KiB.
+ * Returns the number of items removed or changed, or -1 when out of memory (the item
+ * that could not be replaced was removed: the barrier holds either way). */
+int pg_report_sanitize(cJSON *node);
+
+/* ---- the console of `phasegate run` (report/console.c) ---- */
+
+/* A finished case: a status line per mode (with --inspect's metrics), the captured
+ * tail of failing modes, repro and hint lines, the cancellation-stress note. */
+void pg_report_case_lines(const struct pg_run_phase *ph, const struct pg_case_result *r,
+                          pg_run_line_fn line, void *user);
+/* After the last case: the SKIPPED marker line when every case was skipped, the
+ * summary line, the first failure. */
+void pg_report_summary_lines(const struct pg_run_phase *ph, const struct pg_run_summary *s,
+                             const struct pg_case_result *cases, int n, pg_run_line_fn line,
+                             void *user);
 
 #endif

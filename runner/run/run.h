@@ -1,11 +1,14 @@
-/* phasegate runner — run orchestration: one phase of one op against an impl, every
- * selected case in every requested mode (DESIGN.md §6, §8; `phasegate run`).
+/* phasegate runner — the run room (DESIGN.md §2, §6, §8; `phasegate run`): one phase of
+ * one op against an impl, every selected case in every requested mode.
  *
  * pg_run() loads the contract and suite, selects cases, and for each case binds dims,
- * generates (or loads) inputs, computes the cumulative golden, calls the impl in each
- * mode through an adapter, compares every boundary output, and merges the results
- * into the phase's evaluation_report.json. It never prints: console lines go to the
- * caller's `on_line` callback (the CLI prints them).
+ * generates (or loads) inputs, computes the cumulative golden (cached), calls the impl
+ * in each mode through its adapter, compares every boundary output, classifies what
+ * happened (run/classify.c: status, category, fingerprint, boundary, hints) and hands
+ * the finished cases to the caller's hooks. It never formats text for people and never
+ * writes the report itself: the report room implements the hooks (pg_report_hooks()),
+ * the CLI wires them in. The impl-free steps of a case (inputs, goldens, compare) are
+ * exposed at the end for `phasegate selftest`.
  */
 #ifndef PHASEGATE_RUN_H
 #define PHASEGATE_RUN_H
@@ -15,12 +18,38 @@
 #include "impl/impl.h"
 #include "phasegate/compare.h"
 #include "phasegate/error.h"
+#include "phasegate/spec.h"
 #include "tensors/tensors.h"
 
 /* Ordered by severity: worst wins when aggregating (ERROR > FAIL > PASS > SKIPPED). */
 enum pg_verdict { PG_VERDICT_SKIPPED = 0, PG_VERDICT_PASS, PG_VERDICT_FAIL, PG_VERDICT_ERROR };
 const char *pg_verdict_name(enum pg_verdict v); /* "PASS", … */
 enum pg_verdict pg_verdict_parse(const char *s);  /* SKIPPED for unknown text */
+
+/* failure_category of the report (DESIGN.md §8). Decided in run/classify.c only. */
+enum pg_category {
+  PG_CAT_NONE = 0,
+  PG_CAT_PRECISION,
+  PG_CAT_STRUCTURAL,
+  PG_CAT_RUNTIME,
+  PG_CAT_INFRA,
+  PG_CAT_OTHER
+};
+const char *pg_category_name(enum pg_category c); /* "precision", …; NULL for NONE */
+
+/* What decided a mode's verdict: the impl's own fact, or what the runner found. */
+enum pg_run_fact {
+  PG_RUN_FACT_NONE = 0,   /* nothing wrong */
+  PG_RUN_FACT_IMPL,       /* the impl call's fact (pg_mode_result.impl_fact) */
+  PG_RUN_FACT_VALUES,     /* an output's values are outside its tolerance */
+  PG_RUN_FACT_LAYOUT,     /* compare found an output's shape or dtype wrong */
+  PG_RUN_FACT_RUNNER,     /* the runner could not do its part (memory, I/O, rule, golden) */
+  PG_RUN_FACT_CASE_LIMIT  /* the case is over a limit (--max-bytes) */
+};
+
+/* The category run/classify.c gives an impl call's outcome (PG_CAT_NONE for OK and
+ * UNAVAILABLE). */
+enum pg_category pg_classify_category(const struct pg_impl_outcome *out);
 
 struct pg_tensor_check {
   char name[PG_NAME_MAX];
@@ -46,6 +75,9 @@ struct pg_mode_result {
   int exit_code, signo, timed_out;
   char *captured;             /* impl stdout + stderr tail, redacted; owned */
   int failing_boundary;       /* earliest failing module boundary found (0 = unknown) */
+  enum pg_run_fact fact;      /* what decided status (classify.c) */
+  enum pg_impl_fact impl_fact; /* fact == PG_RUN_FACT_IMPL: the impl's fact */
+  int fact_output;            /* the output the fact is about, -1 when none */
 };
 
 struct pg_case_result {
@@ -80,7 +112,55 @@ void pg_case_result_reset(struct pg_case_result *r);
  * mode fails). */
 const char *pg_divergence_fingerprint(const enum pg_verdict *modes, int n);
 
+/* Where console lines go (the CLI prints them). */
 typedef void (*pg_run_line_fn)(void *user, int to_stderr, const char *line);
+/* printf into one line of at most 2047 bytes, then fn(user, to_stderr, line); nothing
+ * when fn is NULL. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+void pg_run_linef(pg_run_line_fn fn, void *user, int to_stderr, const char *fmt, ...);
+
+/* The phase being run: what the report's header and the console lines name. */
+struct pg_run_phase {
+  const char *op;
+  const char *impl_spec;
+  int up_to_module, total_modules;
+  const char *tool_version;
+  const char *contract_path, *suite_path;
+  const char *modes;          /* comma-separated, as run (duplicates dropped) */
+  const char *inspect;        /* --inspect NAME, or NULL */
+};
+
+struct pg_run_summary {
+  int cases_total, passed, failed, errors, skipped;
+  enum pg_verdict status;
+  int exit_code;              /* 0 PASS, 1 FAIL, 2 ERROR, 77 all SKIPPED */
+  char *report_path;          /* owned; release with pg_run_summary_reset */
+  int diagnosed;              /* the error's findings already went to on_line, one per
+                                 line: the caller should not print the error again */
+};
+void pg_run_summary_reset(struct pg_run_summary *s);
+
+/* What pg_run needs from the rooms above it (dependency inversion: the report room
+ * implements these, pg_report_hooks() returns the standard set, the CLI passes it). */
+struct pg_run_hooks {
+  /* Makes the finished cases durable: merges them into the phase's report at `path`
+   * (locked, so --jobs workers may call it concurrently). NULL: nothing is written. */
+  int (*persist)(const char *path, const struct pg_run_phase *ph,
+                 const struct pg_case_result *cases, int n, struct pg_error *err);
+  /* The console lines of one finished case, sent to line(user, …). NULL: none. */
+  void (*case_lines)(const struct pg_run_phase *ph, const struct pg_case_result *r,
+                     pg_run_line_fn line, void *user);
+  /* The lines after the last case. NULL: none. */
+  void (*summary_lines)(const struct pg_run_phase *ph, const struct pg_run_summary *s,
+                        const struct pg_case_result *cases, int n, pg_run_line_fn line,
+                        void *user);
+  /* The information barrier for text the impl wrote: a malloc'ed copy of text in which
+   * every number that spells a value of tensors[0..n) is replaced (NULL: out of
+   * memory). Required: pg_run refuses to run without it. */
+  char *(*redact)(const char *text, const struct pg_tensor *const *tensors, int n);
+};
 
 struct pg_run_opts {
   const char *op_dir, *contract_path, *suite_path;
@@ -109,32 +189,57 @@ struct pg_run_opts {
   const char *inspect;        /* print every metric of this output per case and mode */
   pg_run_line_fn on_line;
   void *user;
-};
-
-struct pg_run_summary {
-  int cases_total, passed, failed, errors, skipped;
-  enum pg_verdict status;
-  int exit_code;              /* 0 PASS, 1 FAIL, 2 ERROR, 77 all SKIPPED */
-  char report_path[4096];
-  int diagnosed;              /* the error's findings already went to on_line, one per
-                                 line: the caller should not print the error again */
+  struct pg_run_hooks hooks;  /* pg_report_hooks() */
 };
 
 /* Runs one phase. Returns PG_OK when it ran (whatever the verdicts; see summary),
  * a negative code for usage/contract/suite errors (exit 2), all found before any case
- * runs: --up-to-module outside 1..N, an --inspect name that is no tensor of the op,
- * empty --modes, an impl that cannot be loaded (pg_impl_check), a report, --report-dir
- * or --save-data location that cannot be created or written, a single-case
- * --golden-data layout with several cases selected. Contract and suite findings go to
- * on_line (then summary->diagnosed is set); err holds the message otherwise. */
+ * runs: no redact hook, --up-to-module outside 1..N, an --inspect name that is no
+ * tensor of the op, empty --modes, an impl that cannot be loaded (pg_impl_check), a
+ * report, --report-dir or --save-data location that cannot be created or written, a
+ * single-case --golden-data layout with several cases selected. Contract and suite
+ * findings go to on_line (then summary->diagnosed is set); err holds the message
+ * otherwise. Release `s` with pg_run_summary_reset either way. */
 int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_error *err);
 
 /* Device id from CTEST_RESOURCE_GROUP_0 / CTEST_RESOURCE_GROUP_0_<TYPE>, else -1. */
 int pg_run_device_from_env(void);
 
-/* Replaces numeric tokens in `text` (in place) that spell a value of any of the given
- * tensors with "<redacted>"; the information barrier for captured impl output.
- * Returns a new malloc'ed string (NULL on allocation failure). */
-char *pg_redact_text(const char *text, const struct pg_tensor *const *tensors, int n);
+/* ---- the impl-free steps of one case, shared by pg_run and `phasegate selftest` ---- */
+
+/* A case's bound dims and primary inputs. */
+struct pg_case_data {
+  struct pg_bindings dims;
+  struct pg_tensor *inputs;   /* n_inputs, contract order, named after generation */
+  int n_inputs;
+  struct pg_cancel_result cancel;
+};
+/* Allocates the inputs of the contract's primary inputs (PG_ENOMEM); reset it with
+ * pg_case_data_reset whatever this returns. */
+int pg_case_data_init(struct pg_case_data *d, const struct pg_contract *c, struct pg_error *err);
+/* Binds the case's dims (pg_case_bind_dims). */
+int pg_case_data_bind(struct pg_case_data *d, const struct pg_contract *c,
+                      const struct pg_case *cs, struct pg_error *err);
+/* Generates the primary inputs deterministically (and the cancellation stress, if the
+ * case asks for it); PG_ELIMIT when the case is over mo->max_bytes. */
+int pg_case_data_generate(struct pg_case_data *d, const struct pg_contract *c,
+                          const struct pg_case *cs, const struct pg_materialize_opts *mo,
+                          struct pg_error *err);
+void pg_case_data_reset(struct pg_case_data *d);
+
+struct pg_golden_opts {
+  int precision_bits;         /* 32 or 64 */
+  void *golden_lib;           /* pg_golden_lib_open, or NULL */
+  int n_threads;              /* 0: all cores */
+};
+/* Cumulative golden k of the case (k = 0: the op-level golden) into out[0..*n_out)
+ * (initialised by the caller, PG_MAX_BOUNDARY_OUTPUTS of them). */
+int pg_case_golden(const struct pg_case_data *d, const struct pg_contract *c,
+                   const struct pg_case *cs, const struct pg_golden_opts *g, int k,
+                   struct pg_tensor *out, int *n_out, struct pg_error *err);
+/* One output against its reference under `rule` (pg_tensor_compare). */
+int pg_case_compare(const struct pg_tensor *impl, const struct pg_tensor *ref,
+                    const struct pg_cmp_rule *rule, int n_threads, struct pg_cmp_result *res,
+                    struct pg_error *err);
 
 #endif

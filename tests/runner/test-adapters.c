@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "impl/impl.h"
+#include "run/run.h"
 #include "pg_test.h"
 #include "tensors/tensors.h"
 
@@ -70,12 +71,12 @@ static void run_plugin(const char *case_id, const char *mode, const char *suffix
 PG_TEST(impl_parse) {
   struct pg_impl impl;
   PG_CHECK_OK(pg_impl_parse("exec:python3 x.py --flag", &impl, NULL));
-  PG_CHECK_EQ_INT(PG_IMPL_EXEC, impl.kind);
+  PG_CHECK_EQ_STR("exec", pg_impl_kind(&impl));
   PG_CHECK_EQ_STR("python3 x.py --flag", impl.target);
   PG_CHECK_OK(pg_impl_parse("replay:/d", &impl, NULL));
-  PG_CHECK_EQ_INT(PG_IMPL_REPLAY, impl.kind);
+  PG_CHECK_EQ_STR("replay", pg_impl_kind(&impl));
   PG_CHECK_OK(pg_impl_parse("/a/b/libx.so", &impl, NULL));
-  PG_CHECK_EQ_INT(PG_IMPL_PLUGIN, impl.kind);
+  PG_CHECK_EQ_STR("plugin", pg_impl_kind(&impl));
   struct pg_error err;
   PG_CHECK(pg_impl_parse("bogus", &impl, &err) == PG_EINVAL);
   PG_CHECK(strstr(err.message, "plugin:PATH.so") != NULL);
@@ -177,7 +178,7 @@ static void expect_fail(const char *case_id, const char *suffix, enum pg_categor
   struct pg_impl_outcome o;
   run_plugin(case_id, "sim", suffix, &o);
   PG_CHECK_MSG(o.status == PG_IMPL_FAILED, "%s: status %d", case_id, o.status);
-  PG_CHECK_MSG(o.category == cat, "%s: category %d, summary %s", case_id, o.category,
+  PG_CHECK_MSG(pg_classify_category(&o) == cat, "%s: category %d, summary %s", case_id, pg_classify_category(&o),
                o.summary);
   PG_CHECK_MSG(strstr(o.summary, needle) != NULL, "%s: summary '%s' lacks '%s'", case_id,
                o.summary, needle);
@@ -210,7 +211,7 @@ PG_TEST(plugin_missing_file) {
   struct pg_impl_outcome o;
   PG_CHECK_OK(pg_impl_invoke(&impl, &f.req, &o, NULL));
   PG_CHECK_EQ_INT(PG_IMPL_FAILED, o.status);
-  PG_CHECK_EQ_INT(PG_CAT_INFRA, o.category);
+  PG_CHECK_EQ_INT(PG_CAT_INFRA, pg_classify_category(&o));
   pg_impl_outcome_reset(&o);
   pg_tensor_reset(&f.x);
 }
@@ -262,19 +263,19 @@ PG_TEST(exec_protocol) {
 
   run_exec("echo boom >&2; exit 3", "sim", &o);
   PG_CHECK_EQ_INT(PG_IMPL_FAILED, o.status);
-  PG_CHECK_EQ_INT(PG_CAT_RUNTIME, o.category);
+  PG_CHECK_EQ_INT(PG_CAT_RUNTIME, pg_classify_category(&o));
   PG_CHECK(strstr(o.sandbox.err, "boom") != NULL);
   pg_impl_outcome_reset(&o);
 
   run_exec("cp \"$PHASEGATE_IN_DIR/x.npy\" \"$PHASEGATE_OUT_DIR/y.npy\"; "
            "cp \"$PHASEGATE_IN_DIR/x.npy\" \"$PHASEGATE_OUT_DIR/extra.npy\"", "sim", &o);
-  PG_CHECK_EQ_INT(PG_CAT_STRUCTURAL, o.category);
+  PG_CHECK_EQ_INT(PG_CAT_STRUCTURAL, pg_classify_category(&o));
   PG_CHECK(strstr(o.summary, "wrong output count") != NULL);
   PG_CHECK(strstr(o.summary, "extra.npy") != NULL);
   pg_impl_outcome_reset(&o);
 
   run_exec("true", "sim", &o);
-  PG_CHECK_EQ_INT(PG_CAT_STRUCTURAL, o.category);
+  PG_CHECK_EQ_INT(PG_CAT_STRUCTURAL, pg_classify_category(&o));
   PG_CHECK(strstr(o.summary, "missing output 'y'") != NULL);
   pg_impl_outcome_reset(&o);
 
@@ -325,7 +326,7 @@ PG_TEST(exec_bf16_as_v2) {
       PG_CHECK_EQ_INT(PG_DTYPE_BF16, o.outputs[0].dtype);
       PG_CHECK_NEAR(14.0, pg_load_f64(o.outputs[0].dl.data, PG_DTYPE_BF16, 14), 0);
     } else {
-      PG_CHECK_EQ_INT(PG_CAT_STRUCTURAL, o.category);
+      PG_CHECK_EQ_INT(PG_CAT_STRUCTURAL, pg_classify_category(&o));
     }
     pg_impl_outcome_reset(&o);
     pg_tensor_reset(&f.x);
@@ -360,7 +361,7 @@ PG_TEST(replay_layout) {
   f.y.shape[1] = 4;
   f.req.mode = "sim";
   PG_CHECK_OK(pg_impl_invoke(&impl, &f.req, &o, NULL));
-  PG_CHECK_EQ_INT(PG_CAT_STRUCTURAL, o.category);
+  PG_CHECK_EQ_INT(PG_CAT_STRUCTURAL, pg_classify_category(&o));
   PG_CHECK(strstr(o.summary, "shape [3, 5], expected [3, 4]") != NULL);
   pg_impl_outcome_reset(&o);
   pg_tensor_reset(&f.x);
@@ -394,7 +395,7 @@ PG_TEST(exec_safetensors_and_timeout) {
   pg_impl_outcome_reset(&o);
   snprintf(cmd, sizeof cmd, "cp '%s' \"$PHASEGATE_OUT_DIR/outputs.safetensors\"", bad);
   run_exec(cmd, "sim", &o);
-  PG_CHECK_EQ_INT(PG_CAT_STRUCTURAL, o.category);
+  PG_CHECK_EQ_INT(PG_CAT_STRUCTURAL, pg_classify_category(&o));
   PG_CHECK_MSG(strstr(o.summary, "'extra'") != NULL, "%s", o.summary);
   pg_impl_outcome_reset(&o);
   pg_tensor_reset(&ts[0]);
@@ -408,7 +409,7 @@ PG_TEST(exec_safetensors_and_timeout) {
   struct pg_impl impl;
   PG_CHECK_OK(pg_impl_parse("exec:sleep 30 & sleep 30", &impl, NULL));
   PG_CHECK_OK(pg_impl_invoke(&impl, &f.req, &o, NULL));
-  PG_CHECK_EQ_INT(PG_CAT_RUNTIME, o.category);
+  PG_CHECK_EQ_INT(PG_CAT_RUNTIME, pg_classify_category(&o));
   PG_CHECK_MSG(strstr(o.summary, "timed out") != NULL, "%s", o.summary);
   PG_CHECK(o.wall_ms < 2000);
   pg_impl_outcome_reset(&o);

@@ -1,0 +1,57 @@
+/* phasegate runner — what an impl adapter implements, and the helpers the adapters
+ * share; private to runner/impl/ (other rooms include impl/impl.h only).
+ *
+ * Adding an adapter is one new file that defines `const struct pg_impl_ops
+ * pg__<name>_ops` plus one row in PG_IMPL_ADAPTERS (impl/adapter.c) and its source in
+ * runner/CMakeLists.txt. The operations fit a persistent process pool: start/finish
+ * may reuse a process kept in impl->state, close ends them all once at the end of the
+ * run. Nothing here decides verdicts: adapters report facts (pg__impl_fact).
+ */
+#ifndef PHASEGATE_IMPL_ADAPTER_H
+#define PHASEGATE_IMPL_ADAPTER_H
+
+#include "impl/impl.h"
+
+struct pg_impl_ops {
+  const char *name;        /* "plugin": also the prefix, "plugin:" */
+  const char *usage;       /* "plugin:PATH.so", for messages listing the accepted forms */
+  const char *bare_suffix; /* a spec without a prefix that ends in this picks the adapter
+                              (".so"); NULL: never */
+  /* The one-time check (pg_impl_check_start): the cheap checks at once, an error there
+   * is final; a slow check may leave p->running set, then exactly one of probe_finish
+   * or probe_cancel is called. The latter two may be NULL if running is never set. */
+  int (*probe_start)(struct pg_impl_probe *p, struct pg_error *err);
+  int (*probe_finish)(struct pg_impl_probe *p, struct pg_error *err);
+  void (*probe_cancel)(struct pg_impl_probe *p);
+  /* One call: start launches it (p->running = 1 when finish must follow; a call done
+   * at once leaves it 0), finish waits and fills `out`. Either may put state in
+   * p->call; finish frees it. `out` is initialised before start. */
+  int (*start)(struct pg_impl_pending *p, struct pg_impl_outcome *out, struct pg_error *err);
+  int (*finish)(struct pg_impl_pending *p, struct pg_impl_outcome *out, struct pg_error *err);
+  /* Ends what impl->state holds; NULL when the adapter keeps nothing between calls. */
+  void (*close)(struct pg_impl *impl);
+};
+
+/* Records what happened: sets out->fact, out->status and the summary; for any fact but
+ * OK it also drops the outputs. Returns 0, so an adapter can `return pg__impl_fact(…),
+ * PG_OK`. out->output / code / expected / got are the caller's to set. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+int pg__impl_fact(struct pg_impl_outcome *out, enum pg_impl_fact fact, const char *fmt, ...);
+
+/* Reads the expected outputs from dir (<name>.npy or outputs.safetensors), checking
+ * count, names, shapes and dtypes; a mismatch is a WRONG_OUTPUT_* fact. */
+int pg__collect_outputs(const char *dir, const struct pg_impl_request *req,
+                        struct pg_impl_outcome *out, struct pg_error *err);
+
+/* The last non-empty line of text (shortened from the left to fit). */
+void pg__last_line(const char *text, char *buf, size_t size);
+
+/* The fact of a child that did not end normally (timeout, signal, sanitizer report) or
+ * that said it ran out of memory; returns 1 when it filled `out`. `what` names the
+ * code that ran ("the exec impl", the wrapper symbol). */
+int pg__impl_abnormal(const struct pg_sandbox_result *sr, const struct pg_impl_request *req,
+                      const char *what, struct pg_impl_outcome *out);
+
+#endif

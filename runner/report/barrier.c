@@ -1,0 +1,186 @@
+/* phasegate runner — the information barrier (DESIGN.md §8), both halves in one file:
+ * no golden tensor values, no golden source and no raw input contents ever reach the
+ * report or the console.
+ *
+ *   pg_redact_text      text the impl wrote (captured stdout/stderr, summaries that
+ *                       quote it): every number that spells a value of the case's
+ *                       inputs or goldens becomes "<redacted>"; run/ applies it through
+ *                       the redact hook before anything is stored or shown
+ *   pg_report_sanitize  the report as JSON, on every write: keys that could carry tensor
+ *                       contents are dropped, tensor-sized numeric arrays and huge
+ *                       strings cut
+ *
+ * faultzoo/barrier and barrier_golden_data prove it end to end.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/report.h"
+
+#define PG_REPORT_STRING_MAX (64 * 1024)
+#define PG_REPORT_NUM_ARRAY_MAX 16
+#define PG_REDACT_MIN_SIG_DIGITS 4
+#define PG_REDACT_MAX_VALUES (16u * 1024u * 1024u)
+
+/* ------------------------------------------------------------------ captured text */
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+struct value_set {
+  double *v;
+  size_t n;
+  int built, too_big;
+};
+
+static void value_set_build(struct value_set *s, const struct pg_tensor *const *t, int n) {
+  s->built = 1;
+  size_t total = 0;
+  for (int i = 0; i < n; i++)
+    if (t[i] && t[i]->dl.data) total += (size_t)t[i]->numel;
+  if (total > PG_REDACT_MAX_VALUES) {
+    s->too_big = 1;
+    return;
+  }
+  s->v = malloc((total ? total : 1) * sizeof *s->v);
+  if (!s->v) {
+    s->too_big = 1;
+    return;
+  }
+  for (int i = 0; i < n; i++) {
+    if (!t[i] || !t[i]->dl.data) continue;
+    for (int64_t j = 0; j < t[i]->numel; j++) {
+      double x = pg_load_f64(t[i]->dl.data, t[i]->dtype, (size_t)j);
+      if (isfinite(x) && x != 0.0) s->v[s->n++] = fabs(x);
+    }
+  }
+  qsort(s->v, s->n, sizeof *s->v, cmp_double);
+}
+
+static int value_set_has(const struct value_set *s, double v, double tol) {
+  if (s->too_big) return 1;
+  size_t lo = 0, hi = s->n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (s->v[mid] < v - tol) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < s->n && s->v[lo] <= v + tol;
+}
+
+char *pg_redact_text(const char *text, const struct pg_tensor *const *tensors, int n) {
+  if (!text) return NULL;
+  size_t len = strlen(text);
+  char *out = malloc(len * 3 + 16); /* "<redacted>" is at most ~3x a 4-char token */
+  if (!out) return NULL;
+  struct value_set set = {0};
+  size_t o = 0, i = 0;
+  while (i < len) {
+    unsigned char c = (unsigned char)text[i];
+    int starts = isdigit(c) || (c == '.' && i + 1 < len && isdigit((unsigned char)text[i + 1]));
+    int prev_ok = i == 0 || !(isalnum((unsigned char)text[i - 1]) || text[i - 1] == '_' ||
+                              text[i - 1] == '.');
+    if (!starts || !prev_ok) {
+      out[o++] = (char)c;
+      i++;
+      continue;
+    }
+    size_t j = i;
+    int sig = 0, seen_nonzero = 0;
+    while (j < len && (isdigit((unsigned char)text[j]) || text[j] == '.')) {
+      if (isdigit((unsigned char)text[j])) {
+        if (text[j] != '0') seen_nonzero = 1;
+        if (seen_nonzero) sig++;
+      }
+      j++;
+    }
+    if (j < len && (text[j] == 'e' || text[j] == 'E')) {
+      size_t k = j + 1;
+      if (k < len && (text[k] == '+' || text[k] == '-')) k++;
+      if (k < len && isdigit((unsigned char)text[k])) {
+        while (k < len && isdigit((unsigned char)text[k])) k++;
+        j = k;
+      }
+    }
+    int redact = 0;
+    if (sig >= PG_REDACT_MIN_SIG_DIGITS) {
+      char num[128];
+      size_t tl = j - i < sizeof num - 1 ? j - i : sizeof num - 1;
+      memcpy(num, text + i, tl);
+      num[tl] = '\0';
+      double v = strtod(num, NULL);
+      if (!set.built) value_set_build(&set, tensors, n);
+      double rel = 0.5 * pow(10.0, 1 - sig);
+      if (rel < 1e-7) rel = 1e-7;
+      if (v != 0.0 && value_set_has(&set, v, v * rel)) redact = 1;
+    }
+    if (redact) {
+      memcpy(out + o, "<redacted>", 10);
+      o += 10;
+    } else {
+      memcpy(out + o, text + i, j - i);
+      o += j - i;
+    }
+    i = j;
+  }
+  out[o] = '\0';
+  free(set.v);
+  return out;
+}
+
+/* ------------------------------------------------------------------ the report */
+
+/* Keys that would carry reference or input contents. */
+static int forbidden_key(const char *k) {
+  static const char *const bad[] = {"golden", "golden_value", "golden_values", "reference",
+                                    "ref_value", "ref_values", "expected", "expected_value",
+                                    "expected_values", "data", "values", "input_values",
+                                    "golden_source", "tensor"};
+  if (!k) return 0;
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    if (strcmp(k, bad[i]) == 0) return 1;
+  return 0;
+}
+
+static int sanitize(cJSON *node, int *oom) {
+  int changed = 0;
+  if (!node) return 0;
+  cJSON *c = node->child;
+  while (c) {
+    cJSON *next = c->next;
+    if (cJSON_IsObject(node) && forbidden_key(c->string)) {
+      cJSON_Delete(cJSON_DetachItemViaPointer(node, c));
+      changed++;
+    } else if (cJSON_IsArray(c) && cJSON_GetArraySize(c) > PG_REPORT_NUM_ARRAY_MAX &&
+               c->child && cJSON_IsNumber(c->child)) {
+      cJSON *repl = cJSON_CreateString("<removed: tensor-sized array>");
+      if (repl && cJSON_IsObject(node) && c->string) {
+        /* keep the key: ReplaceItemViaPointer would leave it empty */
+        repl->string = c->string;
+        c->string = NULL;
+      }
+      if (repl) cJSON_ReplaceItemViaPointer(node, c, repl);
+      else cJSON_Delete(cJSON_DetachItemViaPointer(node, c)); /* the barrier holds */
+      *oom |= !repl;
+      changed++;
+    } else if (cJSON_IsString(c) && c->valuestring &&
+               strlen(c->valuestring) > PG_REPORT_STRING_MAX) {
+      c->valuestring[PG_REPORT_STRING_MAX] = '\0';
+      changed++;
+    } else if (cJSON_IsObject(c) || cJSON_IsArray(c)) {
+      changed += sanitize(c, oom);
+    }
+    c = next;
+  }
+  return changed;
+}
+
+int pg_report_sanitize(cJSON *node) {
+  int oom = 0;
+  int changed = sanitize(node, &oom);
+  return oom ? -1 : changed;
+}

@@ -1,0 +1,130 @@
+/* phasegate runner — the console of `phasegate run` (DESIGN.md §8): one status line per
+ * case and mode while running (metrics of the worst output, or the category and
+ * summary of a failure; every metric of --inspect's output), the tail of a failing
+ * mode's captured output (already redacted by run/), the repro and hint lines, the
+ * cancellation-stress note, and the summary lines after the last case. tests/faultzoo
+ * console_lines pins the format.
+ *
+ * These are the case_lines and summary_lines hooks of pg_run (see pg_report_hooks).
+ * Only metrics and indices are printed, never tensor values; nothing is decided here.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "report/report.h"
+#include "base/base.h"
+
+/* The status line of one mode, plus every metric of --inspect's output. */
+static void mode_line(const struct pg_run_phase *ph, const struct pg_case_result *r,
+                      const struct pg_mode_result *m, pg_run_line_fn line, void *user) {
+  const char *tag = m->status == PG_VERDICT_PASS    ? "PASS"
+                    : m->status == PG_VERDICT_FAIL  ? "FAIL"
+                    : m->status == PG_VERDICT_ERROR ? "ERROR"
+                                                    : "SKIP";
+  char detail[900] = "";
+  if (m->status == PG_VERDICT_PASS) {
+    /* The output with the largest error relative to its allowance. */
+    const struct pg_tensor_check *w = NULL;
+    double worst = -1;
+    for (int i = 0; i < m->n_tensors; i++) {
+      const struct pg_tensor_check *t = &m->tensors[i];
+      if (!t->compared) continue;
+      double s = t->cmp.max_abs_diff / (t->atol > 0 ? t->atol : 1e-30);
+      if (!(s <= worst)) worst = s, w = t;
+    }
+    if (!r->precision_checked)
+      snprintf(detail, sizeof detail, "structure ok (values not checked)");
+    else if (w)
+      snprintf(detail, sizeof detail, "%s%smax_abs %.2g (atol %.2g)  max_rel %.2g",
+               m->n_tensors > 1 ? w->name : "", m->n_tensors > 1 ? ": " : "",
+               w->cmp.max_abs_diff, w->atol, w->cmp.max_rel_diff);
+  } else {
+    const char *cat = pg_category_name(m->category);
+    snprintf(detail, sizeof detail, "%s%s%.700s", cat ? cat : "", cat ? ": " : "", m->summary);
+  }
+  pg_run_linef(line, user, 0, "[%s] %s M%d %s %s  %s  %.1f ms", tag, ph->op, ph->up_to_module,
+               r->id, m->mode, detail, m->impl_ms);
+  for (int i = 0; ph->inspect && i < m->n_tensors; i++) {
+    const struct pg_tensor_check *t = &m->tensors[i];
+    if (strcmp(t->name, ph->inspect) != 0 || !t->compared || t->cmp.structural) continue;
+    const struct pg_cmp_result *c = &t->cmp;
+    char ai[160], ri[160];
+    pg_shape_format(c->ndim, c->max_abs_index, ai, sizeof ai);
+    pg_shape_format(c->ndim, c->max_rel_index, ri, sizeof ri);
+    pg_run_linef(line, user, 0, "    %s: n %lld  mismatches %lld (%.3g)  max_abs %.3g at %s  "
+                 "max_rel %.3g at %s  mean_abs %.3g  rmse %.3g  cosine %.6f  max_ulp %.3g  "
+                 "balance %+.3f  within 1e-3 %.4f  5e-3 %.4f  nan impl/ref %lld/%lld  inf "
+                 "impl/ref %lld/%lld  zero share %.3f",
+                 t->name, (long long)c->n, (long long)c->mismatches, c->mismatch_ratio,
+                 c->max_abs_diff, ai, c->max_rel_diff, ri, c->mean_abs_diff, c->rmse,
+                 c->cosine_similarity, c->max_ulp, c->error_balance, c->share_within_1e3,
+                 c->share_within_5e3, (long long)c->nan_impl, (long long)c->nan_ref,
+                 (long long)c->inf_impl, (long long)c->inf_ref, c->zero_share_ref);
+    for (int j = 0; j < c->n_first; j++) {
+      char ix[160];
+      pg_shape_format(c->ndim, c->first[j].index, ix, sizeof ix);
+      pg_run_linef(line, user, 0, "      mismatch %s  impl %.6g  abs_diff %.3g  rel_diff %.3g", ix,
+                   c->first[j].impl_value, c->first[j].abs_diff, c->first[j].rel_diff);
+    }
+  }
+}
+
+/* The last 20 lines of a failing mode's captured output (already redacted). */
+static void captured_tail(const struct pg_mode_result *m, pg_run_line_fn line, void *user) {
+  if (!m->captured || !*m->captured) return;
+  const char *s = m->captured;
+  size_t len = strlen(s);
+  int lines = 0;
+  size_t start = len;
+  while (start > 0) {
+    if (s[start - 1] == '\n' && start != len && ++lines >= 20) break;
+    start--;
+  }
+  const char *p = s + start;
+  while (*p) {
+    const char *e = strchr(p, '\n');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    pg_run_linef(line, user, 1, "    | %.*s", (int)(n > 1000 ? 1000 : n), p);
+    p = e ? e + 1 : p + n;
+  }
+}
+
+void pg_report_case_lines(const struct pg_run_phase *ph, const struct pg_case_result *r,
+                          pg_run_line_fn line, void *user) {
+  for (int mi = 0; mi < r->n_modes; mi++) {
+    const struct pg_mode_result *m = &r->modes[mi];
+    mode_line(ph, r, m, line, user);
+    if (m->status == PG_VERDICT_FAIL || m->status == PG_VERDICT_ERROR)
+      captured_tail(m, line, user);
+  }
+  if (r->status == PG_VERDICT_FAIL || r->status == PG_VERDICT_ERROR)
+    pg_run_linef(line, user, 1, "    repro: %s", r->repro ? r->repro : "");
+  if (r->hint[0]) pg_run_linef(line, user, 1, "    hint: %s", r->hint);
+  /* Whether the stress found cancelling inputs decides how much a PASS means. */
+  if (r->cancel.present) pg_run_linef(line, user, 0, "    %s", r->cancel.note);
+}
+
+void pg_report_summary_lines(const struct pg_run_phase *ph, const struct pg_run_summary *s,
+                             const struct pg_case_result *cases, int n, pg_run_line_fn line,
+                             void *user) {
+  int k = ph->up_to_module;
+  if (n > 0 && s->skipped == n) /* even when writing the report failed (status ERROR) */
+    pg_run_linef(line, user, 0, "[phasegate] SKIPPED %s M%d: every requested mode (%s) is "
+                 "unavailable for %d case(s)", ph->op, k, ph->modes, n);
+  pg_run_linef(line, user, 0, "[phasegate] %s M%d: %s  %d passed, %d failed, %d errors, %d "
+               "skipped of %d case(s); report: %s", ph->op, k, pg_verdict_name(s->status),
+               s->passed, s->failed, s->errors, s->skipped, n,
+               s->report_path ? s->report_path : "");
+  if (s->failed + s->errors == 0) return;
+  for (int i = 0; i < n; i++) {
+    const struct pg_case_result *r = &cases[i];
+    if (r->status != PG_VERDICT_FAIL && r->status != PG_VERDICT_ERROR) continue;
+    char b[16] = "n/a";
+    if (r->failing_boundary) snprintf(b, sizeof b, "M%d", r->failing_boundary);
+    const char *cat = pg_category_name(r->category);
+    pg_run_linef(line, user, 0, "[phasegate] first failure: %s (%s, boundary %s%s%s): %.600s",
+                 r->id, cat ? cat : "other", b, r->fingerprint[0] ? ", " : "", r->fingerprint,
+                 r->summary);
+    return;
+  }
+}

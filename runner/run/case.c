@@ -1,0 +1,496 @@
+/* phasegate runner — one case of a phase (DESIGN.md §4–§7): bind dims, generate (or
+ * load) the inputs, start the first mode's impl call, compute the cumulative golden
+ * meanwhile (cached), then every requested mode — never short-circuited — with its
+ * captured output redacted through the barrier hook, its outputs compared, and the
+ * verdicts left to classify.c. The finished case goes to the case_lines hook.
+ *
+ * Also the impl-free steps `phasegate selftest` shares (pg_case_data_*, pg_case_compare).
+ * Does not format text for people (summaries of runner failures aside) and writes no
+ * report.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run/run_internal.h"
+#include "base/base.h"
+
+#define PG_CAPTURE_KEEP (16u * 1024u) /* captured impl output kept per mode */
+
+/* Below this many elements per case, worker threads cost more than they save (and
+ * on a loaded machine each parallel region waits for a core). */
+#define PG_SMALL_CASE_ELEMENTS (1 << 20)
+
+void pg_case_result_reset(struct pg_case_result *r) {
+  if (!r) return;
+  for (int i = 0; i < r->n_modes; i++) {
+    free(r->modes[i].tensors);
+    free(r->modes[i].captured);
+  }
+  free(r->modes);
+  free(r->repro);
+  free(r->knobs_json);
+  memset(r, 0, sizeof *r);
+}
+
+/* ------------------------------------------------------------------ shared steps */
+
+int pg_case_data_init(struct pg_case_data *d, const struct pg_contract *c, struct pg_error *err) {
+  memset(d, 0, sizeof *d);
+  d->inputs = calloc((size_t)(c->n_primary + 1), sizeof *d->inputs);
+  if (!d->inputs) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  d->n_inputs = c->n_primary;
+  for (int i = 0; i < d->n_inputs; i++) pg_tensor_init(&d->inputs[i]);
+  return PG_OK;
+}
+
+int pg_case_data_bind(struct pg_case_data *d, const struct pg_contract *c,
+                      const struct pg_case *cs, struct pg_error *err) {
+  return pg_case_bind_dims(c, cs, &d->dims, err);
+}
+
+int pg_case_data_generate(struct pg_case_data *d, const struct pg_contract *c,
+                          const struct pg_case *cs, const struct pg_materialize_opts *mo,
+                          struct pg_error *err) {
+  PG_RETURN_IF_ERROR(
+      pg_case_generate_inputs_ex(c, cs, &d->dims, mo, d->inputs, &d->cancel, err));
+  for (int i = 0; i < c->n_primary; i++)
+    if (!d->inputs[i].name[0]) pg_tensor_set_name(&d->inputs[i], c->primary_inputs[i].name);
+  return PG_OK;
+}
+
+void pg_case_data_reset(struct pg_case_data *d) {
+  if (!d) return;
+  for (int i = 0; d->inputs && i < d->n_inputs; i++) pg_tensor_reset(&d->inputs[i]);
+  free(d->inputs);
+  pg_bindings_reset(&d->dims);
+  memset(d, 0, sizeof *d);
+}
+
+int pg_case_compare(const struct pg_tensor *impl, const struct pg_tensor *ref,
+                    const struct pg_cmp_rule *rule, int n_threads, struct pg_cmp_result *res,
+                    struct pg_error *err) {
+  DLTensor a = pg_tensor_dl(impl), b = pg_tensor_dl(ref);
+  return pg_tensor_compare(&a, &b, rule, n_threads, res, err);
+}
+
+/* ------------------------------------------------------------------ calls and compare */
+
+int pg__phase_outputs(const struct pg__run *rc, int k, const struct pg_case *cs,
+                      const struct pg_bindings *dims, const struct pg_tensor_decl **decls,
+                      struct pg_impl_output_spec *specs, struct pg_error *err) {
+  int n = pg_contract_boundary(&rc->contract, k, decls, PG_IMPL_MAX_OUTPUTS, err);
+  if (n < 0) return n;
+  for (int i = 0; i < n; i++) {
+    specs[i].name = decls[i]->name;
+    specs[i].dtype = pg_case_dtype(cs, decls[i]);
+    int rcode = pg_decl_shape(decls[i], dims, &specs[i].ndim, specs[i].shape, err);
+    if (rcode != PG_OK) {
+      pg_error_prefix(err, "output '%s': ", decls[i]->name);
+      return rcode;
+    }
+  }
+  return n;
+}
+
+void pg__call_init(const struct pg__run *rc, int k, const struct pg_case *cs,
+                   const struct pg_case_data *d, const struct pg_impl_output_spec *specs,
+                   int n_out, const char *mode, struct pg__call *call) {
+  struct pg_impl_request *req = &call->req;
+  memset(req, 0, sizeof *req);
+  pg_phase_suffix(k, call->suffix, sizeof call->suffix);
+  for (int i = 0; i < d->dims.count && i < PG_MAX_DIMS; i++) {
+    call->dim_names[i] = d->dims.items[i].name;
+    call->dim_values[i] = d->dims.items[i].value;
+  }
+  req->op = rc->contract.op;
+  req->suffix = call->suffix;
+  req->up_to_module = k;
+  req->total_modules = rc->contract.n_modules;
+  req->mode = mode;
+  req->device_id = rc->device_id;
+  req->case_id = cs->id;
+  req->n_dims = d->dims.count;
+  req->dim_names = call->dim_names;
+  req->dim_values = call->dim_values;
+  req->knobs_json = cs->json ? cs->json : "{}";
+  req->inputs = d->inputs;
+  req->n_inputs = rc->contract.n_primary;
+  req->outputs = specs;
+  req->n_outputs = n_out;
+  req->timeout_s = rc->timeout_s;
+  req->rlimit_as = rc->o->rlimit_as;
+  req->work_dir = rc->o->work_dir;
+  req->keep_work = rc->o->keep_work;
+}
+
+/* Comparison rule for one output: case > output declaration > contract > dtype default. */
+static int make_rule(const struct pg__run *rc, const struct pg_case *cs,
+                     const struct pg_tensor_decl *decl, enum pg_dtype dtype,
+                     struct pg_cmp_rule *rule, struct pg_error *err) {
+  memset(rule, 0, sizeof *rule);
+  rule->kind = PG_RULE_ALLCLOSE;
+  pg_cmp_default_tolerance(dtype, &rule->atol, &rule->rtol);
+  if (rc->contract.has_tolerance) {
+    rule->atol = rc->contract.atol;
+    rule->rtol = rc->contract.rtol;
+  }
+  if (decl->has_atol) rule->atol = decl->atol;
+  if (decl->has_rtol) rule->rtol = decl->rtol;
+  if (cs->has_atol) rule->atol = cs->atol;
+  if (cs->has_rtol) rule->rtol = cs->rtol;
+  rule->equal_nan = cs->equal_nan;
+  if (cs->rule && *cs->rule) return pg_cmp_rule_parse(cs->rule, rule, err);
+  return PG_OK;
+}
+
+static const char *rule_text(const struct pg_cmp_rule *r, char *buf, size_t size) {
+  switch (r->kind) {
+    case PG_RULE_EXACT: return "exact";
+    case PG_RULE_ULP: snprintf(buf, size, "ulp:%lld", (long long)r->ulp); return buf;
+    case PG_RULE_RATIO: snprintf(buf, size, "ratio:%g", r->ratio); return buf;
+    default: return "allclose";
+  }
+}
+
+void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *cs,
+                         const struct pg_tensor_decl **decls,
+                         const struct pg_impl_output_spec *specs, int n_out,
+                         const struct pg_tensor *impl_out, const struct pg_tensor *goldens,
+                         struct pg_mode_result *m) {
+  m->tensors = calloc((size_t)(n_out > 0 ? n_out : 1), sizeof *m->tensors);
+  if (!m->tensors) {
+    pg__classify_mode_error(m, "out of memory comparing outputs");
+    return;
+  }
+  m->n_tensors = n_out;
+  m->status = PG_VERDICT_PASS;
+  m->fact = PG_RUN_FACT_NONE;
+  m->fact_output = -1;
+  for (int i = 0; i < n_out; i++) {
+    struct pg_tensor_check *t = &m->tensors[i];
+    snprintf(t->name, sizeof t->name, "%s", specs[i].name);
+    t->dtype = specs[i].dtype;
+    t->ndim = specs[i].ndim;
+    memcpy(t->shape, specs[i].shape, sizeof t->shape);
+    t->values_checked = cs->precision;
+    struct pg_cmp_rule rule;
+    struct pg_error e;
+    char msg[640];
+    pg_error_clear(&e);
+    if (make_rule(rc, cs, decls[i], specs[i].dtype, &rule, &e) != PG_OK) {
+      snprintf(msg, sizeof msg, "case '%s': bad compare rule: %.500s", cs->id, e.message);
+      pg__classify_output(m, k, i, PG_RUN_FACT_RUNNER, msg);
+      continue;
+    }
+    char rb[32];
+    snprintf(t->rule, sizeof t->rule, "%s", rule_text(&rule, rb, sizeof rb));
+    t->atol = rule.atol;
+    t->rtol = rule.rtol;
+    if (pg_case_compare(&impl_out[i], &goldens[i], &rule, rc->n_threads, &t->cmp, &e) != PG_OK) {
+      snprintf(msg, sizeof msg, "cannot compare output '%s': %.400s", t->name, e.message);
+      pg__classify_output(m, k, i, PG_RUN_FACT_RUNNER, msg);
+      continue;
+    }
+    t->compared = 1;
+    if (t->cmp.structural) {
+      t->passed = 0;
+      pg__classify_output(m, k, i, PG_RUN_FACT_LAYOUT, NULL);
+      continue;
+    }
+    t->passed = cs->precision ? t->cmp.passed : 1;
+    if (!t->passed) pg__classify_output(m, k, i, PG_RUN_FACT_VALUES, NULL);
+  }
+}
+
+/* ------------------------------------------------------------------ one case */
+
+/* What one case holds while it runs. */
+struct case_run {
+  struct pg__run *rc;
+  const struct pg_case *cs;
+  struct pg_case_result *r;
+  int k;
+  struct pg_case_data d;
+  struct pg_tensor goldens[PG_IMPL_MAX_OUTPUTS];
+  const struct pg_tensor_decl *decls[PG_IMPL_MAX_OUTPUTS];
+  struct pg_impl_output_spec specs[PG_IMPL_MAX_OUTPUTS];
+  int n_out;
+  /* the tensors whose values captured text must not show (inputs, then goldens) */
+  const struct pg_tensor *barrier[PG_IMPL_MAX_OUTPUTS + 64];
+  int n_barrier;
+  /* the first mode's impl call, started before the golden */
+  int pending;
+  struct pg__call call0;
+  struct pg_impl_pending pend;
+  struct pg_impl_outcome out0;
+  struct pg_error pend_err;
+};
+
+/* A case-level error: every mode gets it, nothing more runs. Returns -1. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static int case_error(struct case_run *c, enum pg_run_fact fact, const char *fmt, ...) {
+  char msg[900];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  pg__classify_case_error(c->r, fact, msg);
+  return -1;
+}
+
+/* The result's header and its modes; 0 when out of memory (r says so). */
+static int case_begin(struct case_run *c) {
+  struct pg__run *rc = c->rc;
+  const struct pg_case *cs = c->cs;
+  struct pg_case_result *r = c->r;
+  memset(r, 0, sizeof *r);
+  snprintf(r->id, sizeof r->id, "%s", cs->id);
+  r->index = cs->index;
+  r->level = cs->level;
+  r->precision_checked = cs->precision;
+  r->knobs_json = pg_strdup(cs->json ? cs->json : "{}");
+  r->repro = pg__repro(rc->o, c->k, rc->contract_path, rc->suite_path, cs->id, rc->modes_buf);
+  r->modes = calloc((size_t)rc->n_modes, sizeof *r->modes);
+  if (!r->modes) {
+    pg__classify_case_error(r, PG_RUN_FACT_RUNNER, "out of memory");
+    return 0;
+  }
+  r->n_modes = rc->n_modes;
+  for (int i = 0; i < rc->n_modes; i++) {
+    snprintf(r->modes[i].mode, sizeof r->modes[i].mode, "%s", rc->modes[i]);
+    r->modes[i].fact_output = -1;
+  }
+  return 1;
+}
+
+/* Threads for this case: one for small cases, all cores for big ones. */
+static void case_threads(struct case_run *c) {
+  const struct pg_contract *ct = &c->rc->contract;
+  int64_t total = 0;
+  for (int i = 0; i < c->n_out; i++) {
+    int64_t n = 1;
+    for (int a = 0; a < c->specs[i].ndim; a++) n *= c->specs[i].shape[a];
+    total += n;
+  }
+  for (int i = 0; i < ct->n_primary; i++) {
+    int nd;
+    int64_t sh[PG_MAX_NDIM], n = 1;
+    struct pg_error ie;
+    if (pg_decl_shape(&ct->primary_inputs[i], &c->d.dims, &nd, sh, &ie) != PG_OK) continue;
+    for (int a = 0; a < nd; a++) n *= sh[a];
+    total += n;
+  }
+  c->rc->n_threads = total < PG_SMALL_CASE_ELEMENTS ? 1 : 0;
+}
+
+/* Inputs: from --golden-data, or generated. */
+static int case_inputs(struct case_run *c, const char *gd_dir) {
+  struct pg__run *rc = c->rc;
+  struct pg_error e;
+  pg_error_clear(&e);
+  if (gd_dir) {
+    if (pg__golden_data_inputs(rc, c->cs, gd_dir, &c->d, &e) != PG_OK)
+      return case_error(c, PG_RUN_FACT_RUNNER, "%s", e.message);
+    return PG_OK;
+  }
+  struct pg_materialize_opts mo = {rc->o->max_bytes, rc->n_threads};
+  int r = pg_case_data_generate(&c->d, &rc->contract, c->cs, &mo, &e);
+  c->r->cancel = c->d.cancel;
+  if (r != PG_OK)
+    return case_error(c, e.code == PG_ELIMIT ? PG_RUN_FACT_CASE_LIMIT : PG_RUN_FACT_RUNNER,
+                      "case '%s': cannot generate inputs: %.700s", c->cs->id, e.message);
+  return PG_OK;
+}
+
+/* References: from --golden-data, the cache hit found earlier, or computed. */
+static int case_goldens(struct case_run *c, const char *gd_dir, int golden_hit) {
+  struct pg_error e;
+  pg_error_clear(&e);
+  if (gd_dir) {
+    if (pg__golden_data_refs(c->k, c->cs, gd_dir, c->specs, c->n_out, c->goldens, &e) != PG_OK)
+      return case_error(c, PG_RUN_FACT_RUNNER, "%s", e.message);
+  } else if (golden_hit) {
+    c->r->golden_cached = 1;
+  } else if (pg__golden(c->rc, c->k, c->cs, &c->d, c->specs, c->n_out, c->goldens,
+                        &c->r->golden_cached, &e) != PG_OK) {
+    return case_error(c, PG_RUN_FACT_RUNNER, "case '%s': cumulative golden M1..M%d failed: %.700s",
+                      c->cs->id, c->k, e.message);
+  }
+  return PG_OK;
+}
+
+/* Dims, boundary, inputs and goldens, with the first mode's call started in between:
+ * it runs while this process computes the golden (the impl only needs the inputs). */
+static int case_prepare(struct case_run *c) {
+  struct pg__run *rc = c->rc;
+  const struct pg_case *cs = c->cs;
+  const char *gd = rc->o->golden_data;
+  struct pg_error e;
+  pg_error_clear(&e);
+  if (pg_case_data_init(&c->d, &rc->contract, &e) != PG_OK)
+    return case_error(c, PG_RUN_FACT_RUNNER, "out of memory");
+  if (pg_case_data_bind(&c->d, &rc->contract, cs, &e) != PG_OK)
+    return case_error(c, PG_RUN_FACT_RUNNER, "case '%s': cannot bind dims: %.700s", cs->id,
+                      e.message);
+  c->n_out = pg__phase_outputs(rc, c->k, cs, &c->d.dims, c->decls, c->specs, &e);
+  if (c->n_out < 0) {
+    c->n_out = 0;
+    return case_error(c, PG_RUN_FACT_RUNNER, "case '%s': boundary of M%d: %.700s", cs->id, c->k,
+                      e.message);
+  }
+  case_threads(c);
+  /* A cached golden is looked up first: on a miss OpenBLAS loads while the inputs are
+   * generated. */
+  int golden_hit = 0;
+  if (!gd) {
+    golden_hit = pg__golden_cached(rc, c->k, cs, &c->d.dims, c->specs, c->n_out, c->goldens);
+    if (!golden_hit) pg__blas_preload_start(rc, c->k);
+  }
+  char *gd_dir = gd ? pg__golden_data_dir(rc, cs) : NULL;
+  if (gd && !gd_dir) return case_error(c, PG_RUN_FACT_RUNNER, "out of memory");
+  double t0 = pg_now_ms();
+  int r = case_inputs(c, gd_dir);
+  c->r->inputs_ms = pg_now_ms() - t0;
+  if (r == PG_OK) {
+    pg__blas_preload_join(rc); /* before the fork */
+    if (rc->n_modes > 0 && c->d.dims.count <= PG_MAX_DIMS) {
+      pg__call_init(rc, c->k, cs, &c->d, c->specs, c->n_out, c->r->modes[0].mode, &c->call0);
+      pg_error_clear(&c->pend_err);
+      pg_impl_start(&rc->impl, &c->call0.req, &c->pend, &c->out0, &c->pend_err);
+      c->pending = 1;
+    }
+    t0 = pg_now_ms();
+    r = case_goldens(c, gd_dir, golden_hit);
+    c->r->golden_ms = pg_now_ms() - t0;
+  }
+  free(gd_dir);
+  if (r == PG_OK && rc->o->save_data &&
+      pg__save_data(rc, cs, &c->d, c->goldens, c->n_out, &e) != PG_OK)
+    pg__line(rc, 1, "phasegate: warning: --save-data: %s", e.message);
+  return r;
+}
+
+/* The impl's captured stdout then stderr, redacted against this case's tensors and cut
+ * to the last PG_CAPTURE_KEEP bytes (from a line start); NULL when there is none. */
+static char *captured_text(const struct case_run *c, const struct pg_sandbox_result *sb) {
+  size_t lo = sb->out ? strlen(sb->out) : 0, le = sb->err ? strlen(sb->err) : 0;
+  if (!(lo + le)) return NULL;
+  char *both = malloc(lo + le + 2);
+  if (!both) return NULL;
+  memcpy(both, sb->out ? sb->out : "", lo);
+  if (lo && le && both[lo - 1] != '\n') both[lo++] = '\n';
+  memcpy(both + lo, sb->err ? sb->err : "", le);
+  both[lo + le] = '\0';
+  char *s = c->rc->o->hooks.redact(both, c->barrier, c->n_barrier);
+  free(both);
+  size_t cl = s ? strlen(s) : 0;
+  if (cl > PG_CAPTURE_KEEP) {
+    size_t from = cl - PG_CAPTURE_KEEP;
+    size_t nl = from;
+    while (nl < cl && nl < from + 1024 && s[nl - 1] != '\n') nl++;
+    if (nl < cl && s[nl - 1] == '\n') from = nl; /* start at a line */
+    memmove(s, s + from, cl - from + 1);
+  }
+  return s;
+}
+
+/* One mode: the impl call (the first one already started), then its verdict. */
+static void run_mode(struct case_run *c, int mi) {
+  struct pg__run *rc = c->rc;
+  struct pg_mode_result *m = &c->r->modes[mi];
+  struct pg_impl_outcome out, *op = &out;
+  struct pg_error e;
+  pg_error_clear(&e);
+  int irc;
+  if (mi == 0 && c->pending) {
+    c->pending = 0;
+    irc = pg_impl_finish(&c->pend, &c->out0, &c->pend_err);
+    op = &c->out0;
+    e = c->pend_err;
+  } else {
+    struct pg__call call;
+    pg__call_init(rc, c->k, c->cs, &c->d, c->specs, c->n_out, m->mode, &call);
+    irc = pg_impl_invoke(&rc->impl, &call.req, op, &e);
+  }
+  if (irc != PG_OK) {
+    char msg[640];
+    snprintf(msg, sizeof msg, "runner could not call the impl: %.500s", e.message);
+    pg__classify_mode_error(m, msg);
+  } else {
+    m->impl_ms = op->wall_ms;
+    m->exit_code = op->sandbox.exit_code;
+    m->signo = op->sandbox.signo;
+    m->timed_out = op->sandbox.timed_out;
+    m->captured = captured_text(c, &op->sandbox);
+    if (op->status == PG_IMPL_DONE)
+      pg__compare_outputs(rc, c->k, c->cs, c->decls, c->specs, c->n_out, op->outputs, c->goldens,
+                          m);
+    else
+      pg__classify_impl(m, op, c->k);
+  }
+  /* Adapter summaries may quote the impl's stderr: same barrier as the captured
+   * output. (Comparison summaries carry metrics only and stay as they are.) */
+  if (op->status != PG_IMPL_DONE) {
+    char *red = rc->o->hooks.redact(m->summary, c->barrier, c->n_barrier);
+    if (red) {
+      snprintf(m->summary, sizeof m->summary, "%s", red);
+      free(red);
+    }
+  }
+  pg_impl_outcome_reset(op);
+}
+
+/* Every requested mode, never short-circuited; then bisection and the case's verdict. */
+static int case_modes(struct case_run *c) {
+  struct pg__run *rc = c->rc;
+  for (int i = 0; i < rc->contract.n_primary && c->n_barrier < 64; i++)
+    c->barrier[c->n_barrier++] = &c->d.inputs[i];
+  for (int i = 0; i < c->n_out; i++) c->barrier[c->n_barrier++] = &c->goldens[i];
+  if (rc->n_modes > 0 && c->d.dims.count > PG_MAX_DIMS)
+    return case_error(c, PG_RUN_FACT_RUNNER, "more than 64 dims");
+  for (int mi = 0; mi < rc->n_modes; mi++) run_mode(c, mi);
+  int bm = rc->o->no_bisect ? -1 : pg__classify_bisect_mode(c->r, c->k);
+  if (bm >= 0) {
+    int j = pg__find_failing_boundary(rc, c->k, c->cs, &c->d, c->r->modes[bm].mode);
+    if (j > 0) c->r->modes[bm].failing_boundary = j;
+  }
+  pg__classify_case(c->r, c->k, rc->timeout_s, rc->contract.op);
+  return PG_OK;
+}
+
+void pg__run_case(struct pg__run *rc, const struct pg_case *cs, struct pg_case_result *r) {
+  double t_case = pg_now_ms();
+  struct case_run *c = calloc(1, sizeof *c);
+  if (!c) {
+    memset(r, 0, sizeof *r);
+    snprintf(r->id, sizeof r->id, "%s", cs->id);
+    pg__classify_case_error(r, PG_RUN_FACT_RUNNER, "out of memory");
+    return;
+  }
+  c->rc = rc;
+  c->cs = cs;
+  c->r = r;
+  c->k = rc->k;
+  for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_init(&c->goldens[i]);
+  if (!case_begin(c)) {
+    free(c);
+    return;
+  }
+  if (case_prepare(c) == PG_OK) case_modes(c);
+  pg__blas_preload_join(rc);
+  if (c->pending) { /* the case failed before the impl's result was needed */
+    struct pg_error fe;
+    pg_impl_finish(&c->pend, &c->out0, &fe);
+    pg_impl_outcome_reset(&c->out0);
+  }
+  r->total_ms = pg_now_ms() - t_case;
+  const struct pg_run_hooks *h = &rc->o->hooks;
+  if (h->case_lines) h->case_lines(&rc->phase, r, rc->o->on_line, rc->o->user);
+  pg_case_data_reset(&c->d);
+  for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&c->goldens[i]);
+  free(c);
+}

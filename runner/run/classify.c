@@ -1,0 +1,331 @@
+/* phasegate runner — classification: the one place that decides what happened means
+ * (DESIGN.md §2, §8). From FACTS — what the impl adapter saw (enum pg_impl_fact), what
+ * the comparison found (enum pg_run_fact), what the runner itself could not do — it
+ * decides each mode's status (PASS/FAIL/ERROR/SKIPPED), failure_category and summary,
+ * the failing boundary, the case's aggregate, the divergence fingerprint and the hint.
+ *
+ * Adding a category is one enum row (run.h) and one rule row below; adding a fact is
+ * one rule row (and, if it earns one, a hint row). Nothing here runs anything, reads
+ * files or prints; the sentences of impl facts are the adapters', the ones of
+ * comparison facts are written here.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "run/run_internal.h"
+
+/* ------------------------------------------------------------------ names */
+
+const char *pg_verdict_name(enum pg_verdict v) {
+  switch (v) {
+    case PG_VERDICT_PASS: return "PASS";
+    case PG_VERDICT_FAIL: return "FAIL";
+    case PG_VERDICT_ERROR: return "ERROR";
+    default: return "SKIPPED";
+  }
+}
+
+enum pg_verdict pg_verdict_parse(const char *s) {
+  if (!s) return PG_VERDICT_SKIPPED;
+  if (strcmp(s, "PASS") == 0) return PG_VERDICT_PASS;
+  if (strcmp(s, "FAIL") == 0) return PG_VERDICT_FAIL;
+  if (strcmp(s, "ERROR") == 0) return PG_VERDICT_ERROR;
+  return PG_VERDICT_SKIPPED;
+}
+
+const char *pg_category_name(enum pg_category c) {
+  static const char *const names[] = {
+      [PG_CAT_PRECISION] = "precision", [PG_CAT_STRUCTURAL] = "structural",
+      [PG_CAT_RUNTIME] = "runtime",     [PG_CAT_INFRA] = "infra",
+      [PG_CAT_OTHER] = "other"};
+  return c > PG_CAT_NONE && (size_t)c < sizeof names / sizeof *names ? names[c] : NULL;
+}
+
+/* ------------------------------------------------------------------ the rules */
+
+/* The hints: a next step for the common failure shapes (the summary says what, the
+ * hint says how). Each is backed by the fact it is keyed by, never by summary text. */
+enum hint {
+  HINT_NONE = 0,
+  HINT_EXPORT,    /* missing wrapper symbol */
+  HINT_TIMEOUT,
+  HINT_OVERRUN,   /* a canary was hit */
+  HINT_UNWRITTEN,
+  HINT_OOM,
+  HINT_DEBUGGER,  /* killed by a signal */
+  HINT_LAYOUT,    /* outputs not as the contract declares them */
+  HINT_VALUES     /* NaN where the reference has none, else how to look closer */
+};
+
+struct rule {
+  enum pg_run_fact fact;
+  enum pg_impl_fact impl;    /* PG_RUN_FACT_IMPL rows: the impl's fact */
+  enum pg_verdict verdict;   /* FAIL: the failure is at the phase's boundary */
+  enum pg_category category;
+  int trumps;                /* replaces an earlier failure of another category of the
+                                same mode (a wrong layout explains any value mismatch) */
+  enum hint hint;
+};
+
+#define IMPL(f) PG_RUN_FACT_IMPL, PG_IMPL_FACT_##f
+#define RUN(f) PG_RUN_FACT_##f, PG_IMPL_FACT_OK
+static const struct rule rules[] = {
+    /* what the comparison and the runner found */
+    {RUN(NONE), PG_VERDICT_PASS, PG_CAT_NONE, 0, HINT_NONE},
+    {RUN(VALUES), PG_VERDICT_FAIL, PG_CAT_PRECISION, 0, HINT_VALUES},
+    {RUN(LAYOUT), PG_VERDICT_FAIL, PG_CAT_STRUCTURAL, 1, HINT_LAYOUT},
+    {RUN(RUNNER), PG_VERDICT_ERROR, PG_CAT_INFRA, 0, HINT_NONE},
+    {RUN(CASE_LIMIT), PG_VERDICT_ERROR, PG_CAT_OTHER, 0, HINT_NONE},
+    /* what the impl adapter saw */
+    {IMPL(OK), PG_VERDICT_PASS, PG_CAT_NONE, 0, HINT_NONE},
+    {IMPL(UNAVAILABLE), PG_VERDICT_SKIPPED, PG_CAT_NONE, 0, HINT_NONE},
+    {IMPL(NOT_FOUND), PG_VERDICT_ERROR, PG_CAT_INFRA, 0, HINT_NONE},
+    {IMPL(LOAD_FAILED), PG_VERDICT_FAIL, PG_CAT_STRUCTURAL, 0, HINT_LAYOUT},
+    {IMPL(MISSING_SYMBOL), PG_VERDICT_FAIL, PG_CAT_STRUCTURAL, 0, HINT_EXPORT},
+    {IMPL(TIMEOUT), PG_VERDICT_FAIL, PG_CAT_RUNTIME, 0, HINT_TIMEOUT},
+    {IMPL(SIGNAL), PG_VERDICT_FAIL, PG_CAT_RUNTIME, 0, HINT_DEBUGGER},
+    {IMPL(SANITIZER_REPORT), PG_VERDICT_FAIL, PG_CAT_RUNTIME, 0, HINT_NONE},
+    {IMPL(OOM), PG_VERDICT_FAIL, PG_CAT_RUNTIME, 0, HINT_OOM},
+    {IMPL(EXIT_NONZERO), PG_VERDICT_FAIL, PG_CAT_RUNTIME, 0, HINT_NONE},
+    {IMPL(RETURNED_ERROR), PG_VERDICT_FAIL, PG_CAT_RUNTIME, 0, HINT_NONE},
+    {IMPL(CANARY_HIT), PG_VERDICT_FAIL, PG_CAT_RUNTIME, 0, HINT_OVERRUN},
+    {IMPL(UNWRITTEN_OUTPUT), PG_VERDICT_FAIL, PG_CAT_STRUCTURAL, 0, HINT_UNWRITTEN},
+    {IMPL(WRONG_OUTPUT_COUNT), PG_VERDICT_FAIL, PG_CAT_STRUCTURAL, 0, HINT_LAYOUT},
+    {IMPL(WRONG_OUTPUT_NAME), PG_VERDICT_FAIL, PG_CAT_STRUCTURAL, 0, HINT_LAYOUT},
+    {IMPL(WRONG_OUTPUT_SHAPE), PG_VERDICT_FAIL, PG_CAT_STRUCTURAL, 0, HINT_LAYOUT},
+    {IMPL(WRONG_OUTPUT_DTYPE), PG_VERDICT_FAIL, PG_CAT_STRUCTURAL, 0, HINT_LAYOUT},
+    {IMPL(PROTOCOL_ERROR), PG_VERDICT_FAIL, PG_CAT_STRUCTURAL, 0, HINT_LAYOUT},
+    {IMPL(RUNNER_FAILURE), PG_VERDICT_ERROR, PG_CAT_INFRA, 0, HINT_NONE},
+};
+#undef IMPL
+#undef RUN
+
+/* The rule of a fact; an unknown fact is the runner's problem (never a silent PASS). */
+static const struct rule *rule_for(enum pg_run_fact fact, enum pg_impl_fact impl) {
+  for (size_t i = 0; i < sizeof rules / sizeof *rules; i++)
+    if (rules[i].fact == fact && (fact != PG_RUN_FACT_IMPL || rules[i].impl == impl))
+      return &rules[i];
+  return rule_for(PG_RUN_FACT_RUNNER, PG_IMPL_FACT_OK);
+}
+
+static const struct rule *mode_rule(const struct pg_mode_result *m) {
+  return rule_for(m->fact, m->impl_fact);
+}
+
+/* ------------------------------------------------------------------ one mode */
+
+/* Sets m's verdict from `ru`; the summary is the caller's. */
+static void apply(struct pg_mode_result *m, const struct rule *ru, int k, int output) {
+  m->status = ru->verdict;
+  m->category = ru->category;
+  m->fact = ru->fact;
+  m->impl_fact = ru->impl;
+  m->fact_output = output;
+  m->failing_boundary = ru->verdict == PG_VERDICT_FAIL ? k : 0;
+}
+
+enum pg_category pg_classify_category(const struct pg_impl_outcome *out) {
+  return rule_for(PG_RUN_FACT_IMPL, out->fact)->category;
+}
+
+void pg__classify_impl(struct pg_mode_result *m, const struct pg_impl_outcome *out, int k) {
+  apply(m, rule_for(PG_RUN_FACT_IMPL, out->fact), k, out->output);
+  snprintf(m->summary, sizeof m->summary, "%s", out->summary);
+}
+
+void pg__classify_mode_error(struct pg_mode_result *m, const char *msg) {
+  apply(m, rule_for(PG_RUN_FACT_RUNNER, PG_IMPL_FACT_OK), 0, -1);
+  snprintf(m->summary, sizeof m->summary, "%s", msg);
+}
+
+/* The sentence of a comparison fact about output t (runner facts bring their own). */
+static void output_summary(struct pg_mode_result *m, int k, const struct pg_tensor_check *t,
+                           enum pg_run_fact fact, const char *runner_msg) {
+  const struct pg_cmp_result *c = &t->cmp;
+  if (fact == PG_RUN_FACT_LAYOUT) {
+    snprintf(m->summary, sizeof m->summary, "output '%s' at the M%d boundary: %.400s", t->name,
+             k, c->structural_reason);
+    return;
+  }
+  if (fact != PG_RUN_FACT_VALUES) {
+    snprintf(m->summary, sizeof m->summary, "%s", runner_msg ? runner_msg : "");
+    return;
+  }
+  char idx[160], nan_note[96] = "";
+  pg_shape_format(c->ndim, c->max_abs_index, idx, sizeof idx);
+  if (c->nan_impl > c->nan_ref)
+    snprintf(nan_note, sizeof nan_note, "; %lld NaN in the impl vs %lld in the reference",
+             (long long)c->nan_impl, (long long)c->nan_ref);
+  else if (c->inf_impl > c->inf_ref)
+    snprintf(nan_note, sizeof nan_note, "; %lld Inf in the impl vs %lld in the reference",
+             (long long)c->inf_impl, (long long)c->inf_ref);
+  snprintf(m->summary, sizeof m->summary,
+           "output '%s' at the M%d boundary: %lld of %lld elements outside %s atol %g "
+           "rtol %g (max_abs_diff %.3g at %s, max_rel_diff %.3g%s)",
+           t->name, k, (long long)c->mismatches, (long long)c->n, t->rule, t->atol, t->rtol,
+           c->max_abs_diff, idx, c->max_rel_diff, nan_note);
+}
+
+void pg__classify_output(struct pg_mode_result *m, int k, int i, enum pg_run_fact fact,
+                         const char *runner_msg) {
+  const struct rule *ru = rule_for(fact, PG_IMPL_FACT_OK);
+  /* The first failure of the worst kind stands, except that a trumping one replaces
+   * an earlier failure of another category. */
+  if (!(ru->verdict > m->status || (ru->trumps && m->category != ru->category))) return;
+  apply(m, ru, k, i);
+  output_summary(m, k, &m->tensors[i], fact, runner_msg);
+}
+
+/* ------------------------------------------------------------------ one case */
+
+void pg__classify_case_error(struct pg_case_result *r, enum pg_run_fact fact, const char *msg) {
+  const struct rule *ru = rule_for(fact, PG_IMPL_FACT_OK);
+  r->status = ru->verdict;
+  r->category = ru->category;
+  snprintf(r->summary, sizeof r->summary, "%.600s", msg);
+  for (int i = 0; i < r->n_modes; i++) {
+    apply(&r->modes[i], ru, 0, -1);
+    snprintf(r->modes[i].summary, sizeof r->modes[i].summary, "%.600s", msg);
+  }
+}
+
+int pg__classify_bisect_mode(const struct pg_case_result *r, int k) {
+  for (int mi = 0; mi < r->n_modes; mi++) {
+    const struct pg_mode_result *m = &r->modes[mi];
+    if (m->status != PG_VERDICT_FAIL) continue;
+    return k > 1 && m->category == PG_CAT_PRECISION ? mi : -1;
+  }
+  return -1;
+}
+
+int pg__classify_boundary(const struct pg_mode_result *m) {
+  if (m->fact == PG_RUN_FACT_IMPL) /* the impl failed at phase j (e.g. no wrapper yet) */
+    return m->status == PG_VERDICT_SKIPPED || m->category == PG_CAT_STRUCTURAL ? -1 : 1;
+  return m->status == PG_VERDICT_FAIL ? 1 : m->status == PG_VERDICT_PASS ? 0 : -1;
+}
+
+const char *pg_divergence_fingerprint(const enum pg_verdict *modes, int n) {
+  int first = -1, last = -1, any_fail = 0, all_fail = 1;
+  for (int i = 0; i < n; i++) {
+    if (modes[i] == PG_VERDICT_SKIPPED) continue;
+    if (first < 0) first = i;
+    last = i;
+    int f = modes[i] == PG_VERDICT_FAIL || modes[i] == PG_VERDICT_ERROR;
+    any_fail |= f;
+    all_fail &= f;
+  }
+  if (first < 0 || !any_fail) return "";
+  if (all_fail) return "all_fail";
+  int ff = modes[first] == PG_VERDICT_FAIL || modes[first] == PG_VERDICT_ERROR;
+  int lf = modes[last] == PG_VERDICT_FAIL || modes[last] == PG_VERDICT_ERROR;
+  if (!ff && lf) return "kernel_ok_npu_only";
+  if (ff && !lf) return "ir_divergence";
+  return "mixed";
+}
+
+/* Worst status, all_close and the largest differences over every mode. */
+static void aggregate(struct pg_case_result *r) {
+  r->status = PG_VERDICT_SKIPPED;
+  r->all_close = 1;
+  for (int mi = 0; mi < r->n_modes; mi++) {
+    const struct pg_mode_result *m = &r->modes[mi];
+    if (m->status > r->status) r->status = m->status;
+    if (m->status == PG_VERDICT_FAIL || m->status == PG_VERDICT_ERROR) r->all_close = 0;
+    for (int i = 0; i < m->n_tensors; i++) {
+      const struct pg_tensor_check *t = &m->tensors[i];
+      if (!t->compared || t->cmp.structural) continue;
+      if (!t->cmp.passed) r->all_close = 0;
+      if (t->cmp.max_abs_diff > r->max_abs_diff || isnan(t->cmp.max_abs_diff))
+        r->max_abs_diff = t->cmp.max_abs_diff;
+      if (t->cmp.max_rel_diff > r->max_rel_diff || isnan(t->cmp.max_rel_diff))
+        r->max_rel_diff = t->cmp.max_rel_diff;
+      r->mistrusted |= t->cmp.mistrusted;
+      r->cpu_reproducer_candidate |= t->cmp.cpu_reproducer_candidate && !t->cmp.passed;
+    }
+  }
+  if (r->status == PG_VERDICT_SKIPPED) r->all_close = 0;
+}
+
+/* The hint of a failing mode's fact (the case's first failing mode). */
+static void fact_hint(struct pg_case_result *r, const struct pg_mode_result *m, int k,
+                      double timeout_s, const char *op) {
+  const struct pg_tensor_check *t =
+      m->fact_output >= 0 && m->fact_output < m->n_tensors ? &m->tensors[m->fact_output] : NULL;
+  char sym[160], suffix[64];
+  switch (mode_rule(m)->hint) {
+    case HINT_NONE: return;
+    case HINT_EXPORT:
+      pg_phase_suffix(k, suffix, sizeof suffix);
+      pg_impl_symbol(op, suffix, sym, sizeof sym);
+      snprintf(r->hint, sizeof r->hint, "export int %s(const DLTensor *, int32_t, DLTensor *, "
+               "int32_t, const pg_call *) (extern \"C\", default visibility), or run an "
+               "earlier phase", sym);
+      return;
+    case HINT_TIMEOUT:
+      snprintf(r->hint, sizeof r->hint, "raise --timeout (now %g s) if the kernel is only slow; "
+               "otherwise look for a wait that never completes", timeout_s);
+      return;
+    case HINT_OVERRUN:
+      snprintf(r->hint, sizeof r->hint, "the impl writes beyond the declared output size: check "
+               "the tail tile and the shape arithmetic of the last block");
+      return;
+    case HINT_UNWRITTEN:
+      snprintf(r->hint, sizeof r->hint, "the wrapper returned 0 without writing the output: "
+               "check it writes outputs[i].data");
+      return;
+    case HINT_OOM:
+      snprintf(r->hint, sizeof r->hint, "the impl ran out of memory: check its workspace size "
+               "(or raise --memory-limit)");
+      return;
+    case HINT_DEBUGGER:
+      snprintf(r->hint, sizeof r->hint, "rerun the repro line under a debugger (the impl runs in "
+               "a child process: use 'set follow-fork-mode child' in gdb) or with ASan");
+      return;
+    case HINT_LAYOUT:
+      snprintf(r->hint, sizeof r->hint, "the outputs must match the contract's boundary exactly "
+               "(count, names, shapes, dtypes)");
+      return;
+    case HINT_VALUES:
+      if (t && t->cmp.nan_impl > t->cmp.nan_ref)
+        snprintf(r->hint, sizeof r->hint, "the impl produces NaN where the reference has none: "
+                 "look for exp overflow (missing max subtraction), 0/0, or uninitialised memory");
+      else if (r->precision_checked)
+        snprintf(r->hint, sizeof r->hint, "use --inspect <output> for every metric and the first "
+                 "mismatching indices, --save-data DIR to get the case's tensors");
+      return;
+  }
+}
+
+void pg__classify_case(struct pg_case_result *r, int k, double timeout_s, const char *op) {
+  aggregate(r);
+  enum pg_verdict verdicts[PG_MAX_MODES];
+  for (int mi = 0; mi < r->n_modes && mi < PG_MAX_MODES; mi++) verdicts[mi] = r->modes[mi].status;
+  snprintf(r->fingerprint, sizeof r->fingerprint, "%s",
+           pg_divergence_fingerprint(verdicts, r->n_modes < PG_MAX_MODES ? r->n_modes : PG_MAX_MODES));
+  const struct pg_mode_result *failed = NULL;
+  for (int mi = 0; mi < r->n_modes && !failed; mi++)
+    if (r->modes[mi].status == PG_VERDICT_FAIL || r->modes[mi].status == PG_VERDICT_ERROR)
+      failed = &r->modes[mi];
+  if (failed) {
+    r->category = failed->category;
+    r->failing_boundary = failed->failing_boundary;
+    if (failed->failing_boundary && failed->failing_boundary < k)
+      snprintf(r->summary, sizeof r->summary, "[%.60s] %.480s; the impl already diverges at the "
+               "M%d boundary", failed->mode, failed->summary, failed->failing_boundary);
+    else
+      snprintf(r->summary, sizeof r->summary, "[%.60s] %.560s", failed->mode, failed->summary);
+  }
+  if (r->mistrusted)
+    snprintf(r->hint, sizeof r->hint, "the golden is mostly exact zeros: this case is too weak "
+             "to trust a PASS; change its fill or shape");
+  else if (r->cpu_reproducer_candidate)
+    snprintf(r->hint, sizeof r->hint, "max_rel_diff is far below rtol and only small-|golden| "
+             "cells trip atol: likely accumulation-order noise; reproduce on CPU before blaming "
+             "the kernel");
+  else if (r->failing_boundary && r->failing_boundary < k)
+    snprintf(r->hint, sizeof r->hint, "the impl already diverges at the M%d boundary: fix "
+             "module %d first", r->failing_boundary, r->failing_boundary);
+  else if (r->status == PG_VERDICT_FAIL && failed)
+    fact_hint(r, failed, k, timeout_s, op);
+}

@@ -1,0 +1,133 @@
+/* phasegate runner — the cumulative golden of a case (DESIGN.md §5): computed by the
+ * goldens library, through the on-disk cache (run/golden_cache.h) keyed once here by
+ * (contract, golden library, case, phase, reference precision, version), and the
+ * OpenBLAS preload that takes the library's load off the golden's critical path.
+ * pg_case_golden is the step `phasegate selftest` shares. No files of its own, no
+ * verdicts.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "run/golden_cache.h"
+#include "run/run_internal.h"
+#include "phasegate/goldens.h"
+
+int pg_case_golden(const struct pg_case_data *d, const struct pg_contract *c,
+                   const struct pg_case *cs, const struct pg_golden_opts *g, int k,
+                   struct pg_tensor *out, int *n_out, struct pg_error *err) {
+  struct pg_golden_env env;
+  memset(&env, 0, sizeof env);
+  env.contract = c;
+  env.dims = &d->dims;
+  env.dtype_overrides = cs->dtypes;
+  env.n_dtype_overrides = cs->n_dtypes;
+  env.precision_bits = g->precision_bits == 64 ? 64 : 32;
+  env.golden_lib = g->golden_lib;
+  env.n_threads = g->n_threads;
+  *n_out = 0;
+  if (k == 0) return pg_golden_op_level(&env, d->inputs, c->n_primary, out, n_out, err);
+  return pg_golden_cumulative(&env, k, d->inputs, c->n_primary, out, n_out, err);
+}
+
+/* ------------------------------------------------------------------ the cache */
+
+/* The cache key of cumulative golden k of a case: 1 with hash filled, 0 when the cache
+ * is off or the key cannot be computed (then the golden is computed, not cached). */
+static int cache_key(const struct pg__run *rc, int k, const struct pg_case *cs,
+                     const struct pg_bindings *dims, char hash[PG_GOLDEN_CACHE_HASH_LEN + 1]) {
+  const struct pg_run_opts *o = rc->o;
+  hash[0] = '\0';
+  if (!rc->cache_dir) return 0;
+  struct pg_golden_cache_key key = {rc->contract_path, o->golden_lib, cs->json, dims, k,
+                                    o->reference_bits == 64 ? 64 : 32,
+                                    o->tool_version ? o->tool_version : "0"};
+  struct pg_error e;
+  pg_error_clear(&e);
+  return pg_golden_cache_key_hash(&key, hash, &e) == PG_OK && hash[0];
+}
+
+static int cache_lookup(const struct pg__run *rc, const char *hash,
+                        const struct pg_impl_output_spec *specs, int n_out,
+                        struct pg_tensor *goldens) {
+  const char *names[PG_IMPL_MAX_OUTPUTS];
+  for (int i = 0; i < n_out; i++) names[i] = specs[i].name;
+  struct pg_error e;
+  pg_error_clear(&e);
+  return pg_golden_cache_lookup(rc->cache_dir, hash, names, n_out, goldens, &e) == PG_OK;
+}
+
+int pg__golden_cached(struct pg__run *rc, int k, const struct pg_case *cs,
+                      const struct pg_bindings *dims, const struct pg_impl_output_spec *specs,
+                      int n_out, struct pg_tensor *goldens) {
+  char hash[PG_GOLDEN_CACHE_HASH_LEN + 1];
+  return cache_key(rc, k, cs, dims, hash) && cache_lookup(rc, hash, specs, n_out, goldens);
+}
+
+int pg__golden(struct pg__run *rc, int k, const struct pg_case *cs, const struct pg_case_data *d,
+               const struct pg_impl_output_spec *specs, int n_out, struct pg_tensor *goldens,
+               int *cached, struct pg_error *err) {
+  char hash[PG_GOLDEN_CACHE_HASH_LEN + 1];
+  int keyed = cache_key(rc, k, cs, &d->dims, hash);
+  *cached = keyed && cache_lookup(rc, hash, specs, n_out, goldens);
+  if (*cached) return PG_OK;
+  struct pg_golden_opts g = {rc->o->reference_bits, rc->golden_lib, rc->n_threads};
+  struct pg_tensor tmp[PG_MAX_BOUNDARY_OUTPUTS];
+  for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_init(&tmp[i]);
+  int n = 0;
+  int r = pg_case_golden(d, &rc->contract, cs, &g, k, tmp, &n, err);
+  if (r == PG_OK && n != n_out)
+    r = pg_error_set(err, PG_EINTERNAL, "cumulative golden %d produced %d outputs, expected %d",
+                     k, n, n_out);
+  if (r == PG_OK) {
+    for (int i = 0; i < n_out; i++) {
+      pg_tensor_move(&goldens[i], &tmp[i]);
+      pg_tensor_set_name(&goldens[i], specs[i].name);
+    }
+    if (keyed) {
+      struct pg_error e;
+      pg_error_clear(&e);
+      pg_golden_cache_store(rc->cache_dir, hash, goldens, n_out, &e); /* best effort */
+    }
+  }
+  for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_reset(&tmp[i]);
+  return r;
+}
+
+/* ------------------------------------------------------------------ OpenBLAS preload */
+
+static void *preload_main(void *arg) {
+  (void)arg;
+  struct pg_error e;
+  pg_goldens_preload_blas(&e); /* a failure shows up again, with its message, in matmul */
+  return NULL;
+}
+
+/* 1 when a golden step of M1..Mk calls matmul (the kernel that loads OpenBLAS). */
+static int uses_matmul(const struct pg_contract *c, int k) {
+  for (int m = 0; m < c->n_modules && m < k; m++) {
+    const struct pg_golden_spec *g = &c->modules[m].golden;
+    if (g->kind != PG_GOLDEN_STEPS) continue;
+    for (int i = 0; i < g->n_steps; i++)
+      if (g->steps[i].text && strstr(g->steps[i].text, "matmul")) return 1;
+  }
+  return 0;
+}
+
+/* Starts loading OpenBLAS on a helper thread (once per process) when the golden about
+ * to be computed needs it: ~1.5 ms of dlopen and relocation that then overlaps input
+ * generation instead of delaying the golden. */
+void pg__blas_preload_start(struct pg__run *rc, int k) {
+  if (rc->preloading || rc->blas_loaded || !uses_matmul(&rc->contract, k)) return;
+  rc->preloading = pthread_create(&rc->preload, NULL, preload_main, NULL) == 0;
+  if (!rc->preloading) rc->blas_loaded = 1; /* no thread: matmul loads it when needed */
+}
+
+/* No thread may be inside dlopen (or OpenBLAS's constructor) when an impl child or a
+ * --jobs worker is forked. */
+void pg__blas_preload_join(struct pg__run *rc) {
+  if (!rc->preloading) return;
+  pthread_join(rc->preload, NULL);
+  rc->preloading = 0;
+  rc->blas_loaded = 1;
+}

@@ -1,0 +1,129 @@
+/* phasegate runner — what the files of the run room share; private to runner/run/
+ * (other rooms include run/run.h only).
+ *
+ *   run.c       pg_run: options, contract + suite, case selection, checks, summary
+ *   case.c      one case: inputs, golden, every mode's impl call and comparison
+ *   golden.c    the cumulative golden through the cache (one key), the BLAS preload
+ *   data.c      --golden-data and --save-data (a case's tensors on disk)
+ *   bisect.c    the earliest failing boundary
+ *   jobs.c      --jobs: cases in forked worker processes
+ *   repro.c     the command line that reruns one case
+ *   classify.c  every verdict: status, category, summary, fingerprint, boundary, hints
+ */
+#ifndef PHASEGATE_RUN_INTERNAL_H
+#define PHASEGATE_RUN_INTERNAL_H
+
+#include <pthread.h>
+
+#include "run/run.h"
+
+#define PG_MAX_MODES 16
+#define PG_MAX_DIMS 64 /* dims passed to an impl call */
+
+/* One pg_run: everything loaded and decided before the first case. */
+struct pg__run {
+  const struct pg_run_opts *o;
+  int k;                      /* the phase, checked once against the contract */
+  struct pg_contract contract;
+  struct pg_suite suite;
+  char contract_path[4096], suite_path[4096]; /* pg_op_paths_resolve checks the length */
+  struct pg_impl impl;
+  struct pg_impl_probe probe; /* the impl's one-time check, started early */
+  void *golden_lib;
+  char modes_buf[1024];       /* the modes, comma-separated, duplicates dropped */
+  char mode_store[PG_MAX_MODES][64];
+  const char *modes[PG_MAX_MODES];
+  int n_modes;
+  int device_id;
+  char *cache_dir;            /* NULL: no golden cache */
+  double timeout_s;
+  int n_threads;              /* for the current case: 1 for small cases, 0 (all cores) */
+  pthread_t preload;          /* loads OpenBLAS while inputs are generated (golden.c) */
+  int preloading, blas_loaded;
+  struct pg_run_phase phase;  /* what the hooks are told */
+  char *report_path;
+};
+
+/* One impl call's request and the storage it points into. */
+struct pg__call {
+  const char *dim_names[PG_MAX_DIMS];
+  int64_t dim_values[PG_MAX_DIMS];
+  char suffix[64];
+  struct pg_impl_request req;
+};
+
+/* printf one console line through the caller's sink. */
+#define pg__line(rc, to_stderr, ...) \
+  pg_run_linef((rc)->o->on_line, (rc)->o->user, (to_stderr), __VA_ARGS__)
+
+/* case.c */
+void pg__run_case(struct pg__run *rc, const struct pg_case *cs, struct pg_case_result *r);
+/* The boundary outputs of phase k for a case: their declarations and specs (n, or a
+ * negative code). */
+int pg__phase_outputs(const struct pg__run *rc, int k, const struct pg_case *cs,
+                      const struct pg_bindings *dims, const struct pg_tensor_decl **decls,
+                      struct pg_impl_output_spec *specs, struct pg_error *err);
+/* The request of phase k's call in `mode` (dims->count <= PG_MAX_DIMS). */
+void pg__call_init(const struct pg__run *rc, int k, const struct pg_case *cs,
+                   const struct pg_case_data *d, const struct pg_impl_output_spec *specs,
+                   int n_out, const char *mode, struct pg__call *call);
+/* Compares the impl's outputs with the goldens into m->tensors and m's verdict. */
+void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *cs,
+                         const struct pg_tensor_decl **decls,
+                         const struct pg_impl_output_spec *specs, int n_out,
+                         const struct pg_tensor *impl_out, const struct pg_tensor *goldens,
+                         struct pg_mode_result *m);
+
+/* golden.c */
+/* The cached cumulative golden k, if the cache is on and has it: 1 (goldens filled). */
+int pg__golden_cached(struct pg__run *rc, int k, const struct pg_case *cs,
+                      const struct pg_bindings *dims, const struct pg_impl_output_spec *specs,
+                      int n_out, struct pg_tensor *goldens);
+/* Cumulative golden k through the cache: looked up, else computed and stored. */
+int pg__golden(struct pg__run *rc, int k, const struct pg_case *cs, const struct pg_case_data *d,
+               const struct pg_impl_output_spec *specs, int n_out, struct pg_tensor *goldens,
+               int *cached, struct pg_error *err);
+void pg__blas_preload_start(struct pg__run *rc, int k);
+/* Joins the preload thread: called before every fork. */
+void pg__blas_preload_join(struct pg__run *rc);
+
+/* data.c */
+/* The case's directory of --golden-data (DIR/<case>, or DIR itself for DIR/in + DIR/out). */
+char *pg__golden_data_dir(const struct pg__run *rc, const struct pg_case *cs);
+int pg__golden_data_inputs(struct pg__run *rc, const struct pg_case *cs, const char *dir,
+                           struct pg_case_data *d, struct pg_error *err);
+int pg__golden_data_refs(int k, const struct pg_case *cs, const char *dir,
+                         const struct pg_impl_output_spec *specs, int n_out,
+                         struct pg_tensor *goldens, struct pg_error *err);
+/* --save-data: DIR/<case>/in/<name>.npy and DIR/<case>/out/<name>.npy. */
+int pg__save_data(const struct pg__run *rc, const struct pg_case *cs, const struct pg_case_data *d,
+                  const struct pg_tensor *goldens, int n_out, struct pg_error *err);
+
+/* bisect.c: the earliest boundary j < k at which the impl (in `mode`) already diverges;
+ * k when none does, 0 when it cannot tell. */
+int pg__find_failing_boundary(struct pg__run *rc, int k, const struct pg_case *cs,
+                              const struct pg_case_data *d, const char *mode);
+
+/* jobs.c: the selected cases in `jobs` forked workers; results get what the summary
+ * needs (each worker persisted its full results). */
+int pg__run_parallel(struct pg__run *rc, const int *sel, int n_sel, int jobs,
+                     struct pg_case_result *results, struct pg_error *err);
+
+/* repro.c: the command line that reruns one case (owned; NULL on allocation failure). */
+char *pg__repro(const struct pg_run_opts *o, int k, const char *contract, const char *suite,
+                const char *case_id, const char *modes);
+
+/* classify.c: every decision about a verdict, from facts. */
+void pg__classify_impl(struct pg_mode_result *m, const struct pg_impl_outcome *out, int k);
+void pg__classify_output(struct pg_mode_result *m, int k, int i, enum pg_run_fact fact,
+                         const char *runner_msg);
+void pg__classify_mode_error(struct pg_mode_result *m, const char *msg);
+void pg__classify_case_error(struct pg_case_result *r, enum pg_run_fact fact, const char *msg);
+/* The mode to bisect (first FAIL, precision, k > 1), or -1. */
+int pg__classify_bisect_mode(const struct pg_case_result *r, int k);
+/* Phase j's verdict for bisection: 1 diverges, 0 holds, -1 cannot tell. */
+int pg__classify_boundary(const struct pg_mode_result *m);
+/* The case's status, all_close, maxima, fingerprint, category, boundary, summary, hint. */
+void pg__classify_case(struct pg_case_result *r, int k, double timeout_s, const char *op);
+
+#endif
