@@ -4,16 +4,17 @@
  * with allclose(atol, rtol). One line per (seed, shape, tensor), then a summary.
  * Only metrics and indices are printed, never tensor values. Exit: 0 all pass,
  * 1 a mismatch, 2 usage/contract/golden error, 77 when the op has no op-level golden.
+ * The steps are the run room's (pg_case_data_*, pg_case_golden, pg_case_compare), the
+ * same ones `phasegate run` takes for each case; this file only loads and prints.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-#include "tensors/tensors.h"
-#include "phasegate/compare.h"
 #include "phasegate/goldens.h"
 #include "phasegate/spec.h"
+#include "run/run.h"
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -50,8 +51,171 @@ static void format_index(const int64_t *idx, int ndim, char *buf, size_t size) {
   if (used < size) snprintf(buf + used, size - used, "]");
 }
 
+/* One composition check in progress: the contract, the goldens' options, the rule and
+ * the tally printed at the end. */
+struct selftest {
+  const struct pg_contract *c;
+  struct pg_golden_opts g;
+  struct pg_cmp_rule rule;
+  int checks, passed, errors;
+  char first_fail[1024];
+};
+
 static void reset_all(struct pg_tensor *t, int n) {
   for (int i = 0; i < n; i++) pg_tensor_reset(&t[i]);
+}
+
+/* Prints one line per output of cumulative golden N against the op-level golden. */
+static void compare_all(struct selftest *st, uint64_t seed, const char *shape_text,
+                        const struct pg_tensor *cum, const struct pg_tensor *ref, int n) {
+  for (int o = 0; o < n; o++) {
+    struct pg_cmp_result res;
+    struct pg_error err;
+    memset(&res, 0, sizeof res);
+    pg_error_clear(&err);
+    st->checks++;
+    if (pg_case_compare(&cum[o], &ref[o], &st->rule, st->g.n_threads, &res, &err) != PG_OK) {
+      printf("seed=%llu shape=%s %s: ERROR %s\n", (unsigned long long)seed, shape_text,
+             ref[o].name, err.message);
+      st->errors++;
+      continue;
+    }
+    if (res.passed && !res.structural) {
+      st->passed++;
+      printf("seed=%llu shape=%s %s: PASS max_abs_diff=%.3g max_rel_diff=%.3g n=%lld\n",
+             (unsigned long long)seed, shape_text, ref[o].name, res.max_abs_diff,
+             res.max_rel_diff, (long long)res.n);
+      continue;
+    }
+    char idx[128];
+    format_index(res.max_abs_index, res.ndim, idx, sizeof idx);
+    if (res.structural)
+      printf("seed=%llu shape=%s %s: FAIL structural: %s\n", (unsigned long long)seed,
+             shape_text, ref[o].name, res.structural_reason);
+    else
+      printf("seed=%llu shape=%s %s: FAIL mismatches=%lld/%lld max_abs_diff=%.3g at %s "
+             "max_rel_diff=%.3g (atol=%g rtol=%g)\n",
+             (unsigned long long)seed, shape_text, ref[o].name, (long long)res.mismatches,
+             (long long)res.n, res.max_abs_diff, idx, res.max_rel_diff, st->rule.atol,
+             st->rule.rtol);
+    if (!st->first_fail[0])
+      snprintf(st->first_fail, sizeof st->first_fail, "seed=%llu shape=%s tensor=%s",
+               (unsigned long long)seed, shape_text, ref[o].name);
+  }
+}
+
+/* The pipeline of pg_run for one (seed, shape): bind dims, generate the inputs, then
+ * cumulative golden N and the op-level golden, compared. -1 when out of memory. */
+static int check_one(struct selftest *st, uint64_t seed, const struct pg_bindings *shape) {
+  const struct pg_contract *c = st->c;
+  char shape_text[512];
+  format_bindings(shape, shape_text, sizeof shape_text);
+  struct pg_case cs;
+  memset(&cs, 0, sizeof cs);
+  cs.id = "selftest";
+  cs.level = 2;
+  cs.precision = 1;
+  cs.has_seed = 1;
+  cs.seed = seed;
+  cs.shape = *shape; /* borrowed: never reset through cs */
+  struct pg_case_data d;
+  struct pg_tensor cum[PG_MAX_BOUNDARY_OUTPUTS], ref[PG_MAX_BOUNDARY_OUTPUTS];
+  int n_cum = 0, n_ref = 0;
+  for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) {
+    pg_tensor_init(&cum[i]);
+    pg_tensor_init(&ref[i]);
+  }
+  struct pg_error err;
+  pg_error_clear(&err);
+  if (pg_case_data_init(&d, c, &err) != PG_OK) {
+    fprintf(stderr, "phasegate selftest: error: out of memory\n");
+    st->errors++;
+    pg_case_data_reset(&d);
+    return -1;
+  }
+  struct pg_materialize_opts mo = {0, st->g.n_threads};
+  int rc = pg_case_data_bind(&d, c, &cs, &err);
+  if (rc == PG_OK) rc = pg_case_data_generate(&d, c, &cs, &mo, &err);
+  if (rc == PG_OK && (rc = pg_case_golden(&d, c, &cs, &st->g, c->n_modules, cum, &n_cum,
+                                          &err)) != PG_OK)
+    pg_error_prefix(&err, "cumulative golden %d: ", c->n_modules);
+  if (rc == PG_OK && (rc = pg_case_golden(&d, c, &cs, &st->g, 0, ref, &n_ref, &err)) != PG_OK)
+    pg_error_prefix(&err, "op-level golden: ");
+  if (rc == PG_OK && n_cum != n_ref)
+    rc = pg_error_set(&err, PG_EINTERNAL, "%d cumulative outputs vs %d op-level outputs", n_cum,
+                      n_ref);
+  if (rc != PG_OK) {
+    printf("seed=%llu shape=%s: ERROR\n", (unsigned long long)seed, shape_text);
+    fprintf(stderr, "phasegate selftest: error: seed=%llu shape=%s: %s\n",
+            (unsigned long long)seed, shape_text, err.message);
+    st->errors++;
+  } else {
+    compare_all(st, seed, shape_text, cum, ref, n_ref);
+  }
+  reset_all(cum, PG_MAX_BOUNDARY_OUTPUTS);
+  reset_all(ref, PG_MAX_BOUNDARY_OUTPUTS);
+  pg_case_data_reset(&d);
+  return 0;
+}
+
+/* Every (shape, seed) of composition_verification (default: seed 0, the contract's
+ * dims), then the verdict line. Returns the exit code. */
+static int check_all(const struct pg_contract *c, const struct pg_golden_opts *g) {
+  const char *op = c->op ? c->op : "?";
+  struct selftest st;
+  memset(&st, 0, sizeof st);
+  st.c = c;
+  st.g = *g;
+  uint64_t default_seed = 0;
+  struct pg_bindings no_shape = {NULL, 0};
+  const uint64_t *seeds = c->has_composition && c->n_comp_seeds ? c->comp_seeds : &default_seed;
+  int n_seeds = c->has_composition && c->n_comp_seeds ? c->n_comp_seeds : 1;
+  const struct pg_bindings *shapes =
+      c->has_composition && c->n_comp_shapes ? c->comp_shapes : &no_shape;
+  int n_shapes = c->has_composition && c->n_comp_shapes ? c->n_comp_shapes : 1;
+  st.rule.kind = PG_RULE_ALLCLOSE;
+  st.rule.atol = c->has_composition ? c->comp_atol : (c->has_tolerance ? c->atol : 1e-3);
+  st.rule.rtol = c->has_composition ? c->comp_rtol : (c->has_tolerance ? c->rtol : 1e-3);
+  if (!c->has_composition)
+    printf("[phasegate] selftest %s: no composition_verification in the contract: "
+           "seed 0, default dims, atol=%g rtol=%g\n", op, st.rule.atol, st.rule.rtol);
+  for (int si = 0; si < n_shapes; si++)
+    for (int ki = 0; ki < n_seeds; ki++)
+      if (check_one(&st, seeds[ki], &shapes[si]) < 0) break;
+  if (st.errors) {
+    printf("[phasegate] selftest %s: ERROR (%d error%s, %d/%d comparisons passed)\n", op,
+           st.errors, st.errors == 1 ? "" : "s", st.passed, st.checks);
+    return PG_EXIT_ERROR;
+  }
+  if (st.passed == st.checks) {
+    printf("[phasegate] selftest %s: PASS (%d/%d comparisons: cumulative golden %d == "
+           "op-level golden)\n", op, st.passed, st.checks, c->n_modules);
+    return PG_EXIT_PASS;
+  }
+  printf("[phasegate] selftest %s: FAIL (%d/%d comparisons passed; first failure: %s)\n", op,
+         st.passed, st.checks, st.first_fail);
+  return PG_EXIT_FAIL;
+}
+
+/* One clear error instead of the same one for every (seed, shape): a plugin golden
+ * needs --golden-lib. 1 when it printed that error. */
+static int needs_golden_lib(const struct pg_contract *c, const char *contract_path) {
+  const struct pg_golden_spec *need = c->op_golden.kind == PG_GOLDEN_PLUGIN ? &c->op_golden : NULL;
+  const char *where = "op level";
+  char where_buf[64];
+  for (int m = 0; !need && m < c->n_modules; m++)
+    if (c->modules[m].golden.kind == PG_GOLDEN_PLUGIN) {
+      need = &c->modules[m].golden;
+      snprintf(where_buf, sizeof where_buf, "module %d", c->modules[m].id);
+      where = where_buf;
+    }
+  if (!need) return 0;
+  fprintf(stderr,
+          "%s:%d:%d: error: golden of %s is plugin '%s', but no golden library was given "
+          "(pass --golden-lib)\n",
+          contract_path, need->mark.line, need->mark.column, where,
+          need->plugin ? need->plugin : "?");
+  return 1;
 }
 
 int pg_cmd_selftest(int argc, char **argv) {
@@ -102,162 +266,18 @@ int pg_cmd_selftest(int argc, char **argv) {
   pg_cli_print_diags(&diags);
   if (rc != PG_OK) {
     if (diags.n_errors == 0) fprintf(stderr, "phasegate selftest: error: %s\n", err.message);
-    goto out;
-  }
-  const char *op = c.op ? c.op : "?";
-  if (c.op_golden.kind == PG_GOLDEN_NONE) {
+  } else if (c.op_golden.kind == PG_GOLDEN_NONE) {
     printf("[phasegate] SKIPPED selftest %s: the contract has no op-level golden "
-           "(`golden:` at top level) to compare the composition with\n", op);
+           "(`golden:` at top level) to compare the composition with\n", c.op ? c.op : "?");
     exit_code = PG_EXIT_SKIPPED;
-    goto out;
-  }
-  if (!golden_lib) {
-    /* One clear error instead of the same one for every (seed, shape). */
-    const struct pg_golden_spec *need = c.op_golden.kind == PG_GOLDEN_PLUGIN ? &c.op_golden : NULL;
-    const char *where = "op level";
-    char where_buf[64];
-    for (int m = 0; !need && m < c.n_modules; m++)
-      if (c.modules[m].golden.kind == PG_GOLDEN_PLUGIN) {
-        need = &c.modules[m].golden;
-        snprintf(where_buf, sizeof where_buf, "module %d", c.modules[m].id);
-        where = where_buf;
-      }
-    if (need) {
-      fprintf(stderr,
-              "%s:%d:%d: error: golden of %s is plugin '%s', but no golden library was given "
-              "(pass --golden-lib)\n",
-              contract_path, need->mark.line, need->mark.column, where,
-              need->plugin ? need->plugin : "?");
-      goto out;
-    }
-  }
-  if (golden_lib && pg_golden_lib_open(golden_lib, &lib, &err) != PG_OK) {
+  } else if (!golden_lib && needs_golden_lib(&c, contract_path)) {
+    /* printed */
+  } else if (golden_lib && pg_golden_lib_open(golden_lib, &lib, &err) != PG_OK) {
     fprintf(stderr, "phasegate selftest: error: %s\n", err.message);
-    goto out;
-  }
-
-  uint64_t default_seed = 0;
-  struct pg_bindings no_shape = {NULL, 0};
-  const uint64_t *seeds = c.has_composition && c.n_comp_seeds ? c.comp_seeds : &default_seed;
-  int n_seeds = c.has_composition && c.n_comp_seeds ? c.n_comp_seeds : 1;
-  const struct pg_bindings *shapes =
-      c.has_composition && c.n_comp_shapes ? c.comp_shapes : &no_shape;
-  int n_shapes = c.has_composition && c.n_comp_shapes ? c.n_comp_shapes : 1;
-  struct pg_cmp_rule rule;
-  memset(&rule, 0, sizeof rule);
-  rule.kind = PG_RULE_ALLCLOSE;
-  rule.atol = c.has_composition ? c.comp_atol : (c.has_tolerance ? c.atol : 1e-3);
-  rule.rtol = c.has_composition ? c.comp_rtol : (c.has_tolerance ? c.rtol : 1e-3);
-  if (!c.has_composition)
-    printf("[phasegate] selftest %s: no composition_verification in the contract: "
-           "seed 0, default dims, atol=%g rtol=%g\n", op, rule.atol, rule.rtol);
-
-  int checks = 0, passed = 0, errors = 0;
-  char first_fail[1024] = "";
-  for (int si = 0; si < n_shapes; si++) {
-    for (int ki = 0; ki < n_seeds; ki++) {
-      char shape_text[512];
-      format_bindings(&shapes[si], shape_text, sizeof shape_text);
-      struct pg_case cs;
-      memset(&cs, 0, sizeof cs);
-      cs.id = "selftest";
-      cs.level = 2;
-      cs.precision = 1;
-      cs.has_seed = 1;
-      cs.seed = seeds[ki];
-      cs.shape = shapes[si]; /* borrowed: never reset through cs */
-      struct pg_bindings dims = {NULL, 0};
-      struct pg_tensor *inputs = calloc((size_t)(c.n_primary ? c.n_primary : 1), sizeof *inputs);
-      struct pg_tensor cum[PG_MAX_BOUNDARY_OUTPUTS], ref[PG_MAX_BOUNDARY_OUTPUTS];
-      int n_cum = 0, n_ref = 0;
-      for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) {
-        pg_tensor_init(&cum[i]);
-        pg_tensor_init(&ref[i]);
-      }
-      if (!inputs) {
-        fprintf(stderr, "phasegate selftest: error: out of memory\n");
-        errors++;
-        break;
-      }
-      for (int i = 0; i < c.n_primary; i++) pg_tensor_init(&inputs[i]);
-      struct pg_materialize_opts mo = {0, n_threads};
-      pg_error_clear(&err);
-      rc = pg_case_bind_dims(&c, &cs, &dims, &err);
-      if (rc == PG_OK) rc = pg_case_generate_inputs(&c, &cs, &dims, &mo, inputs, &err);
-      struct pg_golden_env env = {&c, &dims, NULL, 0, precision_bits, lib, n_threads};
-      if (rc == PG_OK) {
-        rc = pg_golden_cumulative(&env, c.n_modules, inputs, c.n_primary, cum, &n_cum, &err);
-        if (rc != PG_OK) pg_error_prefix(&err, "cumulative golden %d: ", c.n_modules);
-      }
-      if (rc == PG_OK) {
-        rc = pg_golden_op_level(&env, inputs, c.n_primary, ref, &n_ref, &err);
-        if (rc != PG_OK) pg_error_prefix(&err, "op-level golden: ");
-      }
-      if (rc == PG_OK && n_cum != n_ref) {
-        rc = pg_error_set(&err, PG_EINTERNAL, "%d cumulative outputs vs %d op-level outputs",
-                          n_cum, n_ref);
-      }
-      if (rc != PG_OK) {
-        printf("seed=%llu shape=%s: ERROR\n", (unsigned long long)seeds[ki], shape_text);
-        fprintf(stderr, "phasegate selftest: error: seed=%llu shape=%s: %s\n",
-                (unsigned long long)seeds[ki], shape_text, err.message);
-        errors++;
-      }
-      for (int o = 0; rc == PG_OK && o < n_ref; o++) {
-        DLTensor a = pg_tensor_dl(&cum[o]), b = pg_tensor_dl(&ref[o]);
-        struct pg_cmp_result res;
-        memset(&res, 0, sizeof res);
-        pg_error_clear(&err);
-        checks++;
-        if (pg_tensor_compare(&a, &b, &rule, n_threads, &res, &err) != PG_OK) {
-          printf("seed=%llu shape=%s %s: ERROR %s\n", (unsigned long long)seeds[ki], shape_text,
-                 ref[o].name, err.message);
-          errors++;
-          continue;
-        }
-        if (res.passed && !res.structural) {
-          passed++;
-          printf("seed=%llu shape=%s %s: PASS max_abs_diff=%.3g max_rel_diff=%.3g n=%lld\n",
-                 (unsigned long long)seeds[ki], shape_text, ref[o].name, res.max_abs_diff,
-                 res.max_rel_diff, (long long)res.n);
-          continue;
-        }
-        char idx[128];
-        format_index(res.max_abs_index, res.ndim, idx, sizeof idx);
-        if (res.structural)
-          printf("seed=%llu shape=%s %s: FAIL structural: %s\n", (unsigned long long)seeds[ki],
-                 shape_text, ref[o].name, res.structural_reason);
-        else
-          printf("seed=%llu shape=%s %s: FAIL mismatches=%lld/%lld max_abs_diff=%.3g at %s "
-                 "max_rel_diff=%.3g (atol=%g rtol=%g)\n",
-                 (unsigned long long)seeds[ki], shape_text, ref[o].name,
-                 (long long)res.mismatches, (long long)res.n, res.max_abs_diff, idx,
-                 res.max_rel_diff, rule.atol, rule.rtol);
-        if (!first_fail[0])
-          snprintf(first_fail, sizeof first_fail, "seed=%llu shape=%s tensor=%s",
-                   (unsigned long long)seeds[ki], shape_text, ref[o].name);
-      }
-      reset_all(cum, PG_MAX_BOUNDARY_OUTPUTS);
-      reset_all(ref, PG_MAX_BOUNDARY_OUTPUTS);
-      reset_all(inputs, c.n_primary);
-      free(inputs);
-      pg_bindings_reset(&dims);
-    }
-  }
-  if (errors) {
-    printf("[phasegate] selftest %s: ERROR (%d error%s, %d/%d comparisons passed)\n", op, errors,
-           errors == 1 ? "" : "s", passed, checks);
-    exit_code = PG_EXIT_ERROR;
-  } else if (passed == checks) {
-    printf("[phasegate] selftest %s: PASS (%d/%d comparisons: cumulative golden %d == "
-           "op-level golden)\n", op, passed, checks, c.n_modules);
-    exit_code = PG_EXIT_PASS;
   } else {
-    printf("[phasegate] selftest %s: FAIL (%d/%d comparisons passed; first failure: %s)\n", op,
-           passed, checks, first_fail);
-    exit_code = PG_EXIT_FAIL;
+    struct pg_golden_opts g = {precision_bits, lib, n_threads};
+    exit_code = check_all(&c, &g);
   }
-out:
   pg_golden_lib_close(lib);
   pg_contract_reset(&c);
   pg_diags_reset(&diags);
