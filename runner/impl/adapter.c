@@ -189,6 +189,13 @@ int pg__impl_fact(struct pg_impl_outcome *out, enum pg_impl_fact fact, const cha
   return 0;
 }
 
+int pg__impl_wait(struct pg_sandbox_proc *proc, struct pg_impl_outcome *out,
+                  struct pg_error *err) {
+  PG_RETURN_IF_ERROR(pg_sandbox_wait(proc, &out->sandbox, err));
+  out->wall_ms = out->sandbox.wall_ms;
+  return PG_OK;
+}
+
 int pg__impl_abnormal(const struct pg_sandbox_result *sr, const struct pg_impl_request *req,
                       const char *what, struct pg_impl_outcome *out) {
   if (sr->timed_out)

@@ -40,6 +40,10 @@ __attribute__((format(printf, 3, 4)))
 #endif
 int pg__impl_fact(struct pg_impl_outcome *out, enum pg_impl_fact fact, const char *fmt, ...);
 
+/* Waits for the call's child (pg_sandbox_wait) into out->sandbox and out->wall_ms. */
+int pg__impl_wait(struct pg_sandbox_proc *proc, struct pg_impl_outcome *out,
+                  struct pg_error *err);
+
 /* Reads the expected outputs from dir (<name>.npy or outputs.safetensors), checking
  * count, names, shapes and dtypes; a mismatch is a WRONG_OUTPUT_* fact. */
 int pg__collect_outputs(const char *dir, const struct pg_impl_request *req,

@@ -238,11 +238,8 @@ static int exec_fact(const struct exec_call *c, const struct pg_impl_request *re
 static int exec_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
                        struct pg_error *err) {
   struct exec_call *c = p->call;
-  int rc = pg_sandbox_wait(&c->proc, &out->sandbox, err);
-  if (rc == PG_OK) {
-    out->wall_ms = out->sandbox.wall_ms;
-    rc = exec_fact(c, p->req, out, err);
-  }
+  int rc = pg__impl_wait(&c->proc, out, err);
+  if (rc == PG_OK) rc = exec_fact(c, p->req, out, err);
   case_dir_done(p->req, c->dir, out);
   free(c);
   p->call = NULL;
@@ -258,11 +255,7 @@ static int exec_probe_start(struct pg_impl_probe *p, struct pg_error *err) {
 const struct pg_impl_ops pg__exec_ops = {
     .name = "exec",
     .usage = "exec:COMMAND",
-    .bare_suffix = NULL,
     .probe_start = exec_probe_start,
-    .probe_finish = NULL,
-    .probe_cancel = NULL,
     .start = exec_start,
     .finish = exec_finish,
-    .close = NULL,
 };

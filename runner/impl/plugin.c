@@ -326,9 +326,8 @@ static void fact_after_return(const struct plugin_call *c, const struct pg_impl_
 static int plugin_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
                          struct pg_error *err) {
   struct plugin_call *c = p->call;
-  int rc = pg_sandbox_wait(&c->proc, &out->sandbox, err);
+  int rc = pg__impl_wait(&c->proc, out, err);
   if (rc == PG_OK) {
-    out->wall_ms = out->sandbox.wall_ms;
     if (!fact_before_return(c, p->impl, p->req, out)) fact_after_return(c, p->req, out);
   } else {
     for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&out->outputs[i]);
@@ -450,5 +449,4 @@ const struct pg_impl_ops pg__plugin_ops = {
     .probe_cancel = plugin_probe_cancel,
     .start = plugin_start,
     .finish = plugin_finish,
-    .close = NULL,
 };

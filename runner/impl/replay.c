@@ -49,11 +49,6 @@ static int replay_probe_start(struct pg_impl_probe *p, struct pg_error *err) {
 const struct pg_impl_ops pg__replay_ops = {
     .name = "replay",
     .usage = "replay:DIR",
-    .bare_suffix = NULL,
     .probe_start = replay_probe_start,
-    .probe_finish = NULL,
-    .probe_cancel = NULL,
     .start = replay_start,
-    .finish = NULL,
-    .close = NULL,
 };

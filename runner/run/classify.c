@@ -48,14 +48,33 @@ const char *pg_category_name(enum pg_category c) {
  * hint says how). Each is backed by the fact it is keyed by, never by summary text. */
 enum hint {
   HINT_NONE = 0,
-  HINT_EXPORT,    /* missing wrapper symbol */
+  HINT_EXPORT,    /* missing wrapper symbol: the signature to export */
   HINT_TIMEOUT,
   HINT_OVERRUN,   /* a canary was hit */
   HINT_UNWRITTEN,
   HINT_OOM,
   HINT_DEBUGGER,  /* killed by a signal */
   HINT_LAYOUT,    /* outputs not as the contract declares them */
-  HINT_VALUES     /* NaN where the reference has none, else how to look closer */
+  HINT_VALUES,    /* values outside the tolerance: HINT_NAN or HINT_INSPECT */
+  HINT_NAN,       /* … with NaN where the reference has none */
+  HINT_INSPECT
+};
+
+static const char *const hint_text[] = {
+    [HINT_OVERRUN] = "the impl writes beyond the declared output size: check the tail tile and "
+                     "the shape arithmetic of the last block",
+    [HINT_UNWRITTEN] = "the wrapper returned 0 without writing the output: check it writes "
+                       "outputs[i].data",
+    [HINT_OOM] = "the impl ran out of memory: check its workspace size (or raise "
+                 "--memory-limit)",
+    [HINT_DEBUGGER] = "rerun the repro line under a debugger (the impl runs in a child process: "
+                      "use 'set follow-fork-mode child' in gdb) or with ASan",
+    [HINT_LAYOUT] = "the outputs must match the contract's boundary exactly (count, names, "
+                    "shapes, dtypes)",
+    [HINT_NAN] = "the impl produces NaN where the reference has none: look for exp overflow "
+                 "(missing max subtraction), 0/0, or uninitialised memory",
+    [HINT_INSPECT] = "use --inspect <output> for every metric and the first mismatching "
+                     "indices, --save-data DIR to get the case's tensors",
 };
 
 struct rule {
@@ -252,48 +271,23 @@ static void fact_hint(struct pg_case_result *r, const struct pg_mode_result *m, 
                       double timeout_s, const char *op) {
   const struct pg_tensor_check *t =
       m->fact_output >= 0 && m->fact_output < m->n_tensors ? &m->tensors[m->fact_output] : NULL;
-  char sym[160], suffix[64];
-  switch (mode_rule(m)->hint) {
-    case HINT_NONE: return;
-    case HINT_EXPORT:
-      pg_phase_suffix(k, suffix, sizeof suffix);
-      pg_impl_symbol(op, suffix, sym, sizeof sym);
-      snprintf(r->hint, sizeof r->hint, "export int %s(const DLTensor *, int32_t, DLTensor *, "
-               "int32_t, const pg_call *) (extern \"C\", default visibility), or run an "
-               "earlier phase", sym);
-      return;
-    case HINT_TIMEOUT:
-      snprintf(r->hint, sizeof r->hint, "raise --timeout (now %g s) if the kernel is only slow; "
-               "otherwise look for a wait that never completes", timeout_s);
-      return;
-    case HINT_OVERRUN:
-      snprintf(r->hint, sizeof r->hint, "the impl writes beyond the declared output size: check "
-               "the tail tile and the shape arithmetic of the last block");
-      return;
-    case HINT_UNWRITTEN:
-      snprintf(r->hint, sizeof r->hint, "the wrapper returned 0 without writing the output: "
-               "check it writes outputs[i].data");
-      return;
-    case HINT_OOM:
-      snprintf(r->hint, sizeof r->hint, "the impl ran out of memory: check its workspace size "
-               "(or raise --memory-limit)");
-      return;
-    case HINT_DEBUGGER:
-      snprintf(r->hint, sizeof r->hint, "rerun the repro line under a debugger (the impl runs in "
-               "a child process: use 'set follow-fork-mode child' in gdb) or with ASan");
-      return;
-    case HINT_LAYOUT:
-      snprintf(r->hint, sizeof r->hint, "the outputs must match the contract's boundary exactly "
-               "(count, names, shapes, dtypes)");
-      return;
-    case HINT_VALUES:
-      if (t && t->cmp.nan_impl > t->cmp.nan_ref)
-        snprintf(r->hint, sizeof r->hint, "the impl produces NaN where the reference has none: "
-                 "look for exp overflow (missing max subtraction), 0/0, or uninitialised memory");
-      else if (r->precision_checked)
-        snprintf(r->hint, sizeof r->hint, "use --inspect <output> for every metric and the first "
-                 "mismatching indices, --save-data DIR to get the case's tensors");
-      return;
+  enum hint h = mode_rule(m)->hint;
+  if (h == HINT_VALUES)
+    h = t && t->cmp.nan_impl > t->cmp.nan_ref ? HINT_NAN
+        : r->precision_checked                ? HINT_INSPECT
+                                              : HINT_NONE;
+  if (h == HINT_EXPORT) {
+    char sym[160], suffix[64];
+    pg_phase_suffix(k, suffix, sizeof suffix);
+    pg_impl_symbol(op, suffix, sym, sizeof sym);
+    snprintf(r->hint, sizeof r->hint, "export int %s(const DLTensor *, int32_t, DLTensor *, "
+             "int32_t, const pg_call *) (extern \"C\", default visibility), or run an earlier "
+             "phase", sym);
+  } else if (h == HINT_TIMEOUT) {
+    snprintf(r->hint, sizeof r->hint, "raise --timeout (now %g s) if the kernel is only slow; "
+             "otherwise look for a wait that never completes", timeout_s);
+  } else if (hint_text[h]) {
+    snprintf(r->hint, sizeof r->hint, "%s", hint_text[h]);
   }
 }
 

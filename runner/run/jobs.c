@@ -49,6 +49,7 @@ static void worker(struct pg__run *rc, const int *sel, int n_sel, int jobs, int 
     snprintf(cr.report_error, sizeof cr.report_error, "%.250s", we.message);
     if (write(fd, &cr, sizeof cr) != (ssize_t)sizeof cr) _exit(4);
   }
+  pg_impl_close(&rc->impl); /* what this worker's calls kept (the parent closes its own) */
   fflush(NULL);
   _exit(0);
 }
