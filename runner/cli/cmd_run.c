@@ -91,6 +91,59 @@ static int parse_levels(const char *s, unsigned *mask) {
   return *mask ? 0 : -1;
 }
 
+/* One `--name VALUE` option into o: 0, or the exit code of a usage error. */
+static int set_option(struct pg_run_opts *o, const char *name, const char *val) {
+  char *end;
+  if (strcmp(name, "--op-dir") == 0) o->op_dir = val;
+  else if (strcmp(name, "--contract") == 0) o->contract_path = val;
+  else if (strcmp(name, "--suite") == 0) o->suite_path = val;
+  else if (strcmp(name, "--impl") == 0) o->impl_spec = val;
+  else if (strcmp(name, "--up-to-module") == 0) {
+    /* Checked against the op's module count once the contract is loaded, so the
+     * message can name the valid range; -1 marks "given but not a number". */
+    size_t digits = strspn(val, "0123456789");
+    o->up_to_module = digits > 0 && digits <= 6 && !val[digits] ? atoi(val) : -1;
+    o->up_to_module_arg = val;
+  } else if (strcmp(name, "--case") == 0) o->case_ids = val;
+  else if (strcmp(name, "--levels") == 0) {
+    if (parse_levels(val, &o->levels_mask) != 0)
+      return pg_cli_usage_error("run", "--levels: expected e.g. L1,L2, got '%s'", val);
+  } else if (strcmp(name, "--modes") == 0) o->modes = val;
+  else if (strcmp(name, "--report") == 0) o->report_path = val;
+  else if (strcmp(name, "--report-dir") == 0) o->report_dir = val;
+  else if (strcmp(name, "--timeout") == 0) {
+    o->timeout_s = strtod(val, &end);
+    if (end == val || *end || !(o->timeout_s > 0) || !isfinite(o->timeout_s) || o->timeout_s > 1e7)
+      return pg_cli_usage_error("run", "--timeout: expected seconds > 0 (at most 1e7), got '%s'", val);
+  } else if (strcmp(name, "--save-data") == 0) o->save_data = val;
+  else if (strcmp(name, "--golden-data") == 0) o->golden_data = val;
+  else if (strcmp(name, "--reference-precision") == 0) {
+    if (strcmp(val, "fp32") == 0) o->reference_bits = 32;
+    else if (strcmp(val, "fp64") == 0) o->reference_bits = 64;
+    else return pg_cli_usage_error("run", "--reference-precision: fp32 or fp64, got '%s'", val);
+  } else if (strcmp(name, "--golden-lib") == 0) o->golden_lib = val;
+  else if (strcmp(name, "--max-bytes") == 0) {
+    if (parse_size(val, &o->max_bytes) != 0)
+      return pg_cli_usage_error("run", "--max-bytes: expected a byte count, got '%s'", val);
+  } else if (strcmp(name, "--memory-limit") == 0) {
+    if (parse_size(val, &o->rlimit_as) != 0)
+      return pg_cli_usage_error("run", "--memory-limit: expected a byte count, got '%s'", val);
+  } else if (strcmp(name, "--device-id") == 0) {
+    long d = strtol(val, &end, 10);
+    if (*end || d < 0 || d > 1000000)
+      return pg_cli_usage_error("run", "--device-id: expected an integer, got '%s'", val);
+    o->device_id = (int)d;
+  } else if (strcmp(name, "--work-dir") == 0) o->work_dir = val;
+  else if (strcmp(name, "--jobs") == 0) {
+    long j = strtol(val, &end, 10);
+    if (*end || j < 0 || j > 64)
+      return pg_cli_usage_error("run", "--jobs: expected 0..64, got '%s'", val);
+    o->jobs = (int)j;
+  } else if (strcmp(name, "--inspect") == 0) o->inspect = val;
+  else return pg_cli_usage_error("run", "unknown option '%s' (see --help)", name);
+  return 0;
+}
+
 int pg_cmd_run(int argc, char **argv) {
   struct pg_run_opts o;
   memset(&o, 0, sizeof o);
@@ -106,7 +159,6 @@ int pg_cmd_run(int argc, char **argv) {
     self[n] = '\0';
     o.self_exe = self;
   }
-  const char *inspect = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -138,61 +190,12 @@ int pg_cmd_run(int argc, char **argv) {
       if (i + 1 >= argc) return pg_cli_usage_error("run", "%s needs a value", name);
       val = argv[++i];
     }
-    if (strcmp(name, "--op-dir") == 0) o.op_dir = val;
-    else if (strcmp(name, "--contract") == 0) o.contract_path = val;
-    else if (strcmp(name, "--suite") == 0) o.suite_path = val;
-    else if (strcmp(name, "--impl") == 0) o.impl_spec = val;
-    else if (strcmp(name, "--up-to-module") == 0) {
-      /* Checked against the op's module count once the contract is loaded, so the
-       * message can name the valid range; -1 marks "given but not a number". */
-      size_t digits = strspn(val, "0123456789");
-      o.up_to_module = digits > 0 && digits <= 6 && !val[digits] ? atoi(val) : -1;
-      o.up_to_module_arg = val;
-    } else if (strcmp(name, "--case") == 0) o.case_ids = val;
-    else if (strcmp(name, "--levels") == 0) {
-      if (parse_levels(val, &o.levels_mask) != 0)
-        return pg_cli_usage_error("run", "--levels: expected e.g. L1,L2, got '%s'", val);
-    } else if (strcmp(name, "--modes") == 0) o.modes = val;
-    else if (strcmp(name, "--report") == 0) o.report_path = val;
-    else if (strcmp(name, "--report-dir") == 0) o.report_dir = val;
-    else if (strcmp(name, "--timeout") == 0) {
-      char *end;
-      o.timeout_s = strtod(val, &end);
-      if (end == val || *end || !(o.timeout_s > 0) || !isfinite(o.timeout_s) || o.timeout_s > 1e7)
-        return pg_cli_usage_error("run", "--timeout: expected seconds > 0 (at most 1e7), got '%s'", val);
-    } else if (strcmp(name, "--save-data") == 0) o.save_data = val;
-    else if (strcmp(name, "--golden-data") == 0) o.golden_data = val;
-    else if (strcmp(name, "--reference-precision") == 0) {
-      if (strcmp(val, "fp32") == 0) o.reference_bits = 32;
-      else if (strcmp(val, "fp64") == 0) o.reference_bits = 64;
-      else return pg_cli_usage_error("run", "--reference-precision: fp32 or fp64, got '%s'", val);
-    } else if (strcmp(name, "--golden-lib") == 0) o.golden_lib = val;
-    else if (strcmp(name, "--max-bytes") == 0) {
-      if (parse_size(val, &o.max_bytes) != 0)
-        return pg_cli_usage_error("run", "--max-bytes: expected a byte count, got '%s'", val);
-    } else if (strcmp(name, "--memory-limit") == 0) {
-      if (parse_size(val, &o.rlimit_as) != 0)
-        return pg_cli_usage_error("run", "--memory-limit: expected a byte count, got '%s'", val);
-    } else if (strcmp(name, "--device-id") == 0) {
-      char *end;
-      long d = strtol(val, &end, 10);
-      if (*end || d < 0 || d > 1000000)
-        return pg_cli_usage_error("run", "--device-id: expected an integer, got '%s'", val);
-      o.device_id = (int)d;
-    } else if (strcmp(name, "--work-dir") == 0) o.work_dir = val;
-    else if (strcmp(name, "--jobs") == 0) {
-      char *end;
-      long j = strtol(val, &end, 10);
-      if (*end || j < 0 || j > 64)
-        return pg_cli_usage_error("run", "--jobs: expected 0..64, got '%s'", val);
-      o.jobs = (int)j;
-    } else if (strcmp(name, "--inspect") == 0) inspect = val;
-    else return pg_cli_usage_error("run", "unknown option '%s' (see --help)", name);
+    int bad = set_option(&o, name, val);
+    if (bad) return bad;
   }
   if (!o.op_dir && !o.contract_path)
     return pg_cli_usage_error("run", "--op-dir DIR or --contract FILE is required");
   if (!o.impl_spec) return pg_cli_usage_error("run", "--impl SPEC is required");
-  o.inspect = inspect;
 
   /* A closed stdout (`| head`) must not kill the run before the report is written. */
   signal(SIGPIPE, SIG_IGN);

@@ -6,7 +6,8 @@
  * the end: an approximate byte total in <dir>/.index, read and rewritten under an
  * flock on that same file, so a store rescans the directory only when the estimate
  * crosses the cap (or when no estimate exists yet). Not here: deciding when to use the
- * cache (the runner), computing goldens (goldens/).
+ * cache (the runner), computing goldens (goldens/). Paths are built on the heap
+ * (base/), so a deep cache directory is never truncated.
  */
 #include "run/golden_cache.h"
 
@@ -22,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/base.h"
 #include "tensors/tensors.h"
 
 /* ---------------------------------------------------------------- SHA-256 */
@@ -208,23 +210,18 @@ int pg_golden_cache_key_hash(const struct pg_golden_cache_key *key,
 }
 
 int pg_golden_cache_dir_default(char *buf, size_t size, struct pg_error *err) {
-  const char *v = getenv("PHASEGATE_CACHE_DIR");
-  if (v && *v) {
-    snprintf(buf, size, "%s", v);
-    return PG_OK;
-  }
-  v = getenv("XDG_CACHE_HOME");
-  if (v && *v) {
-    snprintf(buf, size, "%s/phasegate", v);
-    return PG_OK;
-  }
-  v = getenv("HOME");
-  if (v && *v) {
-    snprintf(buf, size, "%s/.cache/phasegate", v);
-    return PG_OK;
-  }
-  return pg_error_set(err, PG_ENOTFOUND,
-                      "golden cache: none of PHASEGATE_CACHE_DIR, XDG_CACHE_HOME, HOME is set");
+  const char *v, *sub;
+  if ((v = getenv("PHASEGATE_CACHE_DIR")) && *v) sub = "";
+  else if ((v = getenv("XDG_CACHE_HOME")) && *v) sub = "/phasegate";
+  else if ((v = getenv("HOME")) && *v) sub = "/.cache/phasegate";
+  else
+    return pg_error_set(err, PG_ENOTFOUND,
+                        "golden cache: none of PHASEGATE_CACHE_DIR, XDG_CACHE_HOME, HOME is set");
+  int n = snprintf(buf, size, "%s%s", v, sub);
+  if (n < 0 || (size_t)n >= size)
+    return pg_error_set(err, PG_ELIMIT, "golden cache: directory '%s%s' is longer than %zu bytes",
+                        v, sub, size ? size - 1 : 0);
+  return PG_OK;
 }
 
 /* ---------------------------------------------------------------- entries */
@@ -245,50 +242,26 @@ static int valid_name(const char *n) {
   return strcmp(n, "MANIFEST") != 0;
 }
 
-/* mkdir -p */
 static int make_dirs(const char *path, struct pg_error *err) {
-  char tmp[4096];
-  int w = snprintf(tmp, sizeof tmp, "%s", path);
-  if (w < 0 || (size_t)w >= sizeof tmp)
-    return pg_error_set(err, PG_EINVAL, "golden cache: path too long");
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
-      return pg_error_set(err, PG_EIO, "golden cache: cannot create '%s': %s", tmp,
-                          strerror(errno));
-    *p = '/';
-  }
-  if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
-    return pg_error_set(err, PG_EIO, "golden cache: cannot create '%s': %s", tmp,
-                        strerror(errno));
+  if (pg_mkdir_p(path) != 0)
+    return pg_error_set(err, errno == ENOMEM ? PG_ENOMEM : PG_EIO,
+                        "golden cache: cannot create '%s': %s", path, strerror(errno));
   return PG_OK;
-}
-
-static void remove_tree(const char *dir) {
-  DIR *d = opendir(dir);
-  if (d) {
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-      char p[4400];
-      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-      unlink(p);
-    }
-    closedir(d);
-  }
-  rmdir(dir);
 }
 
 int pg_golden_cache_lookup(const char *dir, const char *hash, const char *const *names, int n,
                            struct pg_tensor *outputs, struct pg_error *err) {
   if (!dir || !valid_hash(hash) || n < 0 || (n && (!names || !outputs)))
     return pg_error_set(err, PG_EINVAL, "golden cache: bad lookup arguments");
-  char entry[4200], path[4608];
-  snprintf(entry, sizeof entry, "%s/%s", dir, hash);
-  snprintf(path, sizeof path, "%s/MANIFEST", entry);
-  FILE *f = fopen(path, "r");
-  if (!f) return pg_error_set(err, PG_ENOTFOUND, "golden cache: miss");
+  char *entry = pg_path_join(dir, hash);
+  char *manifest = entry ? pg_path_join(entry, "MANIFEST") : NULL;
+  FILE *f = manifest ? fopen(manifest, "r") : NULL;
+  free(manifest);
+  if (!f) {
+    free(entry);
+    return entry ? pg_error_set(err, PG_ENOTFOUND, "golden cache: miss")
+                 : pg_error_set(err, PG_ENOMEM, "golden cache: out of memory");
+  }
   /* MANIFEST: "<count>\n" then one name per line, in order */
   char line[PG_NAME_MAX + 8];
   int count = -1, ok = fgets(line, sizeof line, f) != NULL && sscanf(line, "%d", &count) == 1 &&
@@ -301,22 +274,27 @@ int pg_golden_cache_lookup(const char *dir, const char *hash, const char *const 
     }
   }
   fclose(f);
-  if (!ok) return pg_error_set(err, PG_ENOTFOUND, "golden cache: entry %s does not match", hash);
-  for (int i = 0; i < n; i++) {
-    snprintf(path, sizeof path, "%s/%s.npy", entry, names[i]);
+  int rc = ok ? PG_OK : pg_error_set(err, PG_ENOTFOUND, "golden cache: entry %s does not match",
+                                     hash);
+  for (int i = 0; rc == PG_OK && i < n; i++) {
+    char *path = pg_path_fmt("%s/%s.npy", entry, names[i]);
     struct pg_error e2;
     pg_error_clear(&e2);
-    if (pg_npy_read(path, &outputs[i], &e2) != PG_OK) {
+    if (!path || pg_npy_read(path, &outputs[i], &e2) != PG_OK) {
       for (int j = 0; j <= i; j++) pg_tensor_reset(&outputs[j]);
-      return pg_error_set(err, PG_ENOTFOUND, "golden cache: damaged entry %s: %s", hash,
-                          e2.message);
+      rc = path ? pg_error_set(err, PG_ENOTFOUND, "golden cache: damaged entry %s: %s", hash,
+                               e2.message)
+                : pg_error_set(err, PG_ENOMEM, "golden cache: out of memory");
+    } else {
+      pg_tensor_set_name(&outputs[i], names[i]);
     }
-    pg_tensor_set_name(&outputs[i], names[i]);
+    free(path);
   }
   /* mtime = last use, for LRU eviction (atime is unreliable under noatime/relatime);
    * a read-only cache simply keeps its old times */
-  (void)utimensat(AT_FDCWD, entry, NULL, 0);
-  return PG_OK;
+  if (rc == PG_OK) (void)utimensat(AT_FDCWD, entry, NULL, 0);
+  free(entry);
+  return rc;
 }
 
 static int account_store(const char *dir, const char *entry, uint64_t max_bytes,
@@ -336,6 +314,66 @@ int pg_golden_cache_store(const char *dir, const char *hash, const struct pg_ten
   return rc;
 }
 
+/* Writes outputs[0..n) and then MANIFEST into the private directory tmp (an entry
+ * without its manifest is never read). */
+static int write_entry(const char *tmp, const struct pg_tensor *outputs, int n,
+                       struct pg_error *err) {
+  for (int i = 0; i < n; i++) {
+    char *path = pg_path_fmt("%s/%s.npy", tmp, outputs[i].name);
+    int rc = path ? pg_npy_write(path, &outputs[i], err)
+                  : pg_error_set(err, PG_ENOMEM, "golden cache: out of memory");
+    free(path);
+    PG_RETURN_IF_ERROR(rc);
+  }
+  char *path = pg_path_join(tmp, "MANIFEST");
+  if (!path) return pg_error_set(err, PG_ENOMEM, "golden cache: out of memory");
+  int rc = PG_OK;
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    rc = pg_error_set(err, PG_EIO, "golden cache: cannot write '%s': %s", path, strerror(errno));
+  } else {
+    fprintf(f, "%d\n", n);
+    for (int i = 0; i < n; i++) fprintf(f, "%s\n", outputs[i].name);
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+      rc = pg_error_set(err, PG_EIO, "golden cache: cannot write '%s'", path);
+    if (fclose(f) != 0 && rc == PG_OK)
+      rc = pg_error_set(err, PG_EIO, "golden cache: cannot write '%s'", path);
+  }
+  free(path);
+  return rc;
+}
+
+/* Writes the entry into a private .tmp-* directory and renames it into place as
+ * `entry`; *published is 1 when this process's copy became the entry. */
+static int publish(const char *dir, const char *hash, const char *entry,
+                   const struct pg_tensor *outputs, int n, int *published,
+                   struct pg_error *err) {
+  *published = 0;
+  PG_RETURN_IF_ERROR(make_dirs(dir, err));
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  char *tmp = pg_path_fmt("%s/.tmp-%s-%ld-%ld", dir, hash, (long)getpid(), (long)ts.tv_nsec);
+  if (!tmp) return pg_error_set(err, PG_ENOMEM, "golden cache: out of memory");
+  if (mkdir(tmp, 0777) != 0) {
+    int rc = pg_error_set(err, PG_EIO, "golden cache: cannot create '%s': %s", tmp,
+                          strerror(errno));
+    free(tmp);
+    return rc;
+  }
+  int rc = write_entry(tmp, outputs, n, err);
+  if (rc == PG_OK && rename(tmp, entry) != 0) {
+    /* another process renamed its copy first (ENOTEMPTY/EEXIST): theirs is as good */
+    if (errno != ENOTEMPTY && errno != EEXIST)
+      rc = pg_error_set(err, PG_EIO, "golden cache: cannot publish '%s': %s", entry,
+                        strerror(errno));
+  } else if (rc == PG_OK) {
+    *published = 1;
+  }
+  if (!*published) pg_remove_tree(tmp);
+  free(tmp);
+  return rc;
+}
+
 int pg_golden_cache_store_capped(const char *dir, const char *hash,
                                  const struct pg_tensor *outputs, int n, uint64_t max_bytes,
                                  struct pg_error *err) {
@@ -345,52 +383,20 @@ int pg_golden_cache_store_capped(const char *dir, const char *hash,
     if (!valid_name(outputs[i].name))
       return pg_error_set(err, PG_EINVAL, "golden cache: output name '%s' is not a file name",
                           outputs[i].name);
-  char entry[4200], tmp[4300], path[4608];
-  snprintf(entry, sizeof entry, "%s/%s", dir, hash);
+  char *entry = pg_path_join(dir, hash);
+  if (!entry) return pg_error_set(err, PG_ENOMEM, "golden cache: out of memory");
   struct stat st;
-  if (stat(entry, &st) == 0) {
+  int published = 0, rc = PG_OK;
+  if (stat(entry, &st) == 0)
     (void)utimensat(AT_FDCWD, entry, NULL, 0); /* someone stored it already: a use */
-    return PG_OK;
+  else
+    rc = publish(dir, hash, entry, outputs, n, &published, err);
+  if (published) {
+    (void)utimensat(AT_FDCWD, entry, NULL, 0); /* rename does not update the dir's mtime */
+    rc = account_store(dir, entry, max_bytes, err);
   }
-  PG_RETURN_IF_ERROR(make_dirs(dir, err));
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  snprintf(tmp, sizeof tmp, "%s/.tmp-%s-%ld-%ld", dir, hash, (long)getpid(), (long)ts.tv_nsec);
-  if (mkdir(tmp, 0777) != 0)
-    return pg_error_set(err, PG_EIO, "golden cache: cannot create '%s': %s", tmp, strerror(errno));
-  int rc = PG_OK;
-  for (int i = 0; i < n && rc == PG_OK; i++) {
-    snprintf(path, sizeof path, "%s/%s.npy", tmp, outputs[i].name);
-    rc = pg_npy_write(path, &outputs[i], err);
-  }
-  if (rc == PG_OK) {
-    /* the manifest is written last: an entry without it is never read */
-    snprintf(path, sizeof path, "%s/MANIFEST", tmp);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-      rc = pg_error_set(err, PG_EIO, "golden cache: cannot write '%s': %s", path, strerror(errno));
-    } else {
-      fprintf(f, "%d\n", n);
-      for (int i = 0; i < n; i++) fprintf(f, "%s\n", outputs[i].name);
-      if (fflush(f) != 0 || fsync(fileno(f)) != 0) rc = pg_error_set(err, PG_EIO, "golden cache: cannot write '%s'", path);
-      if (fclose(f) != 0 && rc == PG_OK)
-        rc = pg_error_set(err, PG_EIO, "golden cache: cannot write '%s'", path);
-    }
-  }
-  if (rc == PG_OK && rename(tmp, entry) != 0) {
-    /* another process renamed its copy first (ENOTEMPTY/EEXIST): theirs is as good */
-    if (errno != ENOTEMPTY && errno != EEXIST)
-      rc = pg_error_set(err, PG_EIO, "golden cache: cannot publish '%s': %s", entry,
-                        strerror(errno));
-    remove_tree(tmp);
-    return rc;
-  }
-  if (rc != PG_OK) {
-    remove_tree(tmp);
-    return rc;
-  }
-  (void)utimensat(AT_FDCWD, entry, NULL, 0); /* rename does not update the dir's mtime */
-  return account_store(dir, entry, max_bytes, err);
+  free(entry);
+  return rc;
 }
 
 /* ---------------------------------------------------------------- size cap */
@@ -439,11 +445,16 @@ static int is_prefixed(const char *name, const char *prefix) {
   return strncmp(name, prefix, strlen(prefix)) == 0;
 }
 
-/* Sum of the sizes of the files in an entry directory (entries are flat). */
-static uint64_t entry_bytes(const char *path) {
+/* Sum of the sizes of the files in an entry directory (entries are flat), the
+ * directory `name` relative to the directory descriptor at (AT_FDCWD: a path). */
+static uint64_t entry_bytes(int at, const char *name) {
   uint64_t total = 0;
-  DIR *d = opendir(path);
-  if (!d) return 0;
+  int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d) {
+    if (fd >= 0) close(fd);
+    return 0;
+  }
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
     struct stat st;
@@ -459,17 +470,18 @@ static uint64_t entry_bytes(const char *path) {
 /* The lock + index file, locked exclusively: a descriptor, or a negative PG_E* code
  * with err set. */
 static int index_lock(const char *dir, struct pg_error *err) {
-  char path[4200];
-  snprintf(path, sizeof path, "%s/.index", dir);
+  char *path = pg_path_join(dir, ".index");
+  if (!path) return pg_error_set(err, PG_ENOMEM, "golden cache: out of memory");
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (fd < 0)
-    return pg_error_set(err, PG_EIO, "golden cache: cannot open '%s': %s", path, strerror(errno));
-  while (flock(fd, LOCK_EX) != 0) {
+    fd = pg_error_set(err, PG_EIO, "golden cache: cannot open '%s': %s", path, strerror(errno));
+  while (fd >= 0 && flock(fd, LOCK_EX) != 0) {
     if (errno == EINTR) continue;
     int rc = pg_error_set(err, PG_EIO, "golden cache: cannot lock '%s': %s", path, strerror(errno));
     close(fd);
-    return rc;
+    fd = rc;
   }
+  free(path);
   return fd;
 }
 
@@ -505,18 +517,22 @@ static void index_write(int fd, uint64_t bytes, int64_t scanned) {
  * that already opened the entry's files keeps reading them, one that looks it up
  * afterwards misses. */
 static int discard_dir(const char *dir, const char *name) {
-  char from[4400], to[4600];
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  snprintf(from, sizeof from, "%s/%s", dir, name);
-  if (is_prefixed(name, ".trash-")) {
-    remove_tree(from);
-    return 1;
+  char *from = pg_path_join(dir, name), *to = NULL;
+  int done = 0;
+  if (from && is_prefixed(name, ".trash-")) {
+    pg_remove_tree(from);
+    done = 1;
+  } else if (from && (to = pg_path_fmt("%s/.trash-%.80s-%ld-%ld", dir, name, (long)getpid(),
+                                        (long)ts.tv_nsec)) != NULL &&
+             rename(from, to) == 0) { /* else gone already (another evictor, a clear) */
+    pg_remove_tree(to);
+    done = 1;
   }
-  snprintf(to, sizeof to, "%s/.trash-%.80s-%ld-%ld", dir, name, (long)getpid(), (long)ts.tv_nsec);
-  if (rename(from, to) != 0) return 0; /* gone already (another evictor, a clear) */
-  remove_tree(to);
-  return 1;
+  free(from);
+  free(to);
+  return done;
 }
 
 struct entry_info {
@@ -591,12 +607,10 @@ static int scan(const char *dir, int mode, uint64_t trigger, uint64_t target,
       ents = g;
       cap = nc;
     }
-    char path[4400];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     memcpy(ents[n].name, e->d_name, PG_GOLDEN_CACHE_HASH_LEN); /* valid_hash: 64 chars */
     ents[n].name[PG_GOLDEN_CACHE_HASH_LEN] = '\0';
     ents[n].used = sb.st_mtim;
-    ents[n].bytes = entry_bytes(path);
+    ents[n].bytes = entry_bytes(dirfd(d), e->d_name);
     st->entries++;
     st->bytes += ents[n].bytes;
     n++;
@@ -649,7 +663,7 @@ int pg_golden_cache_clear(const char *dir, struct pg_golden_cache_stats *st, str
 static int account_store(const char *dir, const char *entry, uint64_t max_bytes,
                          struct pg_error *err) {
   if (max_bytes == 0) return PG_OK; /* unlimited: no bookkeeping at all */
-  uint64_t added = entry_bytes(entry);
+  uint64_t added = entry_bytes(AT_FDCWD, entry);
   int fd = index_lock(dir, err);
   if (fd < 0) return fd;
   uint64_t est = 0;

@@ -301,12 +301,13 @@ static int configure(struct pg__run *rc, struct pg_error *err) {
     char dir[4096];
     struct pg_error ce;
     pg_error_clear(&ce);
-    if (pg_golden_cache_dir_default(dir, sizeof dir, &ce) == PG_OK) {
-      rc->cache_dir = pg_strdup(dir);
-      if (!rc->cache_dir) return pg_error_set(err, PG_ENOMEM, "out of memory");
-      uint64_t cap; /* a bad PHASEGATE_CACHE_MAX_BYTES is refused, not silently ignored */
-      PG_RETURN_IF_ERROR(pg_golden_cache_max_default(&cap, err));
-    }
+    int dr = pg_golden_cache_dir_default(dir, sizeof dir, &ce);
+    if (dr == PG_ENOTFOUND) return PG_OK; /* no place for a cache: goldens are computed */
+    if (dr != PG_OK) return pg_error_set(err, dr, "%s", ce.message);
+    rc->cache_dir = pg_strdup(dir);
+    if (!rc->cache_dir) return pg_error_set(err, PG_ENOMEM, "out of memory");
+    uint64_t cap; /* a bad PHASEGATE_CACHE_MAX_BYTES is refused, not silently ignored */
+    PG_RETURN_IF_ERROR(pg_golden_cache_max_default(&cap, err));
   }
   return PG_OK;
 }
