@@ -2,7 +2,8 @@
  * (DESIGN.md §2, §8). From FACTS — what the impl adapter saw (enum pg_impl_fact), what
  * the comparison found (enum pg_run_fact), what the runner itself could not do — it
  * decides each mode's status (PASS/FAIL/ERROR/SKIPPED), failure_category and summary,
- * the failing boundary, the case's aggregate, the divergence fingerprint and the hint.
+ * the failing boundary, the case's aggregate, the divergence fingerprint, the hint, and
+ * the run's status and exit code.
  *
  * Adding a category is one enum row (run.h) and one rule row below; adding a fact is
  * one rule row (and, if it earns one, a hint row). Nothing here runs anything, reads
@@ -119,6 +120,9 @@ static const struct rule rules[] = {
 };
 #undef IMPL
 #undef RUN
+/* Every fact has its rule: a new fact without one does not build. */
+_Static_assert(sizeof rules / sizeof *rules == PG_RUN_FACT_COUNT - 1 + PG_IMPL_FACT_COUNT,
+               "one rule per run fact (but IMPL) and per impl fact");
 
 /* The rule of a fact; an unknown fact is the runner's problem (never a silent PASS). */
 static const struct rule *rule_for(enum pg_run_fact fact, enum pg_impl_fact impl) {
@@ -322,4 +326,23 @@ void pg__classify_case(struct pg_case_result *r, int k, double timeout_s, const 
              "module %d first", r->failing_boundary, r->failing_boundary);
   else if (r->status == PG_VERDICT_FAIL && failed)
     fact_hint(r, failed, k, timeout_s, op);
+}
+
+void pg__classify_run(struct pg_run_summary *s, const struct pg_case_result *results, int n,
+                      int persisted) {
+  s->cases_total = n;
+  enum pg_verdict worst = PG_VERDICT_SKIPPED;
+  for (int i = 0; i < n; i++) {
+    enum pg_verdict v = results[i].status;
+    if (v > worst) worst = v;
+    s->passed += v == PG_VERDICT_PASS;
+    s->failed += v == PG_VERDICT_FAIL;
+    s->errors += v == PG_VERDICT_ERROR;
+    s->skipped += v == PG_VERDICT_SKIPPED;
+  }
+  s->status = persisted ? worst : PG_VERDICT_ERROR;
+  s->exit_code = s->status == PG_VERDICT_ERROR  ? 2
+                 : s->status == PG_VERDICT_FAIL ? 1
+                 : s->status == PG_VERDICT_PASS ? 0
+                                                : 77;
 }

@@ -340,28 +340,12 @@ static int select_cases(struct pg__run *rc, int **sel, int *n_sel, struct pg_err
   return PG_OK;
 }
 
-/* Counts, status and exit code of the finished cases; then the summary lines. */
+/* The run's verdict (classify.c), then the summary lines. */
 static void summarize(struct pg__run *rc, struct pg_run_summary *s,
                       const struct pg_case_result *results, int n, int wrote,
                       const struct pg_error *re) {
-  s->cases_total = n;
-  enum pg_verdict worst = PG_VERDICT_SKIPPED;
-  for (int i = 0; i < n; i++) {
-    enum pg_verdict v = results[i].status;
-    if (v > worst) worst = v;
-    s->passed += v == PG_VERDICT_PASS;
-    s->failed += v == PG_VERDICT_FAIL;
-    s->errors += v == PG_VERDICT_ERROR;
-    s->skipped += v == PG_VERDICT_SKIPPED;
-  }
-  s->status = worst;
-  s->exit_code = worst == PG_VERDICT_ERROR ? 2 : worst == PG_VERDICT_FAIL ? 1
-                 : worst == PG_VERDICT_PASS ? 0 : 77;
-  if (wrote != PG_OK) {
-    pg__line(rc, 1, "phasegate: error: %s", re->message);
-    s->exit_code = 2;
-    s->status = PG_VERDICT_ERROR;
-  }
+  pg__classify_run(s, results, n, wrote == PG_OK);
+  if (wrote != PG_OK) pg__line(rc, 1, "phasegate: error: %s", re->message);
   const struct pg_run_hooks *h = &rc->o->hooks;
   if (h->summary_lines) h->summary_lines(&rc->phase, s, results, n, rc->o->on_line, rc->o->user);
 }

@@ -44,7 +44,8 @@ enum pg_run_fact {
   PG_RUN_FACT_VALUES,     /* an output's values are outside its tolerance */
   PG_RUN_FACT_LAYOUT,     /* compare found an output's shape or dtype wrong */
   PG_RUN_FACT_RUNNER,     /* the runner could not do its part (memory, I/O, rule, golden) */
-  PG_RUN_FACT_CASE_LIMIT  /* the case is over a limit (--max-bytes) */
+  PG_RUN_FACT_CASE_LIMIT, /* the case is over a limit (--max-bytes) */
+  PG_RUN_FACT_COUNT
 };
 
 /* The category run/classify.c gives an impl call's outcome (PG_CAT_NONE for OK and

@@ -125,5 +125,9 @@ int pg__classify_bisect_mode(const struct pg_case_result *r, int k);
 int pg__classify_boundary(const struct pg_mode_result *m);
 /* The case's status, all_close, maxima, fingerprint, category, boundary, summary, hint. */
 void pg__classify_case(struct pg_case_result *r, int k, double timeout_s, const char *op);
+/* The run's counts, status (worst case wins) and exit code; a report that could not be
+ * written makes it an ERROR. */
+void pg__classify_run(struct pg_run_summary *s, const struct pg_case_result *results, int n,
+                      int persisted);
 
 #endif

@@ -1,0 +1,91 @@
+/* Unit tests for the seams issue 10 introduced in the runner: the category each impl
+ * fact is classified as (run/classify.c's table), the ops table behind --impl (one row
+ * per adapter), and the hooks pg_run needs from the report room (the information
+ * barrier cannot be left out). */
+#include <stdio.h>
+#include <string.h>
+
+#include "pg_test.h"
+#include "report/report.h"
+#include "run/run.h"
+
+static enum pg_category category_of(enum pg_impl_fact f) {
+  struct pg_impl_outcome o;
+  pg_impl_outcome_init(&o);
+  o.fact = f;
+  return pg_classify_category(&o);
+}
+
+PG_TEST(impl_fact_categories) {
+  static const struct {
+    enum pg_impl_fact fact;
+    enum pg_category category;
+  } want[] = {
+      {PG_IMPL_FACT_OK, PG_CAT_NONE},
+      {PG_IMPL_FACT_UNAVAILABLE, PG_CAT_NONE},
+      {PG_IMPL_FACT_NOT_FOUND, PG_CAT_INFRA},
+      {PG_IMPL_FACT_LOAD_FAILED, PG_CAT_STRUCTURAL},
+      {PG_IMPL_FACT_MISSING_SYMBOL, PG_CAT_STRUCTURAL},
+      {PG_IMPL_FACT_TIMEOUT, PG_CAT_RUNTIME},
+      {PG_IMPL_FACT_SIGNAL, PG_CAT_RUNTIME},
+      {PG_IMPL_FACT_SANITIZER_REPORT, PG_CAT_RUNTIME},
+      {PG_IMPL_FACT_OOM, PG_CAT_RUNTIME},
+      {PG_IMPL_FACT_EXIT_NONZERO, PG_CAT_RUNTIME},
+      {PG_IMPL_FACT_RETURNED_ERROR, PG_CAT_RUNTIME},
+      {PG_IMPL_FACT_CANARY_HIT, PG_CAT_RUNTIME},
+      {PG_IMPL_FACT_UNWRITTEN_OUTPUT, PG_CAT_STRUCTURAL},
+      {PG_IMPL_FACT_WRONG_OUTPUT_COUNT, PG_CAT_STRUCTURAL},
+      {PG_IMPL_FACT_WRONG_OUTPUT_NAME, PG_CAT_STRUCTURAL},
+      {PG_IMPL_FACT_WRONG_OUTPUT_SHAPE, PG_CAT_STRUCTURAL},
+      {PG_IMPL_FACT_WRONG_OUTPUT_DTYPE, PG_CAT_STRUCTURAL},
+      {PG_IMPL_FACT_PROTOCOL_ERROR, PG_CAT_STRUCTURAL},
+      {PG_IMPL_FACT_RUNNER_FAILURE, PG_CAT_INFRA},
+  };
+  PG_CHECK_EQ_INT(PG_IMPL_FACT_COUNT, (int)(sizeof want / sizeof *want));
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+    PG_CHECK_MSG(category_of(want[i].fact) == want[i].category, "fact %d: category %d, want %d",
+                 (int)want[i].fact, (int)category_of(want[i].fact), (int)want[i].category);
+  PG_CHECK_EQ_STR("runtime", pg_category_name(PG_CAT_RUNTIME));
+  PG_CHECK(pg_category_name(PG_CAT_NONE) == NULL);
+}
+
+PG_TEST(impl_ops_table) {
+  struct pg_impl impl;
+  PG_CHECK_EQ_STR("", pg_impl_kind(NULL));
+  pg_impl_close(NULL); /* safe on nothing */
+  memset(&impl, 0, sizeof impl);
+  pg_impl_close(&impl); /* safe on an impl never parsed */
+  PG_CHECK_OK(pg_impl_parse("replay:/tmp", &impl, NULL));
+  PG_CHECK_EQ_STR("replay", pg_impl_kind(&impl));
+  PG_CHECK_EQ_STR("/tmp", impl.target);
+  pg_impl_close(&impl); /* safe when nothing was started */
+  pg_impl_close(&impl);
+  struct pg_error err;
+  PG_CHECK(pg_impl_parse("worker:x", &impl, &err) == PG_EINVAL);
+  PG_CHECK_EQ_STR("--impl 'worker:x': unknown scheme 'worker:'; expected plugin:PATH.so, "
+                  "exec:COMMAND or replay:DIR", err.message);
+}
+
+PG_TEST(report_hooks) {
+  struct pg_run_hooks h = pg_report_hooks();
+  PG_CHECK(h.persist == pg_report_persist);
+  PG_CHECK(h.case_lines == pg_report_case_lines);
+  PG_CHECK(h.summary_lines == pg_report_summary_lines);
+  PG_CHECK(h.redact == pg_redact_text);
+}
+
+/* pg_run refuses to run without the barrier, before touching anything. */
+PG_TEST(run_needs_redact_hook) {
+  struct pg_run_opts o;
+  memset(&o, 0, sizeof o);
+  o.op_dir = "/nonexistent";
+  o.impl_spec = "exec:true";
+  o.up_to_module = 1;
+  struct pg_run_summary s;
+  struct pg_error err;
+  pg_error_clear(&err);
+  PG_CHECK(pg_run(&o, &s, &err) == PG_EINVAL);
+  PG_CHECK_MSG(strstr(err.message, "redact") != NULL, "%s", err.message);
+  PG_CHECK_EQ_INT(2, s.exit_code);
+  pg_run_summary_reset(&s);
+}
