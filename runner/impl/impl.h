@@ -13,8 +13,8 @@
  * hints are decided in run/classify.c. A negative return code means the runner itself
  * could not do its part.
  */
-#ifndef PHASEGATE_ADAPTER_H
-#define PHASEGATE_ADAPTER_H
+#ifndef PHASEGATE_RUNNER_IMPL_H
+#define PHASEGATE_RUNNER_IMPL_H
 
 #include <stdint.h>
 

@@ -217,7 +217,6 @@ static int check_inspect(struct pg__run *rc, int k, struct pg_error *err) {
                       "boundary outputs are %s", name, c->op, k, names);
 }
 
-
 /* ------------------------------------------------------------------ pg_run */
 
 /* --up-to-module, checked once against the op's module count (the only place that
