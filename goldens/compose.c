@@ -322,7 +322,7 @@ static int alloc_decl(struct pg__pool *pool, struct pg_tensor *t, const struct p
 static int run_plugin(const struct pg_golden_env *env, const struct pg_module *m,
                       const struct pg_golden_spec *g, struct pg__gtable *tab,
                       struct pg_error *err) {
-  const struct pg_contract *c = env->contract;
+  const struct pg_op_graph *c = env->graph;
   const char *who = m ? (m->name ? m->name : "?") : "op level";
   if (!env->golden_lib)
     return pg_error_set(err, PG_EINVAL,
@@ -349,7 +349,7 @@ static int run_plugin(const struct pg_golden_env *env, const struct pg_module *m
   }
   int nd = 0;
   if (!m) {
-    nd = pg_contract_boundary(c, c->n_modules, fdecls, PG_MAX_BOUNDARY_OUTPUTS, err);
+    nd = pg_graph_boundary(c, c->n_modules, fdecls, PG_MAX_BOUNDARY_OUTPUTS, err);
     if (nd < 0) return nd;
   }
   int count = m ? m->n_outputs : nd;
@@ -369,7 +369,7 @@ static int run_plugin(const struct pg_golden_env *env, const struct pg_module *m
 static int run_module(const struct pg_golden_env *env, const struct pg__kernel_source *ks,
                       const struct pg_module *m, const struct phase_live *live,
                       struct pg__gtable *tab, struct pg_error *err) {
-  const struct pg_contract *c = env->contract;
+  const struct pg_op_graph *c = env->graph;
   const char *path = c->path ? c->path : "<contract>";
   int rc;
   if (m->golden.kind == PG_GOLDEN_STEPS) {
@@ -425,14 +425,14 @@ static int run_module(const struct pg_golden_env *env, const struct pg__kernel_s
 static int check_env(const struct pg_golden_env *env, const struct pg_tensor *primary,
                      int n_primary, struct pg_tensor *outputs, int *n_outputs,
                      struct pg_error *err) {
-  if (!env || !env->contract || !outputs || !n_outputs || (n_primary && !primary))
+  if (!env || !env->graph || !outputs || !n_outputs || (n_primary && !primary))
     return pg_error_set(err, PG_EINVAL, "golden: missing argument");
   if (env->precision_bits != 0 && env->precision_bits != 32 && env->precision_bits != 64)
     return pg_error_set(err, PG_EINVAL, "reference precision must be 32 or 64 bits, not %d",
                         env->precision_bits);
-  if (n_primary != env->contract->n_primary)
+  if (n_primary != env->graph->n_primary)
     return pg_error_set(err, PG_EINVAL, "golden: %d primary inputs given, the contract has %d",
-                        n_primary, env->contract->n_primary);
+                        n_primary, env->graph->n_primary);
   *n_outputs = 0;
   return PG_OK;
 }
@@ -440,7 +440,7 @@ static int check_env(const struct pg_golden_env *env, const struct pg_tensor *pr
 /* Loads the primary inputs into tab in the reference precision. */
 static int load_primaries(const struct pg_golden_env *env, const struct pg_tensor *primary,
                           int n_primary, struct pg__gtable *tab, struct pg_error *err) {
-  const struct pg_contract *c = env->contract;
+  const struct pg_op_graph *c = env->graph;
   for (int i = 0; i < n_primary; i++) {
     const struct pg_tensor_decl *d = &c->primary_inputs[i];
     struct pg__gtensor *t;
@@ -526,7 +526,7 @@ static int emit_outputs(const struct pg_golden_env *env, struct pg__gtable *tab,
 }
 
 /* The module whose outputs array holds decl. */
-static int owner_module(const struct pg_contract *c, const struct pg_tensor_decl *d) {
+static int owner_module(const struct pg_op_graph *c, const struct pg_tensor_decl *d) {
   for (int i = 0; i < c->n_modules; i++) {
     const struct pg_module *m = &c->modules[i];
     if (d >= m->outputs && d < m->outputs + m->n_outputs) return m->id;
@@ -552,7 +552,7 @@ static int module_reads(const struct pg_module *m, const char *name) {
 /* What a phase-k golden still needs: its boundary outputs and whatever modules after
  * the current one read. */
 struct phase_live {
-  const struct pg_contract *c;
+  const struct pg_op_graph *c;
   int k, nd;
   const struct pg_tensor_decl *const *decls;
   const int *mods;
@@ -565,7 +565,7 @@ static int read_later(const void *live, const struct pg__gtensor *g, int done) {
   for (int b = 0; b < p->nd; b++)
     if (p->mods[b] == g->module && strcmp(p->decls[b]->name, g->name) == 0) return 1;
   for (int id = done + 1; id <= p->k; id++) {
-    const struct pg_module *m = pg_contract_module(p->c, id);
+    const struct pg_module *m = pg_graph_module(p->c, id);
     if (!m || module_reads(m, g->name)) return 1;
   }
   return 0;
@@ -585,14 +585,14 @@ int pg__golden_cumulative_ks(const struct pg_golden_env *env, const struct pg__k
                              int k, const struct pg_tensor *primary, int n_primary,
                              struct pg_tensor *outputs, int *n_outputs, struct pg_error *err) {
   PG_RETURN_IF_ERROR(check_env(env, primary, n_primary, outputs, n_outputs, err));
-  const struct pg_contract *c = env->contract;
+  const struct pg_op_graph *c = env->graph;
   if (k < 1 || k > c->n_modules)
     return pg_error_set(err, PG_EINVAL, "phase %d outside 1..%d", k, c->n_modules);
   struct pg_golden_env e = *env;
   if (!e.precision_bits) e.precision_bits = 32;
   const struct pg_tensor_decl *decls[PG_MAX_BOUNDARY_OUTPUTS];
   int mods[PG_MAX_BOUNDARY_OUTPUTS];
-  int nd = pg_contract_boundary(c, k, decls, PG_MAX_BOUNDARY_OUTPUTS, err);
+  int nd = pg_graph_boundary(c, k, decls, PG_MAX_BOUNDARY_OUTPUTS, err);
   if (nd < 0) return nd;
   for (int i = 0; i < nd; i++) mods[i] = owner_module(c, decls[i]);
   struct pg__gtable tab;
@@ -603,7 +603,7 @@ int pg__golden_cumulative_ks(const struct pg_golden_env *env, const struct pg__k
   int rc = load_primaries(&e, primary, n_primary, &tab, err);
   /* modules in id order; ids are 1..N in order once the contract validated */
   for (int id = 1; id <= k && rc == PG_OK; id++) {
-    const struct pg_module *m = pg_contract_module(c, id);
+    const struct pg_module *m = pg_graph_module(c, id);
     if (!m) rc = pg_error_set(err, PG_ENOTFOUND, "contract has no module %d", id);
     else rc = run_module(&e, ks, m, &live, &tab, err);
     if (rc == PG_OK && id < k) release_dead(&live, &tab, id);
@@ -619,7 +619,7 @@ int pg__golden_op_level_ks(const struct pg_golden_env *env, const struct pg__ker
                            const struct pg_tensor *primary, int n_primary,
                            struct pg_tensor *outputs, int *n_outputs, struct pg_error *err) {
   PG_RETURN_IF_ERROR(check_env(env, primary, n_primary, outputs, n_outputs, err));
-  const struct pg_contract *c = env->contract;
+  const struct pg_op_graph *c = env->graph;
   if (c->op_golden.kind == PG_GOLDEN_NONE)
     return pg_error_set(err, PG_ENOTFOUND, "%s: the contract has no op-level golden",
                         c->path ? c->path : "<contract>");
@@ -627,7 +627,7 @@ int pg__golden_op_level_ks(const struct pg_golden_env *env, const struct pg__ker
   if (!e.precision_bits) e.precision_bits = 32;
   const struct pg_tensor_decl *decls[PG_MAX_BOUNDARY_OUTPUTS];
   int mods[PG_MAX_BOUNDARY_OUTPUTS];
-  int nd = pg_contract_boundary(c, c->n_modules, decls, PG_MAX_BOUNDARY_OUTPUTS, err);
+  int nd = pg_graph_boundary(c, c->n_modules, decls, PG_MAX_BOUNDARY_OUTPUTS, err);
   if (nd < 0) return nd;
   for (int i = 0; i < nd; i++) mods[i] = -1; /* op-level results stay step-locals */
   struct pg__gtable tab;

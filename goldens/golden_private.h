@@ -123,7 +123,7 @@ int pg__golden_alloc_from(struct pg__pool *pool, struct pg_tensor *t, enum pg_dt
 /* ---------------------------------------------------------------- step execution */
 
 struct pg__run_ctx {
-  const struct pg_contract *contract;
+  const struct pg_op_graph *graph;
   const struct pg_bindings *dims;
   int precision_bits;
   int n_threads;
@@ -142,8 +142,8 @@ int pg__steps_run(const struct pg__run_ctx *rc, const struct pg_module *m,
                   const struct pg_golden_spec *g, struct pg__gtable *tab, struct pg_error *err);
 
 /* The same checks as pg_goldens_validate with an explicit kernel source. */
-int pg__goldens_validate_ks(const struct pg_contract *c, const struct pg__kernel_source *ks,
-                            struct pg_diags *diags);
+int pg__goldens_validate_ks(const struct pg_op_graph *c, const struct pg__kernel_source *ks,
+                            pg_golden_finding_cb cb, void *user);
 
 /* Cumulative and op-level goldens with an explicit kernel source (NULL = built-in). */
 int pg__golden_cumulative_ks(const struct pg_golden_env *env, const struct pg__kernel_source *ks,

@@ -471,10 +471,12 @@ static int decl_meta(const struct pg_tensor_decl *d, const struct pg_bindings *d
 /* ---------------------------------------------------------------- validation */
 
 struct vctx {
-  const struct pg_contract *c;
+  const struct pg_op_graph *c;
   const struct pg__kernel_source *ks;
-  struct pg_diags *diags;
+  pg_golden_finding_cb cb;
+  void *user;
   int errors;
+  int failed; /* the first error code the callback returned */
   int oom;
   int unparsed; /* steps of the current spec that did not parse */
 };
@@ -487,9 +489,10 @@ static void vdiag(struct vctx *v, int line, int column, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  if (pg_diags_add(v->diags, PG_SEV_ERROR, v->c->path, line, column, "golden", "%s", msg) !=
-      PG_OK)
-    v->oom = 1;
+  int rc = v->cb ? v->cb(v->user, v->c->path ? v->c->path : "<contract>", line, column,
+                         "golden", msg)
+                 : PG_OK;
+  if (rc != PG_OK && v->failed == PG_OK) v->failed = rc;
   v->errors++;
 }
 
@@ -598,10 +601,10 @@ static void check_plugin_name(struct vctx *v, const struct pg_golden_spec *g) {
           "golden plugin '%s' is not a C identifier (the name of the exported function)", p);
 }
 
-int pg__goldens_validate_ks(const struct pg_contract *c, const struct pg__kernel_source *ks,
-                            struct pg_diags *diags) {
+int pg__goldens_validate_ks(const struct pg_op_graph *c, const struct pg__kernel_source *ks,
+                            pg_golden_finding_cb cb, void *user) {
   if (!c) return PG_EINVAL;
-  struct vctx v = {c, ks, diags, 0, 0, 0};
+  struct vctx v = {c, ks, cb, user, 0, PG_OK, 0, 0};
   struct pg__gtable tab;
   pg__gtable_init(&tab);
   int rc = PG_OK;
@@ -693,7 +696,7 @@ int pg__goldens_validate_ks(const struct pg_contract *c, const struct pg__kernel
     if (rc == PG_OK) rc = validate_spec(&v, NULL, &c->op_golden, &optab);
     /* the final outputs: final_outputs, or module N's outputs when there are none */
     const struct pg_tensor_decl *finals[PG_MAX_BOUNDARY_OUTPUTS];
-    int nf = c->n_modules > 0 ? pg_contract_boundary(c, c->n_modules, finals,
+    int nf = c->n_modules > 0 ? pg_graph_boundary(c, c->n_modules, finals,
                                                      PG_MAX_BOUNDARY_OUTPUTS, NULL)
                               : 0;
     for (int f = 0; f < nf && rc == PG_OK; f++) {
@@ -710,11 +713,12 @@ int pg__goldens_validate_ks(const struct pg_contract *c, const struct pg__kernel
   pg__gtable_reset(&tab);
   if (v.oom || rc == PG_ENOMEM) return PG_ENOMEM;
   if (rc != PG_OK) return rc;
+  if (v.failed != PG_OK) return v.failed;
   return v.errors;
 }
 
-int pg_goldens_validate(const struct pg_contract *c, struct pg_diags *diags) {
-  return pg__goldens_validate_ks(c, NULL, diags);
+int pg_goldens_validate(const struct pg_op_graph *g, pg_golden_finding_cb cb, void *user) {
+  return pg__goldens_validate_ks(g, NULL, cb, user);
 }
 
 /* ---------------------------------------------------------------- execution */
@@ -770,7 +774,7 @@ static struct pg__gtensor *in_place_source(const struct pg__run_ctx *rc,
 int pg__steps_run(const struct pg__run_ctx *rc, const struct pg_module *m,
                   const struct pg_golden_spec *g, struct pg__gtable *tab, struct pg_error *err) {
   const struct pg__kernel_source *ks = ks_or_default(rc->ks);
-  const char *path = rc->contract && rc->contract->path ? rc->contract->path : "<contract>";
+  const char *path = rc->graph && rc->graph->path ? rc->graph->path : "<contract>";
   for (int s = 0; s < g->n_steps; s++) {
     const struct pg_golden_step *gs = &g->steps[s];
     int line = gs->mark.line, col0 = gs->mark.column > 0 ? gs->mark.column : 1;

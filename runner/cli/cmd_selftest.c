@@ -10,10 +10,11 @@
 #include <string.h>
 
 #include "cli.h"
+#include "run/run.h"
 #include "tensors/tensors.h"
 #include "phasegate/compare.h"
 #include "phasegate/goldens.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -96,7 +97,7 @@ int pg_cmd_selftest(int argc, char **argv) {
   int exit_code = PG_EXIT_ERROR;
   int rc = pg_contract_load(contract_path, &c, &diags, &err);
   if (rc == PG_OK) {
-    int ge = pg_goldens_validate(&c, &diags);
+    int ge = pg_goldens_validate(&c.graph, pg_diags_add_finding, &diags);
     if (ge != 0) rc = ge < 0 ? ge : PG_EVALIDATE;
   }
   pg_cli_print_diags(&diags);
@@ -184,7 +185,7 @@ int pg_cmd_selftest(int argc, char **argv) {
       pg_error_clear(&err);
       rc = pg_case_bind_dims(&c, &cs, &dims, &err);
       if (rc == PG_OK) rc = pg_case_generate_inputs(&c, &cs, &dims, &mo, inputs, &err);
-      struct pg_golden_env env = {&c, &dims, NULL, 0, precision_bits, lib, n_threads};
+      struct pg_golden_env env = {&c.graph, &dims, NULL, 0, precision_bits, lib, n_threads};
       if (rc == PG_OK) {
         rc = pg_golden_cumulative(&env, c.n_modules, inputs, c.n_primary, cum, &n_cum, &err);
         if (rc != PG_OK) pg_error_prefix(&err, "cumulative golden %d: ", c.n_modules);

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "spec/json_pos.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 /* Out of memory while building: cJSON's creators return NULL and its adders fail
  * quietly, which would write a report with keys or whole checks missing. Every such

@@ -26,7 +26,7 @@
 #include "run/golden_cache.h"
 #include "tensors/tensors.h"
 #include "phasegate/goldens.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 #include "report/report.h"
 #include "tensors/tensors.h"
 
@@ -451,7 +451,7 @@ static int compute_golden(struct run_ctx *rc, int k, const struct pg_case *cs,
   }
   struct pg_golden_env env;
   memset(&env, 0, sizeof env);
-  env.contract = &rc->contract;
+  env.graph = &rc->contract.graph;
   env.dims = dims;
   env.dtype_overrides = cs->dtypes;
   env.n_dtype_overrides = cs->n_dtypes;

@@ -15,6 +15,7 @@
 #include "impl/impl.h"
 #include "phasegate/compare.h"
 #include "phasegate/error.h"
+#include "run/inputs.h"
 #include "tensors/tensors.h"
 
 /* Ordered by severity: worst wins when aggregating (ERROR > FAIL > PASS > SKIPPED). */

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 /* Limits that keep hostile files from hanging the loader or exhausting memory. */
 #define PG__CONTRACT_MAX_BYTES ((size_t)64 << 20) /* 64 MiB */

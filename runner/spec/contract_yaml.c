@@ -19,7 +19,7 @@
 #include <yaml.h>
 
 #include "spec/contract_internal.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 /* ------------------------------------------------------------------ findings */
 

@@ -21,7 +21,7 @@
 
 #include "spec/json_pos.h"
 #include "tensors/tensors.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 #define SUITE_MAX_BYTES ((size_t)64 << 20) /* a suite is a few KiB; refuse anything absurd */
 #define SUITE_MAX_DEPTH 64

@@ -10,6 +10,7 @@
 
 #include "golden_private.h"
 #include "pg_test.h"
+#include "spec/spec.h"
 
 /* ---------------------------------------------------------------- mini kernels */
 
@@ -377,7 +378,7 @@ PG_TEST(validate_good_contract) {
   set_steps(&f.mods[2].golden, f.s3, m3, 1, 32);
   struct pg_diags d;
   pg_diags_init(&d);
-  int n = pg__goldens_validate_ks(&f.c, &mini_ks, &d);
+  int n = pg__goldens_validate_ks(&f.c.graph, &mini_ks, pg_diags_add_finding, &d);
   if (n != 0) dump_diags(&d);
   PG_CHECK_EQ_INT(0, n);
   pg_diags_reset(&d);
@@ -402,7 +403,7 @@ PG_TEST(validate_findings) {
   set_steps(&f.mods[1].golden, f.s2, m2, 1, 23);
   struct pg_diags d;
   pg_diags_init(&d);
-  int n = pg__goldens_validate_ks(&f.c, &mini_ks, &d);
+  int n = pg__goldens_validate_ks(&f.c.graph, &mini_ks, pg_diags_add_finding, &d);
   dump_diags(&d);
   PG_CHECK(has_diag(&d, 13, 13, "unknown op 'scal'; did you mean 'scale'?"));
   PG_CHECK(has_diag(&d, 14, 13, "mm: inner dimensions differ: 3 vs 2"));
@@ -432,7 +433,7 @@ PG_TEST(validate_unbound_dims_checks_names_only) {
   set_steps(&f.mods[0].golden, s1, m1, 3, 12);
   struct pg_diags d;
   pg_diags_init(&d);
-  int n = pg__goldens_validate_ks(&f.c, &mini_ks, &d);
+  int n = pg__goldens_validate_ks(&f.c.graph, &mini_ks, pg_diags_add_finding, &d);
   dump_diags(&d);
   PG_CHECK_EQ_INT(1, n);
   PG_CHECK(has_diag(&d, 14, 17, "unknown tensor 'nope'"));
@@ -447,7 +448,7 @@ PG_TEST(cumulative_rounds_module_outputs) {
   struct pg_tensor in[2], out[PG_MAX_BOUNDARY_OUTPUTS];
   make_inputs(in);
   init_outs(out);
-  struct pg_golden_env env = {&f.c, &f.c.dims, NULL, 0, 32, NULL, 1};
+  struct pg_golden_env env = {&f.c.graph, &f.c.dims, NULL, 0, 32, NULL, 1};
   struct pg_error err;
   int n = 0;
   /* phase 1: y in float16 */
@@ -488,7 +489,7 @@ PG_TEST(cumulative_dtype_override_and_fp64) {
   init_outs(out);
   /* the case stores y as float32: no float16 rounding, and fp64 reference */
   struct pg_name_value ov = {"y", "float32", {0, 0}};
-  struct pg_golden_env env = {&f.c, &f.c.dims, &ov, 1, 64, NULL, 1};
+  struct pg_golden_env env = {&f.c.graph, &f.c.dims, &ov, 1, 64, NULL, 1};
   struct pg_error err;
   int n = 0;
   int rc = pg__golden_cumulative_ks(&env, &mini_ks, 1, in, 2, out, &n, &err);
@@ -508,7 +509,7 @@ PG_TEST(cumulative_k_below_n_with_missing_golden) {
   struct pg_tensor in[2], out[PG_MAX_BOUNDARY_OUTPUTS];
   make_inputs(in);
   init_outs(out);
-  struct pg_golden_env env = {&f.c, &f.c.dims, NULL, 0, 32, NULL, 1};
+  struct pg_golden_env env = {&f.c.graph, &f.c.dims, NULL, 0, 32, NULL, 1};
   struct pg_error err;
   int n = 0;
   PG_CHECK_OK(pg__golden_cumulative_ks(&env, &mini_ks, 2, in, 2, out, &n, &err));
@@ -543,7 +544,7 @@ PG_TEST(cumulative_argument_errors) {
   struct pg_tensor in[2], out[PG_MAX_BOUNDARY_OUTPUTS];
   make_inputs(in);
   init_outs(out);
-  struct pg_golden_env env = {&f.c, &f.c.dims, NULL, 0, 32, NULL, 1};
+  struct pg_golden_env env = {&f.c.graph, &f.c.dims, NULL, 0, 32, NULL, 1};
   struct pg_error err;
   int n = 0;
   PG_CHECK_EQ_INT(PG_EINVAL, pg__golden_cumulative_ks(&env, &mini_ks, 0, in, 2, out, &n, &err));
@@ -573,7 +574,7 @@ PG_TEST(op_level_steps) {
   make_inputs(in);
   init_outs(cum);
   init_outs(ref);
-  struct pg_golden_env env = {&f.c, &f.c.dims, NULL, 0, 32, NULL, 1};
+  struct pg_golden_env env = {&f.c.graph, &f.c.dims, NULL, 0, 32, NULL, 1};
   struct pg_error err;
   int nc = 0, nr = 0;
   PG_CHECK_OK(pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, cum, &nc, &err));
@@ -622,7 +623,7 @@ PG_TEST(plugin_goldens) {
   struct pg_tensor in[2], out[PG_MAX_BOUNDARY_OUTPUTS];
   make_inputs(in);
   init_outs(out);
-  struct pg_golden_env env = {&f.c, &f.c.dims, NULL, 0, 32, lib, 1};
+  struct pg_golden_env env = {&f.c.graph, &f.c.dims, NULL, 0, 32, lib, 1};
   int n = 0;
   for (int bits = 32; bits <= 64; bits += 32) {
     env.precision_bits = bits;
@@ -722,7 +723,7 @@ PG_TEST(cumulative_rejects_wrong_input_shape) {
   make_inputs(in);
   init_outs(out);
   in[1].shape[0] = 2; /* w declared [K, N] = [3, 2]; pretend it is [2, 2] */
-  struct pg_golden_env env = {&f.c, &f.c.dims, NULL, 0, 32, NULL, 1};
+  struct pg_golden_env env = {&f.c.graph, &f.c.dims, NULL, 0, 32, NULL, 1};
   struct pg_error err;
   int n = 0;
   PG_CHECK_EQ_INT(PG_ESHAPE, pg__golden_cumulative_ks(&env, &mini_ks, 1, in, 2, out, &n, &err));
@@ -741,7 +742,7 @@ PG_TEST(validate_plugin_names) {
   f.c.op_golden.plugin = "ok_symbol_1";
   struct pg_diags d;
   pg_diags_init(&d);
-  PG_CHECK_EQ_INT(1, pg__goldens_validate_ks(&f.c, &mini_ks, &d));
+  PG_CHECK_EQ_INT(1, pg__goldens_validate_ks(&f.c.graph, &mini_ks, pg_diags_add_finding, &d));
   PG_CHECK(has_diag(&d, 31, 13, "golden plugin 'not a symbol' is not a C identifier"));
   pg_diags_reset(&d);
 }
@@ -756,7 +757,7 @@ PG_TEST(cumulative_bf16_and_int_outputs) {
   int n = 0;
   /* y stored as bfloat16: phase 2 sees bf16-rounded values */
   struct pg_name_value bf = {"y", "bfloat16", {0, 0}};
-  struct pg_golden_env env = {&f.c, &f.c.dims, &bf, 1, 32, NULL, 1};
+  struct pg_golden_env env = {&f.c.graph, &f.c.dims, &bf, 1, 32, NULL, 1};
   PG_CHECK_OK(pg__golden_cumulative_ks(&env, &mini_ks, 2, in, 2, out, &n, &err));
   float acc = 0;
   for (int k = 0; k < 3; k++) acc += (float)(k + 1) * (0.1f * (float)(k * 2 + 1));
@@ -797,7 +798,7 @@ PG_TEST(cumulative_large_outputs_narrowed_in_place) {
     }
     init_outs(out);
     struct pg_name_value ov = {"y", "bfloat16", {0, 0}};
-    struct pg_golden_env env = {&f.c, &f.c.dims, bf ? &ov : NULL, bf, 32, NULL, 1};
+    struct pg_golden_env env = {&f.c.graph, &f.c.dims, bf ? &ov : NULL, bf, 32, NULL, 1};
     struct pg_error err;
     int n = 0;
     int rc = pg__golden_cumulative_ks(&env, &mini_ks, 1, in, 2, out, &n, &err);
@@ -894,7 +895,7 @@ PG_TEST(cumulative_recycles_only_dead_tensors) {
   }
   init_outs(out);
   init_outs(out2);
-  struct pg_golden_env env = {&f.c, &f.c.dims, NULL, 0, 32, NULL, 1};
+  struct pg_golden_env env = {&f.c.graph, &f.c.dims, NULL, 0, 32, NULL, 1};
   struct pg_error err;
   int n = 0;
   int rc = pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err);
@@ -945,7 +946,7 @@ PG_TEST(steps_write_in_place_only_over_dead_tensors) {
                                    mk_decl("t", "N", "N", PG_DTYPE_F32, 0, 11)};
   struct pg_module m = {2, "mod", NULL, {8, 5}, NULL, 0, outs, 1, {0}};
   struct pg_golden_step gs[2];
-  struct pg__run_ctx rc = {&f.c, &f.c.dims, 32, 1, NULL, NULL, live_never, NULL};
+  struct pg__run_ctx rc = {&f.c.graph, &f.c.dims, 32, 1, NULL, NULL, live_never, NULL};
   struct pg_error err;
   /* reference values from the kernels directly */
   struct pg__gtable ref;

@@ -11,11 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "run/run.h"
 #include "tensors/tensors.h"
 #include "pg_oom.h"
 #include "phasegate/compare.h"
 #include "phasegate/goldens.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 #include "phasegate/tensor.h"
 
 static unsigned long long tensor_hash(unsigned long long h, const struct pg_tensor *t) {
@@ -153,7 +154,7 @@ struct golden_ctx {
 
 static int golden_once(void *vctx, int reference, struct pg_error *err) {
   struct golden_ctx *g = vctx;
-  struct pg_golden_env env = {g->c, g->dims, g->cs ? g->cs->dtypes : NULL,
+  struct pg_golden_env env = {&g->c->graph, g->dims, g->cs ? g->cs->dtypes : NULL,
                               g->cs ? g->cs->n_dtypes : 0, g->precision_bits, NULL, 3};
   struct pg_tensor out[PG_MAX_BOUNDARY_OUTPUTS];
   for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_init(&out[i]);
@@ -195,7 +196,7 @@ static int validate_once(void *vctx, int reference, struct pg_error *err) {
   struct gen_ctx *g = vctx;
   struct pg_diags d;
   pg_diags_init(&d);
-  int rc = pg_goldens_validate(g->c, &d);
+  int rc = pg_goldens_validate(&g->c->graph, pg_diags_add_finding, &d);
   if (rc >= 0) { /* every finding must be there, as in the reference run */
     unsigned long long h = pg_oom_hash(0, &rc, sizeof rc);
     for (int i = 0; i < d.count; i++) {

@@ -8,7 +8,7 @@
 #include "fixture_contract.h"
 #include "spec/json_pos.h"
 #include "pg_test.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 /* ---------------------------------------------------------------- scanner */
 

@@ -19,7 +19,7 @@
 #include <time.h>
 
 #include "spec/json_pos.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 static double now(void) {
   struct timespec ts;

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "spec/json_pos.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 static void check(int cond) {
   if (!cond) __builtin_trap();

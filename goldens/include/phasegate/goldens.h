@@ -1,7 +1,10 @@
 /* phasegate — goldens/: expressions, golden steps, golden plugins and cumulative
- * composition (DESIGN.md §3 rule 5, §5). The reference kernels are in kernels.h.
+ * composition (DESIGN.md §3 rule 5, §5) over the module graph of op_graph.h. The
+ * reference kernels are in kernels.h.
  *
  * No file I/O here except dlopen() of a golden library; the disk cache is runner/'s.
+ * goldens/ sits below runner/: it knows the graph, never the contract file, the suite
+ * or the runner's diagnostics list (findings go through a callback).
  */
 #ifndef PHASEGATE_GOLDENS_H
 #define PHASEGATE_GOLDENS_H
@@ -12,7 +15,7 @@
 #include "phasegate/error.h"
 #include "phasegate/golden.h"
 #include "phasegate/kernels.h"
-#include "phasegate/spec.h"
+#include "phasegate/op_graph.h"
 #include "phasegate/tensor.h"
 
 #ifdef __cplusplus
@@ -43,9 +46,11 @@ int pg_float_expr_eval(const char *text, const struct pg_bindings *dims, double 
 
 /* ---------------------------------------------------------------- composition */
 
+struct pg_golden_plan;
+
 /* Everything a golden computation needs besides the input tensors. */
 struct pg_golden_env {
-  const struct pg_contract *contract;
+  const struct pg_op_graph *graph;
   const struct pg_bindings *dims;             /* every dim bound */
   const struct pg_name_value *dtype_overrides; /* a case's "dtype" map (may be NULL) */
   int n_dtype_overrides;
@@ -58,10 +63,17 @@ struct pg_golden_env {
 int pg_golden_lib_open(const char *path, void **handle, struct pg_error *err);
 void pg_golden_lib_close(void *handle);
 
+/* Receives one finding: an error at file:line:column (1-based) breaking `rule`
+ * ("golden"); `message` has no position prefix. Return PG_OK, or a PG_E* code (e.g.
+ * PG_ENOMEM when it could not record the finding) that the caller returns at the end. */
+typedef int (*pg_golden_finding_cb)(void *user, const char *file, int line, int column,
+                                    const char *rule, const char *message);
+
 /* Type- and shape-checks every golden step of every module (and the op-level golden)
- * against the contract, adding findings with file:line:col to diags. Returns the
- * number of errors added (0 = all good) or a negative PG_E* code. */
-int pg_goldens_validate(const struct pg_contract *c, struct pg_diags *diags);
+ * against the graph (shapes under its default dims), reporting each finding through
+ * `cb`. Returns the number of findings (0 = all good) or a negative PG_E* code: the
+ * first non-zero code `cb` returned, PG_ENOMEM, PG_EINVAL. */
+int pg_goldens_validate(const struct pg_op_graph *g, pg_golden_finding_cb cb, void *user);
 
 /* Cumulative golden k: runs the goldens of M1..Mk in order over the primary inputs
  * (contract order, effective dtypes), wiring named tensors. On PG_OK, outputs[0..n)
