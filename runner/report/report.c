@@ -19,7 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "spec/json_pos.h"
 #include "spec/spec.h"
 
 /* Out of memory while building: cJSON's creators return NULL and its adders fail
@@ -467,12 +466,12 @@ int pg_report_merge_write(const char *path, const struct pg_report_meta *m,
   if (old) {
     cJSON *prev = cJSON_Parse(old);
     if (!prev) { /* a corrupt report is replaced; a valid one cJSON could not hold is OOM */
-      struct pg__json_pos pos;
-      struct pg__json_fail fail;
-      pg__json_pos_init(&pos);
-      int src = pg__json_pos_scan(old, strlen(old), NULL, &pos, &fail);
+      struct pg_json_pos pos;
+      struct pg_json_fail fail;
+      pg_json_pos_init(&pos);
+      int src = pg_json_pos_scan(old, strlen(old), NULL, &pos, &fail);
       if (src == PG_OK || src == PG_ENOMEM) report_oom = 1;
-      pg__json_pos_reset(&pos);
+      pg_json_pos_reset(&pos);
     }
     free(old);
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(prev, "op_name");

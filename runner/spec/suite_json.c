@@ -19,7 +19,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "spec/json_pos.h"
 #include "tensors/tensors.h"
 #include "spec/spec.h"
 
@@ -33,7 +32,7 @@ struct ctx {
   const char *path;
   const char *data;
   size_t size;
-  struct pg__json_pos pos;
+  struct pg_json_pos pos;
   struct pg_diags *diags;
   int first_diag;       /* diags->count when this load started */
   int n_findings;
@@ -52,12 +51,12 @@ struct ctx {
 /* ---------------------------------------------------------------- small helpers */
 
 /* The loader reads values from the scanner's tree alone (see json_pos.h). */
-static enum pg__jtype jtype(const struct ctx *x, int n) { return x->pos.nodes[n].type; }
-static int is_str(const struct ctx *x, int n) { return jtype(x, n) == PG__J_STRING; }
-static int is_num(const struct ctx *x, int n) { return jtype(x, n) == PG__J_NUMBER; }
-static int is_obj(const struct ctx *x, int n) { return jtype(x, n) == PG__J_OBJECT; }
+static enum pg_json_type jtype(const struct ctx *x, int n) { return x->pos.nodes[n].type; }
+static int is_str(const struct ctx *x, int n) { return jtype(x, n) == PG_JSON_STRING; }
+static int is_num(const struct ctx *x, int n) { return jtype(x, n) == PG_JSON_NUMBER; }
+static int is_obj(const struct ctx *x, int n) { return jtype(x, n) == PG_JSON_OBJECT; }
 static int is_bool(const struct ctx *x, int n) {
-  return jtype(x, n) == PG__J_TRUE || jtype(x, n) == PG__J_FALSE;
+  return jtype(x, n) == PG_JSON_TRUE || jtype(x, n) == PG_JSON_FALSE;
 }
 /* Decoded string value / member key of node n (borrowed from the scanner's arena). */
 static const char *sval(const struct ctx *x, int n) {
@@ -109,24 +108,24 @@ static void finding(struct ctx *x, enum pg_severity sev, int line, int col, cons
   if (pg_diags_add(x->diags, sev, x->path, line, col, rule, "%s", safe) != PG_OK) x->oom = 1;
 }
 
-static const struct pg__jnode *node_at(const struct ctx *x, int n) { return &x->pos.nodes[n]; }
+static const struct pg_json_node *node_at(const struct ctx *x, int n) { return &x->pos.nodes[n]; }
 
 /* Position of a member's key, falling back to its value (array elements). */
 static void key_pos(const struct ctx *x, int n, int *line, int *col) {
-  const struct pg__jnode *nd = node_at(x, n);
+  const struct pg_json_node *nd = node_at(x, n);
   *line = nd->key_line ? nd->key_line : nd->line;
   *col = nd->key_line ? nd->key_col : nd->col;
 }
 
 static const char *kind_name(const struct ctx *x, int n) {
   switch (jtype(x, n)) {
-    case PG__J_OBJECT: return "an object";
-    case PG__J_ARRAY: return "an array";
-    case PG__J_STRING: return "a string";
-    case PG__J_NUMBER: return "a number";
-    case PG__J_TRUE:
-    case PG__J_FALSE: return "a boolean";
-    case PG__J_NULL: return "null";
+    case PG_JSON_OBJECT: return "an object";
+    case PG_JSON_ARRAY: return "an array";
+    case PG_JSON_STRING: return "a string";
+    case PG_JSON_NUMBER: return "a number";
+    case PG_JSON_TRUE:
+    case PG_JSON_FALSE: return "a boolean";
+    case PG_JSON_NULL: return "null";
   }
   return "an invalid value";
 }
@@ -156,7 +155,7 @@ static void not_count(struct ctx *x, int n, const char *pathfmt, ...) {
   va_start(ap, pathfmt);
   vsnprintf(path, sizeof path, pathfmt, ap);
   va_end(ap);
-  const struct pg__jnode *nd = node_at(x, n);
+  const struct pg_json_node *nd = node_at(x, n);
   if (is_num(x, n))
     finding(x, PG_SEV_ERROR, nd->line, nd->col, "type",
             "%s: expected a non-negative integer, got %.*s", path,
@@ -170,7 +169,7 @@ static void not_count(struct ctx *x, int n, const char *pathfmt, ...) {
  * text (so 64-bit seeds survive); other spellings must be integral doubles < 2^53.
  * Returns 1 and sets *neg / *mag on success, 0 when not an integer. */
 static int exact_integer(const struct ctx *x, int n, int *neg, uint64_t *mag) {
-  const struct pg__jnode *nd = node_at(x, n);
+  const struct pg_json_node *nd = node_at(x, n);
   const char *t = x->data + nd->off;
   size_t len = nd->len, i = 0;
   *neg = 0;
@@ -192,7 +191,7 @@ static int exact_integer(const struct ctx *x, int n, int *neg, uint64_t *mag) {
     if (m == 0) *neg = 0;
     return 1;
   }
-  double d = pg__json_pos_number(&x->pos, n);
+  double d = pg_json_pos_number(&x->pos, n);
   if (!isfinite(d) || d != floor(d) || fabs(d) > 9007199254740992.0) return 0;
   *neg = d < 0;
   *mag = (uint64_t)fabs(d);
@@ -383,7 +382,7 @@ static int read_tolerance(struct ctx *x, int n, const char *path, const char *ke
             "%s.%s: expected a number >= 0, found %s", path, key, kind_name(x, n));
     return 0;
   }
-  double v = pg__json_pos_number(&x->pos, n);
+  double v = pg_json_pos_number(&x->pos, n);
   if (!isfinite(v) || v < 0) {
     finding(x, PG_SEV_ERROR, node_at(x, n)->line, node_at(x, n)->col, "tolerance",
             "%s.%s: must be a finite number >= 0, got %.*s", path, key,
@@ -441,7 +440,7 @@ static void load_name_map(struct ctx *x, int on, const char *path,
   int is_fill = strcmp(key, "fill") == 0;
   for (int n = node_at(x, on)->first_child; n >= 0; n = node_at(x, n)->next_sibling) {
     if (node_at(x, n)->dup_of >= 0) continue;
-    const struct pg__jnode *nd = node_at(x, n);
+    const struct pg_json_node *nd = node_at(x, n);
     const char *name = kstr(x, n);
     int ok = 1;
     if (!is_str(x, n)) {
@@ -505,7 +504,7 @@ static void load_cancellation(struct ctx *x, int on, const char *path,
   struct pg_cancellation_stress *cx = &cs->cancellation;
   int have_target = 0;
   for (int n = node_at(x, on)->first_child; n >= 0; n = node_at(x, n)->next_sibling) {
-    const struct pg__jnode *nd = node_at(x, n);
+    const struct pg_json_node *nd = node_at(x, n);
     if (nd->dup_of >= 0) continue;
     const char *k = kstr(x, n);
     if (KEY_IS("target") || KEY_IS("expression")) {
@@ -561,7 +560,7 @@ static void load_cancellation(struct ctx *x, int on, const char *path,
  * whitespace. Unlike re-printing a parsed tree, numbers keep their exact spelling
  * (a 64-bit seed stays exact for exec impls) and it costs one pass over the bytes. */
 static char *compact_json(const struct ctx *x, int n) {
-  const struct pg__jnode *nd = node_at(x, n);
+  const struct pg_json_node *nd = node_at(x, n);
   const char *t = x->data + nd->off;
   char *out = malloc((size_t)nd->len + 1);
   if (!out) return NULL;
@@ -617,7 +616,7 @@ static void load_case(struct ctx *x, int on, int index, struct pg_case *cs,
   cs->mark = (struct pg_mark){node_at(x, on)->line, node_at(x, on)->col};
   int have_level = 0, have_precision = 0;
   for (int n = node_at(x, on)->first_child; n >= 0; n = node_at(x, n)->next_sibling) {
-    const struct pg__jnode *nd = node_at(x, n);
+    const struct pg_json_node *nd = node_at(x, n);
     if (nd->dup_of >= 0) continue;
     const char *k = kstr(x, n);
     if (KEY_IS("id")) {
@@ -652,9 +651,9 @@ static void load_case(struct ctx *x, int on, int index, struct pg_case *cs,
                 "%s.%s: expected true or false, found %s", path, k, kind_name(x, n));
       } else if (k[0] == 'p') {
         have_precision = 1;
-        cs->precision = (jtype(x, n) == PG__J_TRUE);
+        cs->precision = (jtype(x, n) == PG_JSON_TRUE);
       } else {
-        cs->equal_nan = (jtype(x, n) == PG__J_TRUE);
+        cs->equal_nan = (jtype(x, n) == PG_JSON_TRUE);
       }
     } else if (KEY_IS("seed")) {
       int neg;
@@ -693,8 +692,8 @@ static void load_case(struct ctx *x, int on, int index, struct pg_case *cs,
     }
     /* Any other key is a knob for exec impls: kept in cs->json, not an error. */
   }
-  const struct pg__jnode *cn = node_at(x, on);
-  if (pg__json_pos_member(&x->pos, on, "id") < 0)
+  const struct pg_json_node *cn = node_at(x, on);
+  if (pg_json_pos_member(&x->pos, on, "id") < 0)
     finding(x, PG_SEV_ERROR, cn->line, cn->col, "required", "%s: missing required key \"id\"",
             path);
   if (!have_level) {
@@ -818,7 +817,7 @@ static void check_unique_ids(struct ctx *x, struct pg_suite *s) {
 /* ---------------------------------------------------------------- top level */
 
 static void load_top(struct ctx *x, struct pg_suite *s) {
-  const struct pg__jnode *rn = node_at(x, 0);
+  const struct pg_json_node *rn = node_at(x, 0);
   if (!is_obj(x, 0)) {
     finding(x, PG_SEV_ERROR, rn->line, rn->col, "type",
             "expected a JSON object with a \"cases\" array, found %s", kind_name(x, 0));
@@ -827,7 +826,7 @@ static void load_top(struct ctx *x, struct pg_suite *s) {
   int have_cases = 0;
   int cases_node = -1;
   for (int n = rn->first_child; n >= 0; n = node_at(x, n)->next_sibling) {
-    const struct pg__jnode *nd = node_at(x, n);
+    const struct pg_json_node *nd = node_at(x, n);
     if (nd->dup_of >= 0) continue;
     const char *k = kstr(x, n);
     if (KEY_IS("op") || KEY_IS("op_name")) {
@@ -867,7 +866,7 @@ static void load_top(struct ctx *x, struct pg_suite *s) {
                 "both \"cases\" and \"test_cases\" given; use one");
         continue;
       }
-      if (!(jtype(x, n) == PG__J_ARRAY)) {
+      if (!(jtype(x, n) == PG_JSON_ARRAY)) {
         type_error(x, n, "an array of case objects", "%s", k);
         have_cases = 1; /* present, so no "missing" finding */
         continue;
@@ -1016,9 +1015,9 @@ int pg_suite_load_buffer(const char *path, const char *data, size_t size,
             SUITE_MAX_BYTES >> 20, x.size);
     rc = PG_ELIMIT;
   } else {
-    struct pg__json_limits lim = {SUITE_MAX_DEPTH, SUITE_MAX_VALUES};
-    struct pg__json_fail fail;
-    rc = pg__json_pos_scan(x.data, x.size, &lim, &x.pos, &fail);
+    struct pg_json_limits lim = {SUITE_MAX_DEPTH, SUITE_MAX_VALUES};
+    struct pg_json_fail fail;
+    rc = pg_json_pos_scan(x.data, x.size, &lim, &x.pos, &fail);
     if (rc == PG_EPARSE || rc == PG_ELIMIT) {
       if (strncmp(fail.message, "empty input", 11) == 0)
         finding(&x, PG_SEV_ERROR, 1, 1, "syntax",
@@ -1029,19 +1028,19 @@ int pg_suite_load_buffer(const char *path, const char *data, size_t size,
     } else if (rc == PG_OK) {
       /* Duplicate keys: cJSON would silently keep both; the first one wins below. */
       for (int n = 0; n < x.pos.n && x.pos.n_dups; n++) {
-        const struct pg__jnode *nd = &x.pos.nodes[n];
+        const struct pg_json_node *nd = &x.pos.nodes[n];
         if (nd->dup_of < 0) continue;
-        const struct pg__jnode *first = &x.pos.nodes[nd->dup_of];
+        const struct pg_json_node *first = &x.pos.nodes[nd->dup_of];
         finding(&x, PG_SEV_ERROR, nd->key_line, nd->key_col, "duplicate-key",
                 "duplicate key \"%s\" (first at line %d, column %d)",
-                pg__json_pos_key(&x.pos, n), first->key_line, first->key_col);
+                pg_json_pos_key(&x.pos, n), first->key_line, first->key_col);
       }
       load_top(&x, s);
       rc = x.n_errors ? PG_EVALIDATE : PG_OK;
     }
   }
   if (x.oom) rc = PG_ENOMEM;
-  pg__json_pos_reset(&x.pos);
+  pg_json_pos_reset(&x.pos);
   free(x.id_marks);
   sort_findings(&x);
   if (rc == PG_ENOMEM)
