@@ -94,10 +94,12 @@ int pg_cmd_selftest(int argc, char **argv) {
   pg_contract_init(&c);
   pg_diags_init(&diags);
   void *lib = NULL;
+  struct pg_golden_plan *plan = NULL;
   int exit_code = PG_EXIT_ERROR;
   int rc = pg_contract_load(contract_path, &c, &diags, &err);
+  if (rc == PG_OK) rc = pg_golden_plan_build(&c.graph, &plan, &err);
   if (rc == PG_OK) {
-    int ge = pg_goldens_validate(&c.graph, pg_diags_add_finding, &diags);
+    int ge = pg_golden_plan_validate(plan, pg_diags_add_finding, &diags);
     if (ge != 0) rc = ge < 0 ? ge : PG_EVALIDATE;
   }
   pg_cli_print_diags(&diags);
@@ -185,7 +187,7 @@ int pg_cmd_selftest(int argc, char **argv) {
       pg_error_clear(&err);
       rc = pg_case_bind_dims(&c, &cs, &dims, &err);
       if (rc == PG_OK) rc = pg_case_generate_inputs(&c, &cs, &dims, &mo, inputs, &err);
-      struct pg_golden_env env = {&c.graph, &dims, NULL, 0, precision_bits, lib, n_threads};
+      struct pg_golden_env env = {plan, &dims, NULL, 0, precision_bits, lib, n_threads};
       if (rc == PG_OK) {
         rc = pg_golden_cumulative(&env, c.n_modules, inputs, c.n_primary, cum, &n_cum, &err);
         if (rc != PG_OK) pg_error_prefix(&err, "cumulative golden %d: ", c.n_modules);
@@ -260,6 +262,7 @@ int pg_cmd_selftest(int argc, char **argv) {
   }
 out:
   pg_golden_lib_close(lib);
+  pg_golden_plan_free(plan);
   pg_contract_reset(&c);
   pg_diags_reset(&diags);
   return exit_code;

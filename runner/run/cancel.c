@@ -43,399 +43,189 @@
  *
  * Everything is scored single-threaded in double precision, so the chosen inputs are
  * the same for any thread count. Operands computed by earlier steps inside the target's
- * own module are not visible outside that module's golden: PG_ENOTSUP naming them. */
+ * own module are not visible outside that module's golden: the module's earlier steps
+ * are replayed (each must be a built-in kernel call that can run, else PG_ENOTSUP).
+ * How the target and its operands are computed is read from the golden plan, never
+ * from the step text. */
 
 enum cx_kind { CX_SUB = 0, CX_ADD, CX_MATMUL, CX_SUM, CX_MEAN, CX_CUMSUM };
 static const char *const cx_kernel_names[] = {"sub", "add", "matmul", "sum", "mean", "cumsum"};
 
 #define CX_MAX_ARGS PG_KERNEL_MAX_INPUTS
-#define CX_MAX_ATTRS PG_KERNEL_MAX_ATTRS
-#define CX_TEXT 128
 #define CX_MAX_LOCALS 64
 #define PG_STRESS_RESTARTS 32
 
-/* One golden step, split: `outs = op(args, key=value)`. */
-struct cx_call {
-  int n_outs;
-  char outs[PG_KERNEL_MAX_OUTPUTS][PG_NAME_MAX];
-  char op[64];
-  int n_args;
-  char args[CX_MAX_ARGS][PG_NAME_MAX];
-  int n_attrs;
-  char attr_key[CX_MAX_ATTRS][64];
-  char attr_val[CX_MAX_ATTRS][CX_TEXT];
-};
-
-/* Where an operand of the target's step comes from: primary input `primary` (>= 0),
- * output `name` of module `module` (> 0), or (local) an earlier step of the module. */
-struct operand {
-  int primary;
-  int module;
-  int local;
-  char name[PG_NAME_MAX];
-};
-
+/* How the target is computed: step `step` of module `module` in the golden plan. */
 struct cx_plan {
+  const struct pg_golden_plan *gp;
   const struct pg_module *mod;
-  int step;                      /* the target's step in mod->golden */
+  int module, step;
+  const struct pg_golden_plan_step *st;
   enum cx_kind kind;
-  struct cx_call call;
-  struct operand args[CX_MAX_ARGS];
+  int n_args;
+  int primary[CX_MAX_ARGS];      /* the primary input an operand is, or -1 */
   int has_local;                 /* an operand is a step-local: replay mod's earlier steps */
 };
 
-static int find_primary(const struct pg_op_graph *c, const char *name) {
+/* Why step st cannot be replayed or stressed, into why. */
+static void step_why(const struct pg_golden_plan_step *st, char *why, size_t why_n) {
+  if (!st->parsed)
+    snprintf(why, why_n, "cannot read \"%s\": %s", st->text, st->problem);
+  else if (!st->kernel)
+    snprintf(why, why_n, "\"%s\" calls '%s', which is no built-in kernel", st->text, st->op);
+  else
+    snprintf(why, why_n, "\"%s\": %s", st->text, st->problem ? st->problem : "");
+}
+
+/* The target is no step's output: say what it is instead. */
+static int cx_not_computed(const struct pg_op_graph *c, const char *id, const char *target,
+                           struct pg_error *err) {
   for (int i = 0; i < c->n_primary; i++)
-    if (c->primary_inputs[i].name && strcmp(c->primary_inputs[i].name, name) == 0) return i;
-  return -1;
-}
-
-/* Copies text[0..len) without blanks into dst (size n); 0 when empty or too long. */
-static int strip_copy(char *dst, size_t n, const char *text, size_t len) {
-  size_t k = 0;
-  for (size_t i = 0; i < len; i++) {
-    if (text[i] == ' ' || text[i] == '\t') continue;
-    if (k + 1 >= n) return 0;
-    dst[k++] = text[i];
-  }
-  dst[k] = '\0';
-  return k > 0;
-}
-
-static int is_tensor_name(const char *s) {
-  if (!*s || *s == '-' || (*s >= '0' && *s <= '9')) return 0;
-  for (; *s; s++)
-    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-          *s == '_' || *s == '.' || *s == '-'))
-      return 0;
-  return 1;
-}
-
-/* Does the left-hand side of `step` (outputs before '=') name `target`? Sets *n_outs. */
-static int step_defines(const char *step, const char *target, int *n_outs) {
-  const char *eq = step ? strchr(step, '=') : NULL;
-  *n_outs = 0;
-  if (!eq) return 0;
-  int hit = 0;
-  const char *p = step;
-  while (p < eq) {
-    const char *comma = memchr(p, ',', (size_t)(eq - p));
-    const char *end = comma ? comma : eq;
-    char name[PG_NAME_MAX];
-    if (strip_copy(name, sizeof name, p, (size_t)(end - p))) {
-      (*n_outs)++;
-      hit |= strcmp(name, target) == 0;
-    }
-    p = end + 1;
-  }
-  return hit;
-}
-
-/* Splits a step into cl. Returns PG_OK, or PG_ENOTSUP with `why` filled. */
-static int parse_call(const char *step, struct cx_call *cl, char *why, size_t why_n) {
-  memset(cl, 0, sizeof *cl);
-  if (!step) step = "";
-  const char *eq = strchr(step, '=');
-  if (!eq) {
-    snprintf(why, why_n, "the step \"%s\" has no '='", step);
-    return PG_ENOTSUP;
-  }
-  for (const char *p = step; p < eq;) {
-    const char *comma = memchr(p, ',', (size_t)(eq - p));
-    const char *end = comma ? comma : eq;
-    if (cl->n_outs == PG_KERNEL_MAX_OUTPUTS ||
-        !strip_copy(cl->outs[cl->n_outs], PG_NAME_MAX, p, (size_t)(end - p)) ||
-        !is_tensor_name(cl->outs[cl->n_outs])) {
-      snprintf(why, why_n, "cannot read the outputs of \"%s\"", step);
-      return PG_ENOTSUP;
-    }
-    cl->n_outs++;
-    p = end + 1;
-  }
-  const char *r = eq + 1;
-  while (*r == ' ' || *r == '\t') r++;
-  const char *open = strchr(r, '(');
-  int fn = open && (size_t)(open - r) < sizeof cl->op &&
-           strip_copy(cl->op, sizeof cl->op, r, (size_t)(open - r)) && is_tensor_name(cl->op) &&
-           !strchr(cl->op, '-');
-  if (!fn) { /* infix: "x - y" / "x + y", blanks around the operator (names may hold '-') */
-    const char *sep = strstr(r, " - ");
-    if (!sep) sep = strstr(r, " + ");
-    if (!sep || !strip_copy(cl->args[0], PG_NAME_MAX, r, (size_t)(sep - r)) ||
-        !strip_copy(cl->args[1], PG_NAME_MAX, sep + 3, strlen(sep + 3)) ||
-        !is_tensor_name(cl->args[0]) || !is_tensor_name(cl->args[1])) {
-      snprintf(why, why_n, "the step \"%s\" is neither op(args) nor 'x - y' / 'x + y'", step);
-      return PG_ENOTSUP;
-    }
-    snprintf(cl->op, sizeof cl->op, "%s", sep[1] == '-' ? "sub" : "add");
-    cl->n_args = 2;
-    return PG_OK;
-  }
-  const char *close = strrchr(open, ')');
-  if (!close) {
-    snprintf(why, why_n, "the step \"%s\" has no closing ')'", step);
-    return PG_ENOTSUP;
-  }
-  /* split the argument list at top-level commas */
-  const char *a = open + 1;
-  int depth = 0;
-  for (const char *q = a; q <= close; q++) {
-    if (*q == '(' || *q == '[') depth++;
-    else if ((*q == ')' || *q == ']') && q < close) depth--;
-    if (q < close && (depth > 0 || *q != ',')) continue;
-    const char *aeq = NULL;
-    for (const char *t = a; t < q; t++)
-      if (*t == '=' && t[1] != '=') {
-        aeq = t;
-        break;
-      }
-    if (aeq) {
-      if (cl->n_attrs == CX_MAX_ATTRS ||
-          !strip_copy(cl->attr_key[cl->n_attrs], sizeof cl->attr_key[0], a, (size_t)(aeq - a))) {
-        snprintf(why, why_n, "cannot read the attributes of \"%s\"", step);
-        return PG_ENOTSUP;
-      }
-      const char *v = aeq + 1;
-      while (*v == ' ' || *v == '\t') v++;
-      size_t len = (size_t)(q - v);
-      while (len && (v[len - 1] == ' ' || v[len - 1] == '\t')) len--;
-      if (len >= CX_TEXT) len = CX_TEXT - 1;
-      memcpy(cl->attr_val[cl->n_attrs], v, len);
-      cl->attr_val[cl->n_attrs][len] = '\0';
-      cl->n_attrs++;
-    } else if (q > a || *q == ',') {
-      if (cl->n_args == CX_MAX_ARGS ||
-          !strip_copy(cl->args[cl->n_args], PG_NAME_MAX, a, (size_t)(q - a)) ||
-          !is_tensor_name(cl->args[cl->n_args])) {
-        snprintf(why, why_n, "cannot read the tensor arguments of \"%s\"", step);
-        return PG_ENOTSUP;
-      }
-      cl->n_args++;
-    }
-    a = q + 1;
-  }
-  return PG_OK;
-}
-
-/* Checks that a parsed step names a built-in kernel with fitting arguments and known
- * attributes of types we can evaluate. */
-static int check_kernel_call(const struct cx_call *cl, const char *step, char *why, size_t why_n) {
-  const struct pg_kernel_def *def = pg_kernel_find(cl->op);
-  if (!def) {
-    snprintf(why, why_n, "\"%s\" calls '%s', which is no built-in kernel", step, cl->op);
-    return PG_ENOTSUP;
-  }
-  if (cl->n_args < def->min_inputs || cl->n_args > def->max_inputs || cl->n_outs != def->n_outputs) {
-    snprintf(why, why_n, "\"%s\" does not match '%s' (%d..%d inputs, %d output%s)", step,
-             cl->op, def->min_inputs, def->max_inputs, def->n_outputs,
-             def->n_outputs == 1 ? "" : "s");
-    return PG_ENOTSUP;
-  }
-  for (int k = 0; k < cl->n_attrs; k++)
-    if (pg_kernel_attr_index(def, cl->attr_key[k]) < 0) {
-      snprintf(why, why_n, "\"%s\": '%s' has no attribute '%s'", step, cl->op, cl->attr_key[k]);
-      return PG_ENOTSUP;
-    }
-  return PG_OK;
-}
-
-/* Resolves an argument of step `s` of module m as the golden engine does (step-locals,
- * then m's declared inputs, then primary inputs, then the latest earlier module's
- * output). 0: resolved; 2: unknown. */
-static int resolve_arg(const struct pg_op_graph *c, const struct pg_module *m, int s,
-                       const char *name, struct operand *o) {
-  o->primary = -1;
-  o->module = 0;
-  o->local = 0;
-  snprintf(o->name, sizeof o->name, "%s", name);
-  for (int k = 0; k < s; k++) {
-    int n_outs;
-    if (step_defines(m->golden.steps[k].text, name, &n_outs)) {
-      o->local = 1;
-      return 0;
-    }
-  }
-  for (int i = 0; i < m->n_inputs; i++)
-    if (m->inputs[i].name && strcmp(m->inputs[i].name, name) == 0) {
-      if (m->inputs[i].source_module == 0) {
-        o->primary = find_primary(c, name);
-        return o->primary >= 0 ? 0 : 2;
-      }
-      o->module = m->inputs[i].source_module;
-      return o->module > 0 && o->module < m->id ? 0 : 2;
-    }
-  if ((o->primary = find_primary(c, name)) >= 0) return 0;
-  for (int j = m->id - 1; j >= 1; j--) {
-    const struct pg_module *mj = pg_graph_module(c, j);
-    for (int i = 0; mj && i < mj->n_outputs; i++)
-      if (mj->outputs[i].name && strcmp(mj->outputs[i].name, name) == 0) {
-        o->module = j;
-        return 0;
-      }
-  }
-  return 2;
-}
-
-/* Finds how the target is computed. PG_OK fills p; otherwise an error naming why. */
-static int cx_plan_make(const struct pg_op_graph *c, const struct pg_case *cs,
-                        struct cx_plan *p, struct pg_error *err) {
-  const struct pg_cancellation_stress *st = &cs->cancellation;
-  const char *target = st->target ? st->target : "";
-  const char *id = cs->id ? cs->id : "?";
-  memset(p, 0, sizeof *p);
-  for (int m = 0; !p->mod && m < c->n_modules; m++)
-    for (int s = 0; !p->mod && s < c->modules[m].golden.n_steps; s++) {
-      int n_outs;
-      if (c->modules[m].golden.kind == PG_GOLDEN_STEPS &&
-          step_defines(c->modules[m].golden.steps[s].text, target, &n_outs)) {
-        p->mod = &c->modules[m];
-        p->step = s;
-        if (n_outs != 1)
-          return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: '%s' is one of "
-                              "%d outputs of a golden step; only single-output steps (sub, add, "
-                              "matmul, sum, mean, cumsum) are supported", id, target, n_outs);
-      }
-    }
-  if (!p->mod) {
-    if (find_primary(c, target) >= 0)
+    if (c->primary_inputs[i].name && strcmp(c->primary_inputs[i].name, target) == 0)
       return pg_error_set(err, PG_EVALIDATE, "case %s: cancellation_stress: target '%s' is a "
                           "primary input; name a tensor that a module's golden computes", id,
                           target);
-    for (int m = 0; m < c->n_modules; m++)
-      for (int i = 0; i < c->modules[m].n_outputs; i++)
-        if (c->modules[m].outputs[i].name && strcmp(c->modules[m].outputs[i].name, target) == 0) {
-          const struct pg_golden_spec *g = &c->modules[m].golden;
-          if (g->kind == PG_GOLDEN_PLUGIN)
-            return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: '%s' is computed "
-                                "by golden plugin '%s' (module %d); cancellation_stress needs "
-                                "built-in golden steps to see how it is computed", id, target,
-                                g->plugin ? g->plugin : "?", c->modules[m].id);
-          return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: no golden step of "
-                              "module %d computes '%s'", id, c->modules[m].id, target);
-        }
-    return pg_error_set(err, PG_EVALIDATE, "case %s: cancellation_stress: no module's golden "
-                        "computes target '%s'", id, target);
+  for (int m = 0; m < c->n_modules; m++)
+    for (int i = 0; i < c->modules[m].n_outputs; i++)
+      if (c->modules[m].outputs[i].name && strcmp(c->modules[m].outputs[i].name, target) == 0) {
+        const struct pg_golden_spec *g = &c->modules[m].golden;
+        if (g->kind == PG_GOLDEN_PLUGIN)
+          return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: '%s' is computed "
+                              "by golden plugin '%s' (module %d); cancellation_stress needs "
+                              "built-in golden steps to see how it is computed", id, target,
+                              g->plugin ? g->plugin : "?", c->modules[m].id);
+        return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: no golden step of "
+                            "module %d computes '%s'", id, c->modules[m].id, target);
+      }
+  return pg_error_set(err, PG_EVALIDATE, "case %s: cancellation_stress: no module's golden "
+                      "computes target '%s'", id, target);
+}
+
+/* The target step's operands: where they come from, and whether the module's earlier
+ * steps must be replayed (each then a built-in kernel call that can run). */
+static int cx_operands(struct cx_plan *p, const char *id, const char *target,
+                       struct pg_error *err) {
+  const struct pg_golden_plan_step *st = p->st;
+  p->n_args = st->n_inputs;
+  for (int i = 0; i < st->n_inputs; i++) {
+    const struct pg_golden_source *src = &st->sources[i];
+    if (src->kind == PG_GOLDEN_SRC_NONE)
+      return pg_error_set(err, PG_EVALIDATE, "case %s: cancellation_stress: operand '%s' of '%s' "
+                          "is neither computed earlier in module %d, nor its input, nor a primary "
+                          "input", id, st->inputs[i], target, p->module);
+    p->primary[i] = src->kind == PG_GOLDEN_SRC_PRIMARY ? src->index : -1;
+    p->has_local |= src->kind == PG_GOLDEN_SRC_STEP;
   }
-  char why[600] = "";
-  const char *text = p->mod->golden.steps[p->step].text;
-  if (parse_call(text, &p->call, why, sizeof why) != PG_OK)
+  if (p->has_local && p->step > CX_MAX_LOCALS / PG_KERNEL_MAX_OUTPUTS)
+    return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: '%s' is step %d of module "
+                        "%d; at most %d earlier steps are replayed", id, target, p->step + 1,
+                        p->module, CX_MAX_LOCALS / PG_KERNEL_MAX_OUTPUTS);
+  for (int s = 0; p->has_local && s < p->step; s++) {
+    const struct pg_golden_plan_step *e = pg_golden_plan_step(p->gp, p->module, s);
+    if (e->kernel && !e->problem) continue;
+    char why[600];
+    step_why(e, why, sizeof why);
+    return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: an operand of '%s' is "
+                        "computed inside module %d, whose earlier step cannot be replayed: %s",
+                        id, target, p->module, why);
+  }
+  return PG_OK;
+}
+
+/* Finds how the target is computed. PG_OK fills p; otherwise an error naming why. */
+static int cx_plan_make(const struct pg_golden_plan *gp, const struct pg_case *cs,
+                        struct cx_plan *p, struct pg_error *err) {
+  const struct pg_cancellation_stress *cx = &cs->cancellation;
+  const char *target = cx->target ? cx->target : "";
+  const char *id = cs->id ? cs->id : "?";
+  const struct pg_op_graph *c = pg_golden_plan_graph(gp);
+  memset(p, 0, sizeof *p);
+  p->gp = gp;
+  if (!pg_golden_plan_find(gp, target, &p->module, &p->step))
+    return cx_not_computed(c, id, target, err);
+  p->mod = pg_graph_module(c, p->module);
+  const struct pg_golden_plan_step *st = p->st = pg_golden_plan_step(gp, p->module, p->step);
+  if (st->n_outputs != 1)
+    return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: '%s' is one of "
+                        "%d outputs of a golden step; only single-output steps (sub, add, "
+                        "matmul, sum, mean, cumsum) are supported", id, target, st->n_outputs);
+  char why[600];
+  if (!st->parsed) {
+    step_why(st, why, sizeof why);
     return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: target '%s' (module %d): "
-                        "%s", id, target, p->mod->id, why);
+                        "%s", id, target, p->module, why);
+  }
   int kind = -1;
   for (int k = 0; k < (int)(sizeof cx_kernel_names / sizeof *cx_kernel_names); k++)
-    if (strcmp(p->call.op, cx_kernel_names[k]) == 0) kind = k;
+    if (strcmp(st->op, cx_kernel_names[k]) == 0) kind = k;
   if (kind < 0)
     return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: target '%s' (module %d) "
                         "is computed by '%s'; cancellation_stress supports sub, add, matmul, sum, "
                         "mean and cumsum (the kernels whose result is a signed sum of terms)", id,
-                        target, p->mod->id, p->call.op);
+                        target, p->module, st->op);
   p->kind = (enum cx_kind)kind;
-  if (check_kernel_call(&p->call, text, why, sizeof why) != PG_OK)
-    return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: target '%s' (module %d): "
-                        "%s", id, target, p->mod->id, why);
-  for (int i = 0; i < p->call.n_args; i++) {
-    if (resolve_arg(c, p->mod, p->step, p->call.args[i], &p->args[i]) != 0)
-      return pg_error_set(err, PG_EVALIDATE, "case %s: cancellation_stress: operand '%s' of '%s' "
-                          "is neither computed earlier in module %d, nor its input, nor a primary "
-                          "input", id, p->call.args[i], target, p->mod->id);
-    p->has_local |= p->args[i].local;
-  }
-  /* a step-local operand: the module's earlier steps are replayed, so each must be a
-   * built-in kernel call we can read */
-  if (p->has_local && p->step > CX_MAX_LOCALS / PG_KERNEL_MAX_OUTPUTS)
-    return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: '%s' is step %d of module "
-                        "%d; at most %d earlier steps are replayed", id, target, p->step + 1,
-                        p->mod->id, CX_MAX_LOCALS / PG_KERNEL_MAX_OUTPUTS);
-  for (int s = 0; p->has_local && s < p->step; s++) {
-    struct cx_call cl;
-    const char *t = p->mod->golden.steps[s].text;
-    if (parse_call(t, &cl, why, sizeof why) != PG_OK || check_kernel_call(&cl, t, why, sizeof why) != PG_OK)
-      return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: an operand of '%s' is "
-                          "computed inside module %d, whose earlier step cannot be replayed: %s",
-                          id, target, p->mod->id, why);
-  }
+  PG_RETURN_IF_ERROR(cx_operands(p, id, target, err));
+  if (st->kernel && !st->problem) return PG_OK;
+  step_why(st, why, sizeof why);
+  return pg_error_set(err, PG_ENOTSUP, "case %s: cancellation_stress: target '%s' (module %d): "
+                      "%s", id, target, p->module, why);
+}
+
+/* A plan for the call when the caller has none: *own is set to it (free it). */
+static int plan_for(const struct pg_contract *c, const struct pg_golden_plan **gp,
+                    struct pg_golden_plan **own, struct pg_error *err) {
+  *own = NULL;
+  if (*gp) return PG_OK;
+  PG_RETURN_IF_ERROR(pg_golden_plan_build(&c->graph, own, err));
+  *gp = *own;
   return PG_OK;
 }
 
 int pg_cancellation_check(const struct pg_contract *c, const struct pg_case *cs,
                           struct pg_error *err) {
   if (!cs || !cs->cancellation.present) return PG_OK;
+  const struct pg_golden_plan *gp = NULL;
+  struct pg_golden_plan *own;
+  PG_RETURN_IF_ERROR(plan_for(c, &gp, &own, err));
   struct cx_plan p;
-  return cx_plan_make(&c->graph, cs, &p, err);
+  int rc = cx_plan_make(gp, cs, &p, err);
+  pg_golden_plan_free(own);
+  return rc;
 }
 
 int pg_suite_check_cancellation(const struct pg_contract *c, const struct pg_suite *s,
                                 struct pg_diags *diags) {
+  const struct pg_golden_plan *gp = NULL;
+  struct pg_golden_plan *own = NULL;
   int n = 0;
-  for (int i = 0; i < s->n_cases; i++) {
+  for (int i = 0; i < s->n_cases && n >= 0; i++) {
+    if (!s->cases[i].cancellation.present) continue;
     struct pg_error e;
     pg_error_clear(&e);
-    if (pg_cancellation_check(c, &s->cases[i], &e) == PG_OK) continue;
+    if (!gp && plan_for(c, &gp, &own, &e) != PG_OK) n = PG_ENOMEM;
+    struct cx_plan p;
+    if (n < 0 || cx_plan_make(gp, &s->cases[i], &p, &e) == PG_OK) continue;
     if (pg_diags_add(diags, PG_SEV_ERROR, s->path ? s->path : "", s->cases[i].mark.line,
                      s->cases[i].mark.column, "cancellation", "%s", e.message) != PG_OK)
-      return PG_ENOMEM;
-    n++;
+      n = PG_ENOMEM;
+    else
+      n++;
   }
+  pg_golden_plan_free(own);
   return n;
 }
 
-/* A step's attributes evaluated for def (bound dims); absolute values when `absval`. */
-static int cx_attrs(const struct cx_call *cl, const struct pg_kernel_def *def,
+/* The target step's attributes for kernel def (its own, or the denominator's: the
+ * same attributes for the same kernel, defaults for another), under dims; with
+ * `absval`, float attributes made non-negative. */
+static int cx_attrs(const struct cx_plan *p, int step, const struct pg_kernel_def *def,
                     const struct pg_bindings *dims, int absval,
                     struct pg_attr_value vals[PG_KERNEL_MAX_ATTRS], int *n, struct pg_error *err) {
-  *n = pg_kernel_attrs_default(def, vals);
-  for (int k = 0; k < cl->n_attrs; k++) {
-    int idx = pg_kernel_attr_index(def, cl->attr_key[k]);
-    if (idx < 0 || idx >= PG_KERNEL_MAX_ATTRS)
-      return pg_error_set(err, PG_EINVAL, "%s: unknown attribute '%s'", def->name, cl->attr_key[k]);
-    struct pg_attr_value *v = &vals[idx];
-    const char *text = cl->attr_val[k];
-    enum pg_attr_type type = def->attrs[idx].type;
-    memset(v, 0, sizeof *v);
-    v->type = type;
-    struct pg_error sub;
-    pg_error_clear(&sub);
-    int rc = PG_OK;
-    if (type == PG_ATTR_STRING) {
-      size_t len = strlen(text);
-      if (len >= 2 && (text[0] == '"' || text[0] == '\'') && text[len - 1] == text[0]) {
-        text++;
-        len -= 2;
-      }
-      if (len >= sizeof v->s) len = sizeof v->s - 1;
-      memcpy(v->s, text, len);
-      v->s[len] = '\0';
-      continue;
-    }
-    if (type == PG_ATTR_INTS) { /* [a, b, c] or one expression */
-      char item[CX_TEXT];
-      const char *q = text[0] == '[' ? text + 1 : text;
-      while (rc == PG_OK && *q && *q != ']') {
-        size_t len = strcspn(q, ",]");
-        double x = 0;
-        if (len >= sizeof item || v->n_ints == PG_MAX_NDIM) rc = PG_EINVAL;
-        if (rc == PG_OK) {
-          memcpy(item, q, len);
-          item[len] = '\0';
-          rc = pg_float_expr_eval(item, dims, &x, &sub);
-        }
-        if (rc == PG_OK) v->ints[v->n_ints++] = (int64_t)llround(x);
-        q += len;
-        if (*q == ',') q++;
-      }
-    } else {
-      double x = 0;
-      if (type == PG_ATTR_BOOL && (!strcmp(text, "true") || !strcmp(text, "True"))) x = 1;
-      else if (type == PG_ATTR_BOOL && (!strcmp(text, "false") || !strcmp(text, "False"))) x = 0;
-      else rc = pg_float_expr_eval(text, dims, &x, &sub);
-      v->b = x != 0;
-      v->f = x;
-      v->i = (int64_t)llround(x);
-    }
-    if (rc != PG_OK)
-      return pg_error_set(err, rc, "%s: attribute '%s' = '%s': %s", def->name, cl->attr_key[k],
-                          text, sub.message[0] ? sub.message : "cannot evaluate");
-  }
+  const struct pg_golden_plan_step *st = pg_golden_plan_step(p->gp, p->module, step);
+  if (def == st->kernel)
+    PG_RETURN_IF_ERROR(pg_golden_plan_step_attrs(p->gp, p->module, step, dims, vals, n, err));
+  else
+    *n = pg_kernel_attrs_default(def, vals);
   if (absval)
     for (int d = 0; d < *n; d++)
       if (vals[d].type == PG_ATTR_FLOAT) vals[d].f = fabs(vals[d].f);
@@ -456,38 +246,38 @@ static int widen(const struct pg_tensor *src, struct pg_tensor *out, struct pg_e
   return PG_OK;
 }
 
-/* Evaluates a primary input or an earlier module's output into `out` (float64). */
-static int eval_operand(const struct pg_golden_env *env, const struct operand *o,
-                        const struct pg_tensor *inputs, int n_primary, struct pg_tensor *out,
-                        struct pg_error *err) {
-  if (o->primary >= 0) return widen(&inputs[o->primary], out, err);
+/* Evaluates a primary input or an earlier module's output `name` into `out` (float64). */
+static int eval_operand(const struct pg_golden_env *env, const struct pg_golden_source *src,
+                        const char *name, const struct pg_tensor *inputs, int n_primary,
+                        struct pg_tensor *out, struct pg_error *err) {
+  if (src->kind == PG_GOLDEN_SRC_PRIMARY) return widen(&inputs[src->index], out, err);
+  const struct pg_op_graph *c = pg_golden_plan_graph(env->plan);
   struct pg_tensor outs[PG_MAX_BOUNDARY_OUTPUTS];
   for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_init(&outs[i]);
   int n_out = 0, found = -1;
-  int rc = pg_golden_cumulative(env, o->module, inputs, n_primary, outs, &n_out, err);
-  const struct pg_module *mod = pg_graph_module(env->graph, o->module);
+  int rc = pg_golden_cumulative(env, src->index, inputs, n_primary, outs, &n_out, err);
+  const struct pg_module *mod = pg_graph_module(c, src->index);
   /* module k's outputs in declared order (phase N: final_outputs, matched by name) */
   for (int i = 0; rc == PG_OK && mod && i < n_out; i++) {
-    const char *nm = o->module == env->graph->n_modules && i < env->graph->n_final
-                         ? env->graph->final_outputs[i].name
-                         : i < mod->n_outputs ? mod->outputs[i].name : NULL;
-    if (nm && strcmp(nm, o->name) == 0) found = i;
+    const char *nm = src->index == c->n_modules && i < c->n_final ? c->final_outputs[i].name
+                     : i < mod->n_outputs                         ? mod->outputs[i].name
+                                                                  : NULL;
+    if (nm && strcmp(nm, name) == 0) found = i;
   }
   if (rc == PG_OK && found < 0)
     rc = pg_error_set(err, PG_ENOTSUP, "module %d's boundary outputs do not include '%s'",
-                      o->module, o->name);
+                      src->index, name);
   if (rc == PG_OK) rc = widen(&outs[found], out, err);
   for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_reset(&outs[i]);
   return rc;
 }
 
 /* Named float64 tensors seen while replaying a module's steps: step-locals, and the
- * inputs / earlier outputs they used (cached so each is evaluated once). Lookups go
- * from the newest entry, so a step-local shadows an input of the same name as it does
- * in the golden engine. */
+ * inputs / earlier outputs they used (cached so each is evaluated once). */
 struct cx_table {
   int n;
   char names[CX_MAX_LOCALS * 2][PG_NAME_MAX];
+  int local[CX_MAX_LOCALS * 2];
   struct pg_tensor t[CX_MAX_LOCALS * 2];
 };
 
@@ -496,25 +286,40 @@ static void table_reset(struct cx_table *tab) {
   tab->n = 0;
 }
 
-/* The f64 value of `name` as module plan->mod sees it before step `s` (a view into tab). */
+/* The f64 value of argument `name` coming from `src`, as module p->module sees it
+ * (a view into tab): the latest step-local of that name, or the input / earlier
+ * module output, evaluated once. */
 static int table_get(const struct pg_golden_env *env, const struct cx_plan *p,
-                     struct cx_table *tab, const char *name, const struct pg_tensor *inputs,
-                     int n_primary, const struct pg_tensor **out, struct pg_error *err) {
+                     struct cx_table *tab, const char *name, const struct pg_golden_source *src,
+                     const struct pg_tensor *inputs, int n_primary,
+                     const struct pg_tensor **out, struct pg_error *err) {
+  int local = src->kind == PG_GOLDEN_SRC_STEP;
   for (int i = tab->n - 1; i >= 0; i--)
-    if (strcmp(tab->names[i], name) == 0) {
+    if (tab->local[i] == local && strcmp(tab->names[i], name) == 0) {
       *out = &tab->t[i];
       return PG_OK;
     }
-  struct operand o;
-  if (resolve_arg(env->graph, p->mod, 0, name, &o) != 0)
-    return pg_error_set(err, PG_ENOTFOUND, "module %d: no tensor '%s'", p->mod->id, name);
+  if (local || src->kind == PG_GOLDEN_SRC_NONE)
+    return pg_error_set(err, PG_ENOTFOUND, "module %d: no tensor '%s'", p->module, name);
   if (tab->n == CX_MAX_LOCALS * 2)
-    return pg_error_set(err, PG_ELIMIT, "module %d: too many tensors to replay", p->mod->id);
+    return pg_error_set(err, PG_ELIMIT, "module %d: too many tensors to replay", p->module);
   struct pg_tensor *t = &tab->t[tab->n];
   pg_tensor_init(t);
-  PG_RETURN_IF_ERROR(eval_operand(env, &o, inputs, n_primary, t, err));
+  PG_RETURN_IF_ERROR(eval_operand(env, src, name, inputs, n_primary, t, err));
   snprintf(tab->names[tab->n], PG_NAME_MAX, "%s", name);
+  tab->local[tab->n] = 0;
   *out = &tab->t[tab->n++];
+  return PG_OK;
+}
+
+/* The f64 operands of step s of the target's module, from tab. */
+static int step_operands(const struct pg_golden_env *env, const struct cx_plan *p, int s,
+                         struct cx_table *tab, const struct pg_tensor *inputs, int n_primary,
+                         const struct pg_tensor **in, struct pg_error *err) {
+  const struct pg_golden_plan_step *st = pg_golden_plan_step(p->gp, p->module, s);
+  for (int i = 0; i < st->n_inputs; i++)
+    PG_RETURN_IF_ERROR(table_get(env, p, tab, st->inputs[i], &st->sources[i], inputs, n_primary,
+                                 &in[i], err));
   return PG_OK;
 }
 
@@ -522,32 +327,29 @@ static int table_get(const struct pg_golden_env *env, const struct cx_plan *p,
 static int replay_steps(const struct pg_golden_env *env, const struct cx_plan *p,
                         struct cx_table *tab, const struct pg_tensor *inputs, int n_primary,
                         struct pg_error *err) {
-  char why[600];
   for (int s = 0; s < p->step; s++) {
-    struct cx_call cl;
-    const char *text = p->mod->golden.steps[s].text;
-    if (parse_call(text, &cl, why, sizeof why) != PG_OK)
-      return pg_error_set(err, PG_ENOTSUP, "%s", why);
-    const struct pg_kernel_def *def = pg_kernel_find(cl.op);
-    if (!def) return pg_error_set(err, PG_ENOTSUP, "no kernel '%s'", cl.op);
+    const struct pg_golden_plan_step *st = pg_golden_plan_step(p->gp, p->module, s);
+    const struct pg_kernel_def *def = st->kernel;
+    if (!def || st->problem) return pg_error_set(err, PG_ENOTSUP, "%s", st->problem);
     const struct pg_tensor *in[CX_MAX_ARGS];
-    for (int i = 0; i < cl.n_args; i++)
-      PG_RETURN_IF_ERROR(table_get(env, p, tab, cl.args[i], inputs, n_primary, &in[i], err));
+    PG_RETURN_IF_ERROR(step_operands(env, p, s, tab, inputs, n_primary, in, err));
     struct pg_attr_value av[PG_KERNEL_MAX_ATTRS];
     int na;
-    PG_RETURN_IF_ERROR(cx_attrs(&cl, def, env->dims, 0, av, &na, err));
-    if (tab->n + cl.n_outs > CX_MAX_LOCALS * 2)
-      return pg_error_set(err, PG_ELIMIT, "module %d: too many tensors to replay", p->mod->id);
+    PG_RETURN_IF_ERROR(cx_attrs(p, s, def, env->dims, 0, av, &na, err));
+    if (tab->n + st->n_outputs > CX_MAX_LOCALS * 2)
+      return pg_error_set(err, PG_ELIMIT, "module %d: too many tensors to replay", p->module);
     struct pg_tensor *outs = &tab->t[tab->n];
-    for (int i = 0; i < cl.n_outs; i++) pg_tensor_init(&outs[i]);
+    for (int i = 0; i < st->n_outputs; i++) pg_tensor_init(&outs[i]);
     struct pg_error sub;
     pg_error_clear(&sub);
-    int rc = pg_kernel_invoke(def, in, cl.n_args, av, na, 1, outs, &sub);
+    int rc = pg_kernel_invoke(def, in, st->n_inputs, av, na, 1, outs, &sub);
     if (rc != PG_OK)
-      return pg_error_set(err, rc, "replaying \"%s\" (module %d): %s", text, p->mod->id,
+      return pg_error_set(err, rc, "replaying \"%s\" (module %d): %s", st->text, p->module,
                           sub.message);
-    for (int i = 0; i < cl.n_outs; i++)
-      snprintf(tab->names[tab->n++], PG_NAME_MAX, "%s", cl.outs[i]);
+    for (int i = 0; i < st->n_outputs; i++) {
+      tab->local[tab->n] = 1;
+      snprintf(tab->names[tab->n++], PG_NAME_MAX, "%s", st->outputs[i]);
+    }
   }
   return PG_OK;
 }
@@ -562,6 +364,28 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* r per element from the target t and its magnitude d: share within gap, median. */
+static int cx_ratios(const struct pg_tensor *t, const struct pg_tensor *d, double gap,
+                     struct cx_eval *ev, struct pg_error *err) {
+  if (t->numel != d->numel)
+    return pg_error_set(err, PG_EINTERNAL, "result and magnitude shapes differ");
+  double *r = malloc((size_t)(t->numel ? t->numel : 1) * sizeof *r);
+  if (!r) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  memset(ev, 0, sizeof *ev);
+  ev->n = t->numel;
+  const double *tv = t->dl.data, *dd = d->dl.data;
+  for (int64_t e = 0; e < t->numel; e++) {
+    double x = fabs(tv[e]), m = dd[e];
+    r[e] = isfinite(x) && isfinite(m) && m > 0 ? x / m : INFINITY;
+    ev->hits += r[e] <= gap;
+    ev->zeros += r[e] == 0;
+  }
+  qsort(r, (size_t)t->numel, sizeof *r, cmp_double);
+  ev->median = t->numel ? r[t->numel / 2] : INFINITY;
+  free(r);
+  return PG_OK;
+}
+
 /* Scores the target on given inputs: r per element, share within gap, median. */
 static int cx_score(const struct cx_plan *p, const struct pg_golden_env *env,
                     const struct pg_tensor *inputs, int n_primary, double gap,
@@ -572,15 +396,14 @@ static int cx_score(const struct cx_plan *p, const struct pg_golden_env *env,
                                         cx_kernel_names[p->kind]);
   struct cx_table *tab = calloc(1, sizeof *tab);
   if (!tab) return pg_error_set(err, PG_ENOMEM, "out of memory");
-  int n_args = p->call.n_args;
+  int n_args = p->n_args;
   struct pg_tensor abs_ops[CX_MAX_ARGS], t, d;
   for (int i = 0; i < CX_MAX_ARGS; i++) pg_tensor_init(&abs_ops[i]);
   pg_tensor_init(&t);
   pg_tensor_init(&d);
   int rc = p->has_local ? replay_steps(env, p, tab, inputs, n_primary, err) : PG_OK;
   const struct pg_tensor *in[CX_MAX_ARGS], *ain[CX_MAX_ARGS];
-  for (int i = 0; rc == PG_OK && i < n_args; i++)
-    rc = table_get(env, p, tab, p->call.args[i], inputs, n_primary, &in[i], err);
+  if (rc == PG_OK) rc = step_operands(env, p, p->step, tab, inputs, n_primary, in, err);
   for (int i = 0; rc == PG_OK && i < n_args; i++) {
     ain[i] = &abs_ops[i];
     rc = pg_tensor_alloc(&abs_ops[i], PG_DTYPE_F64, in[i]->dl.ndim, in[i]->shape, err);
@@ -589,29 +412,11 @@ static int cx_score(const struct cx_plan *p, const struct pg_golden_env *env,
   }
   struct pg_attr_value av[PG_KERNEL_MAX_ATTRS], dv[PG_KERNEL_MAX_ATTRS];
   int na = 0, nd = 0;
-  if (rc == PG_OK) rc = cx_attrs(&p->call, def, env->dims, 0, av, &na, err);
-  if (rc == PG_OK) rc = cx_attrs(&p->call, den, env->dims, 1, dv, &nd, err);
+  if (rc == PG_OK) rc = cx_attrs(p, p->step, def, env->dims, 0, av, &na, err);
+  if (rc == PG_OK) rc = cx_attrs(p, p->step, den, env->dims, 1, dv, &nd, err);
   if (rc == PG_OK) rc = pg_kernel_invoke(def, in, n_args, av, na, 1, &t, err);
   if (rc == PG_OK) rc = pg_kernel_invoke(den, ain, n_args, dv, nd, 1, &d, err);
-  if (rc == PG_OK && t.numel != d.numel)
-    rc = pg_error_set(err, PG_EINTERNAL, "result and magnitude shapes differ");
-  double *r = NULL;
-  if (rc == PG_OK && !(r = malloc((size_t)(t.numel ? t.numel : 1) * sizeof *r)))
-    rc = pg_error_set(err, PG_ENOMEM, "out of memory");
-  if (rc == PG_OK) {
-    memset(ev, 0, sizeof *ev);
-    ev->n = t.numel;
-    const double *tv = t.dl.data, *dd = d.dl.data;
-    for (int64_t e = 0; e < t.numel; e++) {
-      double x = fabs(tv[e]), m = dd[e];
-      r[e] = isfinite(x) && isfinite(m) && m > 0 ? x / m : INFINITY;
-      ev->hits += r[e] <= gap;
-      ev->zeros += r[e] == 0;
-    }
-    qsort(r, (size_t)t.numel, sizeof *r, cmp_double);
-    ev->median = t.numel ? r[t.numel / 2] : INFINITY;
-  }
-  free(r);
+  if (rc == PG_OK) rc = cx_ratios(&t, &d, gap, ev, err);
   for (int i = 0; i < CX_MAX_ARGS; i++) pg_tensor_reset(&abs_ops[i]);
   pg_tensor_reset(&t);
   pg_tensor_reset(&d);
@@ -645,12 +450,12 @@ static int cx_construct(const struct cx_plan *p, const struct pg_case *cs,
   const struct pg_cancellation_stress *st = &cs->cancellation;
   double gap = st->relative_gap > 0 ? st->relative_gap : 1e-5;
   uint64_t seed = st->seed ? st->seed : pg_case_seed(cs);
-  for (int i = 0; i < p->call.n_args; i++)
-    if (p->args[i].primary < 0 || !pg_dtype_is_float(inputs[p->args[i].primary].dtype)) return 0;
+  for (int i = 0; i < p->n_args; i++)
+    if (p->primary[i] < 0 || !pg_dtype_is_float(inputs[p->primary[i]].dtype)) return 0;
   struct pg_rng_stream rs;
   if (p->kind == CX_SUB || p->kind == CX_ADD) {
-    struct pg_tensor *tx = &inputs[p->args[0].primary], *ty = &inputs[p->args[1].primary];
-    if (p->args[0].primary == p->args[1].primary || tx->numel != ty->numel) return 0;
+    struct pg_tensor *tx = &inputs[p->primary[0]], *ty = &inputs[p->primary[1]];
+    if (p->primary[0] == p->primary[1] || tx->numel != ty->numel) return 0;
     pg_rng_stream_init(&rs, seed, ty->name, PG_RNG_SEARCH);
     /* Inside the gap, not on it: y rounded to its dtype may move by half an ulp. */
     double g = 0.9 * gap, sign = p->kind == CX_SUB ? 1.0 : -1.0;
@@ -667,10 +472,10 @@ static int cx_construct(const struct cx_plan *p, const struct pg_case *cs,
   struct pg_attr_value av[PG_KERNEL_MAX_ATTRS];
   int na;
   if (!def) return 0;
-  PG_RETURN_IF_ERROR(cx_attrs(&p->call, def, dims, 0, av, &na, err));
+  PG_RETURN_IF_ERROR(cx_attrs(p, p->step, def, dims, 0, av, &na, err));
   if (p->kind == CX_MATMUL) {
-    if (p->call.n_args != 2 || p->args[0].primary == p->args[1].primary) return 0;
-    struct pg_tensor *ta = &inputs[p->args[0].primary], *tb = &inputs[p->args[1].primary];
+    if (p->n_args != 2 || p->primary[0] == p->primary[1]) return 0;
+    struct pg_tensor *ta = &inputs[p->primary[0]], *tb = &inputs[p->primary[1]];
     const struct pg_attr_value *tra = attr_named(def, av, "trans_a"),
                                *trb = attr_named(def, av, "trans_b");
     int nda = ta->dl.ndim, ndb = tb->dl.ndim;
@@ -710,7 +515,7 @@ static int cx_construct(const struct cx_plan *p, const struct pg_case *cs,
     return 1;
   }
   if (p->kind == CX_SUM || p->kind == CX_MEAN) {
-    struct pg_tensor *tx = &inputs[p->args[0].primary];
+    struct pg_tensor *tx = &inputs[p->primary[0]];
     const struct pg_attr_value *ax = attr_named(def, av, "axis");
     int axis = ax ? (int)ax->i : -1;
     if (tx->dl.ndim < 1) return 0;
@@ -853,61 +658,74 @@ static void fmt_share(char *buf, size_t n, int64_t hits, int64_t total) {
   snprintf(buf, n, "%.1f%%", total ? 100.0 * (double)hits / (double)total : 0.0);
 }
 
-int pg__cancel_stress(const struct pg_contract *c, const struct pg_case *cs,
-                      const struct pg_bindings *dims, const struct pg_golden_plan *plan,
-                      struct pg_tensor *inputs, struct pg_cancel_result *res,
-                      struct pg_error *err) {
-  (void)plan;
+/* What the stress achieved, for the report and the console. */
+static void fill_result(const struct cx_plan *p, const struct pg_cancellation_stress *st,
+                        double gap, const struct cx_eval *plain, const struct cx_eval *done,
+                        int constructed, struct pg_cancel_result *res) {
+  memset(res, 0, sizeof *res);
+  res->present = 1;
+  snprintf(res->target, sizeof res->target, "%s", st->target);
+  snprintf(res->kernel, sizeof res->kernel, "%s", cx_kernel_names[p->kind]);
+  snprintf(res->method, sizeof res->method, "%s", constructed ? "construct" : "search");
+  res->relative_gap = gap;
+  res->n = done->n;
+  res->share = done->n ? (double)done->hits / (double)done->n : 0;
+  res->share_plain = plain->n ? (double)plain->hits / (double)plain->n : 0;
+  res->median_r = done->median;
+  res->median_r_plain = plain->median;
+  res->restarts = constructed ? 0 : PG_STRESS_RESTARTS;
+  char a[32], b[32], z[64] = "";
+  fmt_share(a, sizeof a, done->hits, done->n);
+  fmt_share(b, sizeof b, plain->hits, plain->n);
+  if (done->zeros * 10 >= done->n && done->n)
+    snprintf(z, sizeof z, "; %.1f%% cancel to exactly 0 (gap below the dtype's resolution?)",
+             100.0 * (double)done->zeros / (double)done->n);
+  snprintf(res->note, sizeof res->note,
+           "cancellation_stress %s (%s, %s): %s of %lld elements with r <= %g (plain inputs "
+           "%s), median r %.3g (plain %.3g)%s", st->target, cx_kernel_names[p->kind],
+           res->method, a, (long long)done->n, gap, b, done->median, plain->median, z);
+}
+
+/* Scores the plain inputs, then constructs or searches stressed ones in place. */
+static int stress(const struct cx_plan *p, const struct pg_contract *c, const struct pg_case *cs,
+                  const struct pg_golden_env *env, struct pg_tensor *inputs,
+                  struct pg_cancel_result *res, struct pg_error *err) {
   const struct pg_cancellation_stress *st = &cs->cancellation;
-  struct cx_plan p;
-  PG_RETURN_IF_ERROR(cx_plan_make(&c->graph, cs, &p, err));
   double gap = st->relative_gap > 0 ? st->relative_gap : 1e-5;
-  /* single-threaded scoring: the chosen inputs must not depend on the thread count */
-  struct pg_golden_env env = {&c->graph, dims, cs->dtypes, cs->n_dtypes, 32, NULL, 1};
   struct cx_eval plain, done;
   memset(&plain, 0, sizeof plain);
   memset(&done, 0, sizeof done);
   struct pg_error sub;
   pg_error_clear(&sub);
-  int rc = cx_score(&p, &env, inputs, c->n_primary, gap, &plain, &sub);
+  int rc = cx_score(p, env, inputs, c->n_primary, gap, &plain, &sub);
   if (rc != PG_OK)
     return pg_error_set(err, rc, "case %s: cancellation_stress: evaluating '%s': %s", cs->id,
                         st->target, sub.message);
-  int constructed = cx_construct(&p, cs, dims, inputs, err);
+  int constructed = cx_construct(p, cs, env->dims, inputs, err);
   if (constructed < 0) return constructed;
-  int restarts = 0;
   if (constructed) {
-    rc = cx_score(&p, &env, inputs, c->n_primary, gap, &done, &sub);
+    rc = cx_score(p, env, inputs, c->n_primary, gap, &done, &sub);
     if (rc != PG_OK)
       return pg_error_set(err, rc, "case %s: cancellation_stress: evaluating '%s': %s", cs->id,
                           st->target, sub.message);
   } else {
-    PG_RETURN_IF_ERROR(cx_search(&p, &c->graph, cs, &env, gap, inputs, &plain, &done, err));
-    restarts = PG_STRESS_RESTARTS;
+    PG_RETURN_IF_ERROR(cx_search(p, &c->graph, cs, env, gap, inputs, &plain, &done, err));
   }
-  if (res) {
-    memset(res, 0, sizeof *res);
-    res->present = 1;
-    snprintf(res->target, sizeof res->target, "%s", st->target);
-    snprintf(res->kernel, sizeof res->kernel, "%s", cx_kernel_names[p.kind]);
-    snprintf(res->method, sizeof res->method, "%s", constructed ? "construct" : "search");
-    res->relative_gap = gap;
-    res->n = done.n;
-    res->share = done.n ? (double)done.hits / (double)done.n : 0;
-    res->share_plain = plain.n ? (double)plain.hits / (double)plain.n : 0;
-    res->median_r = done.median;
-    res->median_r_plain = plain.median;
-    res->restarts = restarts;
-    char a[32], b[32], z[64] = "";
-    fmt_share(a, sizeof a, done.hits, done.n);
-    fmt_share(b, sizeof b, plain.hits, plain.n);
-    if (done.zeros * 10 >= done.n && done.n)
-      snprintf(z, sizeof z, "; %.1f%% cancel to exactly 0 (gap below the dtype's resolution?)",
-               100.0 * (double)done.zeros / (double)done.n);
-    snprintf(res->note, sizeof res->note,
-             "cancellation_stress %s (%s, %s): %s of %lld elements with r <= %g (plain inputs "
-             "%s), median r %.3g (plain %.3g)%s", st->target, cx_kernel_names[p.kind],
-             res->method, a, (long long)done.n, gap, b, done.median, plain.median, z);
-  }
+  if (res) fill_result(p, st, gap, &plain, &done, constructed, res);
   return PG_OK;
+}
+
+int pg__cancel_stress(const struct pg_contract *c, const struct pg_case *cs,
+                      const struct pg_bindings *dims, const struct pg_golden_plan *plan,
+                      struct pg_tensor *inputs, struct pg_cancel_result *res,
+                      struct pg_error *err) {
+  struct pg_golden_plan *own;
+  PG_RETURN_IF_ERROR(plan_for(c, &plan, &own, err));
+  struct cx_plan p;
+  int rc = cx_plan_make(plan, cs, &p, err);
+  /* single-threaded scoring: the chosen inputs must not depend on the thread count */
+  struct pg_golden_env env = {plan, dims, cs->dtypes, cs->n_dtypes, 32, NULL, 1};
+  if (rc == PG_OK) rc = stress(&p, c, cs, &env, inputs, res, err);
+  pg_golden_plan_free(own);
+  return rc;
 }

@@ -351,6 +351,7 @@ static char *make_repro(const struct pg_run_opts *o, const char *contract, const
 struct run_ctx {
   const struct pg_run_opts *o;
   struct pg_contract contract;
+  struct pg_golden_plan *plan; /* the contract's golden steps, compiled once per run */
   struct pg_suite suite;
   char contract_path[4096], suite_path[4096];
   struct pg_impl impl;
@@ -376,21 +377,15 @@ static void *preload_main(void *arg) {
 }
 
 /* 1 when a golden step of M1..Mk calls matmul (the kernel that loads OpenBLAS). */
-static int uses_matmul(const struct pg_contract *c, int k) {
-  for (int m = 0; m < c->n_modules && m < k; m++) {
-    const struct pg_golden_spec *g = &c->modules[m].golden;
-    if (g->kind != PG_GOLDEN_STEPS) continue;
-    for (int i = 0; i < g->n_steps; i++)
-      if (g->steps[i].text && strstr(g->steps[i].text, "matmul")) return 1;
-  }
-  return 0;
+static int uses_matmul(const struct pg_golden_plan *plan, int k) {
+  return pg_golden_plan_uses_kernel(plan, k, "matmul");
 }
 
 /* Starts loading OpenBLAS on a helper thread (once per process) when the golden about
  * to be computed needs it: ~1.5 ms of dlopen and relocation that then overlaps input
  * generation instead of delaying the golden. */
 static void blas_preload_start(struct run_ctx *rc, int k) {
-  if (rc->preloading || rc->blas_loaded || !uses_matmul(&rc->contract, k)) return;
+  if (rc->preloading || rc->blas_loaded || !uses_matmul(rc->plan, k)) return;
   rc->preloading = pthread_create(&rc->preload, NULL, preload_main, NULL) == 0;
   if (!rc->preloading) rc->blas_loaded = 1; /* no thread: matmul loads it when needed */
 }
@@ -451,7 +446,7 @@ static int compute_golden(struct run_ctx *rc, int k, const struct pg_case *cs,
   }
   struct pg_golden_env env;
   memset(&env, 0, sizeof env);
-  env.graph = &rc->contract.graph;
+  env.plan = rc->plan;
   env.dims = dims;
   env.dtype_overrides = cs->dtypes;
   env.n_dtype_overrides = cs->n_dtypes;
@@ -962,8 +957,8 @@ static void run_case(struct run_ctx *rc, const struct pg_case *cs, struct pg_cas
       }
   } else {
     struct pg_materialize_opts mo = {o->max_bytes, rc->n_threads};
-    if (pg_case_generate_inputs_ex(&rc->contract, cs, &dims, &mo, inputs, &r->cancel, &e) !=
-        PG_OK) {
+    if (pg_case_generate_inputs_plan(&rc->contract, rc->plan, cs, &dims, &mo, inputs,
+                                     &r->cancel, &e) != PG_OK) {
       snprintf(msg, sizeof msg, "case '%s': cannot generate inputs: %.700s", cs->id, e.message);
       set_case_error(r, e.code == PG_ELIMIT ? PG_CAT_OTHER : PG_CAT_INFRA, msg);
       goto finish;
@@ -1478,6 +1473,7 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
     if (!err || !err->message[0]) pg_error_set(err, ret, "%s: invalid contract", rc->contract_path);
     goto out;
   }
+  if ((ret = pg_golden_plan_build(&rc->contract.graph, &rc->plan, err)) != PG_OK) goto out;
   int k = o->up_to_module;
   if (k < 1 || k > rc->contract.n_modules) {
     if (k < 0)
@@ -1647,6 +1643,7 @@ out:
   pg_diags_reset(&diags);
   if (rc->golden_lib) pg_golden_lib_close(rc->golden_lib);
   pg_suite_reset(&rc->suite);
+  pg_golden_plan_free(rc->plan);
   pg_contract_reset(&rc->contract);
   free(rc);
   return ret;

@@ -65,7 +65,12 @@ static int measure(const struct pg_contract *c, int64_t T, int64_t D, int64_t F,
     fprintf(stderr, "bench_golden: %s\n", err.message);
     return 2;
   }
-  struct pg_golden_env env = {&c->graph, &dims, NULL, 0, 32, NULL, 1};
+  struct pg_golden_plan *plan = NULL;
+  if (pg_golden_plan_build(&c->graph, &plan, &err) != PG_OK) {
+    fprintf(stderr, "bench_golden: %s\n", err.message);
+    return 2;
+  }
+  struct pg_golden_env env = {plan, &dims, NULL, 0, 32, NULL, 1};
   struct pg_tensor out[PG_MAX_BOUNDARY_OUTPUTS];
   for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_init(&out[i]);
 
@@ -125,6 +130,7 @@ static int measure(const struct pg_contract *c, int64_t T, int64_t D, int64_t F,
   free(x), free(wg), free(wu), free(g), free(u);
   for (int i = 0; i < c->n_primary; i++) pg_tensor_reset(&in[i]);
   pg_bindings_reset(&dims);
+  pg_golden_plan_free(plan);
   return 0;
 }
 
