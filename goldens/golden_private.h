@@ -104,23 +104,34 @@ struct pg__attr_plan {
   int offset[PG_MAX_NDIM];             /* of each expression in the step text */
 };
 
-/* One compiled step. pub.problem is the first of the problems below, in this order. */
+/* What can be wrong with a step, in the order it is checked (and reported). */
+enum pg__problem_kind {
+  PG__P_PARSE = 0, /* the step does not parse (nothing else is set) */
+  PG__P_OP,        /* unknown op, with close names */
+  PG__P_N_IN,      /* tensor argument count */
+  PG__P_N_OUT,     /* output count */
+  PG__P_INPUT,     /* the first argument that resolves to nothing */
+  PG__P_SYNTAX,    /* an attribute expression does not parse */
+  PG__P_ATTRS,     /* unknown, missing or ill-typed attributes */
+  PG__P_COUNT
+};
+
+/* One compiled step. */
 struct pg__pstep {
-  struct pg_golden_plan_step pub;      /* first: what pg_golden_plan_step returns */
+  struct pg_golden_plan_step pub;      /* first: what pg_golden_plan_step returns; its
+                                          problem is the first recorded one */
   const struct pg_golden_step *src;
   int op_offset;
   int out_offsets[PG_KERNEL_MAX_OUTPUTS];
   int input_offsets[PG_KERNEL_MAX_INPUTS];
   char *names;                         /* op, outputs and inputs, NUL-separated (owned) */
-  struct pg__problem parse;            /* the step does not parse (nothing else is set) */
-  struct pg__problem op;               /* unknown op, with close names */
-  struct pg__problem n_in, n_out;      /* tensor argument / output counts */
-  struct pg__problem input;            /* the first argument that resolves to nothing */
-  struct pg__problem syntax;           /* an attribute expression does not parse */
-  struct pg__problem attrs;            /* unknown, missing or ill-typed attributes */
+  struct pg__problem problem[PG__P_COUNT];
   int n_attrs;                         /* declared attributes of pub.kernel */
   struct pg__attr_plan *attr;          /* n_attrs of them, in declaration order */
 };
+
+/* The first problem recorded for a step, or NULL when it can run. */
+const struct pg__problem *pg__pstep_problem(const struct pg__pstep *ps);
 
 /* A module's golden (or the op level's), compiled. */
 struct pg__pspec {

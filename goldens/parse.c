@@ -40,6 +40,18 @@ int pg__copy_token(char *dst, size_t size, const char *src, int len) {
   return 0;
 }
 
+/* Appends token s[i..e) to a list of names (rows of `stride` bytes at base, their
+ * offsets, *count of at most max), or fails with `too_many` / `too_long`. */
+static int push_token(char *base, size_t stride, int *offsets, int *count, int max,
+                      const char *s, int i, int e, const char *too_many, const char *too_long,
+                      struct pg_error *err) {
+  if (*count == max) return parse_error(err, i, "%s", too_many);
+  if (pg__copy_token(base + (size_t)*count * stride, stride, s + i, e - i))
+    return parse_error(err, i, "%s", too_long);
+  offsets[(*count)++] = i;
+  return PG_OK;
+}
+
 /* Scans an expression value up to a top-level ',' or the closing ')' / ']' of the
  * enclosing list; returns the end offset (trailing blanks excluded) via *end and the
  * stop offset as the return value, or -1 on unbalanced parentheses. */
@@ -85,11 +97,10 @@ static int parse_value(const char *s, int i, struct pg__step_attr *a, struct pg_
       int end, stop = scan_expr(s, j, ']', &end);
       if (stop < 0) return parse_error(err, j, "unbalanced ')' in list element%s", "");
       if (end == j) return parse_error(err, j, "expected a list element%s", "");
-      if (a->n_items == PG_MAX_NDIM)
-        return parse_error(err, j, "too many list elements (at most 8)%s", "");
-      if (pg__copy_token(a->items[a->n_items], sizeof a->items[0], s + j, end - j))
-        return parse_error(err, j, "list element too long%s", "");
-      a->item_offsets[a->n_items++] = j;
+      PG_RETURN_IF_ERROR(push_token(a->items[0], sizeof a->items[0], a->item_offsets,
+                                    &a->n_items, PG_MAX_NDIM, s, j, end,
+                                    "too many list elements (at most 8)",
+                                    "list element too long", err));
       if (s[stop] == ']') return stop + 1;
       if (s[stop] != ',') return parse_error(err, stop, "expected ',' or ']' in list%s", "");
       j = stop + 1;
@@ -110,11 +121,9 @@ static int parse_outputs(const char *s, int i, struct pg__step *st, struct pg_er
   for (;;) {
     int e = pg__scan_name(s, i, 1);
     if (e == i) return parse_error(err, i, "expected an output tensor name%s", "");
-    if (st->n_outs == PG_KERNEL_MAX_OUTPUTS)
-      return parse_error(err, i, "too many outputs (at most 4)%s", "");
-    if (pg__copy_token(st->outs[st->n_outs], sizeof st->outs[0], s + i, e - i))
-      return parse_error(err, i, "name too long%s", "");
-    st->out_offsets[st->n_outs++] = i;
+    PG_RETURN_IF_ERROR(push_token(st->outs[0], sizeof st->outs[0], st->out_offsets, &st->n_outs,
+                                  PG_KERNEL_MAX_OUTPUTS, s, i, e, "too many outputs (at most 4)",
+                                  "name too long", err));
     i = skip_ws(s, e);
     if (s[i] != ',') break;
     i = skip_ws(s, i + 1);
@@ -126,12 +135,9 @@ static int parse_outputs(const char *s, int i, struct pg__step *st, struct pg_er
 
 /* Adds tensor argument s[i..e) to st. */
 static int add_input(const char *s, int i, int e, struct pg__step *st, struct pg_error *err) {
-  if (st->n_inputs == PG_KERNEL_MAX_INPUTS)
-    return parse_error(err, i, "too many tensor arguments (at most 8)%s", "");
-  if (pg__copy_token(st->inputs[st->n_inputs], sizeof st->inputs[0], s + i, e - i))
-    return parse_error(err, i, "name too long%s", "");
-  st->input_offsets[st->n_inputs++] = i;
-  return PG_OK;
+  return push_token(st->inputs[0], sizeof st->inputs[0], st->input_offsets, &st->n_inputs,
+                    PG_KERNEL_MAX_INPUTS, s, i, e, "too many tensor arguments (at most 8)",
+                    "name too long", err);
 }
 
 /* `a - b` / `a + b` at i (the first operand's start, a name ending at e): blanks on both
@@ -144,7 +150,8 @@ static int parse_infix(const char *s, int i, int e, struct pg__step *st, struct 
   st->op_offset = o;
   PG_RETURN_IF_ERROR(add_input(s, i, e, st, err));
   int j = skip_ws(s, o + 1), je = pg__scan_name(s, j, 1);
-  if (je == j) return parse_error(err, j, "expected a tensor name after '%s'", s[o] == '-' ? "-" : "+");
+  if (je == j)
+    return parse_error(err, j, "expected a tensor name after '%s'", s[o] == '-' ? "-" : "+");
   PG_RETURN_IF_ERROR(add_input(s, j, je, st, err));
   return je;
 }

@@ -125,7 +125,7 @@ static int module_declares(const struct pg_op_graph *g, int id, const char *name
 }
 
 static int step_defines(const struct pg__pstep *ps, const char *name) {
-  if (ps->parse.code) return 0; /* a step that does not parse defines nothing */
+  if (ps->problem[PG__P_PARSE].code) return 0; /* a step that does not parse defines nothing */
   for (int o = 0; o < ps->pub.n_outputs; o++)
     if (strcmp(ps->pub.outputs[o], name) == 0) return 1;
   return 0;
@@ -158,6 +158,16 @@ static struct pg_golden_source resolve(const struct pg_op_graph *g, const struct
 
 /* ---------------------------------------------------------------- one step */
 
+/* Copies n names (rows of PG_NAME_MAX) to *p, advancing it; dst[i] points to each. */
+static void copy_names(char **p, const char (*names)[PG_NAME_MAX], int n, const char **dst) {
+  for (int i = 0; i < n; i++) {
+    size_t k = strlen(names[i]) + 1;
+    memcpy(*p, names[i], k);
+    dst[i] = *p;
+    *p += k;
+  }
+}
+
 /* Copies the names of st into one owned block that ps->pub points into. */
 static int keep_names(struct pg__pstep *ps, const struct pg__step *st) {
   size_t n = strlen(st->op) + 1;
@@ -165,24 +175,15 @@ static int keep_names(struct pg__pstep *ps, const struct pg__step *st) {
   for (int i = 0; i < st->n_inputs; i++) n += strlen(st->inputs[i]) + 1;
   char *p = ps->names = malloc(n);
   if (!p) return PG_ENOMEM;
-  size_t k = strlen(st->op) + 1;
-  memcpy(p, st->op, k);
+  memcpy(p, st->op, strlen(st->op) + 1);
   ps->pub.op = p;
-  p += k;
+  p += strlen(st->op) + 1;
   ps->pub.n_outputs = st->n_outs;
-  for (int o = 0; o < st->n_outs; o++, p += k) {
-    k = strlen(st->outs[o]) + 1;
-    memcpy(p, st->outs[o], k);
-    ps->pub.outputs[o] = p;
-    ps->out_offsets[o] = st->out_offsets[o];
-  }
+  copy_names(&p, st->outs, st->n_outs, ps->pub.outputs);
   ps->pub.n_inputs = st->n_inputs;
-  for (int i = 0; i < st->n_inputs; i++, p += k) {
-    k = strlen(st->inputs[i]) + 1;
-    memcpy(p, st->inputs[i], k);
-    ps->pub.inputs[i] = p;
-    ps->input_offsets[i] = st->input_offsets[i];
-  }
+  copy_names(&p, st->inputs, st->n_inputs, ps->pub.inputs);
+  memcpy(ps->out_offsets, st->out_offsets, sizeof ps->out_offsets);
+  memcpy(ps->input_offsets, st->input_offsets, sizeof ps->input_offsets);
   ps->op_offset = st->op_offset;
   return PG_OK;
 }
@@ -193,28 +194,31 @@ static int check_counts(struct pg__pstep *ps, const struct pg__step *st) {
   int rc = PG_OK;
   if (st->n_inputs < def->min_inputs || st->n_inputs > def->max_inputs) {
     if (def->min_inputs == def->max_inputs)
-      rc = pg__problem_set(&ps->n_in, PG_EINVAL, st->op_offset,
+      rc = pg__problem_set(&ps->problem[PG__P_N_IN], PG_EINVAL, st->op_offset,
                            "%s: takes %d tensor argument%s, got %d", def->name,
                            def->min_inputs, def->min_inputs == 1 ? "" : "s", st->n_inputs);
     else
-      rc = pg__problem_set(&ps->n_in, PG_EINVAL, st->op_offset,
+      rc = pg__problem_set(&ps->problem[PG__P_N_IN], PG_EINVAL, st->op_offset,
                            "%s: takes %d to %d tensor arguments, got %d", def->name,
                            def->min_inputs, def->max_inputs, st->n_inputs);
   }
   if (rc == PG_OK && st->n_outs != def->n_outputs)
-    rc = pg__problem_set(&ps->n_out, PG_EINVAL, st->out_offsets[0],
+    rc = pg__problem_set(&ps->problem[PG__P_N_OUT], PG_EINVAL, st->out_offsets[0],
                          "%s: produces %d output%s, the step names %d", def->name,
                          def->n_outputs, def->n_outputs == 1 ? "" : "s", st->n_outs);
   return rc;
 }
 
-/* pub.problem: the first recorded problem, in the order they are checked. */
+const struct pg__problem *pg__pstep_problem(const struct pg__pstep *ps) {
+  for (int k = 0; k < PG__P_COUNT; k++)
+    if (ps->problem[k].code) return &ps->problem[k];
+  return NULL;
+}
+
+/* pub.problem: the first recorded problem's message. */
 static void first_problem(struct pg__pstep *ps) {
-  const struct pg__problem *order[] = {&ps->parse, &ps->op,     &ps->n_in,  &ps->n_out,
-                                       &ps->input, &ps->syntax, &ps->attrs};
-  ps->pub.problem = NULL;
-  for (size_t i = 0; i < sizeof order / sizeof *order && !ps->pub.problem; i++)
-    if (order[i]->code) ps->pub.problem = order[i]->message;
+  const struct pg__problem *pr = pg__pstep_problem(ps);
+  ps->pub.problem = pr ? pr->message : NULL;
 }
 
 static int compile_step(const struct pg_op_graph *g, const struct pg__kernel_source *ks,
@@ -232,7 +236,8 @@ static int compile_step(const struct pg_op_graph *g, const struct pg__kernel_sou
   int rc = PG_OK;
   ps->pub.parsed = prc == PG_OK;
   if (prc != PG_OK) {
-    rc = pg__problem_set(&ps->parse, prc, e.column > 0 ? e.column - 1 : 0, "%s", e.message);
+    rc = pg__problem_set(&ps->problem[PG__P_PARSE], prc, e.column > 0 ? e.column - 1 : 0, "%s",
+                         e.message);
     first_problem(ps);
     return rc;
   }
@@ -240,14 +245,15 @@ static int compile_step(const struct pg_op_graph *g, const struct pg__kernel_sou
   if (!ps->pub.kernel) {
     char hint[768];
     suggest_ops(ks, st.op, hint, sizeof hint);
-    rc = pg__problem_set(&ps->op, PG_ENOTFOUND, st.op_offset, "unknown op '%s'%s", st.op, hint);
+    rc = pg__problem_set(&ps->problem[PG__P_OP], PG_ENOTFOUND, st.op_offset, "unknown op '%s'%s",
+                         st.op, hint);
   } else {
     rc = check_counts(ps, &st);
   }
   for (int i = 0; rc == PG_OK && i < st.n_inputs; i++) {
     ps->pub.sources[i] = resolve(g, sp, s, st.inputs[i]);
-    if (ps->pub.sources[i].kind == PG_GOLDEN_SRC_NONE && !ps->input.code)
-      rc = pg__problem_set(&ps->input, PG_ENOTFOUND, st.input_offsets[i],
+    if (ps->pub.sources[i].kind == PG_GOLDEN_SRC_NONE && !ps->problem[PG__P_INPUT].code)
+      rc = pg__problem_set(&ps->problem[PG__P_INPUT], PG_ENOTFOUND, st.input_offsets[i],
                            PG__UNKNOWN_TENSOR_FMT, st.inputs[i]);
   }
   if (rc == PG_OK) rc = pg__pstep_compile_attrs(ps, &st);
@@ -256,9 +262,7 @@ static int compile_step(const struct pg_op_graph *g, const struct pg__kernel_sou
 }
 
 static void pstep_reset(struct pg__pstep *ps) {
-  struct pg__problem *all[] = {&ps->parse,  &ps->op,     &ps->n_in, &ps->n_out,
-                               &ps->input, &ps->syntax, &ps->attrs};
-  for (size_t i = 0; i < sizeof all / sizeof *all; i++) problem_free(all[i]);
+  for (int k = 0; k < PG__P_COUNT; k++) problem_free(&ps->problem[k]);
   pg__pstep_free_attrs(ps);
   free(ps->names);
   memset(ps, 0, sizeof *ps);
@@ -404,8 +408,9 @@ int pg_golden_plan_step_attrs(const struct pg_golden_plan *p, int module_id, int
     return pg_error_set(err, PG_EINVAL, "golden plan: module %d has no step %d", module_id, s);
   const struct pg__pstep *ps = &sp->steps[s];
   if (!ps->pub.kernel) return pg_error_set(err, PG_EINVAL, "%s", ps->pub.problem);
-  const struct pg__problem *bad = ps->syntax.code ? &ps->syntax : &ps->attrs;
-  if (bad->code) return pg_error_set(err, bad->code, "%s", bad->message);
+  for (int k = PG__P_SYNTAX; k <= PG__P_ATTRS; k++)
+    if (ps->problem[k].code)
+      return pg_error_set(err, ps->problem[k].code, "%s", ps->problem[k].message);
   int offset = 0;
   PG_RETURN_IF_ERROR(pg__pstep_eval_attrs(ps, dims, attrs, &offset, NULL, err));
   if (n_attrs) *n_attrs = ps->n_attrs;

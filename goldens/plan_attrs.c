@@ -45,7 +45,7 @@ static int check_syntax(struct pg__pstep *ps, const struct pg__step *st) {
       struct pg_error err;
       pg_error_clear(&err);
       if (pg_float_expr_check(text, NULL, NULL, &err) != PG_OK)
-        return pg__problem_set(&ps->syntax, PG_EPARSE,
+        return pg__problem_set(&ps->problem[PG__P_SYNTAX], PG_EPARSE,
                                at + (err.column > 0 ? err.column - 1 : 0), "attribute '%s': %s",
                                a->key, err.message);
     }
@@ -63,7 +63,8 @@ static int compile_expr(struct pg__pstep *ps, struct pg__attr_plan *v, int i, co
   if (rc == PG_ENOMEM) return rc;
   v->offset[i] = at;
   if (rc != PG_OK)
-    return pg__problem_set(&ps->attrs, rc, at + (err.column > 0 ? err.column - 1 : 0), "%s",
+    return pg__problem_set(&ps->problem[PG__P_ATTRS], rc,
+                           at + (err.column > 0 ? err.column - 1 : 0), "%s",
                            err.message);
   v->n = i + 1;
   return PG_OK;
@@ -79,15 +80,16 @@ static int compile_given(struct pg__pstep *ps, const struct pg_attr_decl *decl,
   switch (decl->type) {
     case PG_ATTR_STRING:
       if (a->kind == PG__VAL_LIST)
-        return pg__problem_set(&ps->attrs, PG_EINVAL, at,
+        return pg__problem_set(&ps->problem[PG__P_ATTRS], PG_EINVAL, at,
                                "%s: attribute '%s': expected a word, not a list", op, decl->name);
       if (pg__copy_token(v->value.s, sizeof v->value.s, a->value, (int)strlen(a->value)))
-        return pg__problem_set(&ps->attrs, PG_EINVAL, at, "%s: attribute '%s': value too long",
+        return pg__problem_set(&ps->problem[PG__P_ATTRS], PG_EINVAL, at,
+                               "%s: attribute '%s': value too long",
                                op, decl->name);
       return PG_OK;
     case PG_ATTR_BOOL:
       if (a->kind != PG__VAL_EXPR)
-        return pg__problem_set(&ps->attrs, PG_EINVAL, at,
+        return pg__problem_set(&ps->problem[PG__P_ATTRS], PG_EINVAL, at,
                                "%s: attribute '%s': expected true or false", op, decl->name);
       if (is_bool_word(a->value)) {
         v->value.b = a->value[0] == 't' || a->value[0] == 'T';
@@ -97,23 +99,24 @@ static int compile_given(struct pg__pstep *ps, const struct pg_attr_decl *decl,
     case PG_ATTR_FLOAT:
     case PG_ATTR_INT:
       if (a->kind != PG__VAL_EXPR)
-        return pg__problem_set(&ps->attrs, PG_EINVAL, at, "%s: attribute '%s': expected %s", op,
+        return pg__problem_set(&ps->problem[PG__P_ATTRS], PG_EINVAL, at,
+                               "%s: attribute '%s': expected %s", op,
                                decl->name, decl->type == PG_ATTR_INT ? "an integer" : "a number");
       break;
     case PG_ATTR_INTS:
       if (a->kind == PG__VAL_STRING)
-        return pg__problem_set(&ps->attrs, PG_EINVAL, at,
+        return pg__problem_set(&ps->problem[PG__P_ATTRS], PG_EINVAL, at,
                                "%s: attribute '%s': expected a list like [0, 2, 1]", op,
                                decl->name);
       if (a->kind == PG__VAL_LIST) {
         v->how = PG__ATTR_LIST;
-        for (int k = 0; k < a->n_items && !ps->attrs.code; k++)
+        for (int k = 0; k < a->n_items && !ps->problem[PG__P_ATTRS].code; k++)
           PG_RETURN_IF_ERROR(compile_expr(ps, v, k, a->items[k], a->item_offsets[k]));
         return PG_OK;
       }
       break;
     default:
-      return pg__problem_set(&ps->attrs, PG_EINTERNAL, at,
+      return pg__problem_set(&ps->problem[PG__P_ATTRS], PG_EINTERNAL, at,
                              "%s: attribute '%s': unknown attribute type", op, decl->name);
   }
   v->how = PG__ATTR_EXPR;
@@ -132,10 +135,10 @@ static int compile_typed(struct pg__pstep *ps, const struct pg__step *st) {
     if (pg_kernel_attr_index(def, st->attrs[k].key) < 0) {
       char hint[512];
       suggest_attrs(def, hint, sizeof hint);
-      return pg__problem_set(&ps->attrs, PG_EINVAL, st->attrs[k].key_offset,
+      return pg__problem_set(&ps->problem[PG__P_ATTRS], PG_EINVAL, st->attrs[k].key_offset,
                              "%s: unknown attribute '%s'%s", def->name, st->attrs[k].key, hint);
     }
-  for (int d = 0; d < nd && !ps->attrs.code; d++) {
+  for (int d = 0; d < nd && !ps->problem[PG__P_ATTRS].code; d++) {
     const struct pg_attr_decl *decl = &def->attrs[d];
     const struct pg__step_attr *a = NULL;
     for (int k = 0; k < st->n_attrs; k++)
@@ -144,7 +147,7 @@ static int compile_typed(struct pg__pstep *ps, const struct pg__step *st) {
     if (a) {
       PG_RETURN_IF_ERROR(compile_given(ps, decl, a, v));
     } else if (decl->required) {
-      return pg__problem_set(&ps->attrs, PG_EINVAL, st->op_offset,
+      return pg__problem_set(&ps->problem[PG__P_ATTRS], PG_EINVAL, st->op_offset,
                              "%s: missing required attribute '%s'", def->name, decl->name);
     } else {
       v->value = decl->default_value;

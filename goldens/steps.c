@@ -16,7 +16,7 @@
 int pg__pspec_reads(const struct pg__pspec *ps, int s, const char *name) {
   for (int j = s + 1; ps && j < ps->n_steps; j++) {
     const struct pg__pstep *st = &ps->steps[j];
-    if (st->parse.code) return 1;
+    if (st->problem[PG__P_PARSE].code) return 1;
     for (int i = 0; i < st->pub.n_inputs; i++)
       if (strcmp(st->pub.inputs[i], name) == 0) return 1;
   }
@@ -81,12 +81,8 @@ static int kernel_error(const struct pg__run_ctx *rc, const struct pg__pstep *ps
 /* The first problem the plan recorded for the step, as an error; PG_OK when none. */
 static int recorded_problem(const struct pg__run_ctx *rc, const struct pg__pstep *ps,
                             struct pg_error *err) {
-  const struct pg__problem *order[] = {&ps->parse, &ps->op,     &ps->n_in, &ps->n_out,
-                                       &ps->input, &ps->syntax, &ps->attrs};
-  for (size_t i = 0; i < sizeof order / sizeof *order; i++)
-    if (order[i]->code)
-      return step_error(rc, ps, order[i]->code, order[i]->offset, order[i]->message, err);
-  return PG_OK;
+  const struct pg__problem *pr = pg__pstep_problem(ps);
+  return pr ? step_error(rc, ps, pr->code, pr->offset, pr->message, err) : PG_OK;
 }
 
 /* The step's inputs from tab, their metas, and its attributes under the dims. */

@@ -53,9 +53,13 @@ static int decl_meta(const struct pg_op_graph *g, const struct pg_tensor_decl *d
   return PG_OK;
 }
 
-static void report(struct vctx *v, const struct pg__pstep *ps, const struct pg__problem *pr) {
+/* Reports the step's problem of kind k, if it has one: 1 when it did. */
+static int report(struct vctx *v, const struct pg__pstep *ps, enum pg__problem_kind k) {
+  const struct pg__problem *pr = &ps->problem[k];
+  if (!pr->code) return 0;
   int col0 = ps->src->mark.column > 0 ? ps->src->mark.column : 1;
   vdiag(v, ps->src->mark.line, col0 + pr->offset, "%s", pr->message);
+  return 1;
 }
 
 /* Attributes under the default dims and the kernel's inference; 1 when the outputs'
@@ -87,13 +91,11 @@ static int infer_step(struct vctx *v, const struct pg__pstep *ps, const struct p
  * error too, so later steps do not cascade). */
 static int validate_step(struct vctx *v, const struct pg__pstep *ps, struct pg__gtable *tab) {
   int col0 = ps->src->mark.column > 0 ? ps->src->mark.column : 1;
-  if (ps->parse.code) {
-    report(v, ps, &ps->parse);
+  if (report(v, ps, PG__P_PARSE)) {
     v->unparsed++; /* its outputs are unknown: do not report them missing too */
     return PG_OK;
   }
-  int ok = 1, all_known = 1;
-  if (ps->op.code) report(v, ps, &ps->op), ok = 0;
+  int ok = !report(v, ps, PG__P_OP), all_known = 1;
   struct pg_tensor_meta in[PG_KERNEL_MAX_INPUTS], out[PG_KERNEL_MAX_OUTPUTS];
   memset(out, 0, sizeof out);
   for (int i = 0; i < ps->pub.n_inputs; i++) {
@@ -107,12 +109,12 @@ static int validate_step(struct vctx *v, const struct pg__pstep *ps, struct pg__
     in[i] = t->meta;
     all_known &= t->known;
   }
-  if (ps->n_in.code) report(v, ps, &ps->n_in), ok = 0;
-  if (ps->n_out.code) report(v, ps, &ps->n_out), ok = 0;
-  if (ps->syntax.code) report(v, ps, &ps->syntax), ok = 0;
+  ok &= !report(v, ps, PG__P_N_IN);
+  ok &= !report(v, ps, PG__P_N_OUT);
+  ok &= !report(v, ps, PG__P_SYNTAX);
   int known = 0;
   if (ps->pub.kernel && ok) {
-    if (ps->attrs.code) report(v, ps, &ps->attrs), ok = 0;
+    if (report(v, ps, PG__P_ATTRS)) ok = 0;
     else known = infer_step(v, ps, in, all_known, out);
     if (known < 0) ok = 0;
   }
