@@ -1,5 +1,5 @@
 /* phasegate tests — golden steps, validation, composition and golden plugins
- * (goldens/steps.c, compose.c, plugin.c). Contracts are built by hand and kernels are
+ * (goldens/plan.c, steps.c, compose.c, plugin.c). Contracts are built by hand and kernels are
  * this file's own mini-kernels, so the tests pin the composition machinery itself:
  * wiring, rounding of module outputs to their declared dtype, k < N with later goldens
  * missing, error positions, plugin ABI checks.
