@@ -1,7 +1,9 @@
-/* phasegate goldens/ — internal interfaces shared by steps.c (step parser, validator,
- * step execution), compose.c (the named-tensor table, cumulative and op-level goldens)
- * and plugin.c (golden libraries). Not installed; tests include it to reach the parser
- * and to run composition with their own mini-kernels.
+/* phasegate goldens/ — internal interfaces between the step parser (parse.c), the
+ * compiled expressions (expr.c), the golden plan (plan.c, plan_attrs.c), validation
+ * (validate.c), step execution (steps.c), the named-tensor table and buffers
+ * (gtable.c), composition (compose.c) and golden libraries (plugin.c). Not installed;
+ * tests include it to reach the parser and to run composition with their own
+ * mini-kernels.
  */
 #ifndef PHASEGATE_GOLDEN_PRIVATE_H
 #define PHASEGATE_GOLDEN_PRIVATE_H
@@ -30,7 +32,7 @@ struct pg__step_attr {
   int item_offsets[PG_MAX_NDIM];
 };
 
-/* One parsed step `a, b = op(x, y, key=value)`. */
+/* One parsed step `a, b = op(x, y, key=value)` (or `a = x - y`: op "sub"). */
 struct pg__step {
   int n_outs;
   char outs[PG_KERNEL_MAX_OUTPUTS][PG_NAME_MAX];
@@ -45,8 +47,29 @@ struct pg__step {
 };
 
 /* Parses one step. On PG_EPARSE, err->column is the 1-based column inside `text`
- * and the message says what was expected (no position prefix). */
+ * and the message says what was expected (no position prefix); what was read before
+ * the error (the outputs, say) is left in *out. */
 int pg__step_parse(const char *text, struct pg__step *out, struct pg_error *err);
+
+/* Lexical helpers shared with the plan: a name start ([A-Za-z_]); the end of a name at
+ * i (== i when none; tensor names may hold '-' inside); a bounded copy (-1 when len
+ * does not fit in size). */
+int pg__is_name_start(int ch);
+int pg__scan_name(const char *s, int i, int allow_dash);
+int pg__copy_token(char *dst, size_t size, const char *src, int len);
+
+/* ---------------------------------------------------------------- compiled expressions */
+
+/* A float (is_float) or shape expression compiled once and evaluated per set of dims
+ * with exactly the semantics and messages of pg_float_expr_eval / pg_shape_expr_eval.
+ * Compile errors are those of the check functions (err->column inside the text). */
+struct pg__expr;
+int pg__expr_compile(const char *text, int is_float, struct pg__expr **out,
+                     struct pg_error *err);
+int pg__expr_eval_float(const struct pg__expr *e, const struct pg_bindings *dims, double *out,
+                        struct pg_error *err);
+const char *pg__expr_text(const struct pg__expr *e);
+void pg__expr_free(struct pg__expr *e);
 
 /* ---------------------------------------------------------------- kernel source */
 
@@ -55,6 +78,122 @@ struct pg__kernel_source {
   const struct pg_kernel_def *(*find)(const char *name);
   int (*list)(const struct pg_kernel_def *const **defs);
 };
+
+/* ---------------------------------------------------------------- the plan */
+
+/* A problem with a step: code (0 = none), 0-based offset in the step text, message
+ * without position (owned). */
+struct pg__problem {
+  int code;
+  int offset;
+  char *message;
+};
+
+/* One declared attribute of a step's kernel, compiled. */
+enum pg__attr_how {
+  PG__ATTR_VALUE = 0, /* value holds it: a default, a word, true/false */
+  PG__ATTR_EXPR,      /* expr[0], converted to the declared type at evaluation */
+  PG__ATTR_LIST       /* expr[0..n): an int list */
+};
+
+struct pg__attr_plan {
+  enum pg__attr_how how;
+  struct pg_attr_value value;          /* VALUE: the value; else only its type */
+  int n;
+  struct pg__expr *expr[PG_MAX_NDIM];
+  int offset[PG_MAX_NDIM];             /* of each expression in the step text */
+};
+
+/* What can be wrong with a step, in the order it is checked (and reported). */
+enum pg__problem_kind {
+  PG__P_PARSE = 0, /* the step does not parse (nothing else is set) */
+  PG__P_OP,        /* unknown op, with close names */
+  PG__P_N_IN,      /* tensor argument count */
+  PG__P_N_OUT,     /* output count */
+  PG__P_INPUT,     /* the first argument that resolves to nothing */
+  PG__P_SYNTAX,    /* an attribute expression does not parse */
+  PG__P_ATTRS,     /* unknown, missing or ill-typed attributes */
+  PG__P_COUNT
+};
+
+/* One compiled step. */
+struct pg__pstep {
+  struct pg_golden_plan_step pub;      /* first: what pg_golden_plan_step returns; its
+                                          problem is the first recorded one */
+  const struct pg_golden_step *src;
+  int op_offset;
+  int out_offsets[PG_KERNEL_MAX_OUTPUTS];
+  int input_offsets[PG_KERNEL_MAX_INPUTS];
+  char *names;                         /* op, outputs and inputs, NUL-separated (owned) */
+  struct pg__problem problem[PG__P_COUNT];
+  int n_attrs;                         /* declared attributes of pub.kernel */
+  struct pg__attr_plan *attr;          /* n_attrs of them, in declaration order */
+};
+
+/* The first problem recorded for a step, or NULL when it can run. */
+const struct pg__problem *pg__pstep_problem(const struct pg__pstep *ps);
+
+/* A module's golden (or the op level's), compiled. */
+struct pg__pspec {
+  const struct pg_module *m;           /* NULL: the op level */
+  const struct pg_golden_spec *g;
+  struct pg__pstep *steps;
+  int n_steps;                         /* 0 unless g->kind == PG_GOLDEN_STEPS */
+  struct pg_golden_source *inputs;     /* m's declared inputs, resolved (plugins) */
+};
+
+struct pg_golden_plan {
+  const struct pg_op_graph *graph;
+  const struct pg__kernel_source *ks;
+  struct pg__pspec *mods;              /* graph->n_modules, in graph order */
+  struct pg__pspec op;                 /* the op-level golden */
+};
+
+/* pg_goldens_validate with an explicit kernel source (NULL = built-in). */
+int pg__goldens_validate_ks(const struct pg_op_graph *g, const struct pg__kernel_source *ks,
+                            pg_golden_finding_cb cb, void *user);
+/* pg_golden_plan_build with an explicit kernel source (NULL = built-in). */
+int pg__golden_plan_build_ks(const struct pg_op_graph *g, const struct pg__kernel_source *ks,
+                             struct pg_golden_plan **out, struct pg_error *err);
+/* Compiles golden g of module m (NULL: op level) of graph into *out (zeroed first);
+ * PG_OK or PG_ENOMEM. Release with pg__pspec_reset. */
+int pg__pspec_build(const struct pg_op_graph *graph, const struct pg__kernel_source *ks,
+                    const struct pg_module *m, const struct pg_golden_spec *g,
+                    struct pg__pspec *out, struct pg_error *err);
+void pg__pspec_reset(struct pg__pspec *ps);
+/* The compiled golden of module id (0: op level), or NULL. */
+const struct pg__pspec *pg__plan_spec(const struct pg_golden_plan *p, int module_id);
+/* The kernel source, NULL meaning built-in. */
+const struct pg__kernel_source *pg__ks_or_default(const struct pg__kernel_source *ks);
+
+/* Compiles step st's attributes for its kernel into ps (plan_attrs.c): sets
+ * ps->syntax (any expression that does not parse, kernel or not) and, with a kernel,
+ * ps->n_attrs, ps->attr and ps->attrs. PG_OK or PG_ENOMEM. */
+int pg__pstep_compile_attrs(struct pg__pstep *ps, const struct pg__step *st);
+void pg__pstep_free_attrs(struct pg__pstep *ps);
+/* Evaluates the compiled attributes under dims into vals (declaration order; the
+ * step has no attrs problem). On failure err says why (no position) and *offset where
+ * (0-based in the step text); *unbound (may be NULL) is set when an expression used an
+ * unbound dim (PG_ENOTFOUND; validation skips those). */
+int pg__pstep_eval_attrs(const struct pg__pstep *ps, const struct pg_bindings *dims,
+                         struct pg_attr_value *vals, int *offset, int *unbound,
+                         struct pg_error *err);
+
+/* What a step argument that resolves to nothing is called (validation reports every
+ * such argument; running a step stops at the first). */
+#define PG__UNKNOWN_TENSOR_FMT                                                             \
+  "unknown tensor '%s' (not a primary input, an earlier module's output or an earlier "  \
+  "step's output)"
+
+/* Sets problem pr (code, offset, a formatted message); PG_OK or PG_ENOMEM. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+int pg__problem_set(struct pg__problem *pr, int code, int offset, const char *fmt, ...);
+
+/* The kernel's message without a leading "<op>: " (kernels name themselves; callers
+ * add the op once). */
+const char *pg__strip_op(const char *msg, const char *op);
 
 /* ---------------------------------------------------------------- tensor table */
 
@@ -99,16 +238,18 @@ void pg__gtable_reset(struct pg__gtable *tab);
 /* Appends a new (initialised, empty) entry; *out points to it. */
 int pg__gtable_add(struct pg__gtable *tab, const char *name, int module,
                    struct pg__gtensor **out, struct pg_error *err);
+/* Removes entry i (its buffer goes to the pool). */
+void pg__gtable_remove_at(struct pg__gtable *tab, int i);
 /* Removes the step-locals (module == -1). */
 void pg__gtable_drop_locals(struct pg__gtable *tab);
 /* Makes the step-locals named by module m's outputs into module m's outputs and drops
  * the rest. */
 void pg__gtable_promote(struct pg__gtable *tab, const struct pg_module *m);
-/* Resolves a name as a step of module m sees it (m NULL: the op-level golden):
- * step-locals (latest first), then m's declared input of that name through its
- * source, then a primary input, then the latest earlier module's output. */
-struct pg__gtensor *pg__gtable_resolve(const struct pg__gtable *tab, const struct pg_module *m,
-                                       const char *name);
+/* The latest entry of `module` (-1: step-locals) called name, or NULL. */
+struct pg__gtensor *pg__gtable_find(const struct pg__gtable *tab, int module, const char *name);
+/* The entry a resolved argument names: a step-local, a primary input or module output. */
+struct pg__gtensor *pg__gtable_source(const struct pg__gtable *tab,
+                                      const struct pg_golden_source *src, const char *name);
 
 /* pg_tensor_alloc, but buffers of 2 MiB and more are 2 MiB-aligned and advised as
  * transparent huge pages: first-touch page faults of fresh multi-MB goldens otherwise
@@ -123,11 +264,10 @@ int pg__golden_alloc_from(struct pg__pool *pool, struct pg_tensor *t, enum pg_dt
 /* ---------------------------------------------------------------- step execution */
 
 struct pg__run_ctx {
-  const struct pg_contract *contract;
+  const struct pg_op_graph *graph;
   const struct pg_bindings *dims;
   int precision_bits;
   int n_threads;
-  const struct pg__kernel_source *ks;
   struct pg__pool *pool; /* step outputs are allocated from it (NULL: none) */
   /* Liveness across the phase, for steps that may write over their input (NULL:
    * never): does a module after `module` (up to the phase) read g, or is g a
@@ -136,22 +276,13 @@ struct pg__run_ctx {
   const void *live;
 };
 
-/* Runs golden steps g for module m (NULL: op level), adding step-locals to tab.
- * Errors carry the step's file:line:col. */
-int pg__steps_run(const struct pg__run_ctx *rc, const struct pg_module *m,
-                  const struct pg_golden_spec *g, struct pg__gtable *tab, struct pg_error *err);
-
-/* The same checks as pg_goldens_validate with an explicit kernel source. */
-int pg__goldens_validate_ks(const struct pg_contract *c, const struct pg__kernel_source *ks,
-                            struct pg_diags *diags);
-
-/* Cumulative and op-level goldens with an explicit kernel source (NULL = built-in). */
-int pg__golden_cumulative_ks(const struct pg_golden_env *env, const struct pg__kernel_source *ks,
-                             int k, const struct pg_tensor *primary, int n_primary,
-                             struct pg_tensor *outputs, int *n_outputs, struct pg_error *err);
-int pg__golden_op_level_ks(const struct pg_golden_env *env, const struct pg__kernel_source *ks,
-                           const struct pg_tensor *primary, int n_primary,
-                           struct pg_tensor *outputs, int *n_outputs, struct pg_error *err);
+/* Runs the compiled steps of ps (module ps->m, NULL: op level), adding step-locals to
+ * tab. Errors carry the step's file:line:col. */
+int pg__steps_run(const struct pg__run_ctx *rc, const struct pg__pspec *ps,
+                  struct pg__gtable *tab, struct pg_error *err);
+/* Does a step of ps after step s read a tensor called `name` (a step that did not
+ * parse: yes, to be safe)? s = -1: any step. */
+int pg__pspec_reads(const struct pg__pspec *ps, int s, const char *name);
 
 /* ---------------------------------------------------------------- plugins */
 

@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 /* Exit codes, DESIGN.md §8. */
 enum {

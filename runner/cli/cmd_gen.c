@@ -9,8 +9,9 @@
 
 #include "cli.h"
 #include "base/base.h"
+#include "run/run.h"
 #include "tensors/tensors.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 #include "tensors/tensors.h"
 
 static void usage(FILE *out) {

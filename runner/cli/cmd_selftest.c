@@ -13,7 +13,7 @@
 
 #include "cli.h"
 #include "phasegate/goldens.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 #include "run/run.h"
 
 static void usage(FILE *out) {
@@ -135,7 +135,7 @@ static int check_one(struct selftest *st, uint64_t seed, const struct pg_binding
   }
   struct pg_materialize_opts mo = {0, st->g.n_threads};
   int rc = pg_case_data_bind(&d, c, &cs, &err);
-  if (rc == PG_OK) rc = pg_case_data_generate(&d, c, &cs, &mo, &err);
+  if (rc == PG_OK) rc = pg_case_data_generate(&d, c, st->g.plan, &cs, &mo, &err);
   if (rc == PG_OK && (rc = pg_case_golden(&d, c, &cs, &st->g, c->n_modules, cum, &n_cum,
                                           &err)) != PG_OK)
     pg_error_prefix(&err, "cumulative golden %d: ", c->n_modules);
@@ -258,9 +258,11 @@ int pg_cmd_selftest(int argc, char **argv) {
   pg_diags_init(&diags);
   void *lib = NULL;
   int exit_code = PG_EXIT_ERROR;
+  struct pg_golden_plan *plan = NULL;
   int rc = pg_contract_load(contract_path, &c, &diags, &err);
+  if (rc == PG_OK) rc = pg_golden_plan_build(&c.graph, &plan, &err);
   if (rc == PG_OK) {
-    int ge = pg_goldens_validate(&c, &diags);
+    int ge = pg_golden_plan_validate(plan, pg_diags_add_finding, &diags);
     if (ge != 0) rc = ge < 0 ? ge : PG_EVALIDATE;
   }
   pg_cli_print_diags(&diags);
@@ -275,10 +277,11 @@ int pg_cmd_selftest(int argc, char **argv) {
   } else if (golden_lib && pg_golden_lib_open(golden_lib, &lib, &err) != PG_OK) {
     fprintf(stderr, "phasegate selftest: error: %s\n", err.message);
   } else {
-    struct pg_golden_opts g = {precision_bits, lib, n_threads};
+    struct pg_golden_opts g = {plan, precision_bits, lib, n_threads};
     exit_code = check_all(&c, &g);
   }
   pg_golden_lib_close(lib);
+  pg_golden_plan_free(plan);
   pg_contract_reset(&c);
   pg_diags_reset(&diags);
   return exit_code;

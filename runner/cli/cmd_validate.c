@@ -12,9 +12,10 @@
 #include <cJSON.h>
 
 #include "cli.h"
+#include "run/run.h"
 #include "tensors/tensors.h"
 #include "phasegate/goldens.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -117,7 +118,7 @@ int pg_cmd_validate(int argc, char **argv) {
   }
   /* Golden steps are only checked on a contract whose structure is sound. */
   if (rc == PG_OK) {
-    int g = pg_goldens_validate(&c, &diags);
+    int g = pg_goldens_validate(&c.graph, pg_diags_add_finding, &diags);
     if (g < 0) {
       snprintf(fatal_buf, sizeof fatal_buf, "%.900s: checking goldens failed: %s", contract_path,
                pg_strerror(g));

@@ -20,8 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "spec/json_pos.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 /* Out of memory while building: cJSON's creators return NULL and its adders fail
  * quietly, which would write a report with keys or whole checks missing. Every such
@@ -429,12 +428,12 @@ static cJSON *merged_checks(const char *path, const struct pg_report_meta *m,
   if (old) {
     cJSON *prev = cJSON_Parse(old);
     if (!prev) { /* a corrupt report is replaced; a valid one cJSON could not hold is OOM */
-      struct pg__json_pos pos;
-      struct pg__json_fail fail;
-      pg__json_pos_init(&pos);
-      int src = pg__json_pos_scan(old, strlen(old), NULL, &pos, &fail);
+      struct pg_json_pos pos;
+      struct pg_json_fail fail;
+      pg_json_pos_init(&pos);
+      int src = pg_json_pos_scan(old, strlen(old), NULL, &pos, &fail);
       if (src == PG_OK || src == PG_ENOMEM) report_oom = 1;
-      pg__json_pos_reset(&pos);
+      pg_json_pos_reset(&pos);
     }
     free(old);
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(prev, "op_name");

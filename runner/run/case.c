@@ -51,10 +51,10 @@ int pg_case_data_bind(struct pg_case_data *d, const struct pg_contract *c,
 }
 
 int pg_case_data_generate(struct pg_case_data *d, const struct pg_contract *c,
-                          const struct pg_case *cs, const struct pg_materialize_opts *mo,
-                          struct pg_error *err) {
+                          const struct pg_golden_plan *plan, const struct pg_case *cs,
+                          const struct pg_materialize_opts *mo, struct pg_error *err) {
   PG_RETURN_IF_ERROR(
-      pg_case_generate_inputs_ex(c, cs, &d->dims, mo, d->inputs, &d->cancel, err));
+      pg_case_generate_inputs_plan(c, plan, cs, &d->dims, mo, d->inputs, &d->cancel, err));
   for (int i = 0; i < c->n_primary; i++)
     if (!d->inputs[i].name[0]) pg_tensor_set_name(&d->inputs[i], c->primary_inputs[i].name);
   return PG_OK;
@@ -298,7 +298,7 @@ static int case_inputs(struct case_run *c, const char *gd_dir) {
     return PG_OK;
   }
   struct pg_materialize_opts mo = {rc->o->max_bytes, rc->n_threads};
-  int r = pg_case_data_generate(&c->d, &rc->contract, c->cs, &mo, &e);
+  int r = pg_case_data_generate(&c->d, &rc->contract, rc->plan, c->cs, &mo, &e);
   c->r->cancel = c->d.cancel;
   if (r != PG_OK)
     return case_error(c, e.code == PG_ELIMIT ? PG_RUN_FACT_CASE_LIMIT : PG_RUN_FACT_RUNNER,

@@ -18,7 +18,7 @@ int pg_case_golden(const struct pg_case_data *d, const struct pg_contract *c,
                    struct pg_tensor *out, int *n_out, struct pg_error *err) {
   struct pg_golden_env env;
   memset(&env, 0, sizeof env);
-  env.contract = c;
+  env.plan = g->plan;
   env.dims = &d->dims;
   env.dtype_overrides = cs->dtypes;
   env.n_dtype_overrides = cs->n_dtypes;
@@ -71,7 +71,7 @@ int pg__golden(struct pg__run *rc, int k, const struct pg_case *cs, const struct
   int keyed = cache_key(rc, k, cs, &d->dims, hash);
   *cached = keyed && cache_lookup(rc, hash, specs, n_out, goldens);
   if (*cached) return PG_OK;
-  struct pg_golden_opts g = {rc->o->reference_bits, rc->golden_lib, rc->n_threads};
+  struct pg_golden_opts g = {rc->plan, rc->o->reference_bits, rc->golden_lib, rc->n_threads};
   struct pg_tensor tmp[PG_MAX_BOUNDARY_OUTPUTS];
   for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_init(&tmp[i]);
   int n = 0;
@@ -103,22 +103,12 @@ static void *preload_main(void *arg) {
   return NULL;
 }
 
-/* 1 when a golden step of M1..Mk calls matmul (the kernel that loads OpenBLAS). */
-static int uses_matmul(const struct pg_contract *c, int k) {
-  for (int m = 0; m < c->n_modules && m < k; m++) {
-    const struct pg_golden_spec *g = &c->modules[m].golden;
-    if (g->kind != PG_GOLDEN_STEPS) continue;
-    for (int i = 0; i < g->n_steps; i++)
-      if (g->steps[i].text && strstr(g->steps[i].text, "matmul")) return 1;
-  }
-  return 0;
-}
 
 /* Starts loading OpenBLAS on a helper thread (once per process) when the golden about
  * to be computed needs it: ~1.5 ms of dlopen and relocation that then overlaps input
  * generation instead of delaying the golden. */
 void pg__blas_preload_start(struct pg__run *rc, int k) {
-  if (rc->preloading || rc->blas_loaded || !uses_matmul(&rc->contract, k)) return;
+  if (rc->preloading || rc->blas_loaded || !pg_golden_plan_uses_kernel(rc->plan, k, "matmul")) return;
   rc->preloading = pthread_create(&rc->preload, NULL, preload_main, NULL) == 0;
   if (!rc->preloading) rc->blas_loaded = 1; /* no thread: matmul loads it when needed */
 }

@@ -35,7 +35,7 @@
 #include <stdint.h>
 
 #include "phasegate/error.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 #include "phasegate/tensor.h"
 
 #define PG_GOLDEN_CACHE_HASH_LEN 64

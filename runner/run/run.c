@@ -263,6 +263,7 @@ static int load(struct pg__run *rc, struct pg_run_summary *s, struct pg_diags *d
     if (!err || !err->message[0]) pg_error_set(err, ret, "%s: invalid contract", rc->contract_path);
     return ret;
   }
+  PG_RETURN_IF_ERROR(pg_golden_plan_build(&rc->contract.graph, &rc->plan, err));
   PG_RETURN_IF_ERROR(check_phase(rc, err));
   if (o->inspect) PG_RETURN_IF_ERROR(check_inspect(rc, rc->k, err));
   /* Without a golden cache every case computes its golden: load OpenBLAS (if a golden
@@ -415,6 +416,7 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
   pg_diags_reset(&diags);
   if (rc->golden_lib) pg_golden_lib_close(rc->golden_lib);
   free(rc->cache_dir);
+  pg_golden_plan_free(rc->plan);
   pg_suite_reset(&rc->suite);
   pg_contract_reset(&rc->contract);
   free(rc);

@@ -18,7 +18,8 @@
 #include "impl/impl.h"
 #include "phasegate/compare.h"
 #include "phasegate/error.h"
-#include "phasegate/spec.h"
+#include "run/inputs.h"
+#include "spec/spec.h"
 #include "tensors/tensors.h"
 
 /* Ordered by severity: worst wins when aggregating (ERROR > FAIL > PASS > SKIPPED). */
@@ -224,11 +225,12 @@ int pg_case_data_bind(struct pg_case_data *d, const struct pg_contract *c,
 /* Generates the primary inputs deterministically (and the cancellation stress, if the
  * case asks for it); PG_ELIMIT when the case is over mo->max_bytes. */
 int pg_case_data_generate(struct pg_case_data *d, const struct pg_contract *c,
-                          const struct pg_case *cs, const struct pg_materialize_opts *mo,
+                          const struct pg_golden_plan *plan, const struct pg_case *cs, const struct pg_materialize_opts *mo,
                           struct pg_error *err);
 void pg_case_data_reset(struct pg_case_data *d);
 
 struct pg_golden_opts {
+  const struct pg_golden_plan *plan; /* the contract's compiled golden steps */
   int precision_bits;         /* 32 or 64 */
   void *golden_lib;           /* pg_golden_lib_open, or NULL */
   int n_threads;              /* 0: all cores */

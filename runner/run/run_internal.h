@@ -30,6 +30,7 @@ struct pg__run {
   struct pg_impl impl;
   struct pg_impl_probe probe; /* the impl's one-time check, started early */
   void *golden_lib;
+  struct pg_golden_plan *plan; /* the contract's golden steps, compiled once */
   char modes_buf[1024];       /* the modes, comma-separated, duplicates dropped */
   char mode_store[PG_MAX_MODES][64];
   const char *modes[PG_MAX_MODES];

@@ -1,16 +1,19 @@
-/* phasegate runner — internals shared by the contract loader's two halves:
- * contract_yaml.c turns YAML text into a small position-carrying node tree (libyaml
- * events, with depth, size and alias-expansion limits), contract_schema.c walks that
- * tree into struct pg_contract and applies DESIGN.md §3 rules 1–8.
- * Not a public interface: nothing outside runner/contract_*.c includes this.
+/* phasegate runner — internals shared by the contract loader: contract_yaml.c turns
+ * YAML text into a small position-carrying node tree (libyaml events, with depth, size
+ * and alias-expansion limits); the schema walks that tree into struct pg_contract and
+ * applies DESIGN.md §3 rules 1–8: contract_nodes.c reads nodes as schema values (keys,
+ * strings, numbers, names), contract_decls.c tensor declarations and their shapes,
+ * contract_schema.c the sections, goldens and cross-module rules.
+ * Not a public interface: nothing outside runner/spec/contract_*.c includes this.
  */
 #ifndef PHASEGATE_CONTRACT_INTERNAL_H
 #define PHASEGATE_CONTRACT_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 /* Limits that keep hostile files from hanging the loader or exhausting memory. */
 #define PG__CONTRACT_MAX_BYTES ((size_t)64 << 20) /* 64 MiB */
@@ -72,5 +75,86 @@ void pg__yaml_free(struct pg__cctx *x);
 
 /* Walks x->root into c, adding findings. */
 void pg__contract_from_tree(struct pg__cctx *x, struct pg_contract *c);
+
+/* ------------------------------------------------------------------ the schema walk */
+
+/* Entries per list (modules, inputs, outputs, steps, …): far above any real contract,
+ * low enough that the name lookups stay fast on hostile files. */
+#define PG__CONTRACT_MAX_LIST 1024
+
+struct pg__sctx {
+  struct pg__cctx *x;
+  struct pg_contract *c;
+  int has_dims;             /* the contract has a dims: section */
+  char dims_list[256];      /* "B, H, S, D" for messages */
+  char **noted;             /* dim names already given the "no default" note */
+  int n_noted;
+  struct pg_mark *id_marks; /* per module: where its id is written */
+};
+
+/* Findings at a node or position, in a function with `struct pg__sctx *s` in scope. */
+#define PG__ERR(node, rule, ...) \
+  pg__cfind(s->x, PG_SEV_ERROR, (node)->line, (node)->column, (rule), __VA_ARGS__)
+#define PG__ERR_AT(line, col, rule, ...) \
+  pg__cfind(s->x, PG_SEV_ERROR, (line), (col), (rule), __VA_ARGS__)
+#define PG__WARN(node, ...) \
+  pg__cfind(s->x, PG_SEV_WARNING, (node)->line, (node)->column, 0, __VA_ARGS__)
+
+static inline const char *pg__ykind_name(const struct pg__ynode *n) {
+  return n->kind == PG__Y_SCALAR ? "a scalar" : n->kind == PG__Y_SEQ ? "a sequence" : "a mapping";
+}
+
+/* A YAML null: absent, empty, ~ or null. */
+static inline int pg__ynull(const struct pg__ynode *n) {
+  if (!n) return 1;
+  if (n->kind != PG__Y_SCALAR || !n->plain) return 0;
+  return n->len == 0 || strcmp(n->value, "~") == 0 || strcmp(n->value, "null") == 0 ||
+         strcmp(n->value, "Null") == 0 || strcmp(n->value, "NULL") == 0;
+}
+
+/* Column of the first character of a scalar's text (after an opening quote). */
+static inline int pg__ytext_column(const struct pg__ynode *n) {
+  return n->column + (n->quoted ? 1 : 0);
+}
+
+/* contract_nodes.c: reading nodes. Each reports its own finding and returns 0 (or
+ * NULL) when the node is not what the schema wants; allocation failures set
+ * s->x->oom. `what` names the node in messages ("the dtype of input 'q'"). */
+const struct pg__ynode *pg__ymap_get(const struct pg__ynode *map, const char *key);
+char *pg__sdup(struct pg__sctx *s, const char *v);
+void *pg__scalloc(struct pg__sctx *s, size_t n, size_t size);
+/* Warns about every key of map that is neither allowed nor a known pypto key (kid
+ * indexes [skip_from, skip_to) excepted), suggesting the allowed key a typo meant. */
+void pg__check_keys_skip(struct pg__sctx *s, const struct pg__ynode *map,
+                         const char *const *allowed, const char *what, int skip_from,
+                         int skip_to);
+void pg__check_keys(struct pg__sctx *s, const struct pg__ynode *map,
+                    const char *const *allowed, const char *what);
+/* '(' minus ')' in v. */
+int pg__paren_balance(const char *v);
+/* A flow mapping value YAML split at commas inside parentheses, joined back (owned),
+ * with the consumed kid range in [*from, *to); NULL when there is nothing to join. */
+char *pg__rejoin_flow_split(struct pg__sctx *s, const struct pg__ynode *map, const char *key,
+                            int *from, int *to);
+int pg__want(struct pg__sctx *s, const struct pg__ynode *n, enum pg__ynode_kind kind,
+             const char *what);
+int pg__get_str(struct pg__sctx *s, const struct pg__ynode *n, const char *what, char **out);
+int pg__get_int(struct pg__sctx *s, const struct pg__ynode *n, const char *what, int64_t *out);
+int pg__get_num(struct pg__sctx *s, const struct pg__ynode *n, const char *what, double *out);
+int pg__valid_name(const char *v);       /* [A-Za-z0-9_.-]+ */
+int pg__valid_identifier(const char *v); /* a C identifier */
+/* Rule 7: names become file and test names. */
+void pg__check_name(struct pg__sctx *s, const struct pg__ynode *n, const char *what,
+                    const char *name);
+/* The required `name` key of map into *out (owned), checked. */
+int pg__get_name(struct pg__sctx *s, const struct pg__ynode *map, const char *what, char **out);
+/* A sequence's entry count, capped at PG__CONTRACT_MAX_LIST (0 on a finding). */
+int pg__list_len(struct pg__sctx *s, const struct pg__ynode *n, const char *what);
+
+/* contract_decls.c: a list of tensor declarations of one kind, with their shapes. */
+enum pg__decl_kind { PG__D_PRIMARY, PG__D_INPUT, PG__D_OUTPUT, PG__D_FINAL };
+void pg__parse_decls(struct pg__sctx *s, const struct pg__ynode *n, enum pg__decl_kind kind,
+                     const char *list_what, const char *prefix, const char *suffix,
+                     struct pg_tensor_decl **out, int *n_out);
 
 #endif

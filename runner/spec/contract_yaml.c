@@ -19,7 +19,7 @@
 #include <yaml.h>
 
 #include "spec/contract_internal.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 /* ------------------------------------------------------------------ findings */
 
@@ -233,6 +233,158 @@ static int is_default_tag(const yaml_char_t *tag) {
   return !tag || strcmp((const char *)tag, "!") == 0;
 }
 
+/* The tree being built from parser events: the open containers (with the anchors
+ * they will register when they close) and the anchors registered so far. */
+struct ybuild {
+  struct pg__cctx *x;
+  struct pg__ynode *stack[PG__YAML_MAX_DEPTH];
+  char *stack_anchor[PG__YAML_MAX_DEPTH];
+  int depth, docs;
+  struct anchor *anchors;
+  int n_anchors, cap_anchors;
+};
+
+/* A new scalar, sequence or mapping node from its start event; *anchor is its anchor. */
+static int new_node(struct ybuild *b, const yaml_event_t *ev, int line, int column,
+                    struct pg__ynode **out, const yaml_char_t **anchor) {
+  struct pg__cctx *x = b->x;
+  if (x->n_nodes >= PG__YAML_MAX_NODES) {
+    pg__cfind(x, PG_SEV_ERROR, line, column, 8,
+              "the document has more than %d nodes; a contract is far smaller",
+              PG__YAML_MAX_NODES);
+    return PG_EPARSE;
+  }
+  enum pg__ynode_kind kind = ev->type == YAML_SCALAR_EVENT         ? PG__Y_SCALAR
+                             : ev->type == YAML_SEQUENCE_START_EVENT ? PG__Y_SEQ
+                                                                     : PG__Y_MAP;
+  struct pg__ynode *node = *out = node_new(x, kind, ev->start_mark);
+  if (!node) return PG_ENOMEM;
+  if (kind == PG__Y_SCALAR) {
+    node->len = ev->data.scalar.length;
+    node->value = arena_alloc(x, node->len + 1);
+    if (!node->value) return PG_ENOMEM;
+    memcpy(node->value, ev->data.scalar.value, node->len);
+    node->value[node->len] = '\0';
+    node->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+                  is_default_tag(ev->data.scalar.tag);
+    node->quoted = ev->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+                   ev->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+    node->single_line = ev->start_mark.line == ev->end_mark.line;
+    *anchor = ev->data.scalar.anchor;
+  } else if (kind == PG__Y_SEQ) {
+    node->flow = ev->data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE;
+    *anchor = ev->data.sequence_start.anchor;
+  } else {
+    node->flow = ev->data.mapping_start.style == YAML_FLOW_MAPPING_STYLE;
+    *anchor = ev->data.mapping_start.anchor;
+  }
+  return PG_OK;
+}
+
+/* A node event (scalar, alias, or the start of a container): the node, attached to the
+ * open container (or made the root); a container is pushed, its anchor kept until it
+ * closes (no self-reference). */
+static int on_node(struct ybuild *b, const yaml_event_t *ev, int line, int column,
+                   struct pg__ynode **node, const yaml_char_t **anchor) {
+  struct pg__cctx *x = b->x;
+  if (ev->type == YAML_ALIAS_EVENT) {
+    for (int i = b->n_anchors - 1; i >= 0 && !*node; i--)
+      if (strcmp(b->anchors[i].name, (const char *)ev->data.alias.anchor) == 0)
+        *node = b->anchors[i].node;
+    if (!*node) {
+      pg__cfind(x, PG_SEV_ERROR, line, column, 8, "alias '*%s' names no earlier complete anchor",
+                ev->data.alias.anchor);
+      return PG_EPARSE;
+    }
+  } else {
+    PG_RETURN_IF_ERROR(new_node(b, ev, line, column, node, anchor));
+  }
+  if (b->depth > 0) {
+    if (node_add_kid(x, b->stack[b->depth - 1], *node) != PG_OK) return PG_ENOMEM;
+  } else {
+    x->root = *node;
+  }
+  if (ev->type != YAML_SEQUENCE_START_EVENT && ev->type != YAML_MAPPING_START_EVENT) return PG_OK;
+  if (b->depth == PG__YAML_MAX_DEPTH) {
+    pg__cfind(x, PG_SEV_ERROR, line, column, 8, "the document is nested more than %d levels deep",
+              PG__YAML_MAX_DEPTH);
+    return PG_EPARSE;
+  }
+  b->stack_anchor[b->depth] = NULL;
+  if (*anchor && !(b->stack_anchor[b->depth] = strdup((const char *)*anchor))) return PG_ENOMEM;
+  b->stack[b->depth++] = *node;
+  *anchor = NULL; /* registered when the container closes: no self-reference */
+  return PG_OK;
+}
+
+/* The end of a container: its expanded weight (alias bombs), duplicate keys. */
+static int on_close(struct ybuild *b, struct pg__ynode **out, const yaml_char_t **anchor) {
+  struct pg__ynode *node = *out = b->stack[--b->depth];
+  *anchor = (const yaml_char_t *)b->stack_anchor[b->depth];
+  uint64_t w = 1;
+  for (int i = 0; i < node->n_kids; i++) {
+    w += node->kids[i]->weight;
+    if (w > PG__YAML_MAX_EXPANDED) break;
+  }
+  node->weight = w;
+  if (w > PG__YAML_MAX_EXPANDED) {
+    pg__cfind(b->x, PG_SEV_ERROR, node->line, node->column, 8,
+              "aliases expand the document to more than %d nodes", PG__YAML_MAX_EXPANDED);
+    return PG_EPARSE;
+  }
+  if (node->kind == PG__Y_MAP && check_duplicate_keys(b->x, node) != PG_OK) return PG_ENOMEM;
+  return PG_OK;
+}
+
+/* A completed node with an anchor becomes referable. */
+static int add_anchor(struct ybuild *b, int line, int column, const yaml_char_t *anchor,
+                      struct pg__ynode *node) {
+  if (b->n_anchors == MAX_ANCHORS) {
+    pg__cfind(b->x, PG_SEV_ERROR, line, column, 8, "more than %d YAML anchors", MAX_ANCHORS);
+    return PG_EPARSE;
+  }
+  if (b->n_anchors == b->cap_anchors) {
+    int cap = b->cap_anchors ? b->cap_anchors * 2 : 8;
+    struct anchor *a = realloc(b->anchors, (size_t)cap * sizeof *a);
+    if (!a) return PG_ENOMEM;
+    b->anchors = a;
+    b->cap_anchors = cap;
+  }
+  char *name = strdup((const char *)anchor);
+  if (!name) return PG_ENOMEM;
+  b->anchors[b->n_anchors++] = (struct anchor){name, node};
+  return PG_OK;
+}
+
+/* One parser event into the tree; *done at the end of the stream. */
+static int on_event(struct ybuild *b, const yaml_event_t *ev, int *done) {
+  int line = (int)ev->start_mark.line + 1, column = (int)ev->start_mark.column + 1;
+  struct pg__ynode *node = NULL;
+  const yaml_char_t *anchor = NULL;
+  int rc = PG_OK;
+  switch (ev->type) {
+    case YAML_STREAM_END_EVENT: *done = 1; break;
+    case YAML_DOCUMENT_START_EVENT:
+      if (++b->docs > 1) {
+        pg__cfind(b->x, PG_SEV_ERROR, line, column, 8,
+                  "a second YAML document; the contract must be a single document");
+        rc = PG_EPARSE;
+      }
+      break;
+    case YAML_SCALAR_EVENT:
+    case YAML_SEQUENCE_START_EVENT:
+    case YAML_MAPPING_START_EVENT:
+    case YAML_ALIAS_EVENT: rc = on_node(b, ev, line, column, &node, &anchor); break;
+    case YAML_SEQUENCE_END_EVENT:
+    case YAML_MAPPING_END_EVENT: rc = on_close(b, &node, &anchor); break;
+    default: break;
+  }
+  if (rc == PG_OK && anchor && node) rc = add_anchor(b, line, column, anchor, node);
+  if (ev->type == YAML_SEQUENCE_END_EVENT || ev->type == YAML_MAPPING_END_EVENT)
+    free(b->stack_anchor[b->depth]);
+  return rc;
+}
+
 int pg__yaml_build(struct pg__cctx *x, const char *data, size_t size) {
   yaml_parser_t parser;
   if (!yaml_parser_initialize(&parser)) {
@@ -240,13 +392,10 @@ int pg__yaml_build(struct pg__cctx *x, const char *data, size_t size) {
     return PG_ENOMEM;
   }
   yaml_parser_set_input_string(&parser, (const unsigned char *)data, size);
-
-  struct pg__ynode *stack[PG__YAML_MAX_DEPTH];
-  char *stack_anchor[PG__YAML_MAX_DEPTH];
-  int depth = 0, docs = 0, done = 0, rc = PG_OK;
-  struct anchor *anchors = NULL;
-  int n_anchors = 0, cap_anchors = 0;
-
+  struct ybuild bs, *b = &bs;
+  memset(b, 0, sizeof *b);
+  b->x = x;
+  int done = 0, rc = PG_OK;
   while (!done && rc == PG_OK) {
     yaml_event_t ev;
     if (!yaml_parser_parse(&parser, &ev)) {
@@ -254,147 +403,12 @@ int pg__yaml_build(struct pg__cctx *x, const char *data, size_t size) {
       rc = x->oom ? PG_ENOMEM : PG_EPARSE;
       break;
     }
-    int line = (int)ev.start_mark.line + 1, column = (int)ev.start_mark.column + 1;
-    struct pg__ynode *node = NULL;
-    const yaml_char_t *anchor = NULL;
-    switch (ev.type) {
-      case YAML_STREAM_END_EVENT: done = 1; break;
-      case YAML_DOCUMENT_START_EVENT:
-        if (++docs > 1) {
-          pg__cfind(x, PG_SEV_ERROR, line, column, 8,
-                    "a second YAML document; the contract must be a single document");
-          rc = PG_EPARSE;
-        }
-        break;
-      case YAML_SCALAR_EVENT:
-      case YAML_SEQUENCE_START_EVENT:
-      case YAML_MAPPING_START_EVENT:
-      case YAML_ALIAS_EVENT: {
-        if (ev.type == YAML_ALIAS_EVENT) {
-          for (int i = n_anchors - 1; i >= 0 && !node; i--)
-            if (strcmp(anchors[i].name, (const char *)ev.data.alias.anchor) == 0)
-              node = anchors[i].node;
-          if (!node) {
-            pg__cfind(x, PG_SEV_ERROR, line, column, 8,
-                      "alias '*%s' names no earlier complete anchor", ev.data.alias.anchor);
-            rc = PG_EPARSE;
-            break;
-          }
-        } else {
-          if (x->n_nodes >= PG__YAML_MAX_NODES) {
-            pg__cfind(x, PG_SEV_ERROR, line, column, 8,
-                      "the document has more than %d nodes; a contract is far smaller",
-                      PG__YAML_MAX_NODES);
-            rc = PG_EPARSE;
-            break;
-          }
-          enum pg__ynode_kind kind = ev.type == YAML_SCALAR_EVENT         ? PG__Y_SCALAR
-                                     : ev.type == YAML_SEQUENCE_START_EVENT ? PG__Y_SEQ
-                                                                            : PG__Y_MAP;
-          node = node_new(x, kind, ev.start_mark);
-          if (!node) {
-            rc = PG_ENOMEM;
-            break;
-          }
-          if (kind == PG__Y_SCALAR) {
-            node->len = ev.data.scalar.length;
-            node->value = arena_alloc(x, node->len + 1);
-            if (!node->value) {
-              rc = PG_ENOMEM;
-              break;
-            }
-            memcpy(node->value, ev.data.scalar.value, node->len);
-            node->value[node->len] = '\0';
-            node->plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-                          is_default_tag(ev.data.scalar.tag);
-            node->quoted = ev.data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
-                           ev.data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
-            node->single_line = ev.start_mark.line == ev.end_mark.line;
-            anchor = ev.data.scalar.anchor;
-          } else if (kind == PG__Y_SEQ) {
-            node->flow = ev.data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE;
-            anchor = ev.data.sequence_start.anchor;
-          } else {
-            node->flow = ev.data.mapping_start.style == YAML_FLOW_MAPPING_STYLE;
-            anchor = ev.data.mapping_start.anchor;
-          }
-        }
-        /* attach to the open container, or make it the root */
-        if (depth > 0) {
-          if (node_add_kid(x, stack[depth - 1], node) != PG_OK) {
-            rc = PG_ENOMEM;
-            break;
-          }
-        } else {
-          x->root = node;
-        }
-        if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
-          if (depth == PG__YAML_MAX_DEPTH) {
-            pg__cfind(x, PG_SEV_ERROR, line, column, 8,
-                      "the document is nested more than %d levels deep", PG__YAML_MAX_DEPTH);
-            rc = PG_EPARSE;
-            break;
-          }
-          stack_anchor[depth] = NULL;
-          if (anchor && !(stack_anchor[depth] = strdup((const char *)anchor))) {
-            rc = PG_ENOMEM;
-            break;
-          }
-          stack[depth++] = node;
-          anchor = NULL; /* registered when the container closes: no self-reference */
-        }
-        break;
-      }
-      case YAML_SEQUENCE_END_EVENT:
-      case YAML_MAPPING_END_EVENT: {
-        node = stack[--depth];
-        anchor = (const yaml_char_t *)stack_anchor[depth];
-        uint64_t w = 1;
-        for (int i = 0; i < node->n_kids; i++) {
-          w += node->kids[i]->weight;
-          if (w > PG__YAML_MAX_EXPANDED) break;
-        }
-        node->weight = w;
-        if (w > PG__YAML_MAX_EXPANDED) {
-          pg__cfind(x, PG_SEV_ERROR, node->line, node->column, 8,
-                    "aliases expand the document to more than %d nodes", PG__YAML_MAX_EXPANDED);
-          rc = PG_EPARSE;
-        } else if (node->kind == PG__Y_MAP && check_duplicate_keys(x, node) != PG_OK) {
-          rc = PG_ENOMEM;
-        }
-        break;
-      }
-      default: break;
-    }
-    /* A completed node with an anchor becomes referable. */
-    if (rc == PG_OK && anchor && node) {
-      if (n_anchors == MAX_ANCHORS) {
-        pg__cfind(x, PG_SEV_ERROR, line, column, 8, "more than %d YAML anchors", MAX_ANCHORS);
-        rc = PG_EPARSE;
-      } else {
-        if (n_anchors == cap_anchors) {
-          int cap = cap_anchors ? cap_anchors * 2 : 8;
-          struct anchor *a = realloc(anchors, (size_t)cap * sizeof *a);
-          if (!a) rc = PG_ENOMEM;
-          else {
-            anchors = a;
-            cap_anchors = cap;
-          }
-        }
-        if (rc == PG_OK) {
-          char *name = strdup((const char *)anchor);
-          if (!name) rc = PG_ENOMEM;
-          else anchors[n_anchors++] = (struct anchor){name, node};
-        }
-      }
-    }
-    if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT)
-      free(stack_anchor[depth]);
+    rc = on_event(b, &ev, &done);
     yaml_event_delete(&ev);
   }
-  for (int i = 0; i < depth; i++) free(stack_anchor[i]);
-  for (int i = 0; i < n_anchors; i++) free(anchors[i].name);
-  free(anchors);
+  for (int i = 0; i < b->depth; i++) free(b->stack_anchor[i]);
+  for (int i = 0; i < b->n_anchors; i++) free(b->anchors[i].name);
+  free(b->anchors);
   yaml_parser_delete(&parser);
   if (rc == PG_ENOMEM) x->oom = 1;
   if (rc != PG_OK) x->root = NULL;

@@ -28,20 +28,20 @@ struct scan {
   int line;
   size_t line_start;
   int max_depth, max_nodes;
-  struct pg__json_pos *p;
-  struct pg__json_fail *fail;
+  struct pg_json_pos *p;
+  struct pg_json_fail *fail;
 };
 
-void pg__json_pos_init(struct pg__json_pos *p) { memset(p, 0, sizeof *p); }
+void pg_json_pos_init(struct pg_json_pos *p) { memset(p, 0, sizeof *p); }
 
-void pg__json_pos_reset(struct pg__json_pos *p) {
+void pg_json_pos_reset(struct pg_json_pos *p) {
   if (!p) return;
   free(p->nodes);
   free(p->keys);
   memset(p, 0, sizeof *p);
 }
 
-void pg__json_linecol(const char *data, size_t size, size_t offset, int *line, int *col) {
+void pg_json_linecol(const char *data, size_t size, size_t offset, int *line, int *col) {
   int l = 1;
   size_t start = 0;
   if (offset > size) offset = size;
@@ -75,14 +75,14 @@ static void describe(const struct scan *sc, size_t off, char *buf, size_t size) 
 __attribute__((format(printf, 4, 5)))
 #endif
 static int fail_at(struct scan *sc, int rc, size_t off, const char *fmt, ...) {
-  struct pg__json_fail *f = sc->fail;
+  struct pg_json_fail *f = sc->fail;
   if (!f) return rc;
   f->offset = off;
   if (off >= sc->line_start) {
     f->line = sc->line;
     f->col = (int)(off - sc->line_start) + 1;
   } else {
-    pg__json_linecol(sc->s, sc->n, off, &f->line, &f->col);
+    pg_json_linecol(sc->s, sc->n, off, &f->line, &f->col);
   }
   va_list ap;
   va_start(ap, fmt);
@@ -108,8 +108,8 @@ static int peek(const struct scan *sc) {
   return sc->i < sc->n ? (unsigned char)sc->s[sc->i] : -1;
 }
 
-static int new_node(struct scan *sc, enum pg__jtype type, int parent, int *out) {
-  struct pg__json_pos *p = sc->p;
+static int new_node(struct scan *sc, enum pg_json_type type, int parent, int *out) {
+  struct pg_json_pos *p = sc->p;
   if (p->n >= sc->max_nodes) {
     sc->fail->is_limit = 1;
     return fail_at(sc, PG_ELIMIT, sc->i, "more than %d JSON values", sc->max_nodes);
@@ -117,12 +117,12 @@ static int new_node(struct scan *sc, enum pg__jtype type, int parent, int *out) 
   if (p->n == p->cap) {
     int cap = p->cap ? p->cap * 2 : 64;
     if (cap > sc->max_nodes) cap = sc->max_nodes;
-    struct pg__jnode *nodes = realloc(p->nodes, (size_t)cap * sizeof *nodes);
+    struct pg_json_node *nodes = realloc(p->nodes, (size_t)cap * sizeof *nodes);
     if (!nodes) return fail_at(sc, PG_ENOMEM, sc->i, "out of memory");
     p->nodes = nodes;
     p->cap = cap;
   }
-  struct pg__jnode *nd = &p->nodes[p->n];
+  struct pg_json_node *nd = &p->nodes[p->n];
   memset(nd, 0, sizeof *nd);
   nd->type = type;
   nd->parent = parent;
@@ -135,7 +135,7 @@ static int new_node(struct scan *sc, enum pg__jtype type, int parent, int *out) 
 }
 
 static int key_put(struct scan *sc, const char *bytes, size_t len) {
-  struct pg__json_pos *p = sc->p;
+  struct pg_json_pos *p = sc->p;
   if (p->keys_len + len > p->keys_cap) {
     size_t cap = p->keys_cap ? p->keys_cap : 256;
     while (cap < p->keys_len + len) cap *= 2;
@@ -376,7 +376,7 @@ static int key_ref_cmp(const void *a, const void *b) {
 }
 
 static int mark_duplicates(struct scan *sc, int obj) {
-  struct pg__json_pos *p = sc->p;
+  struct pg_json_pos *p = sc->p;
   int m = p->nodes[obj].n_children;
   if (m < 2) return PG_OK;
   if (m <= 16) {
@@ -412,7 +412,7 @@ static int mark_duplicates(struct scan *sc, int obj) {
 
 static int scan_value(struct scan *sc, int depth, int parent, int *out);
 
-static void link_child(struct pg__json_pos *p, int parent, int *last, int child) {
+static void link_child(struct pg_json_pos *p, int parent, int *last, int child) {
   if (*last < 0) p->nodes[parent].first_child = child;
   else p->nodes[*last].next_sibling = child;
   *last = child;
@@ -484,7 +484,7 @@ static int scan_object(struct scan *sc, int depth, int self) {
     skip_ws(sc);
     int child;
     PG_RETURN_IF_ERROR(scan_value(sc, depth, self, &child));
-    struct pg__jnode *cn = &sc->p->nodes[child];
+    struct pg_json_node *cn = &sc->p->nodes[child];
     cn->key_line = key_line;
     cn->key_col = key_col;
     cn->key_off = (unsigned)key_off;
@@ -517,25 +517,25 @@ static int scan_value(struct scan *sc, int depth, int parent, int *out) {
       sc->fail->is_limit = 1;
       return fail_at(sc, PG_EPARSE, sc->i, "nesting deeper than %d levels", sc->max_depth);
     }
-    PG_RETURN_IF_ERROR(new_node(sc, c == '{' ? PG__J_OBJECT : PG__J_ARRAY, parent, &self));
+    PG_RETURN_IF_ERROR(new_node(sc, c == '{' ? PG_JSON_OBJECT : PG_JSON_ARRAY, parent, &self));
     int rc = c == '{' ? scan_object(sc, depth + 1, self) : scan_array(sc, depth + 1, self);
     if (rc != PG_OK) return rc;
   } else if (c == '"') {
-    PG_RETURN_IF_ERROR(new_node(sc, PG__J_STRING, parent, &self));
+    PG_RETURN_IF_ERROR(new_node(sc, PG_JSON_STRING, parent, &self));
     size_t str_off = 0;
     PG_RETURN_IF_ERROR(scan_string(sc, &str_off));
     sc->p->nodes[self].str_off = (unsigned)str_off;
   } else if (c == '-' || is_digit(c)) {
-    PG_RETURN_IF_ERROR(new_node(sc, PG__J_NUMBER, parent, &self));
+    PG_RETURN_IF_ERROR(new_node(sc, PG_JSON_NUMBER, parent, &self));
     PG_RETURN_IF_ERROR(scan_number(sc));
   } else if (c >= 0 && is_word(c)) {
     size_t start = sc->i, e = sc->i;
     while (e < sc->n && is_word((unsigned char)sc->s[e])) e++;
     size_t len = e - start;
-    enum pg__jtype t;
-    if (len == 4 && memcmp(sc->s + start, "true", 4) == 0) t = PG__J_TRUE;
-    else if (len == 5 && memcmp(sc->s + start, "false", 5) == 0) t = PG__J_FALSE;
-    else if (len == 4 && memcmp(sc->s + start, "null", 4) == 0) t = PG__J_NULL;
+    enum pg_json_type t;
+    if (len == 4 && memcmp(sc->s + start, "true", 4) == 0) t = PG_JSON_TRUE;
+    else if (len == 5 && memcmp(sc->s + start, "false", 5) == 0) t = PG_JSON_FALSE;
+    else if (len == 4 && memcmp(sc->s + start, "null", 4) == 0) t = PG_JSON_NULL;
     else {
       char tok[48];
       token_text(sc, start, tok, sizeof tok);
@@ -568,10 +568,10 @@ static void prefault(void *ptr, size_t bytes) {
 #endif
 }
 
-int pg__json_pos_scan(const char *data, size_t size, const struct pg__json_limits *limits,
-                      struct pg__json_pos *p, struct pg__json_fail *fail) {
-  struct pg__json_fail scratch;
-  pg__json_pos_init(p);
+int pg_json_pos_scan(const char *data, size_t size, const struct pg_json_limits *limits,
+                      struct pg_json_pos *p, struct pg_json_fail *fail) {
+  struct pg_json_fail scratch;
+  pg_json_pos_init(p);
   struct scan sc = {data, size, 0, 1, 0, DEFAULT_MAX_DEPTH, DEFAULT_MAX_NODES, p,
                     fail ? fail : &scratch};
   if (limits && limits->max_depth > 0) sc.max_depth = limits->max_depth;
@@ -626,25 +626,25 @@ int pg__json_pos_scan(const char *data, size_t size, const struct pg__json_limit
       }
     }
   }
-  if (rc != PG_OK) pg__json_pos_reset(p);
+  if (rc != PG_OK) pg_json_pos_reset(p);
   return rc;
 }
 
-const char *pg__json_pos_key(const struct pg__json_pos *p, int node) {
+const char *pg_json_pos_key(const struct pg_json_pos *p, int node) {
   if (!p || node < 0 || node >= p->n || p->nodes[node].parent < 0) return NULL;
-  if (p->nodes[p->nodes[node].parent].type != PG__J_OBJECT) return NULL;
+  if (p->nodes[p->nodes[node].parent].type != PG_JSON_OBJECT) return NULL;
   return p->keys + p->nodes[node].key_off;
 }
 
-const char *pg__json_pos_string(const struct pg__json_pos *p, int node) {
-  if (!p || node < 0 || node >= p->n || p->nodes[node].type != PG__J_STRING) return NULL;
+const char *pg_json_pos_string(const struct pg_json_pos *p, int node) {
+  if (!p || node < 0 || node >= p->n || p->nodes[node].type != PG_JSON_STRING) return NULL;
   return p->keys + p->nodes[node].str_off;
 }
 
-double pg__json_pos_number(const struct pg__json_pos *p, int node) {
-  if (!p || !p->src || node < 0 || node >= p->n || p->nodes[node].type != PG__J_NUMBER)
+double pg_json_pos_number(const struct pg_json_pos *p, int node) {
+  if (!p || !p->src || node < 0 || node >= p->n || p->nodes[node].type != PG_JSON_NUMBER)
     return 0;
-  const struct pg__jnode *nd = &p->nodes[node];
+  const struct pg_json_node *nd = &p->nodes[node];
   const char *t = p->src + nd->off;
   size_t len = nd->len;
   /* Clinger's fast path: with at most 15 significant digits the digits are exact in
@@ -689,21 +689,21 @@ double pg__json_pos_number(const struct pg__json_pos *p, int node) {
   return strtod(buf, NULL);
 }
 
-int pg__json_pos_member(const struct pg__json_pos *p, int node, const char *key) {
-  if (!p || node < 0 || node >= p->n || p->nodes[node].type != PG__J_OBJECT) return -1;
+int pg_json_pos_member(const struct pg_json_pos *p, int node, const char *key) {
+  if (!p || node < 0 || node >= p->n || p->nodes[node].type != PG_JSON_OBJECT) return -1;
   for (int c = p->nodes[node].first_child; c >= 0; c = p->nodes[c].next_sibling)
     if (strcmp(p->keys + p->nodes[c].key_off, key) == 0) return c;
   return -1;
 }
 
-int pg__json_pos_element(const struct pg__json_pos *p, int node, int i) {
+int pg_json_pos_element(const struct pg_json_pos *p, int node, int i) {
   if (!p || node < 0 || node >= p->n || i < 0) return -1;
   int c = p->nodes[node].first_child;
   while (c >= 0 && i-- > 0) c = p->nodes[c].next_sibling;
   return c;
 }
 
-int pg__json_pos_find(const struct pg__json_pos *p, const char *path) {
+int pg_json_pos_find(const struct pg_json_pos *p, const char *path) {
   if (!p || p->n == 0 || !path) return -1;
   int node = 0;
   const char *s = path;
@@ -712,8 +712,8 @@ int pg__json_pos_find(const struct pg__json_pos *p, const char *path) {
       char *end;
       long i = strtol(s + 1, &end, 10);
       if (end == s + 1 || *end != ']' || i < 0 || i > 0x7fffffff) return -1;
-      if (p->nodes[node].type != PG__J_ARRAY) return -1;
-      node = pg__json_pos_element(p, node, (int)i);
+      if (p->nodes[node].type != PG_JSON_ARRAY) return -1;
+      node = pg_json_pos_element(p, node, (int)i);
       s = end + 1;
     } else {
       if (*s == '.') s++;
@@ -722,7 +722,7 @@ int pg__json_pos_find(const struct pg__json_pos *p, const char *path) {
       char key[256];
       memcpy(key, s, len);
       key[len] = '\0';
-      node = pg__json_pos_member(p, node, key);
+      node = pg_json_pos_member(p, node, key);
       s += len;
     }
     if (node < 0) return -1;

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 #include "base/base.h"
 
 int pg_op_dir_resolve(const char *dir, char *contract_path, size_t contract_size,

@@ -1,11 +1,200 @@
-/* phasegate runner — the spec room (DESIGN.md §2): the contract and suite model and
- * their loaders (contract_yaml.c + contract_schema.c, suite_json.c), op directory
- * resolution, and the strict position-recording JSON scanner the suite loader and the
- * report merger share. Never generates data. */
+/* phasegate runner — the spec room (DESIGN.md §2): the op specification, contract
+ * (module_interfaces.yaml, §3) and suite (adversarial_suite.json, §4), as plain data;
+ * their loaders (contract_yaml.c + contract_schema.c, suite_json.c), the diagnostics
+ * list the loaders fill, op directory resolution, dim binding and declared shapes for
+ * a case, and the strict position-recording JSON scanner (json_pos.h) the suite loader
+ * and the report merger share. Never generates data.
+ *
+ * The module graph inside a contract is goldens/' vocabulary (phasegate/op_graph.h).
+ * Every string is owned by the struct that holds it and freed by pg_contract_reset()
+ * / pg_suite_reset().
+ */
 #ifndef PHASEGATE_RUNNER_SPEC_H
 #define PHASEGATE_RUNNER_SPEC_H
 
-#include "phasegate/spec.h"
+#include <stddef.h>
+#include <stdint.h>
+
+#include "phasegate/error.h"
+#include "phasegate/op_graph.h"
+#include "phasegate/tensor.h"
 #include "spec/json_pos.h"
 
+#ifdef __cplusplus
+extern "C" {
 #endif
+
+/* ---------------------------------------------------------------- diagnostics */
+
+enum pg_severity { PG_SEV_NOTE = 0, PG_SEV_WARNING = 1, PG_SEV_ERROR = 2 };
+
+struct pg_diag {
+  enum pg_severity severity;
+  char *file;    /* owned */
+  int line, column;
+  char *message; /* owned; without the "file:line:col: error: " prefix */
+  char *rule;    /* owned or NULL: "rule 2", "syntax", … printed as " (rule 2)" */
+};
+
+/* An append-only list of findings: loaders report every finding, not only the first. */
+struct pg_diags {
+  struct pg_diag *items;
+  int count, capacity;
+  int n_errors, n_warnings;
+};
+
+void pg_diags_init(struct pg_diags *d);
+void pg_diags_reset(struct pg_diags *d);
+/* Appends a finding. Returns PG_OK or PG_ENOMEM (the list then stays valid). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 7, 8)))
+#endif
+int pg_diags_add(struct pg_diags *d, enum pg_severity sev, const char *file, int line,
+                 int column, const char *rule, const char *fmt, ...);
+/* Formats one finding as "file:line:col: error: message (rule)" into buf. */
+void pg_diag_format(const struct pg_diag *diag, char *buf, size_t size);
+/* Adds an error finding to the struct pg_diags `diags` points to: the shape of
+ * goldens/' pg_golden_finding_cb, so pg_goldens_validate(g, pg_diags_add_finding, &d)
+ * reports into d. Returns PG_OK or PG_ENOMEM. */
+int pg_diags_add_finding(void *diags, const char *file, int line, int column, const char *rule,
+                         const char *message);
+
+/* ---------------------------------------------------------------- contract */
+
+/* The contract: the module graph goldens/ composes (path as given to the loader, `op`
+ * or `op_name`, `dims:` defaults, primary inputs, modules, final outputs, the op-level
+ * golden), reachable member by member (c->modules) or as one struct for goldens/
+ * (&c->graph), plus what only the runner uses. */
+struct pg_contract {
+  union {
+    struct {
+      PG_OP_GRAPH_MEMBERS
+    };
+    struct pg_op_graph graph;
+  };
+  int schema_version;            /* 0 when absent */
+  struct pg_mark op_mark;
+  int has_tolerance;
+  double atol, rtol;                    /* op default tolerance */
+  /* composition_verification */
+  int has_composition;
+  double comp_atol, comp_rtol;
+  uint64_t *comp_seeds;
+  int n_comp_seeds;
+  struct pg_bindings *comp_shapes;
+  int n_comp_shapes;
+};
+
+void pg_contract_init(struct pg_contract *c);
+void pg_contract_reset(struct pg_contract *c);
+
+/* Loads and validates a contract. Every finding goes to `diags` (which may already
+ * hold findings). Returns PG_OK when no error was found (warnings allowed),
+ * PG_EVALIDATE when the file loaded but broke a rule, PG_EPARSE on YAML syntax errors,
+ * PG_ENOENT/PG_EIO when it cannot be read, PG_ENOMEM. `err` gets the first error line.
+ * On any return, `c` is reset-safe. */
+int pg_contract_load(const char *path, struct pg_contract *c, struct pg_diags *diags,
+                     struct pg_error *err);
+/* Same, from memory; `path` is used in messages only. */
+int pg_contract_load_buffer(const char *path, const char *data, size_t size,
+                            struct pg_contract *c, struct pg_diags *diags,
+                            struct pg_error *err);
+
+/* The module (1-based id) or NULL. */
+const struct pg_module *pg_contract_module(const struct pg_contract *c, int id);
+
+/* Phase suffix "1", "12", …, "12345678910" for phase k into buf. */
+void pg_phase_suffix(int k, char *buf, size_t size);
+
+/* ---------------------------------------------------------------- suite */
+
+struct pg_cancellation_stress {
+  int present;
+  char *target;                  /* a tensor name */
+  char *expression;              /* "a - b" */
+  double relative_gap;
+  uint64_t seed;
+};
+
+struct pg_case {
+  char *id;
+  struct pg_mark mark;           /* of the case object */
+  int index;                     /* position in the cases array */
+  int level;                     /* 1..5 */
+  int precision;                 /* 0: structural only (L1 default), 1: compare values */
+  int has_seed;
+  uint64_t seed;
+  struct pg_bindings shape;      /* dim overrides */
+  struct pg_name_value *dtypes;  /* input/output dtype overrides */
+  int n_dtypes;
+  struct pg_name_value *fills;   /* input fill overrides */
+  int n_fills;
+  int has_atol, has_rtol;
+  double atol, rtol;
+  char *rule;                    /* compare rule override ("allclose", "ulp:2", …) or NULL */
+  int equal_nan;
+  struct pg_cancellation_stress cancellation;
+  char *json;                    /* the case object as written (compact JSON), for exec
+                                    requests and the report's knobs */
+};
+
+struct pg_suite {
+  char *path;
+  char *op;
+  int total_modules;             /* 0 when absent */
+  struct pg_case *cases;
+  int n_cases;
+};
+
+void pg_suite_init(struct pg_suite *s);
+void pg_suite_reset(struct pg_suite *s);
+
+/* Loads a suite and validates it, against `contract` when non-NULL (dims, dtypes,
+ * input names exist; op name and module count agree). Same return and diagnostics
+ * conventions as pg_contract_load. Positions are line:col where the JSON text gives
+ * them; otherwise the message names the JSON path (cases[3].level). */
+int pg_suite_load(const char *path, const struct pg_contract *contract, struct pg_suite *s,
+                  struct pg_diags *diags, struct pg_error *err);
+int pg_suite_load_buffer(const char *path, const char *data, size_t size,
+                         const struct pg_contract *contract, struct pg_suite *s,
+                         struct pg_diags *diags, struct pg_error *err);
+
+/* Finds module_interfaces.yaml and adversarial_suite.json in dir or dir/eval.
+ * Writes absolute-or-as-given paths into the buffers (suite_path may be NULL). */
+int pg_op_dir_resolve(const char *dir, char *contract_path, size_t contract_size,
+                      char *suite_path, size_t suite_size, struct pg_error *err);
+
+/* The CLI's `--op-dir DIR | --contract FILE [--suite FILE]` rule, shared by every
+ * subcommand: an explicit --contract / --suite wins over what --op-dir finds, and the
+ * suite defaults to adversarial_suite.json next to the contract. PG_EINVAL when
+ * neither op_dir nor contract is given, PG_ENOENT when op_dir has no contract. The
+ * suite file is not checked (it may be optional for the caller). */
+int pg_op_paths_resolve(const char *op_dir, const char *contract, const char *suite,
+                        char *contract_path, size_t contract_size, char *suite_path,
+                        size_t suite_size, struct pg_error *err);
+
+
+/* ---------------------------------------------------------------- helpers */
+
+/* pg_graph_boundary of the contract's graph: phase k's boundary output declarations. */
+int pg_contract_boundary(const struct pg_contract *c, int k,
+                         const struct pg_tensor_decl **decls, int max, struct pg_error *err);
+
+/* A case's effective dtype for a declared tensor: the suite override when present,
+ * else the declared dtype. `cs` may be NULL. */
+enum pg_dtype pg_case_dtype(const struct pg_case *cs, const struct pg_tensor_decl *decl);
+
+/* The seed a case uses: its "seed" or a stable hash of its id (0 when cs is NULL). */
+uint64_t pg_case_seed(const struct pg_case *cs);
+
+/* Binds dims: contract defaults <- case "shape" overrides (cs may be NULL). Every dim
+ * that a shape uses must end up bound, else PG_EVALIDATE naming it. On PG_OK `out` is
+ * owned (pg_bindings_reset); on failure it is left empty. A declaration's shape under
+ * the bound dims is pg_decl_shape (phasegate/op_graph.h). */
+int pg_case_bind_dims(const struct pg_contract *c, const struct pg_case *cs,
+                      struct pg_bindings *out, struct pg_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PHASEGATE_RUNNER_SPEC_H */

@@ -1,7 +1,7 @@
 /* phasegate runner — the tensors room (DESIGN.md §2): tensor files (.npy 1.0/2.0/3.0
  * and safetensors; readers never over-read and refuse lies in headers, large files are
- * mmap()ed), Philox, fills and case materialisation (materialize.h). Knows nothing
- * about impls. */
+ * mmap()ed), Philox, fills and one tensor's generation (materialize.h). Knows nothing
+ * about impls, contracts or cases (a case's inputs are run/inputs.h's). */
 #ifndef PHASEGATE_TENSORS_H
 #define PHASEGATE_TENSORS_H
 

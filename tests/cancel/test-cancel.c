@@ -1,5 +1,5 @@
 /* tests/cancel — cancellation_stress for any target a golden step computes with sub,
- * add, matmul, sum or mean (runner/materialize.c). Every share is recomputed here with
+ * add, matmul, sum or mean (runner/run/cancel.c). Every share is recomputed here with
  * a naive double loop, independent of the kernels the generator scores with: the
  * stressed inputs must raise the share of elements with r <= relative_gap far above the
  * plain inputs', the result struct must agree, generation must be bit-identical for any
@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "run/run.h"
 #include "tensors/tensors.h"
 #include "pg_test.h"
 

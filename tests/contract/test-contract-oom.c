@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "pg_oom.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 struct load_ctx {
   const char *name, *text;

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "pg_test.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 static double now(void) {
   struct timespec ts;

@@ -1,5 +1,5 @@
 /* phasegate tests — golden steps, validation, composition and golden plugins
- * (goldens/steps.c, compose.c, plugin.c). Contracts are built by hand and kernels are
+ * (goldens/plan.c, steps.c, compose.c, plugin.c). Contracts are built by hand and kernels are
  * this file's own mini-kernels, so the tests pin the composition machinery itself:
  * wiring, rounding of module outputs to their declared dtype, k < N with later goldens
  * missing, error positions, plugin ABI checks.
@@ -10,6 +10,7 @@
 
 #include "golden_private.h"
 #include "pg_test.h"
+#include "spec/spec.h"
 
 /* ---------------------------------------------------------------- mini kernels */
 
@@ -249,6 +250,31 @@ static void fixture_init(struct fixture *f) {
   c->n_final = 1;
 }
 
+/* Composition with the mini kernels through a plan built from the fixture as it is at
+ * the call (tests change goldens between calls). */
+static int cumulative(struct fixture *f, struct pg_golden_env *env, int k,
+                      const struct pg_tensor *in, int n_in, struct pg_tensor *out, int *n,
+                      struct pg_error *err) {
+  struct pg_golden_plan *plan = NULL;
+  int rc = pg__golden_plan_build_ks(&f->c.graph, &mini_ks, &plan, err);
+  env->plan = plan;
+  if (rc == PG_OK) rc = pg_golden_cumulative(env, k, in, n_in, out, n, err);
+  env->plan = NULL;
+  pg_golden_plan_free(plan);
+  return rc;
+}
+
+static int op_level(struct fixture *f, struct pg_golden_env *env, const struct pg_tensor *in,
+                    int n_in, struct pg_tensor *out, int *n, struct pg_error *err) {
+  struct pg_golden_plan *plan = NULL;
+  int rc = pg__golden_plan_build_ks(&f->c.graph, &mini_ks, &plan, err);
+  env->plan = plan;
+  if (rc == PG_OK) rc = pg_golden_op_level(env, in, n_in, out, n, err);
+  env->plan = NULL;
+  pg_golden_plan_free(plan);
+  return rc;
+}
+
 /* x = [[1, 2, 3], [4, 5, 6]] (float16), w = [[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]] (float32) */
 static void make_inputs(struct pg_tensor in[2]) {
   int64_t xs[2] = {2, 3}, ws[2] = {3, 2};
@@ -377,7 +403,7 @@ PG_TEST(validate_good_contract) {
   set_steps(&f.mods[2].golden, f.s3, m3, 1, 32);
   struct pg_diags d;
   pg_diags_init(&d);
-  int n = pg__goldens_validate_ks(&f.c, &mini_ks, &d);
+  int n = pg__goldens_validate_ks(&f.c.graph, &mini_ks, pg_diags_add_finding, &d);
   if (n != 0) dump_diags(&d);
   PG_CHECK_EQ_INT(0, n);
   pg_diags_reset(&d);
@@ -402,7 +428,7 @@ PG_TEST(validate_findings) {
   set_steps(&f.mods[1].golden, f.s2, m2, 1, 23);
   struct pg_diags d;
   pg_diags_init(&d);
-  int n = pg__goldens_validate_ks(&f.c, &mini_ks, &d);
+  int n = pg__goldens_validate_ks(&f.c.graph, &mini_ks, pg_diags_add_finding, &d);
   dump_diags(&d);
   PG_CHECK(has_diag(&d, 13, 13, "unknown op 'scal'; did you mean 'scale'?"));
   PG_CHECK(has_diag(&d, 14, 13, "mm: inner dimensions differ: 3 vs 2"));
@@ -432,7 +458,7 @@ PG_TEST(validate_unbound_dims_checks_names_only) {
   set_steps(&f.mods[0].golden, s1, m1, 3, 12);
   struct pg_diags d;
   pg_diags_init(&d);
-  int n = pg__goldens_validate_ks(&f.c, &mini_ks, &d);
+  int n = pg__goldens_validate_ks(&f.c.graph, &mini_ks, pg_diags_add_finding, &d);
   dump_diags(&d);
   PG_CHECK_EQ_INT(1, n);
   PG_CHECK(has_diag(&d, 14, 17, "unknown tensor 'nope'"));
@@ -447,11 +473,11 @@ PG_TEST(cumulative_rounds_module_outputs) {
   struct pg_tensor in[2], out[PG_MAX_BOUNDARY_OUTPUTS];
   make_inputs(in);
   init_outs(out);
-  struct pg_golden_env env = {&f.c, &f.c.dims, NULL, 0, 32, NULL, 1};
+  struct pg_golden_env env = {NULL, &f.c.dims, NULL, 0, 32, NULL, 1};
   struct pg_error err;
   int n = 0;
   /* phase 1: y in float16 */
-  int rc = pg__golden_cumulative_ks(&env, &mini_ks, 1, in, 2, out, &n, &err);
+  int rc = cumulative(&f, &env, 1, in, 2, out, &n, &err);
   PG_CHECK_MSG(rc == PG_OK, "%s", err.message);
   PG_CHECK_EQ_INT(1, n);
   PG_CHECK_EQ_STR("y", out[0].name);
@@ -462,7 +488,7 @@ PG_TEST(cumulative_rounds_module_outputs) {
       PG_CHECK_EQ_INT(pg_f32_to_f16(expected_y(i, j)), ((uint16_t *)out[0].dl.data)[i * 2 + j]);
   reset_outs(out);
   /* phase 2: a and b in float32, carrying y's float16 rounding exactly */
-  rc = pg__golden_cumulative_ks(&env, &mini_ks, 2, in, 2, out, &n, &err);
+  rc = cumulative(&f, &env, 2, in, 2, out, &n, &err);
   PG_CHECK_MSG(rc == PG_OK, "%s", err.message);
   PG_CHECK_EQ_INT(2, n);
   PG_CHECK_EQ_STR("a", out[0].name);
@@ -488,10 +514,10 @@ PG_TEST(cumulative_dtype_override_and_fp64) {
   init_outs(out);
   /* the case stores y as float32: no float16 rounding, and fp64 reference */
   struct pg_name_value ov = {"y", "float32", {0, 0}};
-  struct pg_golden_env env = {&f.c, &f.c.dims, &ov, 1, 64, NULL, 1};
+  struct pg_golden_env env = {NULL, &f.c.dims, &ov, 1, 64, NULL, 1};
   struct pg_error err;
   int n = 0;
-  int rc = pg__golden_cumulative_ks(&env, &mini_ks, 1, in, 2, out, &n, &err);
+  int rc = cumulative(&f, &env, 1, in, 2, out, &n, &err);
   PG_CHECK_MSG(rc == PG_OK, "%s", err.message);
   PG_CHECK_EQ_INT(PG_DTYPE_F32, out[0].dtype);
   double want = 0.5 * (1.0 * (double)(0.1f * 1.0f) + 2.0 * (double)(0.1f * 3.0f) +
@@ -508,12 +534,12 @@ PG_TEST(cumulative_k_below_n_with_missing_golden) {
   struct pg_tensor in[2], out[PG_MAX_BOUNDARY_OUTPUTS];
   make_inputs(in);
   init_outs(out);
-  struct pg_golden_env env = {&f.c, &f.c.dims, NULL, 0, 32, NULL, 1};
+  struct pg_golden_env env = {NULL, &f.c.dims, NULL, 0, 32, NULL, 1};
   struct pg_error err;
   int n = 0;
-  PG_CHECK_OK(pg__golden_cumulative_ks(&env, &mini_ks, 2, in, 2, out, &n, &err));
+  PG_CHECK_OK(cumulative(&f, &env, 2, in, 2, out, &n, &err));
   reset_outs(out);
-  int rc = pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err);
+  int rc = cumulative(&f, &env, 3, in, 2, out, &n, &err);
   PG_CHECK_EQ_INT(PG_ENOTFOUND, rc);
   PG_CHECK_EQ_STR("fixture.yaml:28:5: error: module 3 (post) has no golden: a cumulative golden "
                   "through it needs one (steps or {plugin: NAME})", err.message);
@@ -521,7 +547,7 @@ PG_TEST(cumulative_k_below_n_with_missing_golden) {
   /* with a golden for M3, phase 3 works and returns the final output */
   static const char *const m3[] = {"m = act(a, mode=neg)", "z = act(m, mode=relu)"};
   set_steps(&f.mods[2].golden, f.s3, m3, 2, 32);
-  PG_CHECK_OK(pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err));
+  PG_CHECK_OK(cumulative(&f, &env, 3, in, 2, out, &n, &err));
   PG_CHECK_EQ_INT(1, n);
   PG_CHECK_EQ_STR("z", out[0].name);
   PG_CHECK(((float *)out[0].dl.data)[0] == 0.0f); /* relu(-positive) */
@@ -529,7 +555,7 @@ PG_TEST(cumulative_k_below_n_with_missing_golden) {
   /* a runtime kernel error carries the step position */
   static const char *const m3bad[] = {"z = act(a, mode=tanh)"};
   set_steps(&f.mods[2].golden, f.s3, m3bad, 1, 32);
-  rc = pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err);
+  rc = cumulative(&f, &env, 3, in, 2, out, &n, &err);
   PG_CHECK_EQ_INT(PG_EINVAL, rc);
   PG_CHECK_EQ_STR("fixture.yaml:32:13: error: act: mode must be relu or neg, not 'tanh' (golden)",
                   err.message);
@@ -543,19 +569,19 @@ PG_TEST(cumulative_argument_errors) {
   struct pg_tensor in[2], out[PG_MAX_BOUNDARY_OUTPUTS];
   make_inputs(in);
   init_outs(out);
-  struct pg_golden_env env = {&f.c, &f.c.dims, NULL, 0, 32, NULL, 1};
+  struct pg_golden_env env = {NULL, &f.c.dims, NULL, 0, 32, NULL, 1};
   struct pg_error err;
   int n = 0;
-  PG_CHECK_EQ_INT(PG_EINVAL, pg__golden_cumulative_ks(&env, &mini_ks, 0, in, 2, out, &n, &err));
-  PG_CHECK_EQ_INT(PG_EINVAL, pg__golden_cumulative_ks(&env, &mini_ks, 4, in, 2, out, &n, &err));
-  PG_CHECK_EQ_INT(PG_EINVAL, pg__golden_cumulative_ks(&env, &mini_ks, 1, in, 1, out, &n, &err));
+  PG_CHECK_EQ_INT(PG_EINVAL, cumulative(&f, &env, 0, in, 2, out, &n, &err));
+  PG_CHECK_EQ_INT(PG_EINVAL, cumulative(&f, &env, 4, in, 2, out, &n, &err));
+  PG_CHECK_EQ_INT(PG_EINVAL, cumulative(&f, &env, 1, in, 1, out, &n, &err));
   env.precision_bits = 16;
-  PG_CHECK_EQ_INT(PG_EINVAL, pg__golden_cumulative_ks(&env, &mini_ks, 1, in, 2, out, &n, &err));
+  PG_CHECK_EQ_INT(PG_EINVAL, cumulative(&f, &env, 1, in, 2, out, &n, &err));
   /* an output the steps never produce */
   env.precision_bits = 32;
   static const char *const m1[] = {"t = mm(x, w)"};
   set_steps(&f.mods[0].golden, f.s1, m1, 1, 12);
-  PG_CHECK_EQ_INT(PG_ENOTFOUND, pg__golden_cumulative_ks(&env, &mini_ks, 1, in, 2, out, &n, &err));
+  PG_CHECK_EQ_INT(PG_ENOTFOUND, cumulative(&f, &env, 1, in, 2, out, &n, &err));
   PG_CHECK(strstr(err.message, "fixture.yaml:10:7: error: module 1 (proj): the golden does not produce declared output 'y'"));
   pg_tensor_reset(&in[0]);
   pg_tensor_reset(&in[1]);
@@ -573,11 +599,11 @@ PG_TEST(op_level_steps) {
   make_inputs(in);
   init_outs(cum);
   init_outs(ref);
-  struct pg_golden_env env = {&f.c, &f.c.dims, NULL, 0, 32, NULL, 1};
+  struct pg_golden_env env = {NULL, &f.c.dims, NULL, 0, 32, NULL, 1};
   struct pg_error err;
   int nc = 0, nr = 0;
-  PG_CHECK_OK(pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, cum, &nc, &err));
-  int rc = pg__golden_op_level_ks(&env, &mini_ks, in, 2, ref, &nr, &err);
+  PG_CHECK_OK(cumulative(&f, &env, 3, in, 2, cum, &nc, &err));
+  int rc = op_level(&f, &env, in, 2, ref, &nr, &err);
   PG_CHECK_MSG(rc == PG_OK, "%s", err.message);
   PG_CHECK_EQ_INT(1, nr);
   PG_CHECK_EQ_STR("z", ref[0].name);
@@ -587,7 +613,7 @@ PG_TEST(op_level_steps) {
   reset_outs(cum);
   reset_outs(ref);
   f.c.op_golden.kind = PG_GOLDEN_NONE;
-  PG_CHECK_EQ_INT(PG_ENOTFOUND, pg__golden_op_level_ks(&env, &mini_ks, in, 2, ref, &nr, &err));
+  PG_CHECK_EQ_INT(PG_ENOTFOUND, op_level(&f, &env, in, 2, ref, &nr, &err));
   pg_tensor_reset(&in[0]);
   pg_tensor_reset(&in[1]);
 }
@@ -622,12 +648,12 @@ PG_TEST(plugin_goldens) {
   struct pg_tensor in[2], out[PG_MAX_BOUNDARY_OUTPUTS];
   make_inputs(in);
   init_outs(out);
-  struct pg_golden_env env = {&f.c, &f.c.dims, NULL, 0, 32, lib, 1};
+  struct pg_golden_env env = {NULL, &f.c.dims, NULL, 0, 32, lib, 1};
   int n = 0;
   for (int bits = 32; bits <= 64; bits += 32) {
     env.precision_bits = bits;
     plugin_module3(&f, "good_golden");
-    int rc = pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err);
+    int rc = cumulative(&f, &env, 3, in, 2, out, &n, &err);
     PG_CHECK_MSG(rc == PG_OK, "%s", err.message);
     PG_CHECK_EQ_INT(1, n);
     for (int i = 0; i < 2; i++) /* z = 2 * a + N */
@@ -636,41 +662,41 @@ PG_TEST(plugin_goldens) {
   }
   env.precision_bits = 32;
   plugin_module3(&f, "nan_golden"); /* NaN results are allowed */
-  PG_CHECK_OK(pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err));
+  PG_CHECK_OK(cumulative(&f, &env, 3, in, 2, out, &n, &err));
   PG_CHECK(isnan(((float *)out[0].dl.data)[0]));
   reset_outs(out);
 
   plugin_module3(&f, "no_such_golden");
-  PG_CHECK_EQ_INT(PG_ENOSYM, pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err));
+  PG_CHECK_EQ_INT(PG_ENOSYM, cumulative(&f, &env, 3, in, 2, out, &n, &err));
   char want[4096];
   snprintf(want, sizeof want, "golden plugin symbol 'no_such_golden' not found in golden library '%s'",
            TEST_GOLDEN_LIB);
   PG_CHECK_MSG(strstr(err.message, want), "%s", err.message);
 
   plugin_module3(&f, "lazy_golden");
-  PG_CHECK_EQ_INT(PG_EIMPL, pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err));
+  PG_CHECK_EQ_INT(PG_EIMPL, cumulative(&f, &env, 3, in, 2, out, &n, &err));
   PG_CHECK_EQ_STR("golden plugin 'lazy_golden' left 1 of 2 elements of output 'z' unwritten "
                   "(first at flat index 1)", err.message);
 
   plugin_module3(&f, "failing_golden");
-  PG_CHECK_EQ_INT(PG_EIMPL, pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err));
+  PG_CHECK_EQ_INT(PG_EIMPL, cumulative(&f, &env, 3, in, 2, out, &n, &err));
   PG_CHECK(strstr(err.message, "returned 3: weights are not positive definite"));
 
   plugin_module3(&f, "reshaping_golden");
-  PG_CHECK_EQ_INT(PG_ESHAPE, pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err));
+  PG_CHECK_EQ_INT(PG_ESHAPE, cumulative(&f, &env, 3, in, 2, out, &n, &err));
   PG_CHECK(strstr(err.message, "changed the shape"));
 
   /* no library given */
   plugin_module3(&f, "good_golden");
   env.golden_lib = NULL;
-  PG_CHECK_EQ_INT(PG_EINVAL, pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err));
+  PG_CHECK_EQ_INT(PG_EINVAL, cumulative(&f, &env, 3, in, 2, out, &n, &err));
   PG_CHECK_EQ_STR("fixture.yaml:31:13: error: golden of module post is plugin 'good_golden', but "
                   "no golden library was given (pass --golden-lib)", err.message);
   /* op-level plugin: inputs are the primaries, outputs the final outputs */
   env.golden_lib = lib;
   f.c.op_golden.kind = PG_GOLDEN_PLUGIN;
   f.c.op_golden.plugin = "lazy_golden";
-  PG_CHECK_EQ_INT(PG_EIMPL, pg__golden_op_level_ks(&env, &mini_ks, in, 2, out, &n, &err));
+  PG_CHECK_EQ_INT(PG_EIMPL, op_level(&f, &env, in, 2, out, &n, &err));
   pg_golden_lib_close(lib);
   pg_tensor_reset(&in[0]);
   pg_tensor_reset(&in[1]);
@@ -722,10 +748,10 @@ PG_TEST(cumulative_rejects_wrong_input_shape) {
   make_inputs(in);
   init_outs(out);
   in[1].shape[0] = 2; /* w declared [K, N] = [3, 2]; pretend it is [2, 2] */
-  struct pg_golden_env env = {&f.c, &f.c.dims, NULL, 0, 32, NULL, 1};
+  struct pg_golden_env env = {NULL, &f.c.dims, NULL, 0, 32, NULL, 1};
   struct pg_error err;
   int n = 0;
-  PG_CHECK_EQ_INT(PG_ESHAPE, pg__golden_cumulative_ks(&env, &mini_ks, 1, in, 2, out, &n, &err));
+  PG_CHECK_EQ_INT(PG_ESHAPE, cumulative(&f, &env, 1, in, 2, out, &n, &err));
   PG_CHECK_EQ_STR("primary input 'w' does not have the shape the contract declares under the "
                   "bound dims", err.message);
   in[1].shape[0] = 3;
@@ -741,7 +767,7 @@ PG_TEST(validate_plugin_names) {
   f.c.op_golden.plugin = "ok_symbol_1";
   struct pg_diags d;
   pg_diags_init(&d);
-  PG_CHECK_EQ_INT(1, pg__goldens_validate_ks(&f.c, &mini_ks, &d));
+  PG_CHECK_EQ_INT(1, pg__goldens_validate_ks(&f.c.graph, &mini_ks, pg_diags_add_finding, &d));
   PG_CHECK(has_diag(&d, 31, 13, "golden plugin 'not a symbol' is not a C identifier"));
   pg_diags_reset(&d);
 }
@@ -756,8 +782,8 @@ PG_TEST(cumulative_bf16_and_int_outputs) {
   int n = 0;
   /* y stored as bfloat16: phase 2 sees bf16-rounded values */
   struct pg_name_value bf = {"y", "bfloat16", {0, 0}};
-  struct pg_golden_env env = {&f.c, &f.c.dims, &bf, 1, 32, NULL, 1};
-  PG_CHECK_OK(pg__golden_cumulative_ks(&env, &mini_ks, 2, in, 2, out, &n, &err));
+  struct pg_golden_env env = {NULL, &f.c.dims, &bf, 1, 32, NULL, 1};
+  PG_CHECK_OK(cumulative(&f, &env, 2, in, 2, out, &n, &err));
   float acc = 0;
   for (int k = 0; k < 3; k++) acc += (float)(k + 1) * (0.1f * (float)(k * 2 + 1));
   float want = pg_bf16_to_f32(pg_f32_to_bf16(0.5f * acc));
@@ -767,7 +793,7 @@ PG_TEST(cumulative_bf16_and_int_outputs) {
   /* y as int32: truncated toward zero, and phase 1 returns it as int32 */
   struct pg_name_value iv = {"y", "int32", {0, 0}};
   env.dtype_overrides = &iv;
-  PG_CHECK_OK(pg__golden_cumulative_ks(&env, &mini_ks, 1, in, 2, out, &n, &err));
+  PG_CHECK_OK(cumulative(&f, &env, 1, in, 2, out, &n, &err));
   PG_CHECK_EQ_INT(PG_DTYPE_I32, out[0].dtype);
   PG_CHECK_EQ_INT(1, ((int32_t *)out[0].dl.data)[0]); /* 0.5 * 2.2 = 1.1 -> 1 */
   reset_outs(out);
@@ -797,10 +823,10 @@ PG_TEST(cumulative_large_outputs_narrowed_in_place) {
     }
     init_outs(out);
     struct pg_name_value ov = {"y", "bfloat16", {0, 0}};
-    struct pg_golden_env env = {&f.c, &f.c.dims, bf ? &ov : NULL, bf, 32, NULL, 1};
+    struct pg_golden_env env = {NULL, &f.c.dims, bf ? &ov : NULL, bf, 32, NULL, 1};
     struct pg_error err;
     int n = 0;
-    int rc = pg__golden_cumulative_ks(&env, &mini_ks, 1, in, 2, out, &n, &err);
+    int rc = cumulative(&f, &env, 1, in, 2, out, &n, &err);
     PG_CHECK_MSG(rc == PG_OK, "%s", err.message);
     PG_CHECK_EQ_INT(1, n);
     PG_CHECK_EQ_INT(bf ? PG_DTYPE_BF16 : PG_DTYPE_F16, out[0].dtype);
@@ -821,7 +847,7 @@ PG_TEST(cumulative_large_outputs_narrowed_in_place) {
     PG_CHECK(nonzero > N * N / 2);
     /* phase 2 reads the rounded y and returns float32 halves (populated buffers) */
     reset_outs(out);
-    rc = pg__golden_cumulative_ks(&env, &mini_ks, 2, in, 2, out, &n, &err);
+    rc = cumulative(&f, &env, 2, in, 2, out, &n, &err);
     PG_CHECK_MSG(rc == PG_OK, "%s", err.message);
     PG_CHECK_EQ_INT(2, n);
     float y00 = 0.0f;
@@ -894,13 +920,13 @@ PG_TEST(cumulative_recycles_only_dead_tensors) {
   }
   init_outs(out);
   init_outs(out2);
-  struct pg_golden_env env = {&f.c, &f.c.dims, NULL, 0, 32, NULL, 1};
+  struct pg_golden_env env = {NULL, &f.c.dims, NULL, 0, 32, NULL, 1};
   struct pg_error err;
   int n = 0;
-  int rc = pg__golden_cumulative_ks(&env, &mini_ks, 3, in, 2, out, &n, &err);
+  int rc = cumulative(&f, &env, 3, in, 2, out, &n, &err);
   PG_CHECK_MSG(rc == PG_OK, "%s", err.message);
   PG_CHECK_EQ_INT(1, n);
-  rc = pg__golden_cumulative_ks(&env, &mini_ks, 2, in, 2, out2, &n, &err); /* a, b */
+  rc = cumulative(&f, &env, 2, in, 2, out2, &n, &err); /* a, b */
   PG_CHECK_MSG(rc == PG_OK, "%s", err.message);
   PG_CHECK_EQ_INT(N * N / 2, out[0].numel);
   int64_t bad = 0;
@@ -944,8 +970,10 @@ PG_TEST(steps_write_in_place_only_over_dead_tensors) {
   struct pg_tensor_decl outs[2] = {mk_decl("p", "N", "N", PG_DTYPE_F32, 0, 10),
                                    mk_decl("t", "N", "N", PG_DTYPE_F32, 0, 11)};
   struct pg_module m = {2, "mod", NULL, {8, 5}, NULL, 0, outs, 1, {0}};
+  struct pg_tensor_decl s_out = mk_decl("s", "N", "N", PG_DTYPE_F32, 0, 10);
+  f.mods[0].outputs = &s_out; /* s is module 1's output, as in table_with_s */
   struct pg_golden_step gs[2];
-  struct pg__run_ctx rc = {&f.c, &f.c.dims, 32, 1, NULL, NULL, live_never, NULL};
+  struct pg__run_ctx rc = {&f.c.graph, &f.c.dims, 32, 1, NULL, live_never, NULL};
   struct pg_error err;
   /* reference values from the kernels directly */
   struct pg__gtable ref;
@@ -970,17 +998,20 @@ PG_TEST(steps_write_in_place_only_over_dead_tensors) {
     struct pg__gtable tab;
     struct pg__gtensor *s = table_with_s(&tab);
     void *sbuf = s->t.dl.data;
-    int rcode = pg__steps_run(&rc, &m, &g, &tab, &err);
+    struct pg__pspec ps;
+    PG_CHECK_OK(pg__pspec_build(&f.c.graph, NULL, &m, &g, &ps, &err));
+    int rcode = pg__steps_run(&rc, &ps, &tab, &err);
+    pg__pspec_reset(&ps);
     PG_CHECK_MSG(rcode == PG_OK, "%s", err.message);
-    struct pg__gtensor *p = pg__gtable_resolve(&tab, &m, "p");
+    struct pg__gtensor *p = pg__gtable_find(&tab, -1, "p");
     PG_CHECK(p && p->t.dl.data);
     if (v == 3) {
-      struct pg__gtensor *t = pg__gtable_resolve(&tab, &m, "t");
+      struct pg__gtensor *t = pg__gtable_find(&tab, -1, "t");
       PG_CHECK(t->t.dl.data == sbuf);        /* t took s's buffer (s is dead) */
       PG_CHECK(p->t.dl.data != t->t.dl.data); /* but t is an output: p is fresh */
       PG_CHECK(memcmp(t->t.dl.data, want_exp.dl.data, 128) == 0);
     } else if (v == 2) {
-      struct pg__gtensor *q = pg__gtable_resolve(&tab, &m, "q");
+      struct pg__gtensor *q = pg__gtable_find(&tab, -1, "q");
       PG_CHECK(p->t.dl.data != sbuf);  /* s is read by the next step */
       PG_CHECK(q->t.dl.data == sbuf);  /* the last reader may take it */
       PG_CHECK(memcmp(p->t.dl.data, want_sm.dl.data, 128) == 0);

@@ -2,7 +2,7 @@
  * thread and several; pthread_create failures are part of the schedule and must
  * degrade to fewer threads with the same result), pg_case_bind_dims and
  * pg_case_generate_inputs (every fill kind, several dtypes, multithreaded fills);
- * pg_golden_cumulative for a small built-in contract (matmul / softmax / add /
+ * pg_golden_cumulative (with its golden plan) for a small built-in contract (matmul / softmax / add /
  * layernorm / sub; a wide sigmoid * x module that runs on several threads) and for the bundled attention contract at tiny dims, and
  * pg_goldens_validate. OpenBLAS allocates inside its shared library: not counted.
  *
@@ -11,11 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "run/run.h"
 #include "tensors/tensors.h"
 #include "pg_oom.h"
 #include "phasegate/compare.h"
 #include "phasegate/goldens.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 #include "phasegate/tensor.h"
 
 static unsigned long long tensor_hash(unsigned long long h, const struct pg_tensor *t) {
@@ -153,18 +154,22 @@ struct golden_ctx {
 
 static int golden_once(void *vctx, int reference, struct pg_error *err) {
   struct golden_ctx *g = vctx;
-  struct pg_golden_env env = {g->c, g->dims, g->cs ? g->cs->dtypes : NULL,
+  struct pg_golden_plan *plan = NULL;
+  int rc = pg_golden_plan_build(&g->c->graph, &plan, err);
+  if (rc != PG_OK) return rc;
+  struct pg_golden_env env = {plan, g->dims, g->cs ? g->cs->dtypes : NULL,
                               g->cs ? g->cs->n_dtypes : 0, g->precision_bits, NULL, 3};
   struct pg_tensor out[PG_MAX_BOUNDARY_OUTPUTS];
   for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_init(&out[i]);
   int n = 0;
-  int rc = pg_golden_cumulative(&env, g->k, g->inputs, g->c->n_primary, out, &n, err);
+  rc = pg_golden_cumulative(&env, g->k, g->inputs, g->c->n_primary, out, &n, err);
   if (rc == PG_OK) {
     unsigned long long h = pg_oom_hash(0, &n, sizeof n);
     for (int i = 0; i < n; i++) h = tensor_hash(h, &out[i]);
     rc = pg_oom_same(&g->ref, reference, h, "golden outputs", err);
   }
   for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_reset(&out[i]);
+  pg_golden_plan_free(plan);
   return rc;
 }
 
@@ -195,7 +200,7 @@ static int validate_once(void *vctx, int reference, struct pg_error *err) {
   struct gen_ctx *g = vctx;
   struct pg_diags d;
   pg_diags_init(&d);
-  int rc = pg_goldens_validate(g->c, &d);
+  int rc = pg_goldens_validate(&g->c->graph, pg_diags_add_finding, &d);
   if (rc >= 0) { /* every finding must be there, as in the reference run */
     unsigned long long h = pg_oom_hash(0, &rc, sizeof rc);
     for (int i = 0; i < d.count; i++) {

@@ -3,7 +3,7 @@
 #ifndef PG_TEST_FIXTURE_CONTRACT_H
 #define PG_TEST_FIXTURE_CONTRACT_H
 
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 /* op attention, dims {B: 2, H: 4, S: 128, D: 64}, primary inputs q, k, v
  * [B, H, S, D] float16; M1 qk_scores -> scores [B, H, S, S] float32; M2 softmax ->

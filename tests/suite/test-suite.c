@@ -6,9 +6,8 @@
 #include <string.h>
 
 #include "fixture_contract.h"
-#include "spec/json_pos.h"
 #include "pg_test.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 /* ---------------------------------------------------------------- scanner */
 
@@ -19,19 +18,19 @@ PG_TEST(pos_members_and_elements) {
       "    {\"id\": \"x\", \"shape\": {\"S\": 17}},\n"
       "    {\"id\": \"y\"}\n"
       "  ]}";
-  struct pg__json_pos p;
-  struct pg__json_fail f;
-  PG_CHECK_OK(pg__json_pos_scan(t, strlen(t), NULL, &p, &f));
-  PG_CHECK_EQ_INT(PG__J_OBJECT, p.nodes[0].type);
+  struct pg_json_pos p;
+  struct pg_json_fail f;
+  PG_CHECK_OK(pg_json_pos_scan(t, strlen(t), NULL, &p, &f));
+  PG_CHECK_EQ_INT(PG_JSON_OBJECT, p.nodes[0].type);
   PG_CHECK_EQ_INT(1, p.nodes[0].line);
   PG_CHECK_EQ_INT(1, p.nodes[0].col);
-  int a = pg__json_pos_find(&p, "a");
+  int a = pg_json_pos_find(&p, "a");
   PG_CHECK(a > 0);
   PG_CHECK_EQ_INT(1, p.nodes[a].key_line);
   PG_CHECK_EQ_INT(2, p.nodes[a].key_col);
   PG_CHECK_EQ_INT(7, p.nodes[a].col);
-  PG_CHECK_EQ_INT(PG__J_NUMBER, p.nodes[a].type);
-  int s = pg__json_pos_find(&p, "cases[0].shape.S");
+  PG_CHECK_EQ_INT(PG_JSON_NUMBER, p.nodes[a].type);
+  int s = pg_json_pos_find(&p, "cases[0].shape.S");
   PG_CHECK(s > 0);
   PG_CHECK_EQ_INT(3, p.nodes[s].line);
   PG_CHECK_EQ_INT(32, p.nodes[s].col);
@@ -39,34 +38,34 @@ PG_TEST(pos_members_and_elements) {
   PG_CHECK_EQ_INT(27, p.nodes[s].key_col);
   PG_CHECK_EQ_INT(2, (int)p.nodes[s].len);
   PG_CHECK(memcmp(t + p.nodes[s].off, "17", 2) == 0);
-  int c1 = pg__json_pos_find(&p, ".cases[1]");
+  int c1 = pg_json_pos_find(&p, ".cases[1]");
   PG_CHECK(c1 > 0);
   PG_CHECK_EQ_INT(4, p.nodes[c1].line);
   PG_CHECK_EQ_INT(5, p.nodes[c1].col);
-  PG_CHECK_EQ_INT(PG__J_OBJECT, p.nodes[c1].type);
-  PG_CHECK_EQ_STR("id", pg__json_pos_key(&p, p.nodes[c1].first_child));
-  PG_CHECK_EQ_INT(2, p.nodes[pg__json_pos_find(&p, "cases")].n_children);
-  PG_CHECK_EQ_INT(-1, pg__json_pos_find(&p, "cases[2]"));
-  PG_CHECK_EQ_INT(-1, pg__json_pos_find(&p, "cases.x"));
-  PG_CHECK_EQ_INT(-1, pg__json_pos_find(&p, "a[0]"));
-  PG_CHECK_EQ_INT(-1, pg__json_pos_find(&p, "cases[x]"));
-  PG_CHECK_EQ_INT(0, pg__json_pos_find(&p, ""));
-  pg__json_pos_reset(&p);
-  pg__json_pos_reset(&p); /* twice is harmless */
+  PG_CHECK_EQ_INT(PG_JSON_OBJECT, p.nodes[c1].type);
+  PG_CHECK_EQ_STR("id", pg_json_pos_key(&p, p.nodes[c1].first_child));
+  PG_CHECK_EQ_INT(2, p.nodes[pg_json_pos_find(&p, "cases")].n_children);
+  PG_CHECK_EQ_INT(-1, pg_json_pos_find(&p, "cases[2]"));
+  PG_CHECK_EQ_INT(-1, pg_json_pos_find(&p, "cases.x"));
+  PG_CHECK_EQ_INT(-1, pg_json_pos_find(&p, "a[0]"));
+  PG_CHECK_EQ_INT(-1, pg_json_pos_find(&p, "cases[x]"));
+  PG_CHECK_EQ_INT(0, pg_json_pos_find(&p, ""));
+  pg_json_pos_reset(&p);
+  pg_json_pos_reset(&p); /* twice is harmless */
 }
 
 PG_TEST(pos_escaped_keys_and_utf8) {
   const char *t = "{\"caf\\u00e9\": [true, false, null], \"\\ud83d\\ude00\": \"\xc3\xa9\"}";
-  struct pg__json_pos p;
-  PG_CHECK_OK(pg__json_pos_scan(t, strlen(t), NULL, &p, NULL));
-  int k = pg__json_pos_find(&p, "caf\xc3\xa9");
+  struct pg_json_pos p;
+  PG_CHECK_OK(pg_json_pos_scan(t, strlen(t), NULL, &p, NULL));
+  int k = pg_json_pos_find(&p, "caf\xc3\xa9");
   PG_CHECK(k > 0);
-  PG_CHECK_EQ_INT(PG__J_ARRAY, p.nodes[k].type);
-  PG_CHECK_EQ_INT(PG__J_TRUE, p.nodes[pg__json_pos_element(&p, k, 0)].type);
-  PG_CHECK_EQ_INT(PG__J_FALSE, p.nodes[pg__json_pos_element(&p, k, 1)].type);
-  PG_CHECK_EQ_INT(PG__J_NULL, p.nodes[pg__json_pos_element(&p, k, 2)].type);
-  PG_CHECK(pg__json_pos_member(&p, 0, "\xf0\x9f\x98\x80") > 0);
-  pg__json_pos_reset(&p);
+  PG_CHECK_EQ_INT(PG_JSON_ARRAY, p.nodes[k].type);
+  PG_CHECK_EQ_INT(PG_JSON_TRUE, p.nodes[pg_json_pos_element(&p, k, 0)].type);
+  PG_CHECK_EQ_INT(PG_JSON_FALSE, p.nodes[pg_json_pos_element(&p, k, 1)].type);
+  PG_CHECK_EQ_INT(PG_JSON_NULL, p.nodes[pg_json_pos_element(&p, k, 2)].type);
+  PG_CHECK(pg_json_pos_member(&p, 0, "\xf0\x9f\x98\x80") > 0);
+  pg_json_pos_reset(&p);
 }
 
 struct syntax_case {
@@ -109,9 +108,9 @@ PG_TEST(pos_syntax_errors_have_positions) {
       {"\x01", 1, 1, "expected a value, found byte 0x01"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    struct pg__json_pos p;
-    struct pg__json_fail f;
-    int rc = pg__json_pos_scan(cases[i].text, strlen(cases[i].text), NULL, &p, &f);
+    struct pg_json_pos p;
+    struct pg_json_fail f;
+    int rc = pg_json_pos_scan(cases[i].text, strlen(cases[i].text), NULL, &p, &f);
     PG_CHECK_MSG(rc == PG_EPARSE, "case %zu: rc %d", i, rc);
     PG_CHECK_MSG(f.line == cases[i].line && f.col == cases[i].col,
                  "case %zu (%s): at %d:%d, expected %d:%d", i, f.message, f.line, f.col,
@@ -124,36 +123,36 @@ PG_TEST(pos_syntax_errors_have_positions) {
 PG_TEST(pos_limits) {
   char deep[300];
   for (int i = 0; i < 150; i++) deep[i] = '[', deep[299 - i] = ']';
-  struct pg__json_pos p;
-  struct pg__json_fail f;
-  PG_CHECK_EQ_INT(PG_EPARSE, pg__json_pos_scan(deep, sizeof deep, NULL, &p, &f));
+  struct pg_json_pos p;
+  struct pg_json_fail f;
+  PG_CHECK_EQ_INT(PG_EPARSE, pg_json_pos_scan(deep, sizeof deep, NULL, &p, &f));
   PG_CHECK_EQ_STR("nesting deeper than 64 levels", f.message);
   PG_CHECK_EQ_INT(65, f.col);
-  struct pg__json_limits lim = {200, 0};
-  PG_CHECK_OK(pg__json_pos_scan(deep, sizeof deep, &lim, &p, &f));
+  struct pg_json_limits lim = {200, 0};
+  PG_CHECK_OK(pg_json_pos_scan(deep, sizeof deep, &lim, &p, &f));
   PG_CHECK_EQ_INT(150, p.n);
-  pg__json_pos_reset(&p);
-  lim = (struct pg__json_limits){0, 10};
+  pg_json_pos_reset(&p);
+  lim = (struct pg_json_limits){0, 10};
   const char *many = "[1,2,3,4,5,6,7,8,9,10,11]";
-  PG_CHECK_EQ_INT(PG_ELIMIT, pg__json_pos_scan(many, strlen(many), &lim, &p, &f));
+  PG_CHECK_EQ_INT(PG_ELIMIT, pg_json_pos_scan(many, strlen(many), &lim, &p, &f));
   PG_CHECK_EQ_STR("more than 10 JSON values", f.message);
   char longnum[80];
   memset(longnum, '1', sizeof longnum);
   longnum[0] = '[';
   longnum[79] = ']';
-  PG_CHECK_EQ_INT(PG_EPARSE, pg__json_pos_scan(longnum, sizeof longnum, NULL, &p, &f));
+  PG_CHECK_EQ_INT(PG_EPARSE, pg_json_pos_scan(longnum, sizeof longnum, NULL, &p, &f));
   PG_CHECK_EQ_STR("number longer than 63 characters", f.message);
 }
 
 PG_TEST(pos_duplicates_small_and_large_objects) {
   const char *t = "{\"a\": 1, \"b\": 2, \"a\": 3, \"a\": 4}";
-  struct pg__json_pos p;
-  PG_CHECK_OK(pg__json_pos_scan(t, strlen(t), NULL, &p, NULL));
+  struct pg_json_pos p;
+  PG_CHECK_OK(pg_json_pos_scan(t, strlen(t), NULL, &p, NULL));
   PG_CHECK_EQ_INT(2, p.n_dups);
-  int third = pg__json_pos_element(&p, 0, 2), fourth = pg__json_pos_element(&p, 0, 3);
-  PG_CHECK_EQ_INT(pg__json_pos_element(&p, 0, 0), p.nodes[third].dup_of);
-  PG_CHECK_EQ_INT(pg__json_pos_element(&p, 0, 0), p.nodes[fourth].dup_of);
-  pg__json_pos_reset(&p);
+  int third = pg_json_pos_element(&p, 0, 2), fourth = pg_json_pos_element(&p, 0, 3);
+  PG_CHECK_EQ_INT(pg_json_pos_element(&p, 0, 0), p.nodes[third].dup_of);
+  PG_CHECK_EQ_INT(pg_json_pos_element(&p, 0, 0), p.nodes[fourth].dup_of);
+  pg_json_pos_reset(&p);
   /* > 16 members takes the sorting path */
   char big[1024];
   size_t n = 0;
@@ -161,24 +160,24 @@ PG_TEST(pos_duplicates_small_and_large_objects) {
   for (int i = 0; i < 40; i++)
     n += (size_t)snprintf(big + n, sizeof big - n, "%s\"k%d\": %d", i ? "," : "", i % 30, i);
   big[n++] = '}';
-  PG_CHECK_OK(pg__json_pos_scan(big, n, NULL, &p, NULL));
+  PG_CHECK_OK(pg_json_pos_scan(big, n, NULL, &p, NULL));
   PG_CHECK_EQ_INT(10, p.n_dups);
-  int k30 = pg__json_pos_element(&p, 0, 30); /* "k0" again */
-  PG_CHECK_EQ_INT(pg__json_pos_element(&p, 0, 0), p.nodes[k30].dup_of);
-  PG_CHECK_EQ_INT(-1, p.nodes[pg__json_pos_element(&p, 0, 29)].dup_of);
-  pg__json_pos_reset(&p);
+  int k30 = pg_json_pos_element(&p, 0, 30); /* "k0" again */
+  PG_CHECK_EQ_INT(pg_json_pos_element(&p, 0, 0), p.nodes[k30].dup_of);
+  PG_CHECK_EQ_INT(-1, p.nodes[pg_json_pos_element(&p, 0, 29)].dup_of);
+  pg_json_pos_reset(&p);
 }
 
 PG_TEST(pos_linecol) {
   const char *t = "ab\ncd\n\nx";
   int l, c;
-  pg__json_linecol(t, strlen(t), 0, &l, &c);
+  pg_json_linecol(t, strlen(t), 0, &l, &c);
   PG_CHECK(l == 1 && c == 1);
-  pg__json_linecol(t, strlen(t), 4, &l, &c);
+  pg_json_linecol(t, strlen(t), 4, &l, &c);
   PG_CHECK(l == 2 && c == 2);
-  pg__json_linecol(t, strlen(t), 7, &l, &c);
+  pg_json_linecol(t, strlen(t), 7, &l, &c);
   PG_CHECK(l == 4 && c == 1);
-  pg__json_linecol(t, strlen(t), 99, &l, &c);
+  pg_json_linecol(t, strlen(t), 99, &l, &c);
   PG_CHECK(l == 4 && c == 2);
 }
 

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "run/run.h"
 #include "tensors/tensors.h"
 #include "pg_test.h"
 #include "tensors/rng.h"

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 static double now(void) {
   struct timespec ts;

@@ -16,9 +16,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "run/run.h"
 #include "tensors/tensors.h"
 #include "phasegate/goldens.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 /* Process CPU time: with one BLAS thread and one golden thread it measures the work
  * done, not how much of a shared, loaded machine this process happened to get. */
@@ -64,7 +65,12 @@ static int measure(const struct pg_contract *c, int64_t T, int64_t D, int64_t F,
     fprintf(stderr, "bench_golden: %s\n", err.message);
     return 2;
   }
-  struct pg_golden_env env = {c, &dims, NULL, 0, 32, NULL, 1};
+  struct pg_golden_plan *plan = NULL;
+  if (pg_golden_plan_build(&c->graph, &plan, &err) != PG_OK) {
+    fprintf(stderr, "bench_golden: %s\n", err.message);
+    return 2;
+  }
+  struct pg_golden_env env = {plan, &dims, NULL, 0, 32, NULL, 1};
   struct pg_tensor out[PG_MAX_BOUNDARY_OUTPUTS];
   for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_init(&out[i]);
 
@@ -124,6 +130,7 @@ static int measure(const struct pg_contract *c, int64_t T, int64_t D, int64_t F,
   free(x), free(wg), free(wu), free(g), free(u);
   for (int i = 0; i < c->n_primary; i++) pg_tensor_reset(&in[i]);
   pg_bindings_reset(&dims);
+  pg_golden_plan_free(plan);
   return 0;
 }
 

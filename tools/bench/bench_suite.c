@@ -18,8 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "spec/json_pos.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 static double now(void) {
   struct timespec ts;
@@ -50,13 +49,13 @@ static double measure(int which, const char *text, size_t size, int n, int reps)
   for (int r = 0; r < reps; r++) {
     double t0 = now();
     if (which == 0) {
-      struct pg__json_pos p;
-      struct pg__json_fail f;
-      if (pg__json_pos_scan(text, size, NULL, &p, &f) != PG_OK) {
+      struct pg_json_pos p;
+      struct pg_json_fail f;
+      if (pg_json_pos_scan(text, size, NULL, &p, &f) != PG_OK) {
         fprintf(stderr, "scan failed: %s\n", f.message);
         return -1;
       }
-      pg__json_pos_reset(&p);
+      pg_json_pos_reset(&p);
     } else if (which == 1) {
       cJSON *root = cJSON_ParseWithLength(text, size);
       if (!root) return -1;

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 static void check(int cond) {
   if (!cond) __builtin_trap();

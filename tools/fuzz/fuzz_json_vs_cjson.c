@@ -11,52 +11,52 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "spec/json_pos.h"
+#include "spec/spec.h"
 #include "phasegate/error.h"
 
 static void check(int cond) {
   if (!cond) __builtin_trap();
 }
 
-static void walk(const struct pg__json_pos *p, int n, const cJSON *v, int in_object) {
-  const struct pg__jnode *node = &p->nodes[n];
+static void walk(const struct pg_json_pos *p, int n, const cJSON *v, int in_object) {
+  const struct pg_json_node *node = &p->nodes[n];
   if (in_object) {
-    check(v->string && strcmp(v->string, pg__json_pos_key(p, n)) == 0);
+    check(v->string && strcmp(v->string, pg_json_pos_key(p, n)) == 0);
     check(strlen(v->string) == node->key_len);
   }
   switch (node->type) {
-    case PG__J_STRING:
-      check(cJSON_IsString(v) && strcmp(v->valuestring, pg__json_pos_string(p, n)) == 0);
+    case PG_JSON_STRING:
+      check(cJSON_IsString(v) && strcmp(v->valuestring, pg_json_pos_string(p, n)) == 0);
       break;
-    case PG__J_NUMBER: {
-      double ours = pg__json_pos_number(p, n), theirs = v->valuedouble;
+    case PG_JSON_NUMBER: {
+      double ours = pg_json_pos_number(p, n), theirs = v->valuedouble;
       check(cJSON_IsNumber(v) && memcmp(&ours, &theirs, sizeof ours) == 0);
       break;
     }
-    case PG__J_TRUE: check(cJSON_IsTrue(v)); break;
-    case PG__J_FALSE: check(cJSON_IsFalse(v)); break;
-    case PG__J_NULL: check(cJSON_IsNull(v)); break;
+    case PG_JSON_TRUE: check(cJSON_IsTrue(v)); break;
+    case PG_JSON_FALSE: check(cJSON_IsFalse(v)); break;
+    case PG_JSON_NULL: check(cJSON_IsNull(v)); break;
     default: {
-      check(node->type == PG__J_OBJECT ? cJSON_IsObject(v) : cJSON_IsArray(v));
+      check(node->type == PG_JSON_OBJECT ? cJSON_IsObject(v) : cJSON_IsArray(v));
       const cJSON *child = v->child;
       int k = node->first_child;
       for (; child && k >= 0; child = child->next, k = p->nodes[k].next_sibling)
-        walk(p, k, child, node->type == PG__J_OBJECT);
+        walk(p, k, child, node->type == PG_JSON_OBJECT);
       check(!child && k < 0);
     }
   }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  struct pg__json_pos p;
-  struct pg__json_fail fail;
-  if (pg__json_pos_scan((const char *)data, size, NULL, &p, &fail) != PG_OK) return 0;
+  struct pg_json_pos p;
+  struct pg_json_fail fail;
+  if (pg_json_pos_scan((const char *)data, size, NULL, &p, &fail) != PG_OK) return 0;
   /* cJSON skips a UTF-8 byte-order mark only in some cases; the loader always does. */
   size_t bom = size >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
   cJSON *root = cJSON_ParseWithLengthOpts((const char *)data + bom, size - bom, NULL, 0);
   check(root != NULL);
   walk(&p, 0, root, 0);
   cJSON_Delete(root);
-  pg__json_pos_reset(&p);
+  pg_json_pos_reset(&p);
   return 0;
 }

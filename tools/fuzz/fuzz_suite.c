@@ -14,8 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "spec/json_pos.h"
-#include "phasegate/spec.h"
+#include "spec/spec.h"
 
 static void check(int cond) {
   if (!cond) __builtin_trap();
@@ -105,20 +104,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   load_once(data, size, NULL);
   load_once(data, size, contract());
   /* The scanner alone with a tight cap, plus path lookups on whatever it built. */
-  struct pg__json_pos p;
-  struct pg__json_fail f;
-  struct pg__json_limits lim = {8, 256};
-  if (pg__json_pos_scan((const char *)data, size, &lim, &p, &f) == PG_OK) {
+  struct pg_json_pos p;
+  struct pg_json_fail f;
+  struct pg_json_limits lim = {8, 256};
+  if (pg_json_pos_scan((const char *)data, size, &lim, &p, &f) == PG_OK) {
     check(p.n > 0 && p.n <= 256);
     for (int i = 0; i < p.n; i++) {
       check(p.nodes[i].off + p.nodes[i].len <= size);
       check(p.nodes[i].line >= 1 && p.nodes[i].col >= 1);
     }
-    (void)pg__json_pos_find(&p, "cases[0].shape.S");
-    (void)pg__json_pos_find(&p, "[1][2]");
+    (void)pg_json_pos_find(&p, "cases[0].shape.S");
+    (void)pg_json_pos_find(&p, "[1][2]");
   } else {
     check(f.line >= 1 && f.col >= 1 && f.offset <= size);
   }
-  pg__json_pos_reset(&p);
+  pg_json_pos_reset(&p);
   return 0;
 }
