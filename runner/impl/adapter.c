@@ -18,7 +18,8 @@
 
 int pg_impl_parse(const char *spec, struct pg_impl *impl, struct pg_error *err) {
   static const struct { const char *prefix; enum pg_impl_kind kind; } kinds[] = {
-      {"plugin:", PG_IMPL_PLUGIN}, {"exec:", PG_IMPL_EXEC}, {"replay:", PG_IMPL_REPLAY}};
+      {"plugin:", PG_IMPL_PLUGIN}, {"exec:", PG_IMPL_EXEC}, {"replay:", PG_IMPL_REPLAY},
+      {"worker:", PG_IMPL_WORKER}};
   memset(impl, 0, sizeof *impl);
   if (!spec || !*spec) return pg_error_set(err, PG_EINVAL, "empty --impl");
   for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
@@ -44,9 +45,10 @@ int pg_impl_parse(const char *spec, struct pg_impl *impl, struct pg_error *err) 
   if (scheme > 0 && spec[scheme] == ':')
     return pg_error_set(err, PG_EINVAL,
                         "--impl '%s': unknown scheme '%.*s:'; expected plugin:PATH.so, "
-                        "exec:COMMAND or replay:DIR", spec, (int)scheme, spec);
+                        "exec:COMMAND, worker:COMMAND or replay:DIR", spec, (int)scheme, spec);
   return pg_error_set(err, PG_EINVAL,
-                      "--impl '%s': expected plugin:PATH.so, exec:COMMAND or replay:DIR", spec);
+                      "--impl '%s': expected plugin:PATH.so, exec:COMMAND, worker:COMMAND or "
+                      "replay:DIR", spec);
 }
 
 int pg_impl_check_start(const struct pg_impl *impl, double timeout_s, uint64_t rlimit_as,
@@ -58,10 +60,11 @@ int pg_impl_check_start(const struct pg_impl *impl, double timeout_s, uint64_t r
   switch (impl->kind) {
     case PG_IMPL_PLUGIN: return pg__plugin_probe_start(p, rlimit_as, err);
     case PG_IMPL_EXEC:
+    case PG_IMPL_WORKER:
       for (const char *c = impl->target; *c; c++)
         if (*c != ' ' && *c != '\t' && *c != '\n') return PG_OK;
-      return pg_error_set(err, PG_EINVAL, "--impl 'exec:%s': the command is empty",
-                          impl->target);
+      return pg_error_set(err, PG_EINVAL, "--impl '%s:%s': the command is empty",
+                          impl->kind == PG_IMPL_EXEC ? "exec" : "worker", impl->target);
     case PG_IMPL_REPLAY:
       if (stat(impl->target, &st) != 0)
         return pg_error_set(err, PG_ENOENT, "replay directory '%s' does not exist (%s)",
@@ -319,6 +322,8 @@ int pg_impl_start(const struct pg_impl *impl, const struct pg_impl_request *req,
     p->rc = pg__plugin_start(p, out, err);
   else if (impl->kind == PG_IMPL_EXEC)
     p->rc = pg__exec_start(p, out, err);
+  else if (impl->kind == PG_IMPL_WORKER)
+    p->rc = pg__worker_start(p, out, err);
   else if (impl->kind == PG_IMPL_REPLAY)
     p->rc = pg__replay_invoke(impl, req, out, err);
   else
@@ -328,8 +333,9 @@ int pg_impl_start(const struct pg_impl *impl, const struct pg_impl_request *req,
 
 int pg_impl_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out, struct pg_error *err) {
   if (p->running)
-    p->rc = p->impl->kind == PG_IMPL_EXEC ? pg__exec_finish(p, out, err)
-                                          : pg__plugin_finish(p, out, err);
+    p->rc = p->impl->kind == PG_IMPL_EXEC     ? pg__exec_finish(p, out, err)
+            : p->impl->kind == PG_IMPL_WORKER ? pg__worker_finish(p, out, err)
+                                              : pg__plugin_finish(p, out, err);
   p->running = 0;
   return p->rc;
 }

@@ -48,11 +48,12 @@ static int write_text(const char *path, const char *text, struct pg_error *err) 
   return ok ? PG_OK : pg_error_set(err, PG_EIO, "%s: write failed", path);
 }
 
-/* request.json: everything the impl needs to know about the call. */
-static int write_request(const char *path, const char *case_dir,
-                         const struct pg_impl_request *req, struct pg_error *err) {
+/* The request object: everything the impl needs to know about the call (written as
+ * request.json for exec:, sent as one protocol line for worker:). NULL when out of
+ * memory. */
+cJSON *pg__exec_request_json(const char *case_dir, const struct pg_impl_request *req) {
   cJSON *r = cJSON_CreateObject();
-  if (!r) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  if (!r) return NULL;
   cJSON_AddNumberToObject(r, "schema_version", 1);
   cJSON_AddStringToObject(r, "op", req->op);
   cJSON_AddStringToObject(r, "suffix", req->suffix);
@@ -93,7 +94,13 @@ static int write_request(const char *path, const char *case_dir,
     cJSON_AddStringToObject(o, "path", p);
     cJSON_AddItemToArray(outs, o);
   }
-  char *text = cJSON_Print(r);
+  return r;
+}
+
+static int write_request(const char *path, const char *case_dir,
+                         const struct pg_impl_request *req, struct pg_error *err) {
+  cJSON *r = pg__exec_request_json(case_dir, req);
+  char *text = r ? cJSON_Print(r) : NULL;
   cJSON_Delete(r);
   if (!text) return pg_error_set(err, PG_ENOMEM, "out of memory");
   int rc = write_text(path, text, err);
@@ -110,9 +117,10 @@ static void safe_name(const char *s, char *buf, size_t size) {
   buf[n] = '\0';
 }
 
-int pg__exec_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
-                   struct pg_error *err) {
-  const struct pg_impl *impl = p->impl;
+/* A fresh case directory <work>/pg-<case>.<mode>.XXXXXX (into p->work) with in/<name>.npy
+ * and an empty out/. On failure the directory is gone (or kept with keep_work). */
+int pg__exec_case_dir(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                      struct pg_error *err) {
   const struct pg_impl_request *req = p->req;
   const char *base = req->work_dir;
   if (!base || !*base) base = getenv("TMPDIR");
@@ -128,10 +136,9 @@ int pg__exec_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
     return pg_error_set(err, PG_EIO, "cannot create a case directory under %s: %s", base,
                         strerror(errno));
   }
-  char in_dir[4200], out_dir[4200], request[4200];
+  char in_dir[4200], out_dir[4200];
   snprintf(in_dir, sizeof in_dir, "%s/in", dir);
   snprintf(out_dir, sizeof out_dir, "%s/out", dir);
-  snprintf(request, sizeof request, "%s/request.json", dir);
   int rc = PG_OK;
   if (mkdir(in_dir, 0777) != 0 || mkdir(out_dir, 0777) != 0) {
     rc = pg_error_set(err, PG_EIO, "%s: cannot create in/ and out/: %s", dir, strerror(errno));
@@ -143,6 +150,24 @@ int pg__exec_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
     rc = pg_npy_write(path, &req->inputs[i], err);
     if (rc != PG_OK) goto fail;
   }
+  return PG_OK;
+fail:
+  if (req->keep_work) snprintf(out->work_dir, sizeof out->work_dir, "%s", dir);
+  else pg_remove_tree(dir);
+  return rc;
+}
+
+int pg__exec_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                   struct pg_error *err) {
+  const struct pg_impl *impl = p->impl;
+  const struct pg_impl_request *req = p->req;
+  int rc = pg__exec_case_dir(p, out, err);
+  if (rc != PG_OK) return rc;
+  const char *dir = p->work;
+  char in_dir[4200], out_dir[4200], request[4200];
+  snprintf(in_dir, sizeof in_dir, "%s/in", dir);
+  snprintf(out_dir, sizeof out_dir, "%s/out", dir);
+  snprintf(request, sizeof request, "%s/request.json", dir);
   rc = write_request(request, dir, req, err);
   if (rc != PG_OK) goto fail;
 

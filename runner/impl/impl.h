@@ -25,12 +25,25 @@
 #define PG_CANARY_BYTE 0xCB   /* guard bytes after every plugin output buffer */
 #define PG_INT_PREFILL 0xA5   /* integer outputs start as 0xA5A5… */
 
-enum pg_impl_kind { PG_IMPL_PLUGIN = 0, PG_IMPL_EXEC, PG_IMPL_REPLAY };
+enum pg_impl_kind { PG_IMPL_PLUGIN = 0, PG_IMPL_EXEC, PG_IMPL_REPLAY, PG_IMPL_WORKER };
+
+struct pg_pool;
 
 struct pg_impl {
   enum pg_impl_kind kind;
   char target[4096]; /* the path, command or directory after the "kind:" prefix */
+  /* Persistent processes (plugin host, worker:): set by the caller after parsing. */
+  int fresh_process;          /* one process per call (--fresh-process) */
+  int max_calls;              /* recycle a process after this many calls; 0 = never */
+  const char *serve_control;  /* lease processes from `phasegate serve` there (or NULL) */
+  const char *log_dir;        /* where worker logs go (NULL: $TMPDIR) */
+  struct pg_pool *pool;       /* the warm processes, created on first use; owned:
+                                 release with pg_impl_close */
 };
+
+/* Ends every persistent process of the impl (EOF, then the group is killed) and frees
+ * the pool. Safe when nothing was started; the impl can be used again afterwards. */
+void pg_impl_close(struct pg_impl *impl);
 
 /* Parses "plugin:PATH", "exec:COMMAND", "replay:DIR"; a bare path ending in .so is a
  * plugin. */
@@ -109,6 +122,9 @@ struct pg_impl_pending {
   size_t map_size[PG_IMPL_MAX_OUTPUTS];
   char symbol[160];
   char work[4096];           /* exec: the case directory */
+  struct pg_proc *worker;    /* persistent: the process serving this call */
+  int64_t call_id;
+  int memfd;                 /* plugin host: the call's memory (closed after sending) */
 };
 int pg_impl_start(const struct pg_impl *impl, const struct pg_impl_request *req,
                   struct pg_impl_pending *p, struct pg_impl_outcome *out, struct pg_error *err);
@@ -154,6 +170,15 @@ int pg__exec_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
                     struct pg_error *err);
 int pg__plugin_probe_start(struct pg_impl_probe *p, uint64_t rlimit_as, struct pg_error *err);
 int pg__plugin_probe_finish(struct pg_impl_probe *p, struct pg_error *err);
+int pg__worker_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                     struct pg_error *err);
+int pg__worker_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                      struct pg_error *err);
+/* exec: and worker: share the case directory and the request object. */
+int pg__exec_case_dir(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                      struct pg_error *err);
+struct cJSON;
+struct cJSON *pg__exec_request_json(const char *case_dir, const struct pg_impl_request *req);
 int pg__replay_invoke(const struct pg_impl *impl, const struct pg_impl_request *req,
                       struct pg_impl_outcome *out, struct pg_error *err);
 /* Reads the expected outputs from dir (<name>.npy or outputs.safetensors), checking

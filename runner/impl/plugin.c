@@ -7,6 +7,7 @@
  * PG_CANARY_BYTES guard bytes that are checked after the call. A small shared header
  * page tells the parent how far the child got (loaded, symbol found, returned rc).
  */
+#include <cjson/cJSON.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -18,16 +19,17 @@
 #include <unistd.h>
 
 #include "impl/impl.h"
+#include "impl/plugin_shm.h"
+#include "impl/pool.h"
 #include "phasegate/impl.h"
 
-enum { STAGE_START = 0, STAGE_DLOPEN_FAILED, STAGE_NOSYM, STAGE_NOMEM, STAGE_CALLING,
-       STAGE_RETURNED };
-
-struct shared_hdr {
-  volatile int32_t stage;
-  volatile int32_t rc;
-  char msg[1024];
-};
+#define STAGE_START PG_PLUGIN_STAGE_START
+#define STAGE_DLOPEN_FAILED PG_PLUGIN_STAGE_DLOPEN_FAILED
+#define STAGE_NOSYM PG_PLUGIN_STAGE_NOSYM
+#define STAGE_NOMEM PG_PLUGIN_STAGE_NOMEM
+#define STAGE_CALLING PG_PLUGIN_STAGE_CALLING
+#define STAGE_RETURNED PG_PLUGIN_STAGE_RETURNED
+#define shared_hdr pg_plugin_shm_hdr
 
 struct child_ctx {
   const struct pg_impl *impl;
@@ -36,6 +38,10 @@ struct child_ctx {
   DLTensor *outputs;
   const char *symbol;
 };
+
+static size_t page_bytes(void);
+static int pg__plugin_host_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                                 struct pg_error *err);
 
 /* Distinctive NaN payloads, so "never written" differs from "wrote NaN". */
 #define PG_PREFILL_F32 0x7FC5A5A5u
@@ -164,8 +170,8 @@ int pg__plugin_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
     return pg__outcome_fail(out, PG_CAT_INFRA, "impl plugin '%s' does not exist (%s)",
                             impl->target, strerror(errno)),
            PG_OK;
-  long page = sysconf(_SC_PAGESIZE);
-  size_t psz = page > 0 ? (size_t)page : 4096;
+  if (!impl->fresh_process) return pg__plugin_host_start(p, out, err);
+  size_t psz = page_bytes();
   struct shared_hdr *hdr = mmap(NULL, sizeof *hdr, PROT_READ | PROT_WRITE,
                                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (hdr == MAP_FAILED) return pg_error_set(err, PG_ENOMEM, "mmap: %s", strerror(errno));
@@ -210,16 +216,16 @@ fail:
   return rc;
 }
 
-int pg__plugin_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
-                      struct pg_error *err) {
+/* How the call went, from the header page the calling process (a forked child or the
+ * plugin host) wrote and how that process ended (out->sandbox): the same judgement
+ * for both. Fills out; returns 1 when the process that ran it is still healthy. */
+static int judge_call(struct pg_impl_pending *p, struct pg_impl_outcome *out) {
   const struct pg_impl *impl = p->impl;
   const struct pg_impl_request *req = p->req;
   struct shared_hdr *hdr = p->hdr;
   const char *symbol = p->symbol;
-  int rc = pg_sandbox_wait(&p->proc, &out->sandbox, err);
-  if (rc != PG_OK) goto done;
-  out->wall_ms = out->sandbox.wall_ms;
   const struct pg_sandbox_result *sr = &out->sandbox;
+  int healthy = 0;
   char what[160];
   snprintf(what, sizeof what, "%s", symbol);
   if (pg__classify_abnormal(sr, req, what, out)) goto done;
@@ -228,6 +234,7 @@ int pg__plugin_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
       pg__outcome_fail(out, PG_CAT_STRUCTURAL, "cannot load impl plugin: %.400s", hdr->msg);
       goto done;
     case STAGE_NOSYM:
+      healthy = 1;
       pg__outcome_fail(out, PG_CAT_STRUCTURAL,
                        "missing wrapper symbol '%s' in %.300s (phase %d needs it)", symbol,
                        impl->target, req->up_to_module);
@@ -260,6 +267,7 @@ int pg__plugin_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
         goto done;
       }
   }
+  healthy = 1; /* returned, canaries intact: whatever the wrapper said, the host may go on */
   if (hdr->rc == PG_UNAVAILABLE) {
     out->status = PG_IMPL_UNAVAILABLE;
     snprintf(out->summary, sizeof out->summary, "mode '%s' is unavailable (%s returned %d)",
@@ -291,11 +299,208 @@ int pg__plugin_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
   }
   out->status = PG_IMPL_DONE;
 done:
-  if (rc != PG_OK) {
+  return healthy;
+}
+
+/* ---- persistent: the plugin host (plugin_host.c) ---- */
+
+static size_t page_bytes(void) {
+  long page = sysconf(_SC_PAGESIZE);
+  return page > 0 ? (size_t)page : 4096;
+}
+
+static int write_at(int fd, const void *data, size_t n, size_t off) {
+  const char *b = data;
+  while (n > 0) {
+    ssize_t w = pwrite(fd, b, n, (off_t)off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    b += w, n -= (size_t)w, off += (size_t)w;
+  }
+  return 0;
+}
+
+static cJSON *tensor_entry(const char *name, enum pg_dtype dtype, int ndim, const int64_t *shape,
+                           size_t offset) {
+  cJSON *o = cJSON_CreateObject(), *sh = cJSON_CreateArray();
+  cJSON_AddStringToObject(o, "name", name);
+  cJSON_AddStringToObject(o, "dtype", pg_dtype_name(dtype));
+  for (int a = 0; a < ndim; a++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)shape[a]));
+  cJSON_AddItemToObject(o, "shape", sh);
+  cJSON_AddNumberToObject(o, "offset", (double)offset);
+  return o;
+}
+
+/* The call's request line (everything but the memory, which travels as an fd). */
+static cJSON *host_request(const struct pg_impl_pending *p) {
+  const struct pg_impl_request *req = p->req;
+  cJSON *r = cJSON_CreateObject();
+  cJSON_AddStringToObject(r, "symbol", p->symbol);
+  cJSON_AddStringToObject(r, "op", req->op);
+  cJSON_AddStringToObject(r, "suffix", req->suffix);
+  cJSON_AddNumberToObject(r, "up_to_module", req->up_to_module);
+  cJSON_AddNumberToObject(r, "total_modules", req->total_modules);
+  cJSON_AddStringToObject(r, "mode", req->mode);
+  cJSON_AddNumberToObject(r, "device_id", req->device_id);
+  cJSON_AddStringToObject(r, "case", req->case_id);
+  cJSON *dims = cJSON_AddObjectToObject(r, "dims");
+  for (int i = 0; dims && i < req->n_dims; i++)
+    cJSON_AddNumberToObject(dims, req->dim_names[i], (double)req->dim_values[i]);
+  cJSON *knobs = req->knobs_json ? cJSON_Parse(req->knobs_json) : NULL;
+  cJSON_AddItemToObject(r, "knobs", knobs ? knobs : cJSON_CreateObject());
+  cJSON_AddArrayToObject(r, "inputs");
+  cJSON_AddArrayToObject(r, "outputs");
+  return r;
+}
+
+/* Lays out the call's memory file: header page, inputs (copied in), outputs
+ * (NaN-prefilled, canary-guarded, each mapped on its own like the fork path's). */
+static int host_memory(struct pg_impl_pending *p, struct pg_impl_outcome *out, cJSON *rq,
+                       struct pg_error *err) {
+  const struct pg_impl_request *req = p->req;
+  size_t psz = page_bytes(), off = psz;
+  size_t in_off[PG_IMPL_MAX_OUTPUTS * 4], out_off[PG_IMPL_MAX_OUTPUTS];
+  if (req->n_inputs > (int)(sizeof in_off / sizeof *in_off))
+    return pg_error_set(err, PG_ELIMIT, "too many inputs for the plugin host");
+  for (int i = 0; i < req->n_inputs; i++) {
+    in_off[i] = off;
+    off += (req->inputs[i].nbytes + psz - 1) / psz * psz;
+  }
+  for (int i = 0; i < req->n_outputs; i++) {
+    const struct pg_impl_output_spec *s = &req->outputs[i];
+    struct pg_tensor *t = &out->outputs[i];
+    pg_tensor_set_name(t, s->name);
+    PG_RETURN_IF_ERROR(pg_tensor_describe(t, s->dtype, s->ndim, s->shape, err));
+    out_off[i] = off;
+    p->map_size[i] = (t->nbytes + PG_CANARY_BYTES + psz - 1) / psz * psz;
+    off += p->map_size[i];
+  }
+  p->memfd = memfd_create("phasegate-call", MFD_CLOEXEC);
+  if (p->memfd < 0 || ftruncate(p->memfd, (off_t)off) != 0)
+    return pg_error_set(err, PG_ENOMEM, "cannot create %zu bytes of call memory: %s", off,
+                        strerror(errno));
+  p->hdr = mmap(NULL, psz, PROT_READ | PROT_WRITE, MAP_SHARED, p->memfd, 0);
+  if (p->hdr == MAP_FAILED) {
+    p->hdr = NULL;
+    return pg_error_set(err, PG_ENOMEM, "mmap: %s", strerror(errno));
+  }
+  cJSON *ins = cJSON_GetObjectItemCaseSensitive(rq, "inputs");
+  for (int i = 0; i < req->n_inputs; i++) {
+    const struct pg_tensor *t = &req->inputs[i];
+    if (write_at(p->memfd, t->dl.data, t->nbytes, in_off[i]) != 0)
+      return pg_error_set(err, PG_EIO, "cannot write input '%s' to call memory: %s", t->name,
+                          strerror(errno));
+    cJSON_AddItemToArray(ins, tensor_entry(t->name, t->dtype, t->dl.ndim, t->shape, in_off[i]));
+  }
+  cJSON *outs = cJSON_GetObjectItemCaseSensitive(rq, "outputs");
+  for (int i = 0; i < req->n_outputs; i++) {
+    struct pg_tensor *t = &out->outputs[i];
+    size_t sz = p->map_size[i];
+    void *m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, p->memfd, (off_t)out_off[i]);
+    if (m == MAP_FAILED)
+      return pg_error_set(err, PG_ENOMEM, "cannot map output '%s': %s", t->name,
+                          strerror(errno));
+    t->owned = m;
+    t->dl.data = m;
+    t->release = release_mapping;
+    t->release_ctx = (void *)(uintptr_t)sz;
+    prefill(m, t->dtype, t->numel, t->nbytes);
+    memset((char *)m + t->nbytes, PG_CANARY_BYTE, sz - t->nbytes);
+    out->n_outputs = i + 1;
+    cJSON_AddItemToArray(outs, tensor_entry(t->name, t->dtype, t->dl.ndim, t->shape, out_off[i]));
+  }
+  cJSON_AddNumberToObject(rq, "size", (double)off);
+  return PG_OK;
+}
+
+static void host_cleanup(struct pg_impl_pending *p, struct pg_impl_outcome *out, int keep_outputs) {
+  if (p->memfd >= 0) close(p->memfd);
+  p->memfd = -1;
+  if (p->hdr) munmap(p->hdr, page_bytes());
+  p->hdr = NULL;
+  if (!keep_outputs) {
     for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&out->outputs[i]);
     out->n_outputs = 0;
   }
-  munmap(hdr, sizeof *hdr);
+}
+
+static int pg__plugin_host_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                                 struct pg_error *err) {
+  p->memfd = -1;
+  cJSON *rq = host_request(p);
+  int rc = rq ? host_memory(p, out, rq, err) : pg_error_set(err, PG_ENOMEM, "out of memory");
+  struct pg_proc *w = NULL;
+  if (rc == PG_OK) {
+    struct pg_proc_result sf;
+    pg_proc_result_init(&sf);
+    struct pg_error se;
+    pg_error_clear(&se);
+    w = pg__pool_acquire(p->impl, p->req, &sf, &se);
+    if (!w && se.code != PG_EIMPL) {
+      *err = se;
+      rc = se.code;
+    } else if (!w) { /* the host died loading the plugin (the probe passed: rare) */
+      pg__proc_to_sandbox(&sf, &out->sandbox);
+      char last[400];
+      pg__last_line(out->sandbox.err, last, sizeof last);
+      pg__outcome_fail(out, PG_CAT_STRUCTURAL, "the plugin host could not start: %.400s",
+                       last[0] ? last : se.message);
+    }
+    pg_proc_result_reset(&sf);
+  }
+  if (rc == PG_OK && w) rc = pg_proc_send(w, rq, p->memfd, &p->call_id, err);
+  cJSON_Delete(rq);
+  if (rc != PG_OK || !w) {
+    host_cleanup(p, out, 0);
+    return rc;
+  }
+  close(p->memfd); /* the host has its own copy of the fd; the mappings stay */
+  p->memfd = -1;
+  p->worker = w;
+  p->running = 1;
+  return PG_OK;
+}
+
+static int pg__plugin_host_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                                  struct pg_error *err) {
+  struct pg_proc *w = p->worker;
+  struct pg_proc_result r;
+  pg_proc_result_init(&r);
+  int rc = pg_proc_wait(w, p->call_id, p->req->timeout_s, &r, err);
+  int healthy = 0;
+  if (rc == PG_OK) {
+    pg__proc_to_sandbox(&r, &out->sandbox);
+    out->wall_ms = r.wall_ms;
+    const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r.answer, "status"));
+    if (r.end == PG_PROC_ANSWERED && st && strcmp(st, "ok") != 0) {
+      const char *m = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r.answer, "message"));
+      pg__outcome_fail(out, PG_CAT_INFRA, "the plugin host could not run the call: %.300s",
+                       m ? m : st);
+    } else if (r.end == PG_PROC_PROTOCOL) {
+      pg__outcome_fail(out, PG_CAT_INFRA, "the plugin host broke the protocol: %s", r.protocol);
+    } else {
+      if (r.end == PG_PROC_ANSWERED) out->sandbox.exited = 1;
+      healthy = judge_call(p, out) && r.end == PG_PROC_ANSWERED;
+    }
+  }
+  pg_proc_result_reset(&r);
+  pg__pool_release(p->impl, w, healthy);
+  host_cleanup(p, out, rc == PG_OK && out->status == PG_IMPL_DONE);
+  return rc;
+}
+
+int pg__plugin_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                      struct pg_error *err) {
+  if (p->worker) return pg__plugin_host_finish(p, out, err);
+  int rc = pg_sandbox_wait(&p->proc, &out->sandbox, err);
+  if (rc == PG_OK) {
+    out->wall_ms = out->sandbox.wall_ms;
+    judge_call(p, out);
+  } else {
+    for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&out->outputs[i]);
+    out->n_outputs = 0;
+  }
+  munmap(p->hdr, sizeof(struct shared_hdr));
   return rc;
 }
 

@@ -1243,6 +1243,7 @@ static int run_parallel(struct run_ctx *rc, const int *sel, int n_sel, int jobs,
         snprintf(cr.report_error, sizeof cr.report_error, "%.250s", we.message);
         if (write(p[1], &cr, sizeof cr) != (ssize_t)sizeof cr) _exit(4);
       }
+      pg_impl_close(&rc->impl); /* this worker's warm processes end with it */
       fflush(NULL);
       _exit(0);
     }
@@ -1447,6 +1448,10 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
     goto out;
   }
   if ((ret = pg_impl_parse(o->impl_spec, &rc->impl, err)) != PG_OK) goto out;
+  rc->impl.fresh_process = o->fresh_process;
+  rc->impl.max_calls = o->worker_max_calls;
+  rc->impl.serve_control = o->serve_control;
+  rc->impl.log_dir = o->work_dir;
   /* The plugin's load probe (a fork + dlopen) runs while the contract and suite load;
    * its verdict is collected in check_before_cases. Forked before any thread exists. */
   if ((ret = pg_impl_check_start(&rc->impl, o->timeout_s > 0 ? o->timeout_s : 120,
@@ -1638,6 +1643,7 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
 out:
   pg_impl_check_cancel(&rc->probe); /* a refused run does not wait for the probe */
   blas_preload_join(rc);
+  pg_impl_close(&rc->impl);
   if (ret != PG_OK) {
     s->exit_code = 2;
     s->status = PG_VERDICT_ERROR;
