@@ -57,7 +57,9 @@ struct pg_proc *pg__pool_acquire(const struct pg_impl *impl, const struct pg_imp
   int rc = spec && tag ? pg_proc_argv_build(spec, req->mode, req->device_id, &a, err)
                        : pg_error_set(err, PG_ENOMEM, "out of memory");
   if (rc == PG_OK) {
-    struct pg_proc_spec ps = {a.argv, a.env, impl->log_dir, tag, req->rlimit_as,
+    /* an ASan-built plugin host reserves terabytes of shadow memory: no RLIMIT_AS */
+    uint64_t as = impl->kind == PG_IMPL_PLUGIN && PG_SANDBOX_ASAN ? 0 : req->rlimit_as;
+    struct pg_proc_spec ps = {a.argv, a.env, impl->log_dir, tag, as,
                               req->timeout_s > 0 ? req->timeout_s : 120};
     rc = pg_proc_start(&s->proc, &ps, start_fail, err);
     pg_proc_argv_reset(&a);

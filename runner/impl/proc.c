@@ -43,7 +43,21 @@ void pg_proc_result_reset(struct pg_proc_result *r) {
   memset(r, 0, sizeof *r);
 }
 
-int pg_proc_alive(const struct pg_proc *p) { return p && p->pid > 0; }
+int pg_proc_alive(struct pg_proc *p) {
+  if (!p || p->pid <= 0) return 0;
+  /* A process that ended between calls (or closed its socket) is not served a call: it
+   * is reaped here and the caller starts a fresh one, so the next case is not blamed. */
+  struct pollfd pfd = {p->sock, POLLIN, 0};
+  int hup = poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLERR));
+  if (!hup && pfd.revents & POLLIN) {
+    char c;
+    hup = recv(p->sock, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+  }
+  if (!hup && !p->remote_end && waitpid(p->pid, NULL, WNOHANG) == 0) return 1;
+  if (!hup && p->remote_end) return 1;
+  pg_proc_stop(p, 0, 0);
+  return 0;
+}
 
 /* ------------------------------------------------------------------ spawning */
 
@@ -133,7 +147,7 @@ static int spawn(struct pg_proc *p, const struct pg_proc_spec *s, int child_sock
   p->pid = (int)pid;
   struct rlimit core = {0, 0};
   prlimit(pid, RLIMIT_CORE, &core, NULL);
-  if (s->rlimit_as && !PG_SANDBOX_ASAN) {
+  if (s->rlimit_as) {
     struct rlimit as = {(rlim_t)s->rlimit_as, (rlim_t)s->rlimit_as};
     prlimit(pid, RLIMIT_AS, &as, NULL);
   }

@@ -122,7 +122,8 @@ void pg_proc_argv_reset(struct pg_proc_argv *a);
  * executable, else the build tree's copy (compile-time path). NULL when none exists. */
 const char *pg_plugin_host_path(void);
 
-/* 1 while a process is running. */
-int pg_proc_alive(const struct pg_proc *p);
+/* 1 while the process can take a call; one that ended or hung up since its last
+ * call is reaped (and 0 returned). */
+int pg_proc_alive(struct pg_proc *p);
 
 #endif

@@ -109,8 +109,10 @@ static int judge_answer(struct pg_impl_pending *p, const cJSON *a, struct pg_imp
     return 1;
   }
   if (strcmp(status, "error") == 0) {
-    pg__outcome_fail(out, PG_CAT_RUNTIME, "the worker reported an error in mode '%s': %.400s",
-                     req->mode, msg && *msg ? msg : "(no message)");
+    int oom = pg_sandbox_text_says_oom(msg) || pg_sandbox_text_says_oom(out->sandbox.err);
+    pg__outcome_fail(out, PG_CAT_RUNTIME, "%sthe worker reported an error in mode '%s': %.400s",
+                     oom ? "allocation failure: " : "", req->mode,
+                     msg && *msg ? msg : "(no message)");
     return 1;
   }
   pg__outcome_fail(out, PG_CAT_RUNTIME, "the worker broke the protocol: unknown status '%.60s' "
@@ -128,6 +130,13 @@ int pg__worker_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
   int rc = pg_proc_wait(w, p->call_id, req->timeout_s, &r, err);
   int healthy = 0;
   if (rc == PG_OK) {
+    /* /bin/sh reports a child killed by signal N as status 128+N (when it did not
+     * exec the command itself): a crash, not an exit. */
+    if (r.exited && r.exit_code > 128 && r.exit_code < 128 + 65) {
+      r.exited = 0;
+      r.signaled = 1;
+      r.signo = r.exit_code - 128;
+    }
     pg__proc_to_sandbox(&r, &out->sandbox);
     out->wall_ms = r.wall_ms;
     if (r.end == PG_PROC_ANSWERED) {
