@@ -133,12 +133,27 @@ static int spawn(struct pg_proc *p, const struct pg_proc_spec *s, int child_sock
   posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                     POSIX_SPAWN_SETSIGDEF);
   char **envp = build_env(s->env_add);
+  /* An address-space limit must be in place before the command runs (a prlimit() after
+   * the spawn races with a shell that forks the command): a shell sets it, then execs
+   * the real argv. */
+  const char *wrapped[72];
+  const char *const *argv = s->argv;
+  char limit[96];
+  if (s->rlimit_as) {
+    snprintf(limit, sizeof limit, "ulimit -v %llu || exit 126; exec \"$0\" \"$@\"",
+             (unsigned long long)(s->rlimit_as / 1024));
+    int n = 0;
+    wrapped[n++] = "/bin/sh", wrapped[n++] = "-c", wrapped[n++] = limit;
+    for (int i = 0; s->argv[i] && n < 71; i++) wrapped[n++] = s->argv[i];
+    wrapped[n] = NULL;
+    argv = wrapped;
+  }
   int rc = PG_OK;
   pid_t pid = 0;
   if (!envp) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
   else {
-    int e = posix_spawn(&pid, s->argv[0], &fa, &at, (char *const *)s->argv, envp);
-    if (e != 0) rc = pg_error_set(err, PG_EIO, "cannot start '%s': %s", s->argv[0], strerror(e));
+    int e = posix_spawn(&pid, argv[0], &fa, &at, (char *const *)argv, envp);
+    if (e != 0) rc = pg_error_set(err, PG_EIO, "cannot start '%s': %s", argv[0], strerror(e));
   }
   free(envp);
   posix_spawn_file_actions_destroy(&fa);
@@ -147,10 +162,6 @@ static int spawn(struct pg_proc *p, const struct pg_proc_spec *s, int child_sock
   p->pid = (int)pid;
   struct rlimit core = {0, 0};
   prlimit(pid, RLIMIT_CORE, &core, NULL);
-  if (s->rlimit_as) {
-    struct rlimit as = {(rlim_t)s->rlimit_as, (rlim_t)s->rlimit_as};
-    prlimit(pid, RLIMIT_AS, &as, NULL);
-  }
   return PG_OK;
 }
 
