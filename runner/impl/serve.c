@@ -1736,18 +1736,27 @@ static int take_lock(const char *dir, struct pg_error *err) {
   return fd;
 }
 
+/* 1 when the lock on fd was taken within ms. */
+static int lock_within(int fd, int ms) {
+  for (double until = pg_now_ms() + ms;; usleep(10000)) {
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) return 1;
+    if (pg_now_ms() > until) return 0;
+  }
+}
+
 /* Removes a dead daemon's socket and pidfile. A pidfile whose lock is still held by a
- * daemon that does not answer: that daemon is hung and gets SIGKILL. */
+ * daemon that does not answer is either exiting (its socket is closed first: it gets a
+ * few seconds to end its workers) or hung, and then gets SIGKILL. */
 static void reclaim(const char *dir) {
   char *pid_path = pg_path_join(dir, PG_SERVE_PID), *sock = pg_path_join(dir, PG_SERVE_SOCK);
   int fd = pid_path ? open(pid_path, O_RDWR | O_CLOEXEC) : -1;
-  if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  if (fd >= 0 && !lock_within(fd, 3 * SERVE_GRACE_MS)) {
     char buf[32] = "";
     ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
     buf[n > 0 ? n : 0] = '\0';
     int pid = atoi(buf);
     if (pid > 1 && pid != getpid()) kill(pid, SIGKILL);
-    for (int i = 0; i < 500 && flock(fd, LOCK_EX | LOCK_NB) != 0; i++) usleep(10000);
+    lock_within(fd, 5000);
   }
   if (sock) unlink(sock);
   if (pid_path && fd >= 0) unlink(pid_path);

@@ -30,18 +30,10 @@ static inline double su_now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Runs `phasegate ARGS…` (NULL-ended), its stdout+stderr into out (NUL-terminated).
- * Reading to EOF proves a detached daemon kept none of the pipe. Exit code, or -1 when
- * the output did not end within 30 s. */
-static inline int su_cli(char *out, size_t size, ...) {
-  const char *argv[32];
-  int n = 0;
-  argv[n++] = PG_PHASEGATE;
-  va_list ap;
-  va_start(ap, size);
-  for (const char *a; n < 31 && (a = va_arg(ap, const char *)) != NULL;) argv[n++] = a;
-  va_end(ap);
-  argv[n] = NULL;
+/* Runs argv (NULL-ended), its stdout+stderr into out (NUL-terminated). Reading to EOF
+ * proves a detached daemon kept none of the pipe. Exit code, or -1 when the output did
+ * not end within 30 s. */
+static inline int su_run(const char *const *argv, char *out, size_t size) {
   int pfd[2];
   if (pipe2(pfd, O_CLOEXEC) != 0) return -1;
   posix_spawn_file_actions_t fa;
@@ -78,6 +70,32 @@ static inline int su_cli(char *out, size_t size, ...) {
   waitpid(pid, &st, 0);
   if (!eof) return -1;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* `exe ARGS…` (NULL-ended) through su_run. */
+static inline int su_cli_exe(const char *exe, char *out, size_t size, ...) {
+  const char *argv[32];
+  int n = 0;
+  argv[n++] = exe;
+  va_list ap;
+  va_start(ap, size);
+  for (const char *a; n < 31 && (a = va_arg(ap, const char *)) != NULL;) argv[n++] = a;
+  va_end(ap);
+  argv[n] = NULL;
+  return su_run(argv, out, size);
+}
+
+/* `phasegate ARGS…` (NULL-ended) through su_run. */
+static inline int su_cli(char *out, size_t size, ...) {
+  const char *argv[32];
+  int n = 0;
+  argv[n++] = PG_PHASEGATE;
+  va_list ap;
+  va_start(ap, size);
+  for (const char *a; n < 31 && (a = va_arg(ap, const char *)) != NULL;) argv[n++] = a;
+  va_end(ap);
+  argv[n] = NULL;
+  return su_run(argv, out, size);
 }
 
 /* 1 when pid no longer runs (gone or a zombie). */

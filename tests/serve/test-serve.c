@@ -333,6 +333,70 @@ PG_TEST(idle_timeout_ends_daemon_and_workers) {
   PG_CHECK_EQ_INT(0, su_wait_count(tag, NULL, 0, 2000));
 }
 
+PG_TEST(hung_daemon_is_replaced) {
+  setup();
+  start("--impl", spec, NULL, NULL, NULL, NULL);
+  PG_CHECK_EQ_INT(1, su_wait_count(tag, NULL, 1, 10000));
+  int pid = su_pidfile(ctl);
+  kill(pid, SIGSTOP); /* listening, never answering */
+  int c;
+  double t = su_now_ms();
+  PG_CHECK_EQ_INT(PG_ENOTFOUND, pg_serve_connect(ctl, &c, &err));
+  double ms = su_now_ms() - t;
+  PG_CHECK_MSG(ms < PG_SERVE_ANSWER_MS + 500, "connect to a hung daemon took %.0f ms", ms);
+  PG_CHECK(strstr(err.message, "did not answer") != NULL);
+  start(NULL, NULL, NULL, NULL, NULL, NULL);
+  PG_CHECK(strstr(out, "running on") && !strstr(out, "already"));
+  PG_CHECK(su_wait_gone(pid, 3000));
+  PG_CHECK(su_pidfile(ctl) != pid);
+  /* the hung daemon's worker saw EOF when it died */
+  PG_CHECK_EQ_INT(0, su_wait_count(tag, NULL, 0, 3000));
+  stop_and_check();
+}
+
+PG_TEST(another_build_replaces_the_daemon) {
+  setup();
+  char other[4300], cmd[9000];
+  snprintf(other, sizeof other, "%s/phasegate_other_build", tmp);
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s'", PG_PHASEGATE, other);
+  PG_CHECK_OK(system(cmd));
+  int rc = su_cli_exe(other, out, sizeof out, "serve", "--control", ctl, "--idle-timeout", "60",
+                      (const char *)NULL);
+  PG_CHECK_MSG(rc == 0, "%s", out);
+  int old = su_pidfile(ctl);
+  start(NULL, NULL, NULL, NULL, NULL, NULL);
+  PG_CHECK_MSG(strstr(out, "running on") && !strstr(out, "already"), "%s", out);
+  PG_CHECK(su_wait_gone(old, 3000));
+  PG_CHECK(su_pidfile(ctl) != old);
+  stop_and_check();
+}
+
+PG_TEST(idle_worker_death_is_noticed) {
+  setup();
+  start(NULL, NULL, NULL, NULL, NULL, NULL);
+  int conn = conn_open();
+  struct pg_proc p;
+  lease_ok(conn, spec, "sim", 0, &p);
+  int first = p.pid;
+  pg_serve_release(conn, &p, 1);
+  kill(first, SIGKILL);
+  cJSON *a = NULL;
+  int n = 1;
+  for (int i = 0; i < 100 && n; i++) {
+    usleep(20000);
+    PG_CHECK_OK(pg_serve_request(conn, "status", 1000, &a, &err));
+    n = cJSON_GetArraySize(cJSON_GetObjectItem(a, "processes"));
+    cJSON_Delete(a);
+  }
+  PG_CHECK_EQ_INT(0, n);
+  lease_ok(conn, spec, "sim", 0, &p);
+  PG_CHECK(p.pid != first);
+  check_ok_call(&p, NULL);
+  pg_serve_release(conn, &p, 1);
+  pg_serve_disconnect(conn);
+  stop_and_check();
+}
+
 /* ------------------------------------------------------------------ failures mid-lease */
 
 PG_TEST(daemon_killed_mid_lease) {
