@@ -124,12 +124,14 @@ static int env_is_ours(const char *e) {
 }
 
 /* Entries that differ between tests (or shells) without changing what a process does:
- * left out of the key. CTest sets CTEST_RESOURCE_GROUP_* per test; the device id they
- * carry is a key field of its own. */
+ * left out of the key. CTest sets CTEST_RESOURCE_GROUP_* per test (the device id they
+ * carry is a key field of its own); PHASEGATE_SERVE* tells a case test where the
+ * daemon is, and the start fixture that prestarts need not set it. */
 static int env_is_volatile(const char *e) {
   return strncmp(e, "CTEST_RESOURCE_GROUP_", 21) == 0 || strncmp(e, "_=", 2) == 0 ||
          strncmp(e, "PWD=", 4) == 0 || strncmp(e, "OLDPWD=", 7) == 0 ||
-         strncmp(e, "SHLVL=", 6) == 0 || env_is_ours(e);
+         strncmp(e, "SHLVL=", 6) == 0 || strncmp(e, "PHASEGATE_SERVE", 15) == 0 ||
+         env_is_ours(e);
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -749,7 +751,6 @@ static void *job_main(void *arg) {
     j->rc = pg_error_set(&j->err, PG_EIO, "cannot enter %s: %s", j->cwd, strerror(errno));
   } else {
     umask((mode_t)j->umask);
-    if (j->host) j->a.argv[0] = j->host;
     struct pg_proc_spec s = {j->a.argv, (const char *const *)j->envp, j->log_dir, j->tag,
                              j->rlimit_as, j->timeout_s};
     j->rc = pg_proc_start(&j->p, &s, &j->r, &j->err);
@@ -780,9 +781,18 @@ static int start_proc(struct daemon *d, struct pool *pl, double timeout_s, struc
   j->timeout_s = timeout_s > 0 ? timeout_s : 120;
   j->done_fd = d->jobs_w;
   j->w = w;
+  /* plugin: runs the client's host on the .so; the environment is built as for any
+   * process (pg_proc_argv_build of a worker, whose argv is then replaced). */
+  int plugin = strncmp(pl->impl, "plugin:", 7) == 0 && pl->host;
+  const char *spec = plugin ? "worker:" : j->impl;
   int rc = j->impl && j->cwd && j->log_dir && (j->host || !pl->host)
-               ? pg_proc_argv_build(j->impl, pl->mode, pl->device, &j->a, err)
+               ? pg_proc_argv_build(spec, pl->mode, pl->device, &j->a, err)
                : pg_error_set(err, PG_ENOMEM, "out of memory");
+  if (rc == PG_OK && plugin) {
+    j->a.argv[0] = j->host;
+    j->a.argv[1] = j->impl + 7;
+    j->a.argv[2] = NULL;
+  }
   size_t n_env = 0, n_add = 0;
   while (pl->env && pl->env[n_env]) n_env++;
   while (j->a.env[n_add]) n_add++;
@@ -854,16 +864,24 @@ static void dispatch(struct daemon *d, struct pool *pl) {
   int waiting = 0;
   for (struct waiter *q = pl->queue; q; q = q->next) waiting++;
   int starting = pool_alive(pl, d, W_STARTING, 0), alive = pool_alive(pl, d, 0, 1);
-  struct waiter *q = pl->queue;
-  for (int i = 0; i < starting && q; i++) q = q->next;
-  while (q && !d->exiting && starting < waiting && alive < d->o->slots) {
+  struct waiter **q = &pl->queue;
+  for (int i = 0; i < starting && *q; i++) q = &(*q)->next;
+  while (*q && !d->exiting && starting < waiting && alive < d->o->slots) {
     struct pg_error err;
-    if (start_proc(d, pl, q->start_timeout_s, &err) != PG_OK) {
+    if (start_proc(d, pl, (*q)->start_timeout_s, &err) != PG_OK) {
+      /* could not even try (a spec the host cannot run, out of memory): this waiter
+       * gets what pg_proc_start's caller would have got */
       dlog(d, "cannot start: %s", err.message);
-      break;
+      struct waiter *x = *q;
+      *q = x->next;
+      waiting--;
+      answer_error(d, x->c, err.code, err.message);
+      x->c->waiting = 0;
+      free(x);
+      continue;
     }
     starting++, alive++;
-    q = q->next;
+    q = &(*q)->next;
   }
 }
 
@@ -890,7 +908,7 @@ static void job_done(struct daemon *d, struct job *j) {
     dlog(d, "start failed: %s", j->err.message);
     w->state = W_DYING;
     w_remove(w);
-    struct waiter *h = pl->queue;
+    struct waiter *h = d->exiting ? NULL : pl->queue; /* stopping: waiters just see EOF */
     if (h) {
       pl->queue = h->next;
       cJSON *o = cJSON_CreateObject();

@@ -43,11 +43,26 @@ static void start(const char *a1, const char *a2, const char *a3, const char *a4
   PG_CHECK_MSG(rc == 0, "serve start: exit %d: %s", rc, out);
 }
 
+/* serve.log of ctl: a sanitizer build of the daemon reports leaks and errors there. */
+static void check_log_clean(void) {
+  static char log[1 << 16];
+  char path[4300];
+  snprintf(path, sizeof path, "%s/%s", ctl, PG_SERVE_LOG);
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  size_t n = fread(log, 1, sizeof log - 1, f);
+  log[n] = '\0';
+  fclose(f);
+  PG_CHECK_MSG(!strstr(log, "Sanitizer") && !strstr(log, "runtime error:"),
+               "the daemon's log has a sanitizer report:\n%s", log);
+}
+
 static void stop_and_check(void) {
   int rc = su_cli(out, sizeof out, "serve", "--control", ctl, "--stop", (const char *)NULL);
   PG_CHECK_MSG(rc == 0, "serve --stop: exit %d: %s", rc, out);
   PG_CHECK_EQ_INT(0, su_wait_count(tag, NULL, 0, 3000));
   PG_CHECK_EQ_INT(0, su_count_procs("--foreground", ctl));
+  check_log_clean();
 }
 
 static int conn_open(void) {
@@ -262,8 +277,10 @@ PG_TEST(cli_usage_errors) {
   PG_CHECK_EQ_INT(2, su_cli(out, sizeof out, "serve", "--control", ctl, "--impl", "exec:x", NULL));
   PG_CHECK(strstr(out, "is not a persistent impl") != NULL);
   PG_CHECK_EQ_INT(2, su_cli(out, sizeof out, "serve", "--control", ctl, "--bogus", "1", NULL));
-  PG_CHECK_EQ_INT(2, su_cli(out, sizeof out, "serve", "--control", ctl, "--stop", "--status", NULL));
-  PG_CHECK_EQ_INT(2, su_cli(out, sizeof out, "serve", "--control", ctl, "--idle-timeout", "x", NULL));
+  PG_CHECK_EQ_INT(2, su_cli(out, sizeof out, "serve", "--control", ctl, "--stop", "--status",
+                            NULL));
+  PG_CHECK_EQ_INT(2, su_cli(out, sizeof out, "serve", "--control", ctl, "--idle-timeout", "x",
+                            NULL));
   PG_CHECK_EQ_INT(0, su_cli(out, sizeof out, "serve", "--help", NULL));
   PG_CHECK(strstr(out, "--idle-timeout") != NULL);
   PG_CHECK_EQ_INT(-1, access(ctl, F_OK)); /* nothing was created */
@@ -302,6 +319,7 @@ PG_TEST(stop_and_sigterm_leave_nothing_running) {
   out[n] = '\0';
   fclose(f);
   PG_CHECK_MSG(strstr(out, "exiting: SIGTERM") != NULL, "serve.log: %s", out);
+  check_log_clean();
 }
 
 PG_TEST(control_dir_deleted_ends_daemon_and_workers) {
@@ -331,6 +349,7 @@ PG_TEST(idle_timeout_ends_daemon_and_workers) {
   pg_serve_disconnect(conn);
   PG_CHECK_MSG(su_wait_gone(pid, 5000), "the daemon did not exit when idle");
   PG_CHECK_EQ_INT(0, su_wait_count(tag, NULL, 0, 2000));
+  check_log_clean();
 }
 
 PG_TEST(hung_daemon_is_replaced) {
@@ -632,7 +651,8 @@ PG_TEST(prestarted_process_is_leased) {
     PG_CHECK_OK(pg_serve_request(conn, "status", 1000, &a, &err));
     cJSON *p0 = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "processes"), 0);
     const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(p0, "state"));
-    if (st && strcmp(st, "idle") == 0) pre = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(p0, "pid"));
+    if (st && strcmp(st, "idle") == 0)
+      pre = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(p0, "pid"));
     cJSON_Delete(a);
     if (!pre) usleep(20000);
   }
@@ -665,7 +685,8 @@ PG_TEST(changed_files_replace_processes) {
   PG_CHECK_EQ_INT(first, p.pid);
   pg_serve_release(conn, &p, 1);
   /* rebuilt: a new file at the same path */
-  snprintf(cmd, sizeof cmd, "cp '%s' '%s.new' && mv '%s.new' '%s'", PG_SERVE_WORKER, copy, copy, copy);
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s.new' && mv '%s.new' '%s'", PG_SERVE_WORKER, copy, copy,
+           copy);
   PG_CHECK_OK(system(cmd));
   lease_ok(conn, sp, "sim", 0, &p);
   PG_CHECK(p.pid != first);
