@@ -43,6 +43,8 @@ static void usage(FILE *out) {
           "  --idle-timeout S     exit after S seconds without clients (default 600)\n"
           "  --start-timeout S    handshake limit for --impl processes (default 120)\n"
           "  --foreground         run the daemon in this process (log on stderr)\n"
+          "  --detached           (set by the detached start for the daemon it spawns:\n"
+          "                       close every inherited descriptor above stderr)\n"
           "  --stop               stop the daemon and every process it owns (idempotent)\n"
           "  --status             print the daemon's state as JSON (exit 1: not running)\n"
           "  --timeout S          how long --stop waits (default 10)\n"
