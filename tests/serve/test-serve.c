@@ -666,6 +666,46 @@ PG_TEST(prestarted_process_is_leased) {
   stop_and_check();
 }
 
+/* Starts run in threads: two slow starts overlap, and the daemon answers meanwhile. */
+PG_TEST(slow_starts_do_not_block_the_daemon) {
+  setup();
+  start(NULL, NULL, NULL, NULL, NULL, NULL);
+  char sp[8400];
+  snprintf(sp, sizeof sp, "%s --start-ms 2000", spec);
+  double t0 = su_now_ms();
+  pid_t kids[2];
+  for (int k = 0; k < 2; k++) {
+    kids[k] = fork();
+    if (kids[k] == 0) {
+      int conn = -1;
+      struct pg_proc p;
+      if (pg_serve_connect(ctl, &conn, NULL) != PG_OK ||
+          pg_serve_lease(conn, sp, "sim", k, 0, 10, &p, NULL, NULL) != PG_OK)
+        _exit(3);
+      pg_serve_release(conn, &p, 1);
+      pg_serve_disconnect(conn);
+      _exit(0);
+    }
+  }
+  usleep(300 * 1000);
+  int conn = conn_open();
+  double t = su_now_ms();
+  cJSON *a = NULL;
+  PG_CHECK_OK(pg_serve_request(conn, "status", 1000, &a, &err));
+  PG_CHECK_MSG(su_now_ms() - t < 250, "status took %.0f ms during starts", su_now_ms() - t);
+  PG_CHECK_EQ_INT(2, (int)cJSON_GetNumberValue(cJSON_GetObjectItem(a, "waiting")));
+  cJSON_Delete(a);
+  for (int k = 0; k < 2; k++) {
+    int st;
+    waitpid(kids[k], &st, 0);
+    PG_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  double both = su_now_ms() - t0;
+  PG_CHECK_MSG(both < 3500, "two 2 s starts took %.0f ms: not concurrent", both);
+  pg_serve_disconnect(conn);
+  stop_and_check();
+}
+
 /* ------------------------------------------------------------------ keys */
 
 PG_TEST(changed_files_replace_processes) {
