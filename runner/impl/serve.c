@@ -1653,7 +1653,15 @@ void pg_serve_options_init(struct pg_serve_options *o) {
 int pg_serve_daemon(const struct pg_serve_options *o, FILE *log, struct pg_error *err) {
   if (!o || !o->control_dir || !*o->control_dir)
     return pg_error_set(err, PG_EINVAL, "serve needs a control directory");
-  if (o->detached) close_range(3, ~0u, 0); /* nothing inherited from the starter's parent */
+  if (o->detached) { /* nothing inherited from the starter's parent (CTest's pipes…) */
+    int keep = log ? fileno(log) : -1;
+    if (keep >= 3) {
+      if (keep > 3) close_range(3, (unsigned)keep - 1, 0);
+      close_range((unsigned)keep + 1, ~0u, 0);
+    } else {
+      close_range(3, ~0u, 0);
+    }
+  }
   struct daemon d;
   memset(&d, 0, sizeof d);
   struct pg_serve_options opts = *o;

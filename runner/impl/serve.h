@@ -99,7 +99,7 @@ struct pg_serve_options {
   int slots;                 /* processes per key (default 1) */
   double idle_timeout_s;     /* exit after this long without clients (default 600) */
   double start_timeout_s;    /* prestart handshake limit (default 120) */
-  int detached;              /* the daemon was spawned by pg_serve_start: close fds >= 3 */
+  int detached;              /* spawned by pg_serve_start: close fds >= 3 (but the log's) */
 };
 
 void pg_serve_options_init(struct pg_serve_options *o);
