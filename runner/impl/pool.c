@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "impl/serve.h"
 
 #define PG_POOL_MAX 32
 
@@ -18,7 +19,51 @@ struct pg_pool_slot {
 
 struct pg_pool {
   struct pg_pool_slot slot[PG_POOL_MAX];
+  int conn;          /* connection to `phasegate serve`; -1: none (standalone) */
+  int tried_serve;   /* connect attempted (once per pool: per run, per --jobs worker) */
 };
+
+/* The daemon's connection, tried once: --serve-control, else PHASEGATE_SERVE_CONTROL.
+ * No daemon (or a dead one) is not an error: the run starts its own processes. */
+static int serve_conn(const struct pg_impl *impl, struct pg_pool *pool) {
+  if (!pool->tried_serve) {
+    pool->tried_serve = 1;
+    const char *ctl = impl->serve_control ? impl->serve_control
+                                          : getenv("PHASEGATE_SERVE_CONTROL");
+    struct pg_error e;
+    if (!ctl || !*ctl || pg_serve_connect(ctl, &pool->conn, &e) != PG_OK) pool->conn = -1;
+  }
+  return pool->conn;
+}
+
+/* Starts (or leases) the process of slot s. */
+static int start_slot(const struct pg_impl *impl, struct pg_pool *pool, struct pg_pool_slot *s,
+                      const char *spec, const struct pg_impl_request *req, uint64_t as,
+                      struct pg_proc_result *start_fail, struct pg_error *err) {
+  double start_timeout = req->timeout_s > 0 ? req->timeout_s : 120;
+  if (!impl->fresh_process && serve_conn(impl, pool) >= 0) {
+    int rc = pg_serve_lease(pool->conn, spec, req->mode, req->device_id, as, start_timeout,
+                            &s->proc, start_fail, err);
+    if (rc != PG_ENOTFOUND && rc != PG_ELIMIT) return rc;
+    if (rc == PG_ENOTFOUND) { /* the daemon went away: standalone from now on */
+      pg_serve_disconnect(pool->conn);
+      pool->conn = -1;
+    }
+    pg_proc_result_reset(start_fail);
+    pg_error_clear(err);
+  }
+  char *tag = pg_path_fmt("%s-%d", req->mode, req->device_id);
+  struct pg_proc_argv a;
+  int rc = tag ? pg_proc_argv_build(spec, req->mode, req->device_id, &a, err)
+               : pg_error_set(err, PG_ENOMEM, "out of memory");
+  if (rc == PG_OK) {
+    struct pg_proc_spec ps = {a.argv, a.env, impl->log_dir, tag, as, start_timeout};
+    rc = pg_proc_start(&s->proc, &ps, start_fail, err);
+    pg_proc_argv_reset(&a);
+  }
+  free(tag);
+  return rc;
+}
 
 static const char *spec_prefix(const struct pg_impl *impl) {
   return impl->kind == PG_IMPL_WORKER ? "worker:" : "plugin:";
@@ -27,9 +72,12 @@ static const char *spec_prefix(const struct pg_impl *impl) {
 struct pg_proc *pg__pool_acquire(const struct pg_impl *impl, const struct pg_impl_request *req,
                                  struct pg_proc_result *start_fail, struct pg_error *err) {
   struct pg_impl *mut = (struct pg_impl *)impl; /* the pool is the impl's mutable part */
-  if (!mut->pool && !(mut->pool = calloc(1, sizeof *mut->pool))) {
-    pg_error_set(err, PG_ENOMEM, "out of memory");
-    return NULL;
+  if (!mut->pool) {
+    if (!(mut->pool = calloc(1, sizeof *mut->pool))) {
+      pg_error_set(err, PG_ENOMEM, "out of memory");
+      return NULL;
+    }
+    mut->pool->conn = -1;
   }
   struct pg_pool *pool = mut->pool;
   struct pg_pool_slot *s = NULL, *free_slot = NULL;
@@ -52,20 +100,11 @@ struct pg_proc *pg__pool_acquire(const struct pg_impl *impl, const struct pg_imp
   }
   if (pg_proc_alive(&s->proc)) return &s->proc;
   char *spec = pg_path_fmt("%s%s", spec_prefix(impl), impl->target);
-  char *tag = pg_path_fmt("%s-%d", req->mode, req->device_id);
-  struct pg_proc_argv a;
-  int rc = spec && tag ? pg_proc_argv_build(spec, req->mode, req->device_id, &a, err)
-                       : pg_error_set(err, PG_ENOMEM, "out of memory");
-  if (rc == PG_OK) {
-    /* an ASan-built plugin host reserves terabytes of shadow memory: no RLIMIT_AS */
-    uint64_t as = impl->kind == PG_IMPL_PLUGIN && PG_SANDBOX_ASAN ? 0 : req->rlimit_as;
-    struct pg_proc_spec ps = {a.argv, a.env, impl->log_dir, tag, as,
-                              req->timeout_s > 0 ? req->timeout_s : 120};
-    rc = pg_proc_start(&s->proc, &ps, start_fail, err);
-    pg_proc_argv_reset(&a);
-  }
+  /* an ASan-built plugin host reserves terabytes of shadow memory: no RLIMIT_AS */
+  uint64_t as = impl->kind == PG_IMPL_PLUGIN && PG_SANDBOX_ASAN ? 0 : req->rlimit_as;
+  int rc = spec ? start_slot(impl, pool, s, spec, req, as, start_fail, err)
+                : pg_error_set(err, PG_ENOMEM, "out of memory");
   free(spec);
-  free(tag);
   return rc == PG_OK ? &s->proc : NULL;
 }
 
@@ -77,9 +116,15 @@ void pg__pool_release(const struct pg_impl *impl, struct pg_proc *p, int healthy
 
 void pg_impl_close(struct pg_impl *impl) {
   if (!impl || !impl->pool) return;
-  for (int i = 0; i < PG_POOL_MAX; i++)
-    if (impl->pool->slot[i].used) pg_proc_stop(&impl->pool->slot[i].proc, 2.0, 0);
-  free(impl->pool);
+  struct pg_pool *pool = impl->pool;
+  for (int i = 0; i < PG_POOL_MAX; i++) {
+    struct pg_proc *p = &pool->slot[i].proc;
+    if (!pool->slot[i].used || !pg_proc_alive(p)) continue;
+    if (p->remote_end && pool->conn >= 0) pg_serve_release(pool->conn, p, 1); /* stays warm */
+    else pg_proc_stop(p, 2.0, 0);
+  }
+  if (pool->conn >= 0) pg_serve_disconnect(pool->conn);
+  free(pool);
   impl->pool = NULL;
 }
 
