@@ -25,7 +25,8 @@ impl's output at the Mk boundary with the cumulative golden. The cases are liste
 
     phasegate_add_op(<op>
                      OP_DIR <dir>
-                     (IMPL <target> | IMPL_COMMAND <command>... | REPLAY <dir>)
+                     (IMPL <target> | IMPL_COMMAND <command>... |
+                      IMPL_WORKER <command>... | REPLAY <dir>)
                      [GOLDEN <target>]
                      [MODES <mode>...]
                      [LEVELS <level>...]
@@ -46,6 +47,11 @@ impl's output at the Mk boundary with the cumulative golden. The cases are liste
   * ``<op>/M<k>/L<n>/<case>`` — ``phasegate run --up-to-module <k> --case <case>``
     for every phase ``k`` and every case;
   * ``<op>/M<k>/gate`` — the barrier of phase ``k`` (see ``GATE``);
+  * ``<op>/workers/start`` and ``<op>/workers/stop`` (``IMPL`` and ``IMPL_WORKER``
+    only) — a CTest fixture around ``phasegate serve``, the daemon that keeps the
+    impl's processes warm from one case test to the next (docs/serve.md); a case
+    test run without it (``ctest -FA '.*'``, ``-R`` of one case, by hand) starts its
+    own process and gives the same result;
   * before the first build, a single ``<op>/NOT_BUILT`` test that fails with
     "build the project first".
 
@@ -73,6 +79,13 @@ impl's output at the Mk boundary with the cumulative golden. The cases are liste
     A command (``exec:`` adapter); generator expressions are allowed. The words are
     joined with spaces, so quote words containing spaces yourself. Case tests run in
     ``<binary dir>/<op>_tests.d/M<k>_L<n>/``: use absolute paths.
+
+  ``IMPL_WORKER <command>...``
+    .. versionadded:: 0.2
+
+    A persistent command (``worker:`` adapter, docs/worker_protocol.md): started once
+    per mode and device and serving every case, so Python + torch or a CUDA context
+    start once. Same word rules as ``IMPL_COMMAND``.
 
   ``REPLAY <dir>``
     Outputs dumped by a device run, ``<dir>/<case>/<mode>/<name>.npy``.
@@ -274,7 +287,7 @@ function(phasegate_add_op op)
   set(options "")
   set(oneValueArgs OP_DIR IMPL REPLAY GOLDEN TIMEOUT GATE REPORT_DIR DISCOVERY_MODE
                    DISCOVERY_TIMEOUT RUNNER)
-  set(multiValueArgs IMPL_COMMAND MODES LEVELS RESOURCES LABELS EXTRA_ARGS)
+  set(multiValueArgs IMPL_COMMAND IMPL_WORKER MODES LEVELS RESOURCES LABELS EXTRA_ARGS)
   cmake_parse_arguments(PARSE_ARGV 1 arg "${options}" "${oneValueArgs}" "${multiValueArgs}")
 
   # --- arguments -----------------------------------------------------------------
@@ -306,32 +319,44 @@ function(phasegate_add_op op)
   endif()
 
   set(n_impl 0)
-  foreach(kw IMPL IMPL_COMMAND REPLAY)
+  foreach(kw IMPL IMPL_COMMAND IMPL_WORKER REPLAY)
     if(DEFINED arg_${kw})
       math(EXPR n_impl "${n_impl} + 1")
     endif()
   endforeach()
   if(NOT n_impl EQUAL 1)
     message(FATAL_ERROR "phasegate_add_op(${op}): give exactly one of IMPL <target>, "
-      "IMPL_COMMAND <command...> or REPLAY <dir>")
+      "IMPL_COMMAND <command...>, IMPL_WORKER <command...> or REPLAY <dir>")
   endif()
+  set(persistent OFF) # plugin and worker impls keep warm processes (phasegate serve)
   set(impl_deps "")
   if(DEFINED arg_IMPL)
     _phasegate_check_library(IMPL "${arg_IMPL}")
     set(impl_spec "plugin:$<TARGET_FILE:${arg_IMPL}>")
     set(impl_deps ${arg_IMPL})
-  elseif(DEFINED arg_IMPL_COMMAND)
-    foreach(word IN LISTS arg_IMPL_COMMAND)
+    set(persistent ON)
+  elseif(DEFINED arg_IMPL_COMMAND OR DEFINED arg_IMPL_WORKER)
+    if(DEFINED arg_IMPL_COMMAND)
+      set(words ${arg_IMPL_COMMAND})
+      set(kw IMPL_COMMAND)
+      set(scheme exec)
+    else()
+      set(words ${arg_IMPL_WORKER})
+      set(kw IMPL_WORKER)
+      set(scheme worker)
+      set(persistent ON)
+    endif()
+    foreach(word IN LISTS words)
       if(NOT IS_ABSOLUTE "${word}" AND NOT word MATCHES "^[$]<"
          AND EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/${word}"
          AND NOT IS_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}/${word}")
-        message(AUTHOR_WARNING "phasegate_add_op(${op}): IMPL_COMMAND word '${word}' is a "
+        message(AUTHOR_WARNING "phasegate_add_op(${op}): ${kw} word '${word}' is a "
           "relative path, but the tests run in ${CMAKE_CURRENT_BINARY_DIR}/${op}_tests.d/...; "
           "write \${CMAKE_CURRENT_SOURCE_DIR}/${word}")
       endif()
     endforeach()
-    list(JOIN arg_IMPL_COMMAND " " cmd)
-    set(impl_spec "exec:${cmd}")
+    list(JOIN words " " cmd)
+    set(impl_spec "${scheme}:${cmd}")
   else()
     get_filename_component(replay "${arg_REPLAY}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
     set(impl_spec "replay:${replay}")
@@ -480,6 +505,12 @@ function(phasegate_add_op op)
     list(APPEND run_extra --timeout "${arg_TIMEOUT}")
   endif()
   list(APPEND run_extra ${golden_args} ${arg_EXTRA_ARGS})
+  set(serve_control "${CMAKE_CURRENT_BINARY_DIR}/${op}_serve")
+  set(workers_fixture "")
+  if(persistent)
+    list(APPEND run_extra --serve-control "${serve_control}")
+    set(workers_fixture "${op}_workers")
+  endif()
 
   set(base "${CMAKE_CURRENT_BINARY_DIR}/${op}")
   get_property(multi GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
@@ -493,18 +524,19 @@ function(phasegate_add_op op)
   list(JOIN arg_RESOURCES "|" resources_enc)
   list(JOIN arg_LABELS "|" labels_enc)
   # Everything the generated tests file depends on besides the list output.
-  set(signature_text "${op}|${op_dir}|${levels_csv}|${gate}|${ctest_timeout}|${resources_enc}|${labels_enc}")
+  set(signature_text "${op}|${op_dir}|${levels_csv}|${gate}|${ctest_timeout}|${resources_enc}|${labels_enc}|${workers_fixture}")
   string(MD5 signature "${signature_text}")
   set(discover_defs
     "-DPG_OP=${op}" "-DPG_OP_DIR=${op_dir}" "-DPG_LEVELS=${levels_csv}"
     "-DPG_TESTS_FILE=${tests_file}" "-DPG_GATE=${gate}" "-DPG_CTEST_TIMEOUT=${ctest_timeout}"
     "-DPG_RESOURCES=${resources_enc}" "-DPG_LABELS=${labels_enc}"
-    "-DPG_SIGNATURE=${signature}" "-DPG_DISCOVERY_TIMEOUT=${discovery_timeout}")
+    "-DPG_SIGNATURE=${signature}" "-DPG_DISCOVERY_TIMEOUT=${discovery_timeout}"
+    "-DPG_WORKERS_FIXTURE=${workers_fixture}")
 
   # The include file CTest reads: resolved paths (generator expressions) first, then
   # either the discovered tests or the NOT_BUILT placeholder.
   foreach(v op_dir tests_file contract suite discover_script signature
-            CMAKE_COMMAND impl_spec runner_file)
+            CMAKE_COMMAND impl_spec runner_file serve_control)
     _phasegate_bracket(q_${v} "${${v}}")
   endforeach()
   set(q_run_extra "")
@@ -546,6 +578,24 @@ ${pre_defs}  set(PG_RUNNER \"\${_pg_runner}\")
     set(contract_fixture " FIXTURES_SETUP [==[${op}_contract]==]")
     set(composition_fixture " FIXTURES_REQUIRED [==[${op}_contract]==]")
   endif()
+  set(workers_tests "")
+  if(persistent)
+    set(serve_modes "")
+    if(arg_MODES)
+      list(JOIN arg_MODES "," m)
+      set(serve_modes " --modes [==[${m}]==]")
+    endif()
+    # The daemon outlives single tests; started detached, stopped by the cleanup test.
+    set(workers_tests "\
+  add_test([==[${op}/workers/start]==] \"\${_pg_runner}\" serve --control ${q_serve_control}
+           --op-dir ${q_op_dir} --impl \"\${_pg_impl}\"${serve_modes})
+  set_tests_properties([==[${op}/workers/start]==] PROPERTIES
+    LABELS [==[phasegate;op_${op};workers${extra_labels}]==] FIXTURES_SETUP [==[${op}_workers]==])
+  add_test([==[${op}/workers/stop]==] \"\${_pg_runner}\" serve --control ${q_serve_control} --stop)
+  set_tests_properties([==[${op}/workers/stop]==] PROPERTIES
+    LABELS [==[phasegate;op_${op};workers${extra_labels}]==] FIXTURES_CLEANUP [==[${op}_workers]==])
+")
+  endif()
   set(include_content "\
 # Generated by phasegate_add_op(${op}) for CTest: do not edit.
 set(_pg_cmake ${q_CMAKE_COMMAND})
@@ -562,7 +612,7 @@ if(EXISTS \"\${_pg_runner}\" AND EXISTS ${q_tests_file})
   set_tests_properties([==[${op}/composition]==] PROPERTIES
     LABELS [==[phasegate;op_${op};composition${extra_labels}]==]${composition_fixture}
     SKIP_RETURN_CODE 77 SKIP_REGULAR_EXPRESSION [==[\\[phasegate\\] SKIPPED]==])
-  include(${q_tests_file})
+${workers_tests}  include(${q_tests_file})
 else()
   add_test([==[${op}/NOT_BUILT]==] \"\${_pg_cmake}\" [==[-DPHASEGATE_NOT_BUILT=${op}]==]
            [==[-DPHASEGATE_BUILD_DIR=${CMAKE_BINARY_DIR}]==] -P ${q_discover_script})

@@ -7,7 +7,8 @@
 # command of the <op>/NOT_BUILT placeholder test (PHASEGATE_NOT_BUILT given).
 # Inputs (variables): PG_OP, PG_RUNNER, PG_OP_DIR, PG_LEVELS (L1,L2), PG_TESTS_FILE,
 # PG_GATE, PG_CTEST_TIMEOUT, PG_RESOURCES and PG_LABELS (lists joined with "|"),
-# PG_SIGNATURE, PG_DISCOVERY_TIMEOUT; PG_CONTRACT and PG_SUITE for the stale check.
+# PG_SIGNATURE, PG_DISCOVERY_TIMEOUT, PG_WORKERS_FIXTURE (the fixture of `phasegate serve`
+# every case test requires, or empty); PG_CONTRACT and PG_SUITE for the stale check.
 
 include_guard(GLOBAL)
 # Functions keep the policies of their definition: CTest (PRE_TEST) and `cmake -P`
@@ -210,6 +211,7 @@ function(phasegate__discover)
     _phasegate_discover_bracket(q_name "${name}")
     _phasegate_discover_bracket(q_case "${case}")
     set(props "")
+    set(req "")
     if(PG_GATE)
       if(phase EQUAL 1)
         set(req "${op}_contract")
@@ -217,7 +219,14 @@ function(phasegate__discover)
         math(EXPR prev "${phase} - 1")
         set(req "${op}_M${prev}_gate")
       endif()
-      string(APPEND props " FIXTURES_SETUP [==[${op}_M${phase}]==] FIXTURES_REQUIRED [==[${req}]==]")
+      string(APPEND props " FIXTURES_SETUP [==[${op}_M${phase}]==]")
+    endif()
+    if(PG_WORKERS_FIXTURE)
+      # warm impl processes from `phasegate serve` (the test runs standalone without)
+      list(APPEND req "${PG_WORKERS_FIXTURE}")
+    endif()
+    if(req)
+      string(APPEND props " FIXTURES_REQUIRED [==[${req}]==]")
     endif()
     if(with_source_lines)
       string(JSON file ERROR_VARIABLE jerr GET "${o}" file)

@@ -11,6 +11,7 @@ packages=(
   libyaml-dev libcjson-dev libopenblas-dev libdlpack-dev  # the only libraries
   clang                                          # asan preset and libFuzzer harnesses
   python3 python3-numpy                          # differential tests, exec example impl
+  python3-torch                                  # attention_torch.py example impl + its tests (CPU)
 )
 
 sudo=""

@@ -26,7 +26,7 @@ static void usage(FILE *out) {
           "  --op-dir DIR               module_interfaces.yaml + adversarial_suite.json (or DIR/eval)\n"
           "  --contract FILE            the contract, explicitly (suite defaults to its directory)\n"
           "  --suite FILE               the suite, explicitly\n"
-          "  --impl SPEC                plugin:PATH.so | exec:COMMAND | replay:DIR\n"
+          "  --impl SPEC                plugin:PATH.so | exec:COMMAND | worker:COMMAND | replay:DIR\n"
           "  --up-to-module K           the phase (1..N, N = the op's module count)\n"
           "  --case ID[,ID…]            only these cases\n"
           "  --levels L1,L2             only these levels\n"
@@ -44,6 +44,10 @@ static void usage(FILE *out) {
           "  --device-id N              else CTEST_RESOURCE_GROUP_0_<TYPE>, else 0\n"
           "  --work-dir DIR             where exec case directories go (default $TMPDIR)\n"
           "  --keep-work                keep exec case directories\n"
+          "  --fresh-process            one impl process per call (default: plugin and worker\n"
+          "                             impls start once per mode and device and serve every call)\n"
+          "  --worker-max-calls N       replace a persistent impl process after N calls\n"
+          "  --serve-control DIR        lease warm impl processes from `phasegate serve` there\n"
           "  --no-bisect                do not look for the earliest failing boundary\n"
           "  --jobs N                   run cases in N worker processes (default 1)\n"
           "  --inspect NAME             print every metric of output NAME per case and mode\n"
@@ -139,7 +143,14 @@ static int set_option(struct pg_run_opts *o, const char *name, const char *val) 
     if (*end || j < 0 || j > 64)
       return pg_cli_usage_error("run", "--jobs: expected 0..64, got '%s'", val);
     o->jobs = (int)j;
-  } else if (strcmp(name, "--inspect") == 0) o->inspect = val;
+  } else if (strcmp(name, "--worker-max-calls") == 0) {
+    char *end;
+    long m = strtol(val, &end, 10);
+    if (*end || end == val || m < 0 || m > 1000000000)
+      return pg_cli_usage_error("run", "--worker-max-calls: expected a count >= 0, got '%s'", val);
+    o->worker_max_calls = (int)m;
+  } else if (strcmp(name, "--serve-control") == 0) o->serve_control = val;
+  else if (strcmp(name, "--inspect") == 0) o->inspect = val;
   else return pg_cli_usage_error("run", "unknown option '%s' (see --help)", name);
   return 0;
 }
@@ -176,13 +187,15 @@ int pg_cmd_run(int argc, char **argv) {
     } else {
       snprintf(name, sizeof name, "%s", a);
     }
-    static const char *const flags[] = {"--no-golden-cache", "--keep-work", "--no-bisect"};
+    static const char *const flags[] = {"--no-golden-cache", "--keep-work", "--no-bisect",
+                                        "--fresh-process"};
     int is_flag = 0;
     for (size_t f = 0; f < sizeof flags / sizeof *flags; f++) is_flag |= strcmp(name, flags[f]) == 0;
     if (is_flag) {
       if (val) return pg_cli_usage_error("run", "%s takes no value", name);
       if (strcmp(name, "--no-golden-cache") == 0) o.no_golden_cache = 1;
       else if (strcmp(name, "--keep-work") == 0) o.keep_work = 1;
+      else if (strcmp(name, "--fresh-process") == 0) o.fresh_process = 1;
       else o.no_bisect = 1;
       continue;
     }

@@ -20,6 +20,7 @@
 #define PG_IMPL_ADAPTERS(X) \
   X(plugin)                 \
   X(exec)                   \
+  X(worker)                 \
   X(replay)
 
 #define PG_IMPL_DECLARE(name) extern const struct pg_impl_ops pg__##name##_ops;

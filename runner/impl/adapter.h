@@ -49,6 +49,19 @@ int pg__impl_wait(struct pg_sandbox_proc *proc, struct pg_impl_outcome *out,
 int pg__collect_outputs(const char *dir, const struct pg_impl_request *req,
                         struct pg_impl_outcome *out, struct pg_error *err);
 
+/* exec: and worker: share the case directory and the request object (impl/exec.c):
+ * a fresh case directory with in/<name>.npy and an empty out/ (request.json too when
+ * request_file); the request object (NULL when out of memory); the directory kept
+ * (keep_work, into out->work_dir) or removed afterwards, dir freed. */
+struct cJSON;
+int pg__exec_case_dir(const struct pg_impl_request *req, int request_file, char **dir_out,
+                      struct pg_error *err);
+struct cJSON *pg__exec_request_json(const char *case_dir, const struct pg_impl_request *req);
+void pg__exec_case_dir_done(const struct pg_impl_request *req, char *dir,
+                            struct pg_impl_outcome *out);
+/* The probe of a command adapter: the command is not blank. */
+int pg__command_probe(struct pg_impl_probe *p, struct pg_error *err);
+
 /* The last non-empty line of text (shortened from the left to fit). */
 void pg__last_line(const char *text, char *buf, size_t size);
 

@@ -76,11 +76,11 @@ static cJSON *tensor_json(const char *name, enum pg_dtype dtype, int ndim, const
   return o;
 }
 
-/* request.json: everything the impl needs to know about the call. */
-static int write_request(const char *path, const char *case_dir,
-                         const struct pg_impl_request *req, struct pg_error *err) {
+/* The request object: everything the impl needs to know about the call (request.json
+ * for exec:, one protocol line for worker:). NULL when out of memory. */
+cJSON *pg__exec_request_json(const char *case_dir, const struct pg_impl_request *req) {
   cJSON *r = cJSON_CreateObject();
-  if (!r) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  if (!r) return NULL;
   cJSON_AddNumberToObject(r, "schema_version", 1);
   cJSON_AddStringToObject(r, "op", req->op);
   cJSON_AddStringToObject(r, "suffix", req->suffix);
@@ -108,7 +108,18 @@ static int write_request(const char *path, const char *case_dir,
     cJSON_AddItemToArray(outs, tensor_json(s->name, s->dtype, s->ndim, s->shape, case_dir,
                                            "out", &ok));
   }
-  char *text = ok ? cJSON_Print(r) : NULL;
+  if (!ok) {
+    cJSON_Delete(r);
+    return NULL;
+  }
+  return r;
+}
+
+/* request.json in the case directory. */
+static int write_request(const char *path, const char *case_dir,
+                         const struct pg_impl_request *req, struct pg_error *err) {
+  cJSON *r = pg__exec_request_json(case_dir, req);
+  char *text = r ? cJSON_Print(r) : NULL;
   cJSON_Delete(r);
   if (!text) return pg_error_set(err, PG_ENOMEM, "out of memory");
   int rc = write_text(path, text, err);
@@ -125,9 +136,10 @@ static void safe_name(const char *s, char *buf, size_t size) {
   buf[n] = '\0';
 }
 
-/* A fresh <base>/pg-<case>.<mode>.XXXXXX with in/ (the inputs), out/ and request.json. */
-static int make_case_dir(const struct pg_impl_request *req, char **dir_out,
-                         struct pg_error *err) {
+/* A fresh <base>/pg-<case>.<mode>.XXXXXX with in/ (the inputs), out/ and, with
+ * request_file, request.json. */
+int pg__exec_case_dir(const struct pg_impl_request *req, int request_file, char **dir_out,
+                      struct pg_error *err) {
   const char *base = req->work_dir;
   if (!base || !*base) base = getenv("TMPDIR");
   if (!base || !*base) base = "/tmp";
@@ -157,16 +169,16 @@ static int make_case_dir(const struct pg_impl_request *req, char **dir_out,
               : pg_error_set(err, PG_ENOMEM, "out of memory");
     free(path);
   }
-  if (rc == PG_OK) rc = write_request(request, dir, req, err);
+  if (rc == PG_OK && request_file) rc = write_request(request, dir, req, err);
   free(in_dir);
   free(out_dir);
   free(request);
   return rc;
 }
 
-/* The case directory is kept for the user (keep_work) or removed. */
-static void case_dir_done(const struct pg_impl_request *req, char *dir,
-                          struct pg_impl_outcome *out) {
+/* The case directory is kept for the user (keep_work) or removed; dir is freed. */
+void pg__exec_case_dir_done(const struct pg_impl_request *req, char *dir,
+                            struct pg_impl_outcome *out) {
   if (!dir) return;
   if (req->keep_work) {
     free(out->work_dir);
@@ -182,7 +194,7 @@ static int exec_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
   const struct pg_impl_request *req = p->req;
   struct exec_call *c = calloc(1, sizeof *c);
   if (!c) return pg_error_set(err, PG_ENOMEM, "out of memory");
-  int rc = make_case_dir(req, &c->dir, err);
+  int rc = pg__exec_case_dir(req, 1, &c->dir, err);
   /* ctx only needs to live until the fork: the child has its own copy */
   struct exec_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
@@ -201,7 +213,7 @@ static int exec_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
   if (rc == PG_OK) rc = pg_sandbox_start(exec_child, &ctx, &so, &c->proc, err);
   for (int i = 0; i < PG_EXEC_N_ENV; i++) free(ctx.env[i]);
   if (rc != PG_OK) {
-    case_dir_done(req, c->dir, out);
+    pg__exec_case_dir_done(req, c->dir, out);
     free(c);
     return rc;
   }
@@ -240,22 +252,23 @@ static int exec_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
   struct exec_call *c = p->call;
   int rc = pg__impl_wait(&c->proc, out, err);
   if (rc == PG_OK) rc = exec_fact(c, p->req, out, err);
-  case_dir_done(p->req, c->dir, out);
+  pg__exec_case_dir_done(p->req, c->dir, out);
   free(c);
   p->call = NULL;
   return rc;
 }
 
-static int exec_probe_start(struct pg_impl_probe *p, struct pg_error *err) {
+int pg__command_probe(struct pg_impl_probe *p, struct pg_error *err) {
   for (const char *c = p->impl->target; *c; c++)
     if (*c != ' ' && *c != '\t' && *c != '\n') return PG_OK;
-  return pg_error_set(err, PG_EINVAL, "--impl 'exec:%s': the command is empty", p->impl->target);
+  return pg_error_set(err, PG_EINVAL, "--impl '%s:%s': the command is empty",
+                      pg_impl_kind(p->impl), p->impl->target);
 }
 
 const struct pg_impl_ops pg__exec_ops = {
     .name = "exec",
     .usage = "exec:COMMAND",
-    .probe_start = exec_probe_start,
+    .probe_start = pg__command_probe,
     .start = exec_start,
     .finish = exec_finish,
 };

@@ -1,10 +1,14 @@
 /* phasegate runner — the impl room (DESIGN.md §2, §6): how one (case, mode) call reaches
  * the code under test, and the FACTS of what came back.
  *
- *   plugin:PATH.so   dlopen + <op>_module<suffix>_wrapper in a forked child; outputs
- *                    come back through MAP_SHARED memory, NaN-prefilled, canary-guarded
+ *   plugin:PATH.so   <op>_module<suffix>_wrapper called in the persistent plugin host
+ *                    (impl/plugin_host.c; --fresh-process: a forked child per call);
+ *                    outputs come back through shared memory, NaN-prefilled,
+ *                    canary-guarded
  *   exec:COMMAND     /bin/sh -c COMMAND with a fresh case directory (in/, out/,
  *                    request.json) and PHASEGATE_* environment variables
+ *   worker:COMMAND   the same request to a persistent process over the worker protocol
+ *                    (impl/worker.c, impl/proc.h)
  *   replay:DIR       DIR/<case>/<mode>/<name>.npy dumped by an earlier device run
  *
  * Each adapter is one file and one row of the ops table in impl/adapter.c (see
@@ -36,14 +40,21 @@ struct pg_impl {
   const struct pg_impl_ops *ops;
   char target[4096]; /* the path, command or directory after the "kind:" prefix (checked) */
   void *state;
+  /* Persistent processes (plugin host, worker:), set by the caller after parsing. */
+  int fresh_process;          /* one process per call (--fresh-process) */
+  int max_calls;              /* replace a process after this many calls; 0 = never */
+  const char *serve_control;  /* lease processes from `phasegate serve` there (or NULL:
+                                 $PHASEGATE_SERVE_CONTROL, else none) */
+  const char *log_dir;        /* where process logs go (NULL: $TMPDIR) */
 };
 
-/* Parses "plugin:PATH", "exec:COMMAND", "replay:DIR" (the prefixes of the ops table); a
+/* Parses "plugin:PATH", "exec:COMMAND", "worker:COMMAND", "replay:DIR" (the prefixes of
+ * the ops table); a
  * bare path ending in .so is a plugin. PG_EINVAL / PG_ELIMIT with a message listing the
  * accepted forms. */
 int pg_impl_parse(const char *spec, struct pg_impl *impl, struct pg_error *err);
 
-/* The adapter's name: "plugin", "exec", "replay" ("" for an unparsed impl). */
+/* The adapter's name: "plugin", "exec", "worker", "replay" ("" for an unparsed impl). */
 const char *pg_impl_kind(const struct pg_impl *impl);
 
 /* Ends whatever the adapter keeps between calls (persistent processes). Called once at
@@ -76,6 +87,10 @@ enum pg_impl_fact {
                                       outputs.safetensors) */
   PG_IMPL_FACT_RUNNER_FAILURE,     /* the call's process ended before the call for a reason
                                       of the runner's, not the impl's */
+  PG_IMPL_FACT_WORKER_PROTOCOL,    /* a persistent process broke the worker protocol: no
+                                      handshake, a line that is not the answer, an unknown
+                                      status, its protocol fds closed */
+  PG_IMPL_FACT_WORKER_ERROR,       /* a worker answered "error" (message in the summary) */
   PG_IMPL_FACT_COUNT
 };
 

@@ -1,14 +1,17 @@
 /* phasegate runner — the plugin adapter: `plugin:PATH.so`.
  *
- * Every output buffer is its own MAP_SHARED anonymous mapping created before fork:
- * the child dlopen()s the plugin, calls <op>_module<suffix>_wrapper, and its writes
- * land directly in memory the parent keeps (no copy through pipes). Each buffer is
- * pre-filled with a distinctive NaN (integers: 0xA5 bytes) and followed by at least
- * PG_CANARY_BYTES guard bytes that are checked after the call. A small shared header
- * page tells the parent how far the child got (loaded, symbol found, returned rc).
- * What it finds is reported as a fact (impl.h); run/classify.c decides what it means.
- * A fresh child per call: nothing is kept between calls (no close operation).
+ * By default the call runs in the persistent plugin host (impl/plugin_host.c), one per
+ * (mode, device), started by exec and kept between calls (impl/pool.h): the call's
+ * tensors travel in one memory file (memfd) passed with the request. With
+ * --fresh-process it runs in a forked child, the outputs in MAP_SHARED mappings made
+ * before the fork. Either way the wrapper's writes land directly in memory the runner
+ * keeps (no copy back), each output is pre-filled with a distinctive NaN (integers:
+ * 0xA5 bytes) and followed by at least PG_CANARY_BYTES guard bytes checked after the
+ * call, and a header page (impl/plugin_shm.h) says how far the call got (loaded,
+ * symbol found, returned rc), so both paths are judged by the same code. What it finds
+ * is reported as a fact (impl.h); run/classify.c decides what it means.
  */
+#include <cjson/cJSON.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
@@ -21,24 +24,28 @@
 #include <unistd.h>
 
 #include "impl/adapter.h"
+#include "impl/plugin_shm.h"
+#include "impl/pool.h"
 #include "base/base.h"
 #include "phasegate/impl.h"
 
-enum { STAGE_START = 0, STAGE_DLOPEN_FAILED, STAGE_NOSYM, STAGE_NOMEM, STAGE_CALLING,
-       STAGE_RETURNED };
-
-struct shared_hdr {
-  volatile int32_t stage;
-  volatile int32_t rc;
-  char msg[1024];
-};
+#define STAGE_DLOPEN_FAILED PG_PLUGIN_STAGE_DLOPEN_FAILED
+#define STAGE_NOSYM PG_PLUGIN_STAGE_NOSYM
+#define STAGE_NOMEM PG_PLUGIN_STAGE_NOMEM
+#define STAGE_CALLING PG_PLUGIN_STAGE_CALLING
+#define STAGE_RETURNED PG_PLUGIN_STAGE_RETURNED
+#define shared_hdr pg_plugin_shm_hdr
 
 /* One call's state (pg_impl_pending.call). */
 struct plugin_call {
-  struct pg_sandbox_proc proc;
+  struct pg_sandbox_proc proc;  /* --fresh-process: the forked child */
   struct shared_hdr *hdr;
+  size_t hdr_size;              /* of the hdr mapping */
   size_t map_size[PG_IMPL_MAX_OUTPUTS];
   char symbol[160];
+  struct pg_proc *host;         /* persistent: the plugin host serving the call */
+  int64_t id;
+  int memfd;                    /* persistent: the call's memory (until it is sent) */
 };
 
 struct child_ctx {
@@ -192,9 +199,20 @@ static int map_output(const struct pg_impl_output_spec *s, size_t psz, struct pg
 
 static void call_free(struct plugin_call *c) {
   if (!c) return;
-  if (c->hdr) munmap(c->hdr, sizeof *c->hdr);
+  if (c->hdr) munmap(c->hdr, c->hdr_size);
+  if (c->memfd >= 0) close(c->memfd);
   free(c);
 }
+
+static size_t page_bytes(void) {
+  long page = sysconf(_SC_PAGESIZE);
+  return page > 0 ? (size_t)page : 4096;
+}
+
+static int host_start(struct pg_impl_pending *p, struct plugin_call *c,
+                      struct pg_impl_outcome *out, struct pg_error *err);
+static int host_finish(struct pg_impl_pending *p, struct plugin_call *c,
+                       struct pg_impl_outcome *out, struct pg_error *err);
 
 static int plugin_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
                         struct pg_error *err) {
@@ -207,9 +225,11 @@ static int plugin_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
            PG_OK;
   struct plugin_call *c = calloc(1, sizeof *c);
   if (!c) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  c->memfd = -1;
   pg_impl_symbol(req->op, req->suffix, c->symbol, sizeof c->symbol);
-  long page = sysconf(_SC_PAGESIZE);
-  size_t psz = page > 0 ? (size_t)page : 4096;
+  if (!impl->fresh_process) return host_start(p, c, out, err);
+  size_t psz = page_bytes();
+  c->hdr_size = sizeof *c->hdr;
   c->hdr = mmap(NULL, sizeof *c->hdr, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (c->hdr == MAP_FAILED) {
     c->hdr = NULL;
@@ -326,6 +346,7 @@ static void fact_after_return(const struct plugin_call *c, const struct pg_impl_
 static int plugin_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
                          struct pg_error *err) {
   struct plugin_call *c = p->call;
+  if (c->host) return host_finish(p, c, out, err);
   int rc = pg__impl_wait(&c->proc, out, err);
   if (rc == PG_OK) {
     if (!fact_before_return(c, p->impl, p->req, out)) fact_after_return(c, p->req, out);
@@ -440,6 +461,201 @@ static void plugin_probe_cancel(struct pg_impl_probe *p) {
   plugin_probe_finish(p, &e);
 }
 
+
+/* ---- persistent: the plugin host (impl/plugin_host.c) ---- */
+
+static int write_at(int fd, const void *data, size_t n, size_t off) {
+  const char *b = data;
+  while (n > 0) {
+    ssize_t w = pwrite(fd, b, n, (off_t)off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    b += w, n -= (size_t)w, off += (size_t)w;
+  }
+  return 0;
+}
+
+static cJSON *tensor_entry(const char *name, enum pg_dtype dtype, int ndim, const int64_t *shape,
+                           size_t offset) {
+  cJSON *o = cJSON_CreateObject(), *sh = cJSON_CreateArray();
+  cJSON_AddStringToObject(o, "name", name);
+  cJSON_AddStringToObject(o, "dtype", pg_dtype_name(dtype));
+  for (int a = 0; a < ndim; a++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)shape[a]));
+  cJSON_AddItemToObject(o, "shape", sh);
+  cJSON_AddNumberToObject(o, "offset", (double)offset);
+  return o;
+}
+
+/* The call's request line: everything but the memory, which travels as an fd. */
+static cJSON *host_request(const struct plugin_call *c, const struct pg_impl_request *req) {
+  cJSON *r = cJSON_CreateObject();
+  cJSON_AddStringToObject(r, "symbol", c->symbol);
+  cJSON_AddStringToObject(r, "op", req->op);
+  cJSON_AddStringToObject(r, "suffix", req->suffix);
+  cJSON_AddNumberToObject(r, "up_to_module", req->up_to_module);
+  cJSON_AddNumberToObject(r, "total_modules", req->total_modules);
+  cJSON_AddStringToObject(r, "mode", req->mode);
+  cJSON_AddNumberToObject(r, "device_id", req->device_id);
+  cJSON_AddStringToObject(r, "case", req->case_id);
+  cJSON *dims = cJSON_AddObjectToObject(r, "dims");
+  for (int i = 0; dims && i < req->n_dims; i++)
+    cJSON_AddNumberToObject(dims, req->dim_names[i], (double)req->dim_values[i]);
+  cJSON *knobs = req->knobs_json ? cJSON_Parse(req->knobs_json) : NULL;
+  cJSON_AddItemToObject(r, "knobs", knobs ? knobs : cJSON_CreateObject());
+  cJSON_AddArrayToObject(r, "inputs");
+  cJSON_AddArrayToObject(r, "outputs");
+  return r;
+}
+
+/* Output i as its own mapping of the call memory at off (prefilled, canary after). */
+static int map_host_output(struct plugin_call *c, const struct pg_impl_output_spec *s, int i,
+                           size_t off, struct pg_tensor *t, struct pg_error *err) {
+  void *m = mmap(NULL, c->map_size[i], PROT_READ | PROT_WRITE, MAP_SHARED, c->memfd, (off_t)off);
+  if (m == MAP_FAILED)
+    return pg_error_set(err, PG_ENOMEM, "cannot map output '%s': %s", s->name, strerror(errno));
+  t->owned = m;
+  t->dl.data = m;
+  t->release = release_mapping;
+  t->release_ctx = (void *)(uintptr_t)c->map_size[i];
+  prefill(m, t->dtype, t->numel, t->nbytes);
+  memset((char *)m + t->nbytes, PG_CANARY_BYTE, c->map_size[i] - t->nbytes);
+  return PG_OK;
+}
+
+/* Lays out the call's memory file: the header page, the inputs (copied in), the
+ * outputs (mapped one by one like the fork path's), and lists them in the request. */
+static int host_memory(struct plugin_call *c, const struct pg_impl_request *req,
+                       struct pg_impl_outcome *out, cJSON *rq, struct pg_error *err) {
+  size_t psz = page_bytes(), off = psz, out_off[PG_IMPL_MAX_OUTPUTS];
+  for (int i = 0; i < req->n_outputs; i++) {
+    const struct pg_impl_output_spec *s = &req->outputs[i];
+    struct pg_tensor *t = &out->outputs[i];
+    pg_tensor_set_name(t, s->name);
+    PG_RETURN_IF_ERROR(pg_tensor_describe(t, s->dtype, s->ndim, s->shape, err));
+    out_off[i] = off;
+    c->map_size[i] = (t->nbytes + PG_CANARY_BYTES + psz - 1) / psz * psz;
+    off += c->map_size[i];
+  }
+  size_t in_start = off;
+  for (int i = 0; i < req->n_inputs; i++) off += (req->inputs[i].nbytes + psz - 1) / psz * psz;
+  c->memfd = memfd_create("phasegate-call", MFD_CLOEXEC);
+  if (c->memfd < 0 || ftruncate(c->memfd, (off_t)off) != 0)
+    return pg_error_set(err, PG_ENOMEM, "cannot create %zu bytes of call memory: %s", off,
+                        strerror(errno));
+  c->hdr_size = psz;
+  c->hdr = mmap(NULL, psz, PROT_READ | PROT_WRITE, MAP_SHARED, c->memfd, 0);
+  if (c->hdr == MAP_FAILED) {
+    c->hdr = NULL;
+    return pg_error_set(err, PG_ENOMEM, "mmap: %s", strerror(errno));
+  }
+  cJSON *outs = cJSON_GetObjectItemCaseSensitive(rq, "outputs");
+  for (int i = 0; i < req->n_outputs; i++) {
+    struct pg_tensor *t = &out->outputs[i];
+    PG_RETURN_IF_ERROR(map_host_output(c, &req->outputs[i], i, out_off[i], t, err));
+    out->n_outputs = i + 1;
+    cJSON_AddItemToArray(outs, tensor_entry(t->name, t->dtype, t->dl.ndim, t->shape, out_off[i]));
+  }
+  cJSON *ins = cJSON_GetObjectItemCaseSensitive(rq, "inputs");
+  for (int i = 0, o = (int)in_start; i < req->n_inputs; i++) {
+    const struct pg_tensor *t = &req->inputs[i];
+    if (write_at(c->memfd, t->dl.data, t->nbytes, (size_t)o) != 0)
+      return pg_error_set(err, PG_EIO, "cannot write input '%s' to call memory: %s", t->name,
+                          strerror(errno));
+    cJSON_AddItemToArray(ins, tensor_entry(t->name, t->dtype, t->dl.ndim, t->shape, (size_t)o));
+    o += (int)((t->nbytes + psz - 1) / psz * psz);
+  }
+  cJSON_AddNumberToObject(rq, "size", (double)off);
+  return PG_OK;
+}
+
+/* The host could not be started (it died loading the plugin: the probe passed, so this
+ * is rare): the facts of that start. */
+static void host_start_failed(struct pg_proc_result *sf, const struct pg_error *se,
+                              const struct pg_impl_request *req, struct pg_impl_outcome *out) {
+  pg__proc_to_sandbox(sf, &out->sandbox);
+  if (sf->end != PG_PROC_EXITED || !pg__impl_abnormal(&out->sandbox, req, "the plugin host", out)) {
+    char last[400];
+    pg__last_line(out->sandbox.err, last, sizeof last);
+    pg__impl_fact(out, PG_IMPL_FACT_LOAD_FAILED, "the plugin host could not start: %.400s",
+                  last[0] ? last : se->message);
+  }
+}
+
+static int host_start(struct pg_impl_pending *p, struct plugin_call *c,
+                      struct pg_impl_outcome *out, struct pg_error *err) {
+  cJSON *rq = host_request(c, p->req);
+  int rc = rq ? host_memory(c, p->req, out, rq, err)
+              : pg_error_set(err, PG_ENOMEM, "out of memory");
+  if (rc == PG_OK) {
+    struct pg_proc_result sf;
+    pg_proc_result_init(&sf);
+    struct pg_error se;
+    pg_error_clear(&se);
+    c->host = pg__pool_acquire(p->impl, p->req, &sf, &se);
+    if (!c->host && se.code != PG_EIMPL) {
+      *err = se;
+      rc = se.code;
+    } else if (!c->host) {
+      host_start_failed(&sf, &se, p->req, out);
+    }
+    pg_proc_result_reset(&sf);
+  }
+  if (rc == PG_OK && c->host) rc = pg_proc_send(c->host, rq, c->memfd, &c->id, err);
+  cJSON_Delete(rq);
+  if (rc != PG_OK || !c->host) { /* an error, or the start's fact already recorded */
+    if (rc != PG_OK) {
+      for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&out->outputs[i]);
+      out->n_outputs = 0;
+    }
+    call_free(c);
+    return rc;
+  }
+  close(c->memfd); /* the host got its own copy of the fd; the mappings stay */
+  c->memfd = -1;
+  p->call = c;
+  p->running = 1;
+  return PG_OK;
+}
+
+static int host_finish(struct pg_impl_pending *p, struct plugin_call *c,
+                       struct pg_impl_outcome *out, struct pg_error *err) {
+  struct pg_proc_result r;
+  pg_proc_result_init(&r);
+  int rc = pg_proc_wait(c->host, c->id, p->req->timeout_s, &r, err);
+  int healthy = 0;
+  if (rc == PG_OK) {
+    pg__proc_to_sandbox(&r, &out->sandbox);
+    out->wall_ms = r.wall_ms;
+    const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r.answer, "status"));
+    if (r.end == PG_PROC_ANSWERED && st && strcmp(st, "ok") != 0) {
+      const char *m = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r.answer, "message"));
+      pg__impl_fact(out, PG_IMPL_FACT_RUNNER_FAILURE, "the plugin host could not run the call: "
+                    "%.300s", m ? m : st);
+    } else if (r.end == PG_PROC_PROTOCOL) {
+      pg__impl_fact(out, PG_IMPL_FACT_RUNNER_FAILURE, "the plugin host broke the protocol: %s",
+                    r.protocol);
+    } else {
+      if (r.end == PG_PROC_ANSWERED) out->sandbox.exited = 1;
+      if (!fact_before_return(c, p->impl, p->req, out)) {
+        fact_after_return(c, p->req, out);
+        /* returned, canaries intact: whatever the wrapper said, the host may go on */
+        healthy = r.end == PG_PROC_ANSWERED && out->fact != PG_IMPL_FACT_CANARY_HIT;
+      } else {
+        healthy = r.end == PG_PROC_ANSWERED && out->fact == PG_IMPL_FACT_MISSING_SYMBOL;
+      }
+    }
+  }
+  if (rc != PG_OK) {
+    for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&out->outputs[i]);
+    out->n_outputs = 0;
+  }
+  pg_proc_result_reset(&r);
+  pg__pool_release(p->impl, c->host, rc == PG_OK && healthy);
+  call_free(c);
+  p->call = NULL;
+  return rc;
+}
+
 const struct pg_impl_ops pg__plugin_ops = {
     .name = "plugin",
     .usage = "plugin:PATH.so",
@@ -449,4 +665,5 @@ const struct pg_impl_ops pg__plugin_ops = {
     .probe_cancel = plugin_probe_cancel,
     .start = plugin_start,
     .finish = plugin_finish,
+    .close = pg__pool_close,
 };

@@ -320,9 +320,13 @@ int pg_sandbox_wait(struct pg_sandbox_proc *p, struct pg_sandbox_result *r,
   r->err = terr.buf;
   r->err_len = terr.buf ? terr.len : 0;
   r->err_truncated = terr.truncated;
+  pg_sandbox_result_scan(r);
+  return PG_OK;
+}
+
+void pg_sandbox_result_scan(struct pg_sandbox_result *r) {
   r->says_oom = pg_sandbox_text_says_oom(r->err) || pg_sandbox_text_says_oom(r->out);
   r->sanitizer_report = says_sanitizer_crash(r->err);
-  return PG_OK;
 }
 
 int pg_sandbox_run(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *opts,

@@ -92,4 +92,8 @@ const char *pg_signal_name(int signo, char *buf, size_t size);
  * "Cannot allocate memory", "out of memory"). */
 int pg_sandbox_text_says_oom(const char *text);
 
+/* Sets says_oom and sanitizer_report from the captured text: the one place the text of
+ * an impl's output is scanned (also for persistent processes' captured logs). */
+void pg_sandbox_result_scan(struct pg_sandbox_result *r);
+
 #endif

@@ -58,7 +58,8 @@ enum hint {
   HINT_LAYOUT,    /* outputs not as the contract declares them */
   HINT_VALUES,    /* values outside the tolerance: HINT_NAN or HINT_INSPECT */
   HINT_NAN,       /* … with NaN where the reference has none */
-  HINT_INSPECT
+  HINT_INSPECT,
+  HINT_PROTOCOL   /* a persistent process broke the worker protocol */
 };
 
 static const char *const hint_text[] = {
@@ -74,6 +75,9 @@ static const char *const hint_text[] = {
                     "shapes, dtypes)",
     [HINT_NAN] = "the impl produces NaN where the reference has none: look for exp overflow "
                  "(missing max subtraction), 0/0, or uninitialised memory",
+    [HINT_PROTOCOL] = "the worker must write the handshake, then exactly one answer line per "
+                      "request with its id, on the fd pair of PHASEGATE_WORKER_FDS (never "
+                      "stdout): see docs/worker_protocol.md and the worker log named above",
     [HINT_INSPECT] = "use --inspect <output> for every metric and the first mismatching "
                      "indices, --save-data DIR to get the case's tensors",
 };
@@ -117,6 +121,8 @@ static const struct rule rules[] = {
     {IMPL(WRONG_OUTPUT_DTYPE), PG_VERDICT_FAIL, PG_CAT_STRUCTURAL, 0, HINT_LAYOUT},
     {IMPL(PROTOCOL_ERROR), PG_VERDICT_FAIL, PG_CAT_STRUCTURAL, 0, HINT_LAYOUT},
     {IMPL(RUNNER_FAILURE), PG_VERDICT_ERROR, PG_CAT_INFRA, 0, HINT_NONE},
+    {IMPL(WORKER_PROTOCOL), PG_VERDICT_FAIL, PG_CAT_RUNTIME, 0, HINT_PROTOCOL},
+    {IMPL(WORKER_ERROR), PG_VERDICT_FAIL, PG_CAT_RUNTIME, 0, HINT_NONE},
 };
 #undef IMPL
 #undef RUN

@@ -247,6 +247,10 @@ static int load(struct pg__run *rc, struct pg_run_summary *s, struct pg_diags *d
   int ret, n_printed = 0;
   if (!o->impl_spec) return pg_error_set(err, PG_EINVAL, "--impl is required");
   PG_RETURN_IF_ERROR(pg_impl_parse(o->impl_spec, &rc->impl, err));
+  rc->impl.fresh_process = o->fresh_process;
+  rc->impl.max_calls = o->worker_max_calls;
+  rc->impl.serve_control = o->serve_control;
+  rc->impl.log_dir = o->work_dir;
   /* The plugin's load probe (a fork + dlopen) runs while the contract and suite load;
    * its verdict is collected in check_before_cases. Forked before any thread exists. */
   PG_RETURN_IF_ERROR(pg_impl_check_start(&rc->impl, o->timeout_s > 0 ? o->timeout_s : 120,

@@ -184,6 +184,9 @@ struct pg_run_opts {
   uint64_t rlimit_as;         /* 0 = inherited */
   const char *work_dir;
   int keep_work;
+  int fresh_process;          /* one impl process per call (plugin: forked child) */
+  int worker_max_calls;       /* recycle a persistent process after N calls; 0 = never */
+  const char *serve_control;  /* `phasegate serve` control directory to lease from */
   int no_bisect;              /* do not search earlier boundaries on failure */
   int jobs;                   /* > 1: run cases in that many worker processes */
   const char *self_exe;       /* for repro lines; NULL = "phasegate" */

@@ -19,6 +19,8 @@
  *   FZ_SIM_ONLY        wrong output in mode sim only          -> ir_divergence
  *   FZ_CRASH_ONE_CASE  SIGSEGV in case L2_basic only          -> other cases survive
  *   FZ_LEAK            prints its inputs, output off by one   -> information barrier
+ *   FZ_CRASH_FIFTH_CALL SIGSEGV in the 5th call of a process    -> only that call fails
+ *                      (the persistent plugin host is replaced; tests/persist)
  */
 #include <math.h>
 #include <signal.h>
@@ -46,6 +48,7 @@
 #define FZ_SIM_ONLY 12
 #define FZ_CRASH_ONE_CASE 13
 #define FZ_LEAK 14
+#define FZ_CRASH_FIFTH_CALL 15
 #ifndef FZ_FAULT
 #define FZ_FAULT FZ_NONE
 #endif
@@ -85,6 +88,9 @@ static int run(const DLTensor *in, int32_t n_in, DLTensor *out, int32_t n_out,
   raise(SIGSEGV);
 #elif FZ_FAULT == FZ_CRASH_ONE_CASE
   if (strcmp(call->case_id, "L2_basic") == 0) raise(SIGSEGV);
+#elif FZ_FAULT == FZ_CRASH_FIFTH_CALL
+  static int calls;
+  if (++calls == 5) raise(SIGSEGV);
 #elif FZ_FAULT == FZ_HANG
   for (;;) sleep(1);
 #endif

@@ -40,6 +40,8 @@ PG_TEST(impl_fact_categories) {
       {PG_IMPL_FACT_WRONG_OUTPUT_DTYPE, PG_CAT_STRUCTURAL},
       {PG_IMPL_FACT_PROTOCOL_ERROR, PG_CAT_STRUCTURAL},
       {PG_IMPL_FACT_RUNNER_FAILURE, PG_CAT_INFRA},
+      {PG_IMPL_FACT_WORKER_PROTOCOL, PG_CAT_RUNTIME},
+      {PG_IMPL_FACT_WORKER_ERROR, PG_CAT_RUNTIME},
   };
   PG_CHECK_EQ_INT(PG_IMPL_FACT_COUNT, (int)(sizeof want / sizeof *want));
   for (size_t i = 0; i < sizeof want / sizeof *want; i++)
@@ -61,9 +63,11 @@ PG_TEST(impl_ops_table) {
   pg_impl_close(&impl); /* safe when nothing was started */
   pg_impl_close(&impl);
   struct pg_error err;
-  PG_CHECK(pg_impl_parse("worker:x", &impl, &err) == PG_EINVAL);
-  PG_CHECK_EQ_STR("--impl 'worker:x': unknown scheme 'worker:'; expected plugin:PATH.so, "
-                  "exec:COMMAND or replay:DIR", err.message);
+  PG_CHECK_OK(pg_impl_parse("worker:x", &impl, &err));
+  PG_CHECK_EQ_STR("worker", pg_impl_kind(&impl));
+  PG_CHECK(pg_impl_parse("serve:x", &impl, &err) == PG_EINVAL);
+  PG_CHECK_EQ_STR("--impl 'serve:x': unknown scheme 'serve:'; expected plugin:PATH.so, "
+                  "exec:COMMAND, worker:COMMAND or replay:DIR", err.message);
 }
 
 PG_TEST(report_hooks) {

@@ -1,0 +1,29 @@
+/* phasegate runner — what the plugin adapter and the plugin host share about one call's
+ * memory: a header page saying how far the call got, then the tensors, each at a
+ * page-aligned offset of one memory file (memfd). The runner creates and fills it
+ * (inputs copied in, outputs NaN-prefilled and followed by canary bytes), the process
+ * that calls the wrapper (a forked child or the persistent plugin host) maps the same
+ * memory, so outputs land where the runner reads them, with no copy.
+ * Internal to runner/impl/. */
+#ifndef PHASEGATE_IMPL_PLUGIN_SHM_H
+#define PHASEGATE_IMPL_PLUGIN_SHM_H
+
+#include <stdint.h>
+
+/* How far the call got; written by the calling process, read by the runner. */
+enum pg_plugin_stage {
+  PG_PLUGIN_STAGE_START = 0,
+  PG_PLUGIN_STAGE_DLOPEN_FAILED,
+  PG_PLUGIN_STAGE_NOSYM,
+  PG_PLUGIN_STAGE_NOMEM,
+  PG_PLUGIN_STAGE_CALLING,
+  PG_PLUGIN_STAGE_RETURNED
+};
+
+struct pg_plugin_shm_hdr {
+  volatile int32_t stage;
+  volatile int32_t rc;
+  char msg[1024];
+};
+
+#endif

@@ -1,0 +1,142 @@
+/* phasegate runner — the warm process pool of an impl (pool.h). */
+#include "impl/pool.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "impl/serve.h"
+
+#define PG_POOL_MAX 32
+
+struct pg_pool_slot {
+  char mode[64];
+  int device;
+  int used;
+  struct pg_proc proc;
+};
+
+struct pg_pool {
+  struct pg_pool_slot slot[PG_POOL_MAX];
+  int conn;          /* connection to `phasegate serve`; -1: none (standalone) */
+  int tried_serve;   /* connect attempted (once per pool: per run, per --jobs worker) */
+};
+
+/* The daemon's connection, tried once: --serve-control, else PHASEGATE_SERVE_CONTROL.
+ * No daemon (or a dead one) is not an error: the run starts its own processes. */
+static int serve_conn(const struct pg_impl *impl, struct pg_pool *pool) {
+  if (!pool->tried_serve) {
+    pool->tried_serve = 1;
+    const char *ctl = impl->serve_control ? impl->serve_control
+                                          : getenv("PHASEGATE_SERVE_CONTROL");
+    struct pg_error e;
+    if (!ctl || !*ctl || pg_serve_connect(ctl, &pool->conn, &e) != PG_OK) pool->conn = -1;
+  }
+  return pool->conn;
+}
+
+/* Starts (or leases) the process of slot s. */
+static int start_slot(const struct pg_impl *impl, struct pg_pool *pool, struct pg_pool_slot *s,
+                      const char *spec, const struct pg_impl_request *req, uint64_t as,
+                      struct pg_proc_result *start_fail, struct pg_error *err) {
+  double start_timeout = req->timeout_s > 0 ? req->timeout_s : 120;
+  if (!impl->fresh_process && serve_conn(impl, pool) >= 0) {
+    int rc = pg_serve_lease(pool->conn, spec, req->mode, req->device_id, as, start_timeout,
+                            &s->proc, start_fail, err);
+    if (rc != PG_ENOTFOUND && rc != PG_ELIMIT) return rc;
+    if (rc == PG_ENOTFOUND) { /* the daemon went away: standalone from now on */
+      pg_serve_disconnect(pool->conn);
+      pool->conn = -1;
+    }
+    pg_proc_result_reset(start_fail);
+    pg_error_clear(err);
+  }
+  char *tag = pg_path_fmt("%s-%d", req->mode, req->device_id);
+  struct pg_proc_argv a;
+  int rc = tag ? pg_proc_argv_build(spec, req->mode, req->device_id, &a, err)
+               : pg_error_set(err, PG_ENOMEM, "out of memory");
+  if (rc == PG_OK) {
+    struct pg_proc_spec ps = {a.argv, a.env, impl->log_dir, tag, as, start_timeout};
+    rc = pg_proc_start(&s->proc, &ps, start_fail, err);
+    pg_proc_argv_reset(&a);
+  }
+  free(tag);
+  return rc;
+}
+
+struct pg_proc *pg__pool_acquire(const struct pg_impl *impl, const struct pg_impl_request *req,
+                                 struct pg_proc_result *start_fail, struct pg_error *err) {
+  struct pg_impl *mut = (struct pg_impl *)impl; /* the pool is the impl's mutable part */
+  if (!mut->state) {
+    struct pg_pool *fresh = calloc(1, sizeof *fresh);
+    if (!fresh) {
+      pg_error_set(err, PG_ENOMEM, "out of memory");
+      return NULL;
+    }
+    fresh->conn = -1;
+    mut->state = fresh;
+  }
+  struct pg_pool *pool = mut->state;
+  struct pg_pool_slot *s = NULL, *free_slot = NULL;
+  for (int i = 0; i < PG_POOL_MAX && !s; i++) {
+    struct pg_pool_slot *c = &pool->slot[i];
+    if (c->used && c->device == req->device_id && strcmp(c->mode, req->mode) == 0) s = c;
+    else if (!c->used && !free_slot) free_slot = c;
+  }
+  if (!s) {
+    if (!free_slot) {
+      pg_error_set(err, PG_ELIMIT, "more than %d (mode, device) pairs", PG_POOL_MAX);
+      return NULL;
+    }
+    s = free_slot;
+    memset(s, 0, sizeof *s);
+    pg_proc_init(&s->proc);
+    snprintf(s->mode, sizeof s->mode, "%s", req->mode);
+    s->device = req->device_id;
+    s->used = 1;
+  }
+  if (pg_proc_alive(&s->proc)) return &s->proc;
+  const char *kind = pg_impl_kind(impl);
+  char *spec = pg_path_fmt("%s:%s", kind, impl->target);
+  /* an ASan-built plugin host reserves terabytes of shadow memory: no RLIMIT_AS */
+  uint64_t as = strcmp(kind, "plugin") == 0 && PG_SANDBOX_ASAN ? 0 : req->rlimit_as;
+  int rc = spec ? start_slot(impl, pool, s, spec, req, as, start_fail, err)
+                : pg_error_set(err, PG_ENOMEM, "out of memory");
+  free(spec);
+  return rc == PG_OK ? &s->proc : NULL;
+}
+
+void pg__pool_release(const struct pg_impl *impl, struct pg_proc *p, int healthy) {
+  if (!healthy) pg_proc_stop(p, 0, 1);
+  else if (impl->fresh_process || (impl->max_calls > 0 && p->calls >= impl->max_calls))
+    pg_proc_stop(p, 2.0, 0);
+}
+
+void pg__pool_close(struct pg_impl *impl) {
+  if (!impl || !impl->state) return;
+  struct pg_pool *pool = impl->state;
+  for (int i = 0; i < PG_POOL_MAX; i++) {
+    struct pg_proc *p = &pool->slot[i].proc;
+    if (!pool->slot[i].used || !pg_proc_alive(p)) continue;
+    if (p->remote_end && pool->conn >= 0) pg_serve_release(pool->conn, p, 1); /* stays warm */
+    else pg_proc_stop(p, 2.0, 0);
+  }
+  if (pool->conn >= 0) pg_serve_disconnect(pool->conn);
+  free(pool);
+  impl->state = NULL;
+}
+
+void pg__proc_to_sandbox(const struct pg_proc_result *r, struct pg_sandbox_result *sr) {
+  sr->timed_out = r->end == PG_PROC_TIMEOUT;
+  sr->exited = r->exited;
+  sr->exit_code = r->exit_code;
+  sr->signaled = r->signaled && !sr->timed_out;
+  sr->signo = r->signo;
+  sr->wall_ms = r->wall_ms;
+  free(sr->err);
+  sr->err = r->captured ? pg_strdup(r->captured) : NULL;
+  sr->err_len = r->captured ? r->captured_len : 0;
+  sr->err_truncated = r->captured_truncated;
+  pg_sandbox_result_scan(sr);
+}

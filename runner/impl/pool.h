@@ -1,0 +1,31 @@
+/* phasegate runner — the warm processes of one impl (DESIGN.md §6): one persistent
+ * process per (mode, device) — a forked --jobs worker has its own pool — started on
+ * first use (or leased from `phasegate serve`), replaced after any failure, recycled
+ * after max_calls, ended by pg_impl_close (the ops' close of the plugin and worker
+ * adapters). The pool lives in impl->state. Internal to runner/impl/. */
+#ifndef PHASEGATE_IMPL_POOL_H
+#define PHASEGATE_IMPL_POOL_H
+
+#include "impl/adapter.h"
+#include "impl/proc.h"
+
+/* The process for this call's (mode, device), started now if needed. NULL when it
+ * could not be started: then either err is set (PG_EIO/PG_ENOMEM: the runner's fault)
+ * or, with PG_EIMPL, *start_fail holds what the process did instead of its handshake
+ * (and err the sentence saying so). */
+struct pg_proc *pg__pool_acquire(const struct pg_impl *impl, const struct pg_impl_request *req,
+                                 struct pg_proc_result *start_fail, struct pg_error *err);
+
+/* After a call: healthy = the process answered properly and may serve again. A
+ * process that is not healthy is ended (its log kept: a message names it). */
+void pg__pool_release(const struct pg_impl *impl, struct pg_proc *p, int healthy);
+
+/* Ends every process of the pool (a leased one goes back to the daemon warm) and
+ * frees it: the close operation of the persistent adapters. */
+void pg__pool_close(struct pg_impl *impl);
+
+/* Facts of a call that got no proper answer, as a sandbox result (timeout, signal,
+ * exit code, captured log), so the adapters classify it as they classify a child. */
+void pg__proc_to_sandbox(const struct pg_proc_result *r, struct pg_sandbox_result *sr);
+
+#endif

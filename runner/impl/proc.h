@@ -1,0 +1,129 @@
+/* phasegate runner — persistent impl processes: start once, serve many calls
+ * (DESIGN.md §6 "Persistent by default", "Worker protocol, version 1").
+ *
+ * One struct pg_proc is one process (a `worker:` command, or the plugin host) that
+ * speaks the worker protocol on a private socket: the runner's end is `sock`, the
+ * process sees the other end as fds 3 and 4 (PHASEGATE_WORKER_FDS=3,4), one JSON
+ * object per line each way. Its stdout and stderr go to a log file, never to the
+ * protocol, and the bytes a call added to that log are the call's captured output.
+ *
+ * The process is started with posix_spawn (an exec, never a plain fork of the
+ * threaded runner: no device context or lock is ever inherited), in its own process
+ * group, stdin from /dev/null. Anything but a well-formed answer with the expected
+ * id — a timeout, EOF, a line that is not JSON, a wrong id — ends the process: its
+ * whole group is killed and reaped, and the caller starts a fresh one for the next
+ * call. Not for: deciding what a failure means (run/ classifies the facts here).
+ */
+#ifndef PHASEGATE_IMPL_PROC_H
+#define PHASEGATE_IMPL_PROC_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "phasegate/error.h"
+
+#define PG_PROC_FDS "3,4"          /* PHASEGATE_WORKER_FDS as the process sees it */
+#define PG_PROC_CAPTURE_MAX (64u * 1024u) /* captured log bytes kept per call (the tail) */
+
+struct pg_proc_result;
+
+struct pg_proc_spec {
+  const char *const *argv;     /* argv[0] is executed as given (a path) */
+  const char *const *env_add;  /* "NAME=value" entries set in the process (NULL-ended) */
+  const char *log_dir;         /* where the log file goes; NULL: $TMPDIR or /tmp */
+  const char *log_tag;         /* part of the log file's name ("sim-0"), may be NULL */
+  uint64_t rlimit_as;          /* address-space limit in bytes; 0 = inherited */
+  double start_timeout_s;      /* how long the handshake may take; <= 0: 120 s */
+};
+
+struct pg_proc {
+  int pid;                     /* 0: no process */
+  int sock;                    /* the runner's end of the protocol socket */
+  int log_fd;                  /* read end of the log file */
+  char *log_path;              /* owned */
+  char *buf;                   /* bytes read but not yet consumed (after a line) */
+  size_t len, cap;
+  int64_t next_id;
+  int calls;                   /* calls answered since the start */
+  double start_ms;             /* how long start-up + handshake took */
+  uint64_t log_mark;           /* log size when the current call was sent */
+  double sent_ms;
+  /* A process this runner did not start (leased from `phasegate serve`) cannot be
+   * waited for here: when set, ending it calls this instead of waitpid(). It must
+   * kill the process group, fill the exit fields of r (when r is not NULL) with how the
+   * process ended, and is called at most once per process. */
+  void (*remote_end)(void *ctx, struct pg_proc *p, int wait_ms, struct pg_proc_result *r);
+  void *remote_ctx;
+};
+
+/* How a wait (or a start) ended. */
+enum pg_proc_end {
+  PG_PROC_ANSWERED = 0, /* a line with the expected id arrived: see answer */
+  PG_PROC_TIMEOUT,      /* nothing within the timeout: the group was killed */
+  PG_PROC_EXITED,       /* EOF on the socket: the process ended (see exit fields) */
+  PG_PROC_PROTOCOL      /* a line that broke the protocol: the group was killed */
+};
+
+struct pg_proc_result {
+  enum pg_proc_end end;
+  cJSON *answer;               /* ANSWERED: the parsed line (owned) */
+  int exited, exit_code;       /* how the process ended (EXITED, TIMEOUT, PROTOCOL) */
+  int signaled, signo;         /* signaled by something other than our kill */
+  char protocol[384];          /* PROTOCOL: what was wrong, with an excerpt of the line */
+  char *captured;              /* the log bytes written during the call (tail), owned */
+  size_t captured_len;
+  int captured_truncated;
+  double wall_ms;              /* from send to answer (or to the end) */
+};
+
+void pg_proc_init(struct pg_proc *p);
+void pg_proc_result_init(struct pg_proc_result *r);
+void pg_proc_result_reset(struct pg_proc_result *r);
+
+/* Starts the process and waits for its handshake line {"phasegate_worker": 1}.
+ * PG_OK: running, p->start_ms set. A process that ends, times out or writes anything
+ * else first is killed and reported in `r` (end, exit fields, captured log) with
+ * PG_EIMPL and err naming the command and the protocol. PG_EIO/PG_ENOMEM (err):
+ * the runner could not set it up. On any failure p is left stopped. */
+int pg_proc_start(struct pg_proc *p, const struct pg_proc_spec *s, struct pg_proc_result *r,
+                  struct pg_error *err);
+
+/* Sends one request: `request` gets "id" added (its id is returned in *id) and goes
+ * out as one line; `attach_fd` >= 0 is passed along with it (SCM_RIGHTS). A process
+ * that is gone is not an error here: the following wait reports it. */
+int pg_proc_send(struct pg_proc *p, cJSON *request, int attach_fd, int64_t *id,
+                 struct pg_error *err);
+
+/* Waits for the answer to `id` (at most timeout_s; <= 0: no limit) and fills r.
+ * Whenever r->end is not ANSWERED the process has been killed and reaped. */
+int pg_proc_wait(struct pg_proc *p, int64_t id, double timeout_s, struct pg_proc_result *r,
+                 struct pg_error *err);
+
+/* Ends the process: EOF on its socket, up to grace_s for it to exit, then SIGKILL to
+ * its whole group (background children included), reaped. keep_log: leave the log
+ * file on disk (its path was shown to the user). Safe on a stopped process. */
+void pg_proc_stop(struct pg_proc *p, double grace_s, int keep_log);
+
+/* Builds the process for an impl spec: `worker:COMMAND` runs /bin/sh -c COMMAND,
+ * `plugin:PATH` runs the plugin host (pg_plugin_host_path) on PATH; both with
+ * PHASEGATE_WORKER=1, PHASEGATE_WORKER_FDS, PHASEGATE_MODE and PHASEGATE_DEVICE_ID.
+ * The strings live in `storage` until it is freed with pg_proc_argv_reset. */
+struct pg_proc_argv {
+  const char *argv[8];
+  const char *env[8];
+  char *strings[8];
+};
+int pg_proc_argv_build(const char *impl_spec, const char *mode, int device_id,
+                       struct pg_proc_argv *a, struct pg_error *err);
+void pg_proc_argv_reset(struct pg_proc_argv *a);
+
+/* Where phasegate-plugin-host is: $PHASEGATE_PLUGIN_HOST, else next to the running
+ * executable, else the build tree's copy (compile-time path). NULL when none exists. */
+const char *pg_plugin_host_path(void);
+
+/* 1 while the process can take a call; one that ended or hung up since its last
+ * call is reaped (and 0 returned). */
+int pg_proc_alive(struct pg_proc *p);
+
+#endif

@@ -1,0 +1,234 @@
+/* phasegate runner — `phasegate serve`: the client side, which leases a warm process from the daemon (serve.h, serve_internal.h,
+ * docs/serve.md). */
+#include "impl/serve_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/base.h"
+
+extern char **environ;
+
+/* ================================================================== client */
+
+/* Connects and pings. 0: *conn set, *ping (may be NULL) the answer; -1: none. */
+int pg__serve_connect_ping(const char *dir, int *conn, cJSON **ping, struct pg_error *err) {
+  *conn = -1;
+  if (ping) *ping = NULL;
+  if (!dir || !*dir) return pg_error_set(err, PG_ENOTFOUND, "no control directory given");
+  struct sockaddr_un sa;
+  int dirfd;
+  if (pg__serve_sock_addr(dir, &sa, &dirfd) != 0)
+    return pg_error_set(err, PG_ENOTFOUND, "no daemon: %s: %s", dir, strerror(errno));
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    if (dirfd >= 0) close(dirfd);
+    return pg_error_set(err, PG_ENOTFOUND, "socket: %s", strerror(errno));
+  }
+  /* A listener whose backlog is full blocks connect(): bounded like an answer. */
+  struct timeval tv = {PG_SERVE_ANSWER_MS / 1000, (PG_SERVE_ANSWER_MS % 1000) * 1000};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  int c = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+  int e = errno;
+  if (dirfd >= 0) close(dirfd);
+  if (c != 0) {
+    close(fd);
+    return pg_error_set(err, PG_ENOTFOUND, "no daemon on %s/%s: %s", dir, PG_SERVE_SOCK,
+                        strerror(e));
+  }
+  struct timeval none = {0, 0};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
+  cJSON *req = cJSON_CreateObject(), *a = NULL;
+  cJSON_AddStringToObject(req, "op", "ping");
+  int ok = pg__serve_send_json(fd, req, -1, PG_SERVE_ANSWER_MS) == 0 &&
+           pg__serve_recv_json(fd, PG_SERVE_ANSWER_MS, &a, NULL) == 1 && pg__serve_status_ok(a);
+  cJSON_Delete(req);
+  if (!ok || pg__serve_num(a, "serve_protocol", 0) != PG_SERVE_PROTOCOL) {
+    int rc = pg_error_set(err, PG_ENOTFOUND, ok ? "the daemon on %s speaks serve protocol %g, "
+                          "not %d" : "the daemon on %s did not answer", dir,
+                          pg__serve_num(a, "serve_protocol", 0), PG_SERVE_PROTOCOL);
+    cJSON_Delete(a);
+    close(fd);
+    return rc;
+  }
+  if (ping) *ping = a;
+  else cJSON_Delete(a);
+  *conn = fd;
+  return PG_OK;
+}
+
+int pg_serve_connect(const char *control_dir, int *conn, struct pg_error *err) {
+  return pg__serve_connect_ping(control_dir, conn, NULL, err);
+}
+
+void pg_serve_disconnect(int conn) {
+  if (conn >= 0) close(conn);
+}
+
+int pg_serve_request(int conn, const char *op, int timeout_ms, cJSON **answer,
+                     struct pg_error *err) {
+  *answer = NULL;
+  cJSON *req = cJSON_CreateObject();
+  if (!req || !cJSON_AddStringToObject(req, "op", op)) {
+    cJSON_Delete(req);
+    return pg_error_set(err, PG_ENOMEM, "out of memory");
+  }
+  int sent = pg__serve_send_json(conn, req, -1, PG_SERVE_ANSWER_MS) == 0;
+  cJSON_Delete(req);
+  if (!sent || pg__serve_recv_json(conn, timeout_ms > 0 ? timeout_ms : -1, answer, NULL) != 1 || !*answer) {
+    cJSON_Delete(*answer);
+    *answer = NULL;
+    return pg_error_set(err, PG_ENOTFOUND, "the daemon did not answer '%s'", op);
+  }
+  return PG_OK;
+}
+
+/* remote_end of a leased process (proc.h): the daemon kills and reaps it and says how
+ * it ended. Without a daemon the group is killed here (how it ended is then unknown). */
+static void lease_end(void *ctx, struct pg_proc *p, int wait_ms, struct pg_proc_result *r) {
+  int conn = (int)(intptr_t)ctx;
+  cJSON *req = cJSON_CreateObject(), *a = NULL;
+  cJSON_AddStringToObject(req, "op", "release");
+  cJSON_AddNumberToObject(req, "pid", p->pid);
+  cJSON_AddFalseToObject(req, "ok");
+  cJSON_AddNumberToObject(req, "wait_ms", wait_ms > 0 ? wait_ms : 0);
+  cJSON_AddNumberToObject(req, "calls", p->calls);
+  cJSON_AddNumberToObject(req, "next_id", (double)p->next_id);
+  int ok = pg__serve_send_json(conn, req, -1, PG_SERVE_ANSWER_MS) == 0 &&
+           pg__serve_recv_json(conn, (wait_ms > 0 ? wait_ms : 0) + 10000, &a, NULL) == 1 && pg__serve_status_ok(a);
+  cJSON_Delete(req);
+  if (ok && r) {
+    r->exited = pg__serve_is_true(a, "exited");
+    r->exit_code = (int)pg__serve_num(a, "exit_code", 0);
+    r->signaled = pg__serve_is_true(a, "signaled");
+    r->signo = (int)pg__serve_num(a, "signo", 0);
+  }
+  if (!ok) pg__serve_kill_foreign(p->pid);
+  cJSON_Delete(a);
+}
+
+/* Fills the start facts of an error answer into r. */
+static void start_facts(const cJSON *a, struct pg_proc_result *r) {
+  if (!r) return;
+  r->end = (enum pg_proc_end)(int)pg__serve_num(a, "end", PG_PROC_EXITED);
+  r->exited = pg__serve_is_true(a, "exited");
+  r->exit_code = (int)pg__serve_num(a, "exit_code", 0);
+  r->signaled = pg__serve_is_true(a, "signaled");
+  r->signo = (int)pg__serve_num(a, "signo", 0);
+  r->wall_ms = pg__serve_num(a, "wall_ms", 0);
+  r->captured_truncated = pg__serve_is_true(a, "captured_truncated");
+  const char *proto = pg__serve_str(a, "protocol");
+  snprintf(r->protocol, sizeof r->protocol, "%s", proto ? proto : "");
+  const char *cap = pg__serve_str(a, "captured");
+  if (cap && *cap) {
+    r->captured = pg_strdup(cap);
+    r->captured_len = r->captured ? strlen(cap) : 0;
+  }
+}
+
+int pg_serve_lease(int conn, const char *impl_spec, const char *mode, int device,
+                   uint64_t rlimit_as, double start_timeout_s, struct pg_proc *p,
+                   struct pg_proc_result *start_fail, struct pg_error *err) {
+  pg_proc_init(p);
+  if (conn < 0) return pg_error_set(err, PG_ENOTFOUND, "no daemon connection");
+  cJSON *req = cJSON_CreateObject();
+  cJSON *env = cJSON_AddArrayToObject(req, "env");
+  for (size_t i = 0; env && environ && environ[i]; i++)
+    cJSON_AddItemToArray(env, cJSON_CreateString(environ[i]));
+  char *cwd = getcwd(NULL, 0);
+  cJSON_AddStringToObject(req, "op", "lease");
+  cJSON_AddStringToObject(req, "impl", impl_spec);
+  cJSON_AddStringToObject(req, "mode", mode);
+  cJSON_AddNumberToObject(req, "device", device);
+  cJSON_AddNumberToObject(req, "rlimit_as", (double)rlimit_as);
+  cJSON_AddNumberToObject(req, "start_timeout_s", start_timeout_s);
+  cJSON_AddStringToObject(req, "cwd", cwd ? cwd : "/");
+  cJSON_AddNumberToObject(req, "umask", pg__serve_current_umask());
+  if (strncmp(impl_spec, "plugin:", 7) == 0 && pg_plugin_host_path())
+    cJSON_AddStringToObject(req, "host", pg_plugin_host_path());
+  free(cwd);
+  cJSON *a = NULL;
+  int fd = -1;
+  int sent = pg__serve_send_json(conn, req, -1, PG_SERVE_ANSWER_MS) == 0;
+  cJSON_Delete(req);
+  if (!sent || pg__serve_recv_json(conn, -1, &a, &fd) != 1 || !a) {
+    cJSON_Delete(a);
+    if (fd >= 0) close(fd);
+    return pg_error_set(err, PG_ENOTFOUND, "the phasegate serve daemon went away");
+  }
+  int rc = PG_OK;
+  if (!pg__serve_status_ok(a)) {
+    rc = (int)pg__serve_num(a, "code", PG_EIO);
+    if (rc == PG_OK) rc = PG_EIO;
+    const char *msg = pg__serve_str(a, "message");
+    pg_error_set(err, rc, "%s", msg ? msg : "the daemon refused the lease");
+    if (rc == PG_EIMPL) start_facts(a, start_fail);
+  } else if (fd < 0) {
+    rc = pg_error_set(err, PG_ENOTFOUND, "the daemon's lease came without a socket");
+  } else {
+    const char *log = pg__serve_str(a, "log");
+    p->pid = (int)pg__serve_num(a, "pid", 0);
+    p->sock = fd;
+    p->log_path = pg_strdup(log ? log : "");
+    p->log_fd = log ? open(log, O_RDONLY | O_CLOEXEC) : -1;
+    p->calls = (int)pg__serve_num(a, "calls", 0);
+    p->next_id = (int64_t)pg__serve_num(a, "next_id", 1);
+    if (p->next_id < 1) p->next_id = 1;
+    p->start_ms = pg__serve_num(a, "start_ms", 0);
+    p->remote_end = lease_end;
+    p->remote_ctx = (void *)(intptr_t)conn;
+    fd = -1;
+  }
+  if (fd >= 0) close(fd);
+  cJSON_Delete(a);
+  return rc;
+}
+
+int pg_serve_release(int conn, struct pg_proc *p, int ok) {
+  if (!p) return PG_OK;
+  int rc = PG_OK;
+  /* Bytes after the last answer mean the process broke the protocol between calls. */
+  if (p->pid > 0 && (!ok || p->len > 0 || p->remote_end != lease_end)) {
+    pg_proc_stop(p, 0, 1);
+    return PG_OK;
+  }
+  if (p->pid > 0) {
+    cJSON *req = cJSON_CreateObject();
+    cJSON_AddStringToObject(req, "op", "release");
+    cJSON_AddNumberToObject(req, "pid", p->pid);
+    cJSON_AddTrueToObject(req, "ok");
+    cJSON_AddNumberToObject(req, "calls", p->calls);
+    cJSON_AddNumberToObject(req, "next_id", (double)p->next_id);
+    if (pg__serve_send_json(conn, req, -1, PG_SERVE_ANSWER_MS) != 0) {
+      pg__serve_kill_foreign(p->pid);
+      rc = PG_ENOTFOUND;
+    }
+    cJSON_Delete(req);
+  }
+  /* Close our copies only: a shutdown() would end the process for the daemon too. */
+  if (p->sock >= 0) close(p->sock);
+  if (p->log_fd >= 0) close(p->log_fd);
+  free(p->log_path);
+  free(p->buf);
+  pg_proc_init(p);
+  return rc;
+}

@@ -1,0 +1,183 @@
+/* phasegate runner — the worker adapter: `worker:COMMAND`, a persistent exec impl
+ * (DESIGN.md §6 "Worker protocol, version 1", docs/worker_protocol.md).
+ *
+ * The command is started once per (mode, device) as `/bin/sh -c COMMAND` (or leased
+ * warm from `phasegate serve`) and serves every call of the run: each call gets the
+ * exec adapter's case directory (in/<name>.npy, empty out/) and its request object plus
+ * an "id" as one line on the protocol socket; the worker writes out/<name>.npy and
+ * answers ok / unavailable / error. Outputs are read back with the exec adapter's
+ * checks. A call without a proper answer (timeout, crash, exit, a line that is not the
+ * answer) ends the process; the next call starts a fresh one, so one bad case never
+ * changes another case's verdict. Reports facts; run/classify.c decides.
+ */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "impl/adapter.h"
+#include "impl/pool.h"
+#include "phasegate/impl.h"
+
+/* One call's state (pg_impl_pending.call). */
+struct worker_call {
+  char *dir;            /* the case directory */
+  struct pg_proc *proc; /* the pool's process serving the call */
+  int64_t id;
+  char *log_path;       /* the process's log, named in failure summaries */
+};
+
+static void call_free(struct worker_call *c, const struct pg_impl_request *req,
+                      struct pg_impl_outcome *out) {
+  if (!c) return;
+  pg__exec_case_dir_done(req, c->dir, out);
+  free(c->log_path);
+  free(c);
+}
+
+/* Appends " (worker log: PATH)" to the summary: the log keeps the whole story. */
+static void name_log(struct pg_impl_outcome *out, const char *log_path) {
+  size_t n = strlen(out->summary);
+  if (log_path && n + 32 < sizeof out->summary)
+    snprintf(out->summary + n, sizeof out->summary - n, " (worker log: %s)", log_path);
+}
+
+/* /bin/sh reports a child killed by signal N as status 128+N when it did not exec the
+ * command itself: that is a crash, not an exit. */
+static void shell_signal(struct pg_proc_result *r) {
+  if (r->exited && r->exit_code > 128 && r->exit_code < 128 + 65) {
+    r->exited = 0;
+    r->signaled = 1;
+    r->signo = r->exit_code - 128;
+  }
+}
+
+/* The facts of a process that ended without a proper answer (in the call or before
+ * its handshake, `when`). */
+static void ended(struct pg_proc_result *r, const struct pg_impl_request *req, const char *when,
+                  const char *start_error, struct pg_impl_outcome *out) {
+  shell_signal(r);
+  pg__proc_to_sandbox(r, &out->sandbox);
+  out->wall_ms = r->wall_ms;
+  if (start_error && r->end != PG_PROC_EXITED) { /* no handshake: say what was expected */
+    pg__impl_fact(out, PG_IMPL_FACT_WORKER_PROTOCOL, "%.480s", start_error);
+    return;
+  }
+  if (pg__impl_abnormal(&out->sandbox, req, "the worker", out)) return;
+  char last[200];
+  pg__last_line(out->sandbox.err, last, sizeof last);
+  if (r->end == PG_PROC_PROTOCOL) {
+    pg__impl_fact(out, PG_IMPL_FACT_WORKER_PROTOCOL, "the worker broke the protocol %s in mode "
+                  "'%s': %s", when, req->mode, r->protocol);
+  } else if (start_error) {
+    pg__impl_fact(out, PG_IMPL_FACT_WORKER_PROTOCOL, "%.300s%s%.150s", start_error,
+                  last[0] ? ": " : "", last);
+  } else if (r->exited) {
+    out->code = r->exit_code;
+    pg__impl_fact(out, PG_IMPL_FACT_EXIT_NONZERO, "the worker exited with status %d %s in mode "
+                  "'%s'%s%s", r->exit_code, when, req->mode, last[0] ? ": " : "", last);
+  } else {
+    pg__impl_fact(out, PG_IMPL_FACT_WORKER_PROTOCOL, "the worker closed its protocol fds %s in "
+                  "mode '%s'", when, req->mode);
+  }
+}
+
+static int worker_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                        struct pg_error *err) {
+  const struct pg_impl_request *req = p->req;
+  struct worker_call *c = calloc(1, sizeof *c);
+  if (!c) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  int rc = pg__exec_case_dir(req, 0, &c->dir, err);
+  cJSON *request = rc == PG_OK ? pg__exec_request_json(c->dir, req) : NULL;
+  if (rc == PG_OK && !request) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
+  if (rc == PG_OK) {
+    struct pg_proc_result sf;
+    pg_proc_result_init(&sf);
+    struct pg_error se;
+    pg_error_clear(&se);
+    c->proc = pg__pool_acquire(p->impl, req, &sf, &se);
+    if (!c->proc && se.code == PG_EIMPL) { /* it did something else than its handshake */
+      ended(&sf, req, "before its handshake", se.message, out);
+    } else if (!c->proc) {
+      *err = se;
+      rc = se.code;
+    }
+    pg_proc_result_reset(&sf);
+  }
+  if (rc == PG_OK && c->proc) {
+    c->log_path = pg_strdup(c->proc->log_path);
+    rc = pg_proc_send(c->proc, request, -1, &c->id, err);
+  }
+  cJSON_Delete(request);
+  if (rc != PG_OK || !c->proc) { /* an error, or a fact already recorded */
+    call_free(c, req, out);
+    return rc;
+  }
+  p->call = c;
+  p->running = 1;
+  return PG_OK;
+}
+
+/* An answer line: ok → outputs, unavailable → SKIPPED, error → a worker error. Returns 1
+ * when it was one of those (the process may serve again). */
+static int answered(struct worker_call *c, const struct pg_impl_request *req, const cJSON *a,
+                    struct pg_impl_outcome *out, int *rc, struct pg_error *err) {
+  const char *status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "status"));
+  const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "message"));
+  if (strcmp(status, "ok") == 0) {
+    char *out_dir = pg_path_join(c->dir, "out");
+    *rc = out_dir ? pg__collect_outputs(out_dir, req, out, err)
+                  : pg_error_set(err, PG_ENOMEM, "out of memory");
+    free(out_dir);
+    return 1;
+  }
+  if (strcmp(status, "unavailable") == 0) {
+    pg__impl_fact(out, PG_IMPL_FACT_UNAVAILABLE, "mode '%s' is unavailable (%.400s)", req->mode,
+                  msg && *msg ? msg : "the worker answered \"unavailable\"");
+    return 1;
+  }
+  if (strcmp(status, "error") == 0) {
+    int oom = pg_sandbox_text_says_oom(msg) || out->sandbox.says_oom;
+    pg__impl_fact(out, oom ? PG_IMPL_FACT_OOM : PG_IMPL_FACT_WORKER_ERROR,
+                  "%sthe worker reported an error in mode '%s': %.400s",
+                  oom ? "allocation failure: " : "", req->mode, msg && *msg ? msg : "(no message)");
+    return 1;
+  }
+  pg__impl_fact(out, PG_IMPL_FACT_WORKER_PROTOCOL, "the worker broke the protocol in mode '%s': "
+                "unknown status '%.60s' (expected ok, unavailable or error)", req->mode, status);
+  return 0;
+}
+
+static int worker_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                         struct pg_error *err) {
+  struct worker_call *c = p->call;
+  const struct pg_impl_request *req = p->req;
+  struct pg_proc_result r;
+  pg_proc_result_init(&r);
+  int rc = pg_proc_wait(c->proc, c->id, req->timeout_s, &r, err);
+  int healthy = 0;
+  if (rc == PG_OK && r.end == PG_PROC_ANSWERED) {
+    pg__proc_to_sandbox(&r, &out->sandbox);
+    out->wall_ms = r.wall_ms;
+    healthy = answered(c, req, r.answer, out, &rc, err);
+    if (!healthy) name_log(out, c->log_path);
+  } else if (rc == PG_OK) {
+    ended(&r, req, "during the call", NULL, out);
+    name_log(out, c->log_path);
+  }
+  pg_proc_result_reset(&r);
+  pg__pool_release(p->impl, c->proc, rc == PG_OK && healthy);
+  call_free(c, req, out);
+  p->call = NULL;
+  return rc;
+}
+
+const struct pg_impl_ops pg__worker_ops = {
+    .name = "worker",
+    .usage = "worker:COMMAND",
+    .probe_start = pg__command_probe,
+    .start = worker_start,
+    .finish = worker_finish,
+    .close = pg__pool_close,
+};

@@ -1,0 +1,105 @@
+/* bench_persist — the runner's own cost per persistent impl call (issue goal: at most
+ * 2 ms for a 1 MiB case), around a no-op impl: the plugin host (bench_noop_plugin)
+ * and, when given, a no-op worker command. Each call goes through pg_impl_start /
+ * pg_impl_finish exactly as `phasegate run` makes it: inputs into call memory (host)
+ * or .npy files (worker), outputs NaN-prefilled and canary-checked or read back.
+ * Peer measured in the same run: memcpy of the same bytes (in + out), the floor of
+ * any scheme that moves the data once.
+ *
+ *   bench_persist PLUGIN.so [WORKER_COMMAND] [CALLS (200)] [MiB (1)]
+ * Prints one line per impl: calls, median and p99 per-call ms, and the ratio to memcpy.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "impl/impl.h"
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int bench(const char *spec, struct pg_tensor *in, int calls, double *median, double *p99) {
+  struct pg_impl impl;
+  struct pg_error err;
+  if (pg_impl_parse(spec, &impl, &err) != PG_OK) {
+    fprintf(stderr, "bench_persist: %s\n", err.message);
+    return -1;
+  }
+  struct pg_impl_output_spec out = {"y", PG_DTYPE_F32, 1, {in->shape[0]}};
+  const char *dn[1] = {"N"};
+  int64_t dv[1] = {in->shape[0]};
+  struct pg_impl_request req;
+  memset(&req, 0, sizeof req);
+  req.op = "bench", req.suffix = "1", req.up_to_module = 1, req.total_modules = 1;
+  req.mode = "sim", req.case_id = "bench", req.n_dims = 1, req.dim_names = dn;
+  req.dim_values = dv, req.knobs_json = "{}", req.inputs = in, req.n_inputs = 1;
+  req.outputs = &out, req.n_outputs = 1, req.timeout_s = 60;
+  double *t = calloc((size_t)calls, sizeof *t);
+  int bad = 0;
+  for (int i = -3; i < calls && !bad; i++) { /* 3 warm-up calls: start-up is not per call */
+    struct pg_impl_outcome o;
+    double t0 = pg_now_ms();
+    int rc = pg_impl_invoke(&impl, &req, &o, &err);
+    double dt = pg_now_ms() - t0;
+    if (rc != PG_OK || o.status != PG_IMPL_DONE) {
+      fprintf(stderr, "bench_persist: %s: %s\n", spec, rc != PG_OK ? err.message : o.summary);
+      bad = 1;
+    }
+    if (i >= 0) t[i] = dt;
+    pg_impl_outcome_reset(&o);
+  }
+  pg_impl_close(&impl);
+  qsort(t, (size_t)calls, sizeof *t, cmp_d);
+  *median = t[calls / 2];
+  *p99 = t[(calls * 99) / 100 < calls ? (calls * 99) / 100 : calls - 1];
+  free(t);
+  return bad ? -1 : 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: bench_persist PLUGIN.so [WORKER_COMMAND] [CALLS] [MiB]\n");
+    return 2;
+  }
+  int calls = argc > 3 ? atoi(argv[3]) : 200;
+  double mib = argc > 4 ? atof(argv[4]) : 1.0;
+  if (calls < 10) calls = 10;
+  int64_t n = (int64_t)(mib * 1024 * 1024 / 4);
+  struct pg_tensor in;
+  pg_tensor_init(&in);
+  struct pg_error err;
+  if (pg_tensor_alloc(&in, PG_DTYPE_F32, 1, &n, &err) != PG_OK) return 1;
+  pg_tensor_set_name(&in, "x");
+  for (int64_t i = 0; i < n; i++) ((float *)in.dl.data)[i] = (float)i;
+  /* the peer: move the bytes in and out once */
+  char *dst = malloc(in.nbytes), *back = malloc(in.nbytes);
+  double best = 1e30;
+  for (int r = 0; r < 50; r++) {
+    double t0 = pg_now_ms();
+    memcpy(dst, in.dl.data, in.nbytes);
+    memcpy(back, dst, in.nbytes);
+    double dt = pg_now_ms() - t0;
+    if (dt < best) best = dt;
+  }
+  printf("case: %.2f MiB in, %.2f MiB out, %d calls after 3 warm-up calls\n", mib, mib, calls);
+  printf("  memcpy in + out (peer):              %8.3f ms\n", best);
+  char spec[4400];
+  double med, p99;
+  snprintf(spec, sizeof spec, "plugin:%s", argv[1]);
+  if (bench(spec, &in, calls, &med, &p99) == 0)
+    printf("  plugin host, per call:               %8.3f ms median  %8.3f ms p99  (%.1fx memcpy)\n",
+           med, p99, med / best);
+  if (argc > 2 && argv[2][0]) {
+    snprintf(spec, sizeof spec, "worker:%s", argv[2]);
+    if (bench(spec, &in, calls, &med, &p99) == 0)
+      printf("  worker, per call:                    %8.3f ms median  %8.3f ms p99  (%.1fx memcpy)\n",
+             med, p99, med / best);
+  }
+  free(dst);
+  free(back);
+  pg_tensor_reset(&in);
+  return 0;
+}
