@@ -1,0 +1,52 @@
+"""The runner's room rules (docs/architecture.md): no include from a room to a room above
+it, no pg__ (room-internal) name used in two rooms, nothing below the runner including
+runner/, no source file over 800 lines in runner/, goldens/, compare/ (generated or
+table files excepted by name below), and every .c of runner/ listed in its CMakeLists.
+
+    python3 rooms.py SOURCE_DIR        exit 0 when every rule holds, 1 with the findings
+"""
+import glob
+import os
+import re
+import sys
+
+ORDER = ["cli", "report", "run", "impl", "spec", "tensors", "base"]
+MAX_LINES = 800
+LONG_OK = {"runner/tensors/fill.c"}  # the SIMD generator: split pending (say why in the file)
+
+
+def main(root):
+    os.chdir(root)
+    rank = {r: i for i, r in enumerate(ORDER)}
+    bad, names = [], {}
+    for f in sorted(glob.glob("runner/*/*.[ch]")):
+        room = f.split("/")[1]
+        text = open(f).read()
+        for inc in re.findall(r'#include "([a-z_]+)/[a-z_]+\.h"', text):
+            if inc in rank and rank[inc] < rank[room]:
+                bad.append(f"{f}: includes {inc}/ (a room above {room}/)")
+        for n in set(re.findall(r"\bpg__[a-z0-9_]+", text)):
+            names.setdefault(n, set()).add(room)
+    for n, rooms in sorted(names.items()):
+        if len(rooms) > 1:
+            bad.append(f"{n}: a pg__ name used in rooms {sorted(rooms)}")
+    for f in glob.glob("goldens/**/*.[ch]", recursive=True) + glob.glob("compare/*.[ch]"):
+        for inc in re.findall(r'#include "([^"]+)"', open(f).read()):
+            if inc.split("/")[0] in rank:
+                bad.append(f"{f}: below the runner but includes {inc}")
+    for f in glob.glob("runner/*/*.[ch]") + glob.glob("goldens/*.[ch]") + glob.glob("compare/*.[ch]"):
+        n = sum(1 for _ in open(f))
+        if n > MAX_LINES and f not in LONG_OK:
+            bad.append(f"{f}: {n} lines (at most {MAX_LINES})")
+    listed = open("runner/CMakeLists.txt").read()
+    for f in glob.glob("runner/*/*.c"):
+        if f[len("runner/"):] not in listed:
+            bad.append(f"{f}: not listed in runner/CMakeLists.txt")
+    for b in bad:
+        print(b)
+    print(f"rooms: {len(bad)} finding(s)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
