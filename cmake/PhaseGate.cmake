@@ -48,16 +48,20 @@ impl's output at the Mk boundary with the cumulative golden. The cases are liste
     for every phase ``k`` and every case;
   * ``<op>/M<k>/gate`` — the barrier of phase ``k`` (see ``GATE``);
   * ``<op>/workers/start`` and ``<op>/workers/stop`` (``IMPL`` and ``IMPL_WORKER``
-    only) — a CTest fixture around ``phasegate serve``, the daemon that keeps the
-    impl's processes warm from one case test to the next (docs/serve.md); a case
-    test run without it (``ctest -FA '.*'``, ``-R`` of one case, by hand) starts its
-    own process and gives the same result;
+    only, unless ``EXTRA_ARGS`` holds ``--fresh-process``) — a CTest fixture
+    (``<op>_workers``, label ``workers``) around ``phasegate serve --control
+    <binary dir>/<op>_serve``, the daemon that keeps the impl's processes warm from
+    one case test to the next (docs/serve.md). Every case test requires it and
+    passes ``--serve-control``; a case test run without it (``ctest -FA '.*'``,
+    ``-R`` of one case with ``-FA``, by hand) starts its own process and gives the
+    same result. A daemon that cannot start makes ``<op>/workers/start`` *skipped*
+    (exit 1), and the cases run standalone;
   * before the first build, a single ``<op>/NOT_BUILT`` test that fails with
     "build the project first".
 
   Labels: ``phasegate``, ``op_<op>``, ``phase_M<k>``, ``level_L<n>`` (and
-  ``contract`` / ``composition``). A skipped run (exit 77, or the line
-  ``[phasegate] SKIPPED``) is reported by CTest as skipped.
+  ``contract`` / ``composition`` / ``gate`` / ``workers``). A skipped run (exit 77,
+  or the line ``[phasegate] SKIPPED``) is reported by CTest as skipped.
 
   The targets ``verify_all``, ``verify_<op>`` and ``verify_<op>_M<k>`` build the runner,
   impl and golden, run the matching tests with ``ctest --output-junit``, print a
@@ -78,14 +82,15 @@ impl's output at the Mk boundary with the cumulative golden. The cases are liste
   ``IMPL_COMMAND <command>...``
     A command (``exec:`` adapter); generator expressions are allowed. The words are
     joined with spaces, so quote words containing spaces yourself. Case tests run in
-    ``<binary dir>/<op>_tests.d/M<k>_L<n>/``: use absolute paths.
+    the current binary directory (as ``<op>/workers/start`` does): use absolute paths.
 
   ``IMPL_WORKER <command>...``
     .. versionadded:: 0.2
 
     A persistent command (``worker:`` adapter, docs/worker_protocol.md): started once
     per mode and device and serving every case, so Python + torch or a CUDA context
-    start once. Same word rules as ``IMPL_COMMAND``.
+    start once (kept warm across case tests by ``<op>/workers/start``). Same word
+    rules as ``IMPL_COMMAND``.
 
   ``REPLAY <dir>``
     Outputs dumped by a device run, ``<dir>/<case>/<mode>/<name>.npy``.
@@ -139,7 +144,10 @@ impl's output at the Mk boundary with the cumulative golden. The cases are liste
     Extra labels for every test of the op.
 
   ``EXTRA_ARGS <arg>...``
-    Appended to every ``phasegate run`` command line.
+    Appended to every ``phasegate run`` command line (before ``--serve-control``).
+    ``--fresh-process`` drops the ``<op>/workers/start|stop`` pair (such runs never
+    lease); ``--memory-limit N`` is passed to ``phasegate serve`` too (part of a warm
+    process's key).
 
   .. note::
     Call :command:`enable_testing` (or ``include(CTest)``) in the top-level
@@ -351,7 +359,7 @@ function(phasegate_add_op op)
          AND EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/${word}"
          AND NOT IS_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}/${word}")
         message(AUTHOR_WARNING "phasegate_add_op(${op}): ${kw} word '${word}' is a "
-          "relative path, but the tests run in ${CMAKE_CURRENT_BINARY_DIR}/${op}_tests.d/...; "
+          "relative path, but the tests run in ${CMAKE_CURRENT_BINARY_DIR}; "
           "write \${CMAKE_CURRENT_SOURCE_DIR}/${word}")
       endif()
     endforeach()
@@ -505,7 +513,32 @@ function(phasegate_add_op op)
     list(APPEND run_extra --timeout "${arg_TIMEOUT}")
   endif()
   list(APPEND run_extra ${golden_args} ${arg_EXTRA_ARGS})
+  # `run --fresh-process` never leases from the daemon: no warm processes to keep.
+  if("--fresh-process" IN_LIST arg_EXTRA_ARGS)
+    set(persistent OFF)
+  endif()
+  # The daemon's prestarted processes serve a case test only when their key matches
+  # the test's (docs/serve.md "Keys"): same memory limit, same working directory (the
+  # case tests and <op>/workers/start both run in the current binary directory).
+  set(serve_memory_limit "")
+  set(prev "")
+  foreach(a IN LISTS arg_EXTRA_ARGS)
+    if(prev STREQUAL "--memory-limit")
+      set(serve_memory_limit "${a}")
+    elseif(a MATCHES "^--memory-limit=(.*)$")
+      set(serve_memory_limit "${CMAKE_MATCH_1}")
+    endif()
+    set(prev "${a}")
+  endforeach()
+  # serve reads whole numbers with an optional K/M/G only (run also takes 1.5G, 512MB):
+  # other spellings are not forwarded, which only costs the prestart its match.
+  if(serve_memory_limit MATCHES "^([0-9]+)([KkMmGg]?)[Bb]?$")
+    set(serve_memory_limit "${CMAKE_MATCH_1}${CMAKE_MATCH_2}")
+  else()
+    set(serve_memory_limit "")
+  endif()
   set(serve_control "${CMAKE_CURRENT_BINARY_DIR}/${op}_serve")
+  set(work_dir "${CMAKE_CURRENT_BINARY_DIR}")
   set(workers_fixture "")
   if(persistent)
     list(APPEND run_extra --serve-control "${serve_control}")
@@ -536,7 +569,7 @@ function(phasegate_add_op op)
   # The include file CTest reads: resolved paths (generator expressions) first, then
   # either the discovered tests or the NOT_BUILT placeholder.
   foreach(v op_dir tests_file contract suite discover_script signature
-            CMAKE_COMMAND impl_spec runner_file serve_control)
+            CMAKE_COMMAND impl_spec runner_file serve_control work_dir)
     _phasegate_bracket(q_${v} "${${v}}")
   endforeach()
   set(q_run_extra "")
@@ -580,17 +613,25 @@ ${pre_defs}  set(PG_RUNNER \"\${_pg_runner}\")
   endif()
   set(workers_tests "")
   if(persistent)
-    set(serve_modes "")
+    set(serve_opts "")
     if(arg_MODES)
       list(JOIN arg_MODES "," m)
-      set(serve_modes " --modes [==[${m}]==]")
+      set(serve_opts " --modes [==[${m}]==]")
     endif()
-    # The daemon outlives single tests; started detached, stopped by the cleanup test.
+    if(NOT serve_memory_limit STREQUAL "")
+      _phasegate_bracket(q "${serve_memory_limit}")
+      string(APPEND serve_opts " --memory-limit ${q}")
+    endif()
+    # The daemon outlives single tests: `serve` starts it detached and returns once it
+    # answers; the cleanup test stops it. It is only a speed-up: when it cannot start
+    # (exit 1) the start test is skipped, not failed, so the cases still run
+    # (standalone, same results) instead of being "Not Run".
     set(workers_tests "\
   add_test([==[${op}/workers/start]==] \"\${_pg_runner}\" serve --control ${q_serve_control}
-           --op-dir ${q_op_dir} --impl \"\${_pg_impl}\"${serve_modes})
+           --op-dir ${q_op_dir} --impl \"\${_pg_impl}\"${serve_opts})
   set_tests_properties([==[${op}/workers/start]==] PROPERTIES
-    LABELS [==[phasegate;op_${op};workers${extra_labels}]==] FIXTURES_SETUP [==[${op}_workers]==])
+    LABELS [==[phasegate;op_${op};workers${extra_labels}]==] FIXTURES_SETUP [==[${op}_workers]==]
+    WORKING_DIRECTORY ${q_work_dir} SKIP_RETURN_CODE 1)
   add_test([==[${op}/workers/stop]==] \"\${_pg_runner}\" serve --control ${q_serve_control} --stop)
   set_tests_properties([==[${op}/workers/stop]==] PROPERTIES
     LABELS [==[phasegate;op_${op};workers${extra_labels}]==] FIXTURES_CLEANUP [==[${op}_workers]==])

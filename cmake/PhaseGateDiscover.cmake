@@ -9,6 +9,7 @@
 # PG_GATE, PG_CTEST_TIMEOUT, PG_RESOURCES and PG_LABELS (lists joined with "|"),
 # PG_SIGNATURE, PG_DISCOVERY_TIMEOUT, PG_WORKERS_FIXTURE (the fixture of `phasegate serve`
 # every case test requires, or empty); PG_CONTRACT and PG_SUITE for the stale check.
+# Case tests (and `phasegate list`) run in the directory of PG_TESTS_FILE.
 
 include_guard(GLOBAL)
 # Functions keep the policies of their definition: CTest (PRE_TEST) and `cmake -P`
@@ -128,6 +129,13 @@ function(phasegate__discover)
     _phasegate_discover_bracket(q "${resources}")
     string(APPEND common_props " RESOURCE_GROUPS ${q}")
   endif()
+  # Every case runs in the directory of the tests file (the op's binary directory),
+  # not in its CTest subdirectory below: one working directory for all cases, the
+  # one <op>/workers/start runs in, so the warm processes of `phasegate serve` (keyed
+  # by working directory, docs/serve.md) serve every case. CTest applies a directory's
+  # LABELS to the tests whose working directory is that directory, so the
+  # WORKING_DIRECTORY is set after the labels (same cost as one more property).
+  _phasegate_discover_bracket(q_workdir "${_pg_workdir}")
   set(label_tail "")
   foreach(l IN LISTS extra_labels)
     string(APPEND label_tail ";${l}")
@@ -240,11 +248,13 @@ function(phasegate__discover)
     if(NOT DEFINED content_${g})
       list(APPEND groups "${g}")
       set(content_${g} "# ${op}: the cases of phase M${phase}, level L${level} (labels below).\n")
+      set(names_${g} "")
     endif()
     string(APPEND content_${g}
       "add_test(${q_name} \"\${_pg_runner}\" run --op-dir \"\${_pg_op_dir}\" --impl \"\${_pg_impl}\" "
       "--up-to-module ${phase} --case ${q_case} \${_pg_run_extra})\n"
       "set_tests_properties(${q_name} PROPERTIES${props}${common_props})\n")
+    string(APPEND names_${g} " ${q_name}")
     math(EXPR count "${count} + 1")
   endforeach()
 
@@ -253,7 +263,8 @@ function(phasegate__discover)
     string(REGEX MATCH "^M([0-9]+)_L([0-9]+)$" m "${g}")
     file(WRITE "${groups_dir}/${g}/CTestTestfile.cmake" "${content_${g}}"
       "set_directory_properties(PROPERTIES LABELS "
-      "[==[phasegate;op_${op};phase_M${CMAKE_MATCH_1};level_L${CMAKE_MATCH_2}${label_tail}]==])\n")
+      "[==[phasegate;op_${op};phase_M${CMAKE_MATCH_1};level_L${CMAKE_MATCH_2}${label_tail}]==])\n"
+      "set_tests_properties(${names_${g}} PROPERTIES WORKING_DIRECTORY ${q_workdir})\n")
     _phasegate_discover_bracket(q_dir "${groups_dir}/${g}")
     string(APPEND subdirs "subdirs(${q_dir})\n")
   endforeach()

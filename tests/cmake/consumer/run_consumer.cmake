@@ -32,7 +32,9 @@ pg_run(r COMMAND "${CMAKE_COMMAND}" ${cfg})
 set(m1 toy/M1/L1/L1_shape toy/M1/L2/L2_values toy/M1/L2/L2_bug_at_m1)
 set(m2 toy/M2/L1/L1_shape toy/M2/L2/L2_values toy/M2/L2/L2_bug_at_m1)
 set(m3 toy/M3/L1/L1_shape toy/M3/L2/L2_values toy/M3/L2/L2_bug_at_m1)
-set(all toy/contract toy/composition toy/M1/gate toy/M2/gate ${m1} ${m2} ${m3})
+# IMPL is a plugin: the `phasegate serve` fixture pair keeps its host warm.
+set(workers toy/workers/start toy/workers/stop)
+set(all toy/contract toy/composition toy/M1/gate toy/M2/gate ${workers} ${m1} ${m2} ${m3})
 
 # An installed runner lists the cases at configure time; a runner built by the project
 # only after the build (NOT_BUILT placeholder until then).
@@ -53,10 +55,13 @@ endif()
 pg_ctest_list(names "${BUILD}")
 pg_expect_set("tests after the build" "${names}" ${all})
 
-# The gate: -L phase_M3 lists exactly M1..M3 and the gates between them.
+# The gate: -L phase_M3 lists exactly M1..M3 and the gates between them, and the workers
+# pair the cases require (a fixture: -FA '.*' drops it with the gate).
 pg_ctest_list(names "${BUILD}" -L phase_M3)
 pg_expect_set("ctest -L phase_M3 -N" "${names}" toy/contract ${m1} toy/M1/gate ${m2}
-              toy/M2/gate ${m3})
+              toy/M2/gate ${m3} ${workers})
+pg_ctest_list(names "${BUILD}" -L phase_M3 -FA ".*")
+pg_expect_set("ctest -L phase_M3 -FA .* -N" "${names}" ${m3})
 
 # -L phase_M2 runs M1 first; L2_bug_at_m1 fails at M1, so M2 is not run.
 pg_run(r EXPECT_RC 8 COMMAND "${CMAKE_CTEST_COMMAND}" --test-dir "${BUILD}" -L phase_M2 -j2)
@@ -66,6 +71,33 @@ pg_check(r_out MATCHES "toy/contract [.]+ +Passed" MESSAGE "contract:\n${r_out}"
 foreach(t toy/M1/gate ${m2})
   pg_check(r_out MATCHES "${t} [.]+[*]+Not Run" MESSAGE "${t} should not run:\n${r_out}")
 endforeach()
+foreach(t ${workers})
+  pg_check(r_out MATCHES "${t} [.]+ +Passed" MESSAGE "${t} should pass:\n${r_out}")
+endforeach()
+# ... and workers/stop left no daemon behind.
+pg_ctest_json(json "${BUILD}" -R "^toy/workers/start$")
+string(JSON runner GET "${json}" tests 0 command 0)
+set(control "${BUILD}/toy_serve")
+pg_run(r EXPECT_RC 1 COMMAND "${runner}" serve --control "${control}" --status)
+pg_check(r_out MATCHES "not running" MESSAGE "the daemon should be stopped:\n${r_out}")
+
+# The daemon's prestarted plugin host is the one the case tests lease: workers/start
+# runs where the cases run (same key), so a case finds it warm and nothing else starts.
+# Step by step: the start test alone leaves the daemon up; one case, even with -FA '.*',
+# leases from it because it answers; --status counts; the stop test ends it.
+pg_run(r COMMAND "${CMAKE_CTEST_COMMAND}" --test-dir "${BUILD}" -R "^toy/workers/start$")
+pg_run(r COMMAND "${CMAKE_CTEST_COMMAND}" --test-dir "${BUILD}" -R "^toy/M2/L1/L1_shape$"
+       -FA ".*" --output-on-failure)
+pg_run(r COMMAND "${runner}" serve --control "${control}" --status)
+set(status "${r_out}")
+foreach(field starts leases)
+  string(JSON v ERROR_VARIABLE jerr GET "${status}" ${field})
+  pg_check(NOT jerr AND v EQUAL 1 MESSAGE "serve --status: ${field} = ${v} (want 1):\n${status}")
+endforeach()
+string(JSON v GET "${status}" processes 0 calls)
+pg_check(v EQUAL 1 MESSAGE "the warm host should have served the case's one call:\n${status}")
+pg_run(r COMMAND "${CMAKE_CTEST_COMMAND}" --test-dir "${BUILD}" -R "^toy/workers/stop$")
+pg_run(r EXPECT_RC 1 COMMAND "${runner}" serve --control "${control}" --status)
 
 # json-v1 is valid JSON and every case carries its labels.
 pg_ctest_json(json "${BUILD}")
@@ -90,9 +122,19 @@ pg_check(cases_seen EQUAL 9 MESSAGE "json-v1 lists ${cases_seen} case tests, exp
 # verify_all fails the build on the bug case, prints the table and writes JUnit.
 set(junit "${BUILD}/phasegate-junit/verify_all.xml")
 pg_run(r EXPECT_RC 1 COMMAND "${CMAKE_COMMAND}" --build "${BUILD}" --target verify_all)
-pg_check(r_out MATCHES "phasegate summary \\(verify_all\\)" MESSAGE "no table:\n${r_out}")
-pg_check(r_out MATCHES "toy +M1 +1/0/0/0 +1/1/0/0 +not run" MESSAGE "M1 row:\n${r_out}")
-pg_check(r_out MATCHES "toy +M3 +0/0/0/1 +0/0/0/2" MESSAGE "M3 row:\n${r_out}")
+# The workers pair ran (fixture of every case) but is no row and no case of the table.
+pg_summary(table "${r_out}")
+string(CONCAT want
+  "phasegate summary (verify_all): cells are passed/failed/skipped/not run\n"
+  "  op   phase       L1          L2          gate/status\n"
+  "  toy  contract    -           -           passed\n"
+  "  toy  composition -           -           passed\n"
+  "  toy  M1          1/0/0/0     1/1/0/0     not run\n"
+  "  toy  M2          0/0/0/1     0/0/0/2     not run\n"
+  "  toy  M3          0/0/0/1     0/0/0/2\n"
+  "  total: 4 passed, 1 failed, 0 skipped, 8 not run\n")
+pg_check(table STREQUAL want MESSAGE "verify_all table:\n${table}\nexpected:\n${want}")
+pg_check(r_out MATCHES "toy/workers/stop [.]+ +Passed" MESSAGE "verify_all:\n${r_out}")
 pg_check(EXISTS "${junit}" MESSAGE "no JUnit at ${junit}")
 file(READ "${junit}" xml)
 pg_check(xml MATCHES "<testcase name=\"toy/M1/L2/L2_bug_at_m1\"[^>]*status=\"fail\"" MESSAGE "JUnit:\n${xml}")

@@ -11,8 +11,18 @@
  *       PHASEGATE_FAKE_SKIP=...       these cases print "[phasegate] SKIPPED" (exit 77)
  *       PHASEGATE_FAKE_DEVLOCK=DIR    hold DIR/dev<id> for 300 ms; exit 1 if another
  *                                     test holds the same device id (resource test)
+ *       --serve-control DIR           prints "fake phasegate: leased from DIR" when a fake
+ *                                     daemon runs there (DIR/fake_serve_running), else
+ *                                     "fake phasegate: standalone"; the result is the same
+ *   serve --control DIR [--impl S ...]  the daemon's start: creates DIR/fake_serve_running,
+ *                                     exit 0 ("running on DIR"); exit 2 without --control
+ *                                     or with a non-persistent --impl (as the real one);
+ *   serve --control DIR --stop    removes the marker, exit 0 (also when none runs)
+ *       PHASEGATE_FAKE_SERVE_FAIL=start|stop  that one exits 1 with "phasegate serve:
+ *                                     error: ..." (a start that fails leaves no daemon)
  *   PHASEGATE_FAKE_LOG=FILE      every invocation appends one JSON array of its argv
- *                                (plus "device=<id>") so tests can check quoting.
+ *                                (plus "device=<id>" and "cwd=<dir>") so tests can check
+ *                                quoting and where each command ran.
  * Not part of phasegate; built only for tests/cmake. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -102,7 +112,11 @@ static void log_call(int argc, char **argv, int dev) {
   }
   char d[32];
   snprintf(d, sizeof d, "device=%d", dev);
-  json_str(buf, sizeof buf - 8, d);
+  json_str(buf, sizeof buf - 64, d);
+  strcat(buf, ",");
+  char cwd[4096], c[4200];
+  snprintf(c, sizeof c, "cwd=%s", getcwd(cwd, sizeof cwd) ? cwd : "?");
+  json_str(buf, sizeof buf - 8, c);
   strcat(buf, "]\n");
   int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0644);
   if (fd < 0) return;
@@ -148,6 +162,13 @@ static int cmd_run(int argc, char **argv, int dev) {
     nanosleep(&ts, NULL);
     rmdir(path);
   }
+  const char *serve = opt(argc, argv, "--serve-control");
+  if (serve) {
+    if (file_exists(serve, "fake_serve_running"))
+      printf("fake phasegate: leased from %s\n", serve);
+    else
+      printf("fake phasegate: standalone\n");
+  }
   if (listed(getenv("PHASEGATE_FAKE_FAIL"), case_id, k)) {
     printf("fake phasegate: case %s FAIL at M%s\n", case_id, k ? k : "?");
     rc = 1;
@@ -161,9 +182,50 @@ static int cmd_run(int argc, char **argv, int dev) {
   return rc;
 }
 
+/* The fake `phasegate serve`: a marker file stands for the daemon. */
+static int cmd_serve(int argc, char **argv) {
+  const char *control = opt(argc, argv, "--control");
+  const char *impl = opt(argc, argv, "--impl");
+  int stop = 0;
+  for (int i = 2; i < argc; i++) stop |= strcmp(argv[i], "--stop") == 0;
+  if (!control || !*control) {
+    fprintf(stderr, "phasegate serve: usage error: --control DIR is required\n");
+    return 2;
+  }
+  char marker[4096];
+  snprintf(marker, sizeof marker, "%s/fake_serve_running", control);
+  const char *fail = getenv("PHASEGATE_FAKE_SERVE_FAIL");
+  if (fail && strcmp(fail, stop ? "stop" : "start") == 0) {
+    fprintf(stderr, "phasegate serve: error: fake %s failure on %s\n", fail, control);
+    return 1;
+  }
+  if (stop) {
+    if (unlink(marker) == 0) printf("phasegate serve: stopped (pid 0)\n");
+    else printf("phasegate serve: not running on %s\n", control);
+    return 0;
+  }
+  if (impl && strncmp(impl, "worker:", 7) != 0 && strncmp(impl, "plugin:", 7) != 0) {
+    fprintf(stderr, "phasegate serve: usage error: --impl: '%s' is not a persistent impl\n",
+            impl);
+    return 2;
+  }
+  if (mkdir(control, 0700) != 0 && errno != EEXIST) {
+    fprintf(stderr, "phasegate serve: error: cannot create %s: %s\n", control, strerror(errno));
+    return 1;
+  }
+  int fd = open(marker, O_WRONLY | O_CREAT, 0600);
+  if (fd < 0) {
+    fprintf(stderr, "phasegate serve: error: cannot create %s: %s\n", marker, strerror(errno));
+    return 1;
+  }
+  close(fd);
+  printf("phasegate serve: running on %s (pid 0)\n", control);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: fake_phasegate list|run|validate|selftest ...\n");
+    fprintf(stderr, "usage: fake_phasegate list|run|validate|selftest|serve ...\n");
     return 2;
   }
   int dev = device_id();
@@ -179,6 +241,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(argv[1], "selftest") == 0) return 0;
+  if (strcmp(argv[1], "serve") == 0) return cmd_serve(argc, argv);
   fprintf(stderr, "fake phasegate: unknown command %s\n", argv[1]);
   return 2;
 }

@@ -18,6 +18,15 @@ foreach(l IN LISTS runs)
 endforeach()
 list(LENGTH devs n)
 pg_check(n EQUAL 9 MESSAGE "9 runs expected, got ${n}")
+# -L level_L selects the cases; each requires the workers fixture, so the daemon starts
+# once before them and stops once after them. It holds no resource group itself.
+file(STRINGS "${log}" serves REGEX "^\\[\"serve\"")
+list(LENGTH serves n)
+pg_check(n EQUAL 2 MESSAGE "one serve start and one stop expected: ${serves}")
+list(GET serves 0 start)
+list(GET serves 1 stop)
+pg_check(start MATCHES "\"--impl\",\"plugin:[^\"]*\",\"device=0\"" MESSAGE "serve start: ${start}")
+pg_check(stop MATCHES "\"--stop\",\"device=0\"" MESSAGE "serve stop: ${stop}")
 list(REMOVE_DUPLICATES devs)
 pg_expect_set("device ids used" "${devs}" 0 1)
 # The lock does catch sharing: without the spec every test gets device 0.
