@@ -1,0 +1,50 @@
+#!/bin/sh
+# bench_gpu.sh — persistent impls on a real GPU host (issue "Persistent impls"), each
+# figure a pair measured in the same run:
+#  1. the bundled CUDA plugin (suites/attention/impl/attention_cuda.cu) on attention
+#     M3, all suite cases, mode cuda: the plugin host (one CUDA context for the run)
+#     vs --fresh-process (a context per call);
+#  2. the torch impl (suites/attention/impl/attention_torch.py) in mode cuda:
+#     worker: (torch imported and the context made once) over every case vs exec:
+#     (a process per call) over the first 3 cases, compared per call;
+#  3. the runner's own cost per persistent call around a no-op plugin host and worker.
+#
+#   tools/bench/bench_gpu.sh [BUILD_DIR (build/release)]
+# Env: PYTHON (default python3). Needs a CUDA device; prints SKIPPED lines otherwise.
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$root/build/release}
+py=${PYTHON:-python3}
+pg="$build/runner/phasegate"
+cuda="$build/suites/attention/impl/libattention_cuda.so"
+op="$root/suites/attention"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+run() { "$pg" run --op-dir "$op" --up-to-module 3 --modes cuda --no-golden-cache \
+          --report "$work/r.json" "$@" > "$work/last.txt" 2>&1; }
+tail_line() { grep '^\[phasegate\] attention' "$work/last.txt" | tail -1; }
+n=$("$pg" list --op-dir "$op" --format json | grep -c '"phase":	1')
+echo "host: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1); $n cases"
+
+echo "1. CUDA plugin, attention M3, mode cuda:"
+t=$(date +%s%N); run --impl "plugin:$cuda"; h=$(ms "$t"); echo "   plugin host       $h ms  $(tail_line)"
+t=$(date +%s%N); run --impl "plugin:$cuda" --fresh-process; f=$(ms "$t")
+echo "   --fresh-process   $f ms  $(tail_line)"
+awk -v a="$f" -v b="$h" 'BEGIN {printf "   fresh/host %.1fx\n", a / b}'
+
+if "$py" -c 'import torch, numpy' 2>/dev/null; then
+  impl="$py $op/impl/attention_torch.py"
+  three=$("$pg" list --op-dir "$op" --format json | grep -o '"case":	"[^"]*"' | head -3 |
+          sed 's/.*"\([^"]*\)"$/\1/' | paste -sd, -)
+  echo "2. torch impl, attention M3, mode cuda:"
+  t=$(date +%s%N); run --impl "worker:$impl"; w=$(ms "$t"); echo "   worker: $n cases   $w ms  $(tail_line)"
+  t=$(date +%s%N); run --impl "exec:$impl" --case "$three"; e=$(ms "$t")
+  echo "   exec: 3 cases     $e ms  $(tail_line)"
+  awk -v e="$e" -v w="$w" -v n="$n" 'BEGIN {printf "   per case: exec %.0f ms, worker %.0f ms (start-up included): %.1fx\n", e / 3, w / n, (e / 3) / (w / n)}'
+else
+  echo "2. SKIPPED: $py cannot import torch and numpy"
+fi
+echo "3. runner cost per persistent call (no-op impl, 1 MiB in and out):"
+"$build/tools/bench/bench_persist" "$build/tools/bench/libbench_noop_plugin.so" \
+  "$build/tools/worker/pg_worker_c" 200 1 | sed 's/^/   /'
