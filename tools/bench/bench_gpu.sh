@@ -46,5 +46,6 @@ else
   echo "2. SKIPPED: $py cannot import torch and numpy"
 fi
 echo "3. runner cost per persistent call (no-op impl, 1 MiB in and out):"
-"$build/tools/bench/bench_persist" "$build/tools/bench/libbench_noop_plugin.so" \
+PHASEGATE_PLUGIN_HOST="$build/runner/phasegate-plugin-host" \
+  "$build/tools/bench/bench_persist" "$build/tools/bench/libbench_noop_plugin.so" \
   "$build/tools/worker/pg_worker_c" 200 1 | sed 's/^/   /'

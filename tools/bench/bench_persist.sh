@@ -74,4 +74,5 @@ echo "   --fresh-process (fork per call)     $f ms"
 echo "   plugin host (persistent)            $h ms   fresh/host $(ratio "$f" "$h")  (goal >= 10x)"
 
 echo "3. runner cost per persistent call, no-op impl (goal <= 2 ms for 1 MiB):"
-"$build/tools/bench/bench_persist" "$noop" "$build/tools/worker/pg_worker_c" 200 1 | sed 's/^/   /'
+PHASEGATE_PLUGIN_HOST="$build/runner/phasegate-plugin-host" \
+  "$build/tools/bench/bench_persist" "$noop" "$build/tools/worker/pg_worker_c" 200 1 | sed 's/^/   /'
