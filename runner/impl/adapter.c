@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "impl/adapter.h"
 #include "base/base.h"
 #include "tensors/tensors.h"
@@ -155,6 +157,25 @@ void pg_impl_symbol(const char *op, const char *suffix, char *buf, size_t size) 
 }
 
 /* ------------------------------------------------------------------ outcomes (facts) */
+
+cJSON *pg__call_json(const struct pg_impl_request *req) {
+  cJSON *r = cJSON_CreateObject();
+  if (!r) return NULL;
+  cJSON_AddNumberToObject(r, "schema_version", 1);
+  cJSON_AddStringToObject(r, "op", req->op);
+  cJSON_AddStringToObject(r, "suffix", req->suffix);
+  cJSON_AddNumberToObject(r, "up_to_module", req->up_to_module);
+  cJSON_AddNumberToObject(r, "total_modules", req->total_modules);
+  cJSON_AddStringToObject(r, "mode", req->mode);
+  cJSON_AddNumberToObject(r, "device_id", req->device_id);
+  cJSON_AddStringToObject(r, "case", req->case_id);
+  cJSON *dims = cJSON_AddObjectToObject(r, "dims");
+  for (int i = 0; dims && i < req->n_dims; i++)
+    cJSON_AddNumberToObject(dims, req->dim_names[i], (double)req->dim_values[i]);
+  cJSON *knobs = req->knobs_json ? cJSON_Parse(req->knobs_json) : NULL;
+  cJSON_AddItemToObject(r, "knobs", knobs ? knobs : cJSON_CreateObject());
+  return r;
+}
 
 void pg_impl_outcome_init(struct pg_impl_outcome *o) {
   memset(o, 0, sizeof *o);

@@ -49,6 +49,11 @@ int pg__impl_wait(struct pg_sandbox_proc *proc, struct pg_impl_outcome *out,
 int pg__collect_outputs(const char *dir, const struct pg_impl_request *req,
                         struct pg_impl_outcome *out, struct pg_error *err);
 
+/* What every request object says about the call: schema_version, op, suffix,
+ * up_to_module, total_modules, mode, device_id, case, dims, knobs (exec:'s
+ * request.json, the worker: and plugin host lines). NULL when out of memory. */
+struct cJSON *pg__call_json(const struct pg_impl_request *req);
+
 /* exec: and worker: share the case directory and the request object (impl/exec.c):
  * a fresh case directory with in/<name>.npy and an empty out/ (request.json too when
  * request_file); the request object (NULL when out of memory); the directory kept

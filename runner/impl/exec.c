@@ -79,21 +79,8 @@ static cJSON *tensor_json(const char *name, enum pg_dtype dtype, int ndim, const
 /* The request object: everything the impl needs to know about the call (request.json
  * for exec:, one protocol line for worker:). NULL when out of memory. */
 cJSON *pg__exec_request_json(const char *case_dir, const struct pg_impl_request *req) {
-  cJSON *r = cJSON_CreateObject();
+  cJSON *r = pg__call_json(req);
   if (!r) return NULL;
-  cJSON_AddNumberToObject(r, "schema_version", 1);
-  cJSON_AddStringToObject(r, "op", req->op);
-  cJSON_AddStringToObject(r, "suffix", req->suffix);
-  cJSON_AddNumberToObject(r, "up_to_module", req->up_to_module);
-  cJSON_AddNumberToObject(r, "total_modules", req->total_modules);
-  cJSON_AddStringToObject(r, "mode", req->mode);
-  cJSON_AddNumberToObject(r, "device_id", req->device_id);
-  cJSON_AddStringToObject(r, "case", req->case_id);
-  cJSON *dims = cJSON_AddObjectToObject(r, "dims");
-  for (int i = 0; dims && i < req->n_dims; i++)
-    cJSON_AddNumberToObject(dims, req->dim_names[i], (double)req->dim_values[i]);
-  cJSON *knobs = req->knobs_json ? cJSON_Parse(req->knobs_json) : NULL;
-  cJSON_AddItemToObject(r, "knobs", knobs ? knobs : cJSON_CreateObject());
   int ok = add_path(r, "in_dir", case_dir, "in", NULL);
   ok &= add_path(r, "out_dir", case_dir, "out", NULL);
   cJSON *ins = cJSON_AddArrayToObject(r, "inputs");

@@ -488,20 +488,8 @@ static cJSON *tensor_entry(const char *name, enum pg_dtype dtype, int ndim, cons
 
 /* The call's request line: everything but the memory, which travels as an fd. */
 static cJSON *host_request(const struct plugin_call *c, const struct pg_impl_request *req) {
-  cJSON *r = cJSON_CreateObject();
-  cJSON_AddStringToObject(r, "symbol", c->symbol);
-  cJSON_AddStringToObject(r, "op", req->op);
-  cJSON_AddStringToObject(r, "suffix", req->suffix);
-  cJSON_AddNumberToObject(r, "up_to_module", req->up_to_module);
-  cJSON_AddNumberToObject(r, "total_modules", req->total_modules);
-  cJSON_AddStringToObject(r, "mode", req->mode);
-  cJSON_AddNumberToObject(r, "device_id", req->device_id);
-  cJSON_AddStringToObject(r, "case", req->case_id);
-  cJSON *dims = cJSON_AddObjectToObject(r, "dims");
-  for (int i = 0; dims && i < req->n_dims; i++)
-    cJSON_AddNumberToObject(dims, req->dim_names[i], (double)req->dim_values[i]);
-  cJSON *knobs = req->knobs_json ? cJSON_Parse(req->knobs_json) : NULL;
-  cJSON_AddItemToObject(r, "knobs", knobs ? knobs : cJSON_CreateObject());
+  cJSON *r = pg__call_json(req);
+  if (r) cJSON_AddStringToObject(r, "symbol", c->symbol);
   cJSON_AddArrayToObject(r, "inputs");
   cJSON_AddArrayToObject(r, "outputs");
   return r;

@@ -111,27 +111,30 @@ static int high_fd(int fd) {
   return h;
 }
 
-static int spawn(struct pg_proc *p, const struct pg_proc_spec *s, int child_sock, int log_w,
-                 struct pg_error *err) {
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t at;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawnattr_init(&at);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, log_w, 1);
-  posix_spawn_file_actions_adddup2(&fa, log_w, 2);
-  posix_spawn_file_actions_adddup2(&fa, child_sock, 3);
-  posix_spawn_file_actions_adddup2(&fa, child_sock, 4);
+void pg__spawn_attr_init(posix_spawnattr_t *at, short flags) {
+  posix_spawnattr_init(at);
   sigset_t none, defaults;
   sigemptyset(&none);
   sigfillset(&defaults);
   sigdelset(&defaults, SIGKILL);
   sigdelset(&defaults, SIGSTOP);
-  posix_spawnattr_setsigmask(&at, &none);
-  posix_spawnattr_setsigdefault(&at, &defaults);
+  posix_spawnattr_setsigmask(at, &none);
+  posix_spawnattr_setsigdefault(at, &defaults);
+  posix_spawnattr_setflags(at, (short)(flags | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF));
+}
+
+static int spawn(struct pg_proc *p, const struct pg_proc_spec *s, int child_sock, int log_w,
+                 struct pg_error *err) {
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t at;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, log_w, 1);
+  posix_spawn_file_actions_adddup2(&fa, log_w, 2);
+  posix_spawn_file_actions_adddup2(&fa, child_sock, 3);
+  posix_spawn_file_actions_adddup2(&fa, child_sock, 4);
+  pg__spawn_attr_init(&at, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&at, 0);
-  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                    POSIX_SPAWN_SETSIGDEF);
   char **envp = build_env(s->env_add);
   /* An address-space limit must be in place before the command runs (a prlimit() after
    * the spawn races with a shell that forks the command): a shell sets it, then execs
@@ -349,20 +352,14 @@ int pg_proc_start(struct pg_proc *p, const struct pg_proc_spec *s, struct pg_pro
   return rc;
 }
 
-int pg_proc_send(struct pg_proc *p, cJSON *request, int attach_fd, int64_t *id,
-                 struct pg_error *err) {
-  *id = p->next_id++;
-  cJSON_DeleteItemFromObjectCaseSensitive(request, "id");
-  if (!cJSON_AddNumberToObject(request, "id", (double)*id))
-    return pg_error_set(err, PG_ENOMEM, "out of memory");
-  char *text = cJSON_PrintUnformatted(request);
-  if (!text) return pg_error_set(err, PG_ENOMEM, "out of memory");
+int pg__proc_send_line(int fd, const cJSON *o, int attach_fd, int timeout_ms) {
+  char *text = cJSON_PrintUnformatted(o);
+  if (!text) return -1;
   size_t n = strlen(text);
   text[n] = '\n'; /* replaces the NUL: the buffer is not used as a string below */
-  p->log_mark = log_size(p);
-  p->sent_ms = pg_now_ms();
   size_t off = 0;
-  while (off < n + 1 && p->sock >= 0) {
+  int rc = 0;
+  while (off < n + 1) {
     struct iovec iov = {text + off, n + 1 - off};
     char ctl[CMSG_SPACE(sizeof(int))];
     struct msghdr mh;
@@ -379,12 +376,32 @@ int pg_proc_send(struct pg_proc *p, cJSON *request, int attach_fd, int64_t *id,
       c->cmsg_len = CMSG_LEN(sizeof(int));
       memcpy(CMSG_DATA(c), &attach_fd, sizeof(int));
     }
-    ssize_t w = sendmsg(p->sock, &mh, MSG_NOSIGNAL);
+    ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break; /* gone: the wait reports how it ended */
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      struct pollfd pfd = {fd, POLLOUT, 0};
+      if (poll(&pfd, 1, timeout_ms) > 0) continue;
+    }
+    if (w <= 0) {
+      rc = -1;
+      break;
+    }
     off += (size_t)w;
   }
   free(text);
+  return rc;
+}
+
+int pg_proc_send(struct pg_proc *p, cJSON *request, int attach_fd, int64_t *id,
+                 struct pg_error *err) {
+  *id = p->next_id++;
+  cJSON_DeleteItemFromObjectCaseSensitive(request, "id");
+  if (!cJSON_AddNumberToObject(request, "id", (double)*id))
+    return pg_error_set(err, PG_ENOMEM, "out of memory");
+  p->log_mark = log_size(p);
+  p->sent_ms = pg_now_ms();
+  /* a process that is gone is not an error here: the wait reports how it ended */
+  if (p->sock >= 0) pg__proc_send_line(p->sock, request, attach_fd, -1);
   return PG_OK;
 }
 

@@ -18,6 +18,7 @@
 #define PHASEGATE_IMPL_PROC_H
 
 #include <cjson/cJSON.h>
+#include <spawn.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -94,6 +95,15 @@ int pg_proc_start(struct pg_proc *p, const struct pg_proc_spec *s, struct pg_pro
  * that is gone is not an error here: the following wait reports it. */
 int pg_proc_send(struct pg_proc *p, cJSON *request, int attach_fd, int64_t *id,
                  struct pg_error *err);
+
+/* posix_spawnattr_init with the signal state a fresh process must start with (nothing
+ * blocked, every signal at its default) plus `flags` (POSIX_SPAWN_SETPGROUP, …). */
+void pg__spawn_attr_init(posix_spawnattr_t *at, short flags);
+
+/* Writes o as one line on a socket (attach_fd >= 0 rides along with SCM_RIGHTS, with
+ * the first byte); a socket that stays full for timeout_ms (< 0: forever) counts as
+ * failed. 0 or -1 (the peer is gone, out of memory). Never raises SIGPIPE. */
+int pg__proc_send_line(int fd, const cJSON *o, int attach_fd, int timeout_ms);
 
 /* Waits for the answer to `id` (at most timeout_s; <= 0: no limit) and fills r.
  * Whenever r->end is not ANSWERED the process has been killed and reaped. */

@@ -59,7 +59,7 @@ int pg__serve_connect_ping(const char *dir, int *conn, cJSON **ping, struct pg_e
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
   cJSON *req = cJSON_CreateObject(), *a = NULL;
   cJSON_AddStringToObject(req, "op", "ping");
-  int ok = pg__serve_send_json(fd, req, -1, PG_SERVE_ANSWER_MS) == 0 &&
+  int ok = pg__proc_send_line(fd, req, -1, PG_SERVE_ANSWER_MS) == 0 &&
            pg__serve_recv_json(fd, PG_SERVE_ANSWER_MS, &a, NULL) == 1 && pg__serve_status_ok(a);
   cJSON_Delete(req);
   if (!ok || pg__serve_num(a, "serve_protocol", 0) != PG_SERVE_PROTOCOL) {
@@ -92,7 +92,7 @@ int pg_serve_request(int conn, const char *op, int timeout_ms, cJSON **answer,
     cJSON_Delete(req);
     return pg_error_set(err, PG_ENOMEM, "out of memory");
   }
-  int sent = pg__serve_send_json(conn, req, -1, PG_SERVE_ANSWER_MS) == 0;
+  int sent = pg__proc_send_line(conn, req, -1, PG_SERVE_ANSWER_MS) == 0;
   cJSON_Delete(req);
   if (!sent || pg__serve_recv_json(conn, timeout_ms > 0 ? timeout_ms : -1, answer, NULL) != 1 || !*answer) {
     cJSON_Delete(*answer);
@@ -113,7 +113,7 @@ static void lease_end(void *ctx, struct pg_proc *p, int wait_ms, struct pg_proc_
   cJSON_AddNumberToObject(req, "wait_ms", wait_ms > 0 ? wait_ms : 0);
   cJSON_AddNumberToObject(req, "calls", p->calls);
   cJSON_AddNumberToObject(req, "next_id", (double)p->next_id);
-  int ok = pg__serve_send_json(conn, req, -1, PG_SERVE_ANSWER_MS) == 0 &&
+  int ok = pg__proc_send_line(conn, req, -1, PG_SERVE_ANSWER_MS) == 0 &&
            pg__serve_recv_json(conn, (wait_ms > 0 ? wait_ms : 0) + 10000, &a, NULL) == 1 && pg__serve_status_ok(a);
   cJSON_Delete(req);
   if (ok && r) {
@@ -168,7 +168,7 @@ int pg_serve_lease(int conn, const char *impl_spec, const char *mode, int device
   free(cwd);
   cJSON *a = NULL;
   int fd = -1;
-  int sent = pg__serve_send_json(conn, req, -1, PG_SERVE_ANSWER_MS) == 0;
+  int sent = pg__proc_send_line(conn, req, -1, PG_SERVE_ANSWER_MS) == 0;
   cJSON_Delete(req);
   if (!sent || pg__serve_recv_json(conn, -1, &a, &fd) != 1 || !a) {
     cJSON_Delete(a);
@@ -218,7 +218,7 @@ int pg_serve_release(int conn, struct pg_proc *p, int ok) {
     cJSON_AddTrueToObject(req, "ok");
     cJSON_AddNumberToObject(req, "calls", p->calls);
     cJSON_AddNumberToObject(req, "next_id", (double)p->next_id);
-    if (pg__serve_send_json(conn, req, -1, PG_SERVE_ANSWER_MS) != 0) {
+    if (pg__proc_send_line(conn, req, -1, PG_SERVE_ANSWER_MS) != 0) {
       pg__serve_kill_foreign(p->pid);
       rc = PG_ENOTFOUND;
     }

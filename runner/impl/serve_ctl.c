@@ -182,21 +182,12 @@ int pg_serve_start(const struct pg_serve_options *o, const char *const *daemon_a
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t at;
   posix_spawn_file_actions_init(&fa);
-  posix_spawnattr_init(&at);
+  pg__spawn_attr_init(&at, POSIX_SPAWN_SETSID);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, log_path ? log_path : "/dev/null",
                                    O_WRONLY | O_APPEND | O_CREAT, 0600);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigfillset(&defaults);
-  sigdelset(&defaults, SIGKILL);
-  sigdelset(&defaults, SIGSTOP);
-  posix_spawnattr_setsigmask(&at, &none);
-  posix_spawnattr_setsigdefault(&at, &defaults);
-  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-                                    POSIX_SPAWN_SETSIGDEF);
   pid_t child = 0;
   int e = posix_spawn(&child, daemon_argv[0], &fa, &at, (char *const *)daemon_argv, environ);
   posix_spawn_file_actions_destroy(&fa);

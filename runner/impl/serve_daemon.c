@@ -73,7 +73,7 @@ void pg__serve_dlog(struct daemon *d, const char *fmt, ...) {
 
 void pg__serve_answer(struct daemon *d, struct conn *c, cJSON *o, int attach_fd) {
   if (!c || c->closed) return;
-  if (pg__serve_send_json(c->fd, o, attach_fd, 1000) != 0)
+  if (pg__proc_send_line(c->fd, o, attach_fd, 1000) != 0)
     pg__serve_dlog(d, "client %d: an answer could not be sent (%s)", c->id, strerror(errno));
 }
 

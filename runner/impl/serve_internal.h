@@ -116,7 +116,6 @@ int pg__serve_current_umask(void);
 int pg__serve_pid_gone(int pid);
 void pg__serve_kill_foreign(int pid);
 int pg__serve_sock_addr(const char *dir, struct sockaddr_un *sa, int *dirfd);
-int pg__serve_send_json(int fd, const cJSON *o, int attach_fd, int timeout_ms);
 int pg__serve_recv_json(int fd, int timeout_ms, cJSON **out, int *got_fd);
 double pg__serve_num(const cJSON *o, const char *key, double dflt);
 const char *pg__serve_str(const cJSON *o, const char *key);

@@ -188,48 +188,6 @@ int pg__serve_sock_addr(const char *dir, struct sockaddr_un *sa, int *dirfd) {
 
 /* ------------------------------------------------------------------ lines */
 
-/* Sends o as one line (attach_fd >= 0 rides along with SCM_RIGHTS). A non-blocking
- * socket that stays full for timeout_ms counts as failed. 0 or -1. */
-int pg__serve_send_json(int fd, const cJSON *o, int attach_fd, int timeout_ms) {
-  char *text = cJSON_PrintUnformatted(o);
-  if (!text) return -1;
-  size_t n = strlen(text);
-  text[n] = '\n';
-  size_t off = 0;
-  int rc = 0;
-  while (off < n + 1) {
-    struct iovec iov = {text + off, n + 1 - off};
-    char ctl[CMSG_SPACE(sizeof(int))];
-    struct msghdr mh;
-    memset(&mh, 0, sizeof mh);
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    if (off == 0 && attach_fd >= 0) {
-      memset(ctl, 0, sizeof ctl);
-      mh.msg_control = ctl;
-      mh.msg_controllen = sizeof ctl;
-      struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-      c->cmsg_level = SOL_SOCKET;
-      c->cmsg_type = SCM_RIGHTS;
-      c->cmsg_len = CMSG_LEN(sizeof(int));
-      memcpy(CMSG_DATA(c), &attach_fd, sizeof(int));
-    }
-    ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      struct pollfd pfd = {fd, POLLOUT, 0};
-      if (poll(&pfd, 1, timeout_ms) > 0) continue;
-    }
-    if (w <= 0) {
-      rc = -1;
-      break;
-    }
-    off += (size_t)w;
-  }
-  free(text);
-  return rc;
-}
-
 /* Reads one answer line from the daemon (who sends nothing unasked, so no byte of a
  * later line can arrive with it). A descriptor passed with it lands in *got_fd (when
  * got_fd is not NULL; else it is closed). 1: *out parsed (NULL if not JSON); 0: EOF or
