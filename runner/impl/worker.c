@@ -25,6 +25,7 @@ struct worker_call {
   char *dir;            /* the case directory */
   struct pg_proc *proc; /* the pool's process serving the call */
   int64_t id;
+  int retried;          /* sent once more after the process exited 0 (see resend) */
   char *log_path;       /* the process's log, named in failure summaries */
 };
 
@@ -149,6 +150,32 @@ static int answered(struct worker_call *c, const struct pg_impl_request *req, co
   return 0;
 }
 
+/* A process that exited 0 while the request was pending most likely ended between calls
+ * (its exit raced with the request): the request goes once more to a fresh process, so
+ * the case is not blamed for the previous one's exit. */
+static int exited_between_calls(const struct pg_proc_result *r, const struct worker_call *c) {
+  return !c->retried && r->end == PG_PROC_EXITED && r->exited && r->exit_code == 0;
+}
+
+static int resend(struct pg_impl_pending *p, struct worker_call *c, struct pg_error *err) {
+  struct pg_proc_result sf;
+  pg_proc_result_init(&sf);
+  struct pg_error se;
+  pg_error_clear(&se);
+  c->retried = 1;
+  pg__pool_release(p->impl, c->proc, 0);
+  c->proc = pg__pool_acquire(p->impl, p->req, &sf, &se);
+  pg_proc_result_reset(&sf);
+  if (c->proc) {
+    free(c->log_path);
+    c->log_path = pg_strdup(c->proc->log_path);
+  }
+  cJSON *request = c->proc ? pg__exec_request_json(c->dir, p->req) : NULL;
+  int rc = request ? pg_proc_send(c->proc, request, -1, &c->id, err) : PG_EIMPL;
+  cJSON_Delete(request);
+  return rc;
+}
+
 static int worker_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
                          struct pg_error *err) {
   struct worker_call *c = p->call;
@@ -156,6 +183,18 @@ static int worker_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
   struct pg_proc_result r;
   pg_proc_result_init(&r);
   int rc = pg_proc_wait(c->proc, c->id, req->timeout_s, &r, err);
+  if (rc == PG_OK && exited_between_calls(&r, c) && resend(p, c, err) == PG_OK) {
+    pg_proc_result_reset(&r);
+    pg_proc_result_init(&r);
+    rc = pg_proc_wait(c->proc, c->id, req->timeout_s, &r, err);
+  }
+  if (!c->proc) { /* the fresh process could not be had: report the first ending */
+    ended(&r, req, "during the call", NULL, out);
+    pg_proc_result_reset(&r);
+    call_free(c, req, out);
+    p->call = NULL;
+    return rc;
+  }
   int healthy = 0;
   if (rc == PG_OK && r.end == PG_PROC_ANSWERED) {
     pg__proc_to_sandbox(&r, &out->sandbox);

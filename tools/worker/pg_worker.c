@@ -273,7 +273,19 @@ static long read_line(int r, char **buf, size_t *cap, char *rbuf, size_t *rpos, 
   return (long)n;
 }
 
+/* Default dispositions: a sanitizer runtime installs handlers before main; a fault of
+ * this worker must end it with that signal, as it would end an uninstrumented one. */
+static void default_signals(void) {
+  static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = SIG_DFL;
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) sigaction(sigs[i], &sa, NULL);
+}
+
 int main(void) {
+  default_signals();
   struct options o;
   parse_options(&o);
   const char *fds = getenv("PHASEGATE_WORKER_FDS");
