@@ -58,6 +58,7 @@ struct pg_fill {
 };
 
 /* Parses a fill spec. On PG_EPARSE err->column is the 1-based column in `text`. */
+/* (The parser lives in runner/spec/fill_spec.c; declared here until the spec headers move.) */
 int pg_fill_parse(const char *text, struct pg_fill *out, struct pg_error *err);
 
 /* ---- cancellation_stress (DESIGN.md §4; docs/tensors.md "cancellation_stress") ---- */
