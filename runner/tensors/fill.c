@@ -86,21 +86,26 @@ void pg__rng_sincos2pi(double u, double *sn, double *cs) {
 
 /* ------------------------------------------------------------------ generator */
 
-/* The values of a normal, uniform or int fill from one block's four words. */
-static inline void words_values(const struct pg_fill *f, const uint32_t w[4], double v[4]) {
-  if (f->kind == PG_FILL_UNIFORM) {
-    for (int k = 0; k < 4; k++) v[k] = f->a + (f->b - f->a) * pg_rng_u01(w[k]);
-  } else if (f->kind == PG_FILL_INT) {
-    uint64_t range = (uint64_t)(f->b - f->a) + 1u; /* 1 .. 2^32 */
-    for (int k = 0; k < 4; k++) v[k] = f->a + (double)(((uint64_t)w[k] * range) >> 32);
-  } else {
-    for (int k = 0; k < 4; k += 2) {
-      double r = sqrt(-2.0 * log_normal(pg_rng_u01(w[k]))), s, c;
-      sincos_core(pg_rng_u01(w[k + 1]), &s, &c);
-      v[k] = f->a + f->b * (r * c);
-      v[k + 1] = f->a + f->b * (r * s);
-    }
+/* The values of a normal, uniform or int fill from one block's four words: the
+ * definition. block_values and pg__rng_values_from_words (the portable path) use them;
+ * normal16, fill_range_f32 and the SIMD kernels (fill_simd.h) repeat the very same
+ * expressions in batched, faster forms. */
+static inline void normal_values(const struct pg_fill *f, const uint32_t w[4], double v[4]) {
+  for (int k = 0; k < 4; k += 2) {
+    double r = sqrt(-2.0 * log_normal(pg_rng_u01(w[k]))), s, c;
+    sincos_core(pg_rng_u01(w[k + 1]), &s, &c);
+    v[k] = f->a + f->b * (r * c);
+    v[k + 1] = f->a + f->b * (r * s);
   }
+}
+
+static inline void uniform_values(const struct pg_fill *f, const uint32_t w[4], double v[4]) {
+  for (int k = 0; k < 4; k++) v[k] = f->a + (f->b - f->a) * pg_rng_u01(w[k]);
+}
+
+static inline void int_values(const struct pg_fill *f, const uint32_t w[4], double v[4]) {
+  uint64_t range = (uint64_t)(f->b - f->a) + 1u; /* 1 .. 2^32 */
+  for (int k = 0; k < 4; k++) v[k] = f->a + (double)(((uint64_t)w[k] * range) >> 32);
 }
 
 /* The four values of block b: the definition every path must reproduce. */
@@ -109,10 +114,16 @@ static void block_values(const struct fill_job *j, uint64_t b, double v[4]) {
   uint32_t w[4];
   switch (f->kind) {
     case PG_FILL_NORMAL:
+      pg_rng_block(&j->values, b, w);
+      normal_values(f, w, v);
+      return;
     case PG_FILL_UNIFORM:
+      pg_rng_block(&j->values, b, w);
+      uniform_values(f, w, v);
+      return;
     case PG_FILL_INT:
       pg_rng_block(&j->values, b, w);
-      words_values(f, w, v);
+      int_values(f, w, v);
       return;
     case PG_FILL_ZEROS: v[0] = v[1] = v[2] = v[3] = 0.0; return;
     case PG_FILL_ONES: v[0] = v[1] = v[2] = v[3] = 1.0; return;
@@ -299,7 +310,11 @@ int pg__rng_values_from_words(const struct pg_fill *fill, const uint32_t *words,
   }
 #endif
   /* the scalar definition, as block_values computes it */
-  for (size_t b = 0; b < n_blocks; b++) words_values(fill, words + 4 * b, out + 4 * b);
+  for (size_t b = 0; b < n_blocks; b++) {
+    if (fill->kind == PG_FILL_UNIFORM) uniform_values(fill, words + 4 * b, out + 4 * b);
+    else if (fill->kind == PG_FILL_INT) int_values(fill, words + 4 * b, out + 4 * b);
+    else normal_values(fill, words + 4 * b, out + 4 * b);
+  }
   return PG_OK;
 }
 

@@ -91,10 +91,11 @@ PG_AVX2_INLINE void avx2_store_f16(uint16_t *out, VD v[2][4], int bf16) {
 }
 
 /* int() values -> 32 int32 in element order (truncation is exact for them). */
-PG_AVX2_INLINE __m128 avx2_cvtt_i32(__m256d d) { return _mm_castsi128_ps(_mm256_cvttpd_epi32(d)); }
 PG_AVX2_INLINE void avx2_store_i32(int32_t *out, VD v[2][4]) {
   __m256 e[4];
-  PG_AVX2_SLOTS(e, avx2_cvtt_i32, v);
+  for (int k = 0; k < 4; k++) /* as PG_AVX2_SLOTS, in the integer domain */
+    e[k] = _mm256_castsi256_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm256_cvttpd_epi32(v[0][k])),
+                                                       _mm256_cvttpd_epi32(v[1][k]), 1));
   avx2_store_slots32(out, e);
 }
 
