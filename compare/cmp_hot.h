@@ -216,6 +216,9 @@ PG__A512 static void pg__hot_avx512(const struct pg__kparams *kp, enum pg__hot_m
 /* 16 ymm registers cannot hold the ~16 accumulators plus temporaries of one fused
  * loop, so the block is walked twice: the double-precision metrics first, then the
  * float/integer ones over the same (now L1-resident) elements. */
+/* pg__h2_load / pg__h2_pd are pg__h512_load / pg__h512_pd at half width: kept as twins
+ * (not one macro body) because the register types, F16C forms and the clang
+ * workaround differ per width. */
 #define PG__A2 __attribute__((target("avx2,fma,f16c")))
 #define PG__A2I PG__A2 __attribute__((always_inline)) static inline
 

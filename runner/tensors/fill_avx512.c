@@ -22,6 +22,9 @@
 
 /* ---- lane operations for fill_simd.h ---- */
 
+/* The same list as fill_avx2.c's, on zmm registers and mask registers: one such
+ * table per instruction set is what lets fill_simd.h be written once. */
+
 PG_AVX512_INLINE VD v_set1(double x) { return _mm512_set1_pd(x); }
 PG_AVX512_INLINE VI v_set1_64(uint64_t x) { return _mm512_set1_epi64((long long)x); }
 PG_AVX512_INLINE VI v_lanes(void) { return _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7); }

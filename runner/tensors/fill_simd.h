@@ -30,7 +30,9 @@ VATTR static void FN(philox_init)(struct FN(philox) *p, const struct pg_rng_stre
 
 /* Blocks b .. b+VW-1, one per 64-bit lane: word k of block b+l is the low half of
  * lane l of w[k]. The high halves are don't-care (vpmuludq reads only the low
- * halves), which spares the shuffles a packed 32-bit layout needs. */
+ * halves), which spares the shuffles a packed 32-bit layout needs. These are the
+ * rounds of rng.h's scalar pg__philox4x32_10_inline, lane-parallel with precomputed
+ * round keys: a separate body because its operands are vectors. */
 VINLINE void FN(philox)(const struct FN(philox) *p, uint64_t b, VI w[4]) {
   const VI m0 = v_set1_64(0xD2511F53), m1 = v_set1_64(0xCD9E8D57);
   VI ctr = v_add64(v_set1_64(b), v_lanes());
