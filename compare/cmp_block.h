@@ -128,6 +128,62 @@ _Static_assert(PG__CMP_BLOCK / 2 < 1024, "packed block counts need 10 bits per f
     mx_u = (vu & uup) | (mx_u & ~uup);                                                \
   } while (0)
 
+/* NaN and Inf pairs of a block the vector loop flagged (PG__F_NONFIN), counted
+ * exactly; every other pair is finite. */
+PG__KATTR __attribute__((always_inline)) static inline void PG__K(PG__CAT(PG__BNAME, _nonfinite))(
+    const struct pg__kparams *kp, const PG__BT *pa, const PG__BT *pb, int m, int64_t fl,
+    struct pg__partial *p) {
+  double a, b;
+  uint64_t u;
+  int64_t nonfin = 0;
+  if (fl & PG__F_NONFIN) { /* NaN / Inf present: count them exactly */
+    for (int i = 0; i < m; i++) {
+      PG__BSCALAR_AB(i, a, b);
+      if (isfinite(a) && isfinite(b)) continue;
+      PG__BSCALAR(i, a, b, u); /* the ULP distance only where the rule needs it */
+      nonfin++;
+      p->nan_a += isnan(a) != 0;
+      p->nan_b += isnan(b) != 0;
+      p->inf_a += isinf(a) != 0;
+      p->inf_b += isinf(b) != 0;
+      if (!pg__elem_pass(kp, a, b, u)) p->mism_nonfinite++;
+    }
+  }
+  p->n_finite += m - nonfin;
+
+  (void)pb;
+}
+
+/* The block's scalar re-scans for what the vector loop only flags: max_rel with the
+ * exact division (PG__F_REL), the first mismatches (c_mis > 0). */
+PG__KATTR __attribute__((always_inline)) static inline void PG__K(PG__CAT(PG__BNAME, _rescan))(
+    const struct pg__kparams *kp, const PG__BT *pa, const PG__BT *pb, int m, int64_t base,
+    int64_t fl, int64_t c_mis, struct pg__partial *p) {
+  double a, b;
+  uint64_t u;
+  if (fl & PG__F_REL) {
+    double before = p->max_rel;
+    for (int i = 0; i < m; i++) {
+      PG__BSCALAR(i, a, b, u);
+      if (!isfinite(a) || !isfinite(b)) continue;
+      double rel = fabs(a - b) / (fabs(b) + 1e-8);
+      if (rel > p->max_rel) {
+        p->max_rel = rel;
+        p->max_rel_at = base + i;
+      }
+    }
+    if (p->max_rel > before) pg__hint_raise(kp->rel_hint, p->max_rel);
+  }
+  if (c_mis > 0 && p->n_first < PG_CMP_FIRST_MISMATCHES) {
+    for (int i = 0; i < m && p->n_first < PG_CMP_FIRST_MISMATCHES; i++) {
+      PG__BSCALAR(i, a, b, u);
+      if (!pg__elem_pass(kp, a, b, u)) p->first[p->n_first++] = base + i;
+    }
+  }
+  (void)u;
+  (void)pb;
+}
+
 PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__BT *pa,
                                        const PG__BT *pb, int full, int m, const PG__BT *ta,
                                        const PG__BT *tb, int toff, int64_t base, int general,
@@ -228,23 +284,7 @@ PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__B
   if (fl & PG__F_LBAD) p->large_bad = 1;
   if (fl & PG__F_NONCONST) p->nonconst = 1;
 
-  double a, b;
-  uint64_t u;
-  int64_t nonfin = 0;
-  if (fl & PG__F_NONFIN) { /* NaN / Inf present: count them exactly */
-    for (int i = 0; i < m; i++) {
-      PG__BSCALAR_AB(i, a, b);
-      if (isfinite(a) && isfinite(b)) continue;
-      PG__BSCALAR(i, a, b, u); /* the ULP distance only where the rule needs it */
-      nonfin++;
-      p->nan_a += isnan(a) != 0;
-      p->nan_b += isnan(b) != 0;
-      p->inf_a += isinf(a) != 0;
-      p->inf_b += isinf(b) != 0;
-      if (!pg__elem_pass(kp, a, b, u)) p->mism_nonfinite++;
-    }
-  }
-  p->n_finite += m - nonfin;
+  PG__K(PG__CAT(PG__BNAME, _nonfinite))(kp, pa, pb, m, fl, p);
 
   /* each lane kept the first index of its maximum: the block's first is the
    * smallest index among the lanes holding the block maximum */
@@ -256,26 +296,7 @@ PG__KATTR static void PG__K(PG__BNAME)(const struct pg__kparams *kp, const PG__B
     p->max_abs = hmax;
     p->max_abs_at = base + hat;
   }
-  if (fl & PG__F_REL) {
-    double before = p->max_rel;
-    for (int i = 0; i < m; i++) {
-      PG__BSCALAR(i, a, b, u);
-      if (!isfinite(a) || !isfinite(b)) continue;
-      double rel = fabs(a - b) / (fabs(b) + 1e-8);
-      if (rel > p->max_rel) {
-        p->max_rel = rel;
-        p->max_rel_at = base + i;
-      }
-    }
-    if (p->max_rel > before) pg__hint_raise(kp->rel_hint, p->max_rel);
-  }
-  if (c_mis > 0 && p->n_first < PG_CMP_FIRST_MISMATCHES) {
-    for (int i = 0; i < m && p->n_first < PG_CMP_FIRST_MISMATCHES; i++) {
-      PG__BSCALAR(i, a, b, u);
-      if (!pg__elem_pass(kp, a, b, u)) p->first[p->n_first++] = base + i;
-    }
-  }
-  (void)u;
+  PG__K(PG__CAT(PG__BNAME, _rescan))(kp, pa, pb, m, base, fl, c_mis, p);
 }
 
 #undef PG__BODY

@@ -55,6 +55,28 @@ static inline enum pg__hot_mode pg__hot_mode(const struct pg__kparams *kp, doubl
 /* Bytes ahead the hot loops prefetch on both streams. */
 #define PG__HOT_PF 2048
 
+/* The body of a hot kernel entry point: one call of FN per (dtype, rule, mode), each a
+ * specialisation of the always-inline FN, so the block loop has no run-time branches.
+ * Expects kp, mode, pa, pb, m, r0 and out in scope. */
+#define PG__HOT_MODES(FN, DT, K)                                                        \
+  switch (mode) {                                                                       \
+    case PG__HOT_FULL: FN(kp, DT, K, PG__HOT_FULL, pa, pb, m, r0, out); return;         \
+    case PG__HOT_TIGHT: FN(kp, DT, K, PG__HOT_TIGHT, pa, pb, m, r0, out); return;       \
+    default: FN(kp, DT, K, PG__HOT_TIGHTER, pa, pb, m, r0, out); return;                \
+  }
+#define PG__HOT_KINDS(FN, DT)                                                           \
+  switch (kp->kind) {                                                                   \
+    case PG__K_CLOSE: PG__HOT_MODES(FN, DT, PG__K_CLOSE)                                \
+    case PG__K_EXACT: PG__HOT_MODES(FN, DT, PG__K_EXACT)                                \
+    default: PG__HOT_MODES(FN, DT, PG__K_ULP)                                           \
+  }
+#define PG__HOT_DISPATCH(FN)                                                            \
+  switch (kp->dtype) {                                                                  \
+    case PG_DTYPE_F32: PG__HOT_KINDS(FN, PG_DTYPE_F32)                                  \
+    case PG_DTYPE_F16: PG__HOT_KINDS(FN, PG_DTYPE_F16)                                  \
+    default: PG__HOT_KINDS(FN, PG_DTYPE_BF16)                                           \
+  }
+
 /* ---- AVX-512 (16 elements per step) ---------------------------------------- */
 
 #define PG__A512 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,f16c,fma")))
@@ -183,29 +205,10 @@ PG__A512I void pg__h512(const struct pg__kparams *kp, enum pg_dtype dt, enum pg_
   }
 }
 
-/* One specialisation per (dtype, rule) so the loop has no run-time branches. */
 PG__A512 static void pg__hot_avx512(const struct pg__kparams *kp, enum pg__hot_mode mode,
                                     const void *pa, const void *pb, int m, double r0,
                                     struct pg__hot *out) {
-#define PG__HM(DT, K)                                                                   \
-  switch (mode) {                                                                       \
-    case PG__HOT_FULL: pg__h512(kp, DT, K, PG__HOT_FULL, pa, pb, m, r0, out); return;   \
-    case PG__HOT_TIGHT: pg__h512(kp, DT, K, PG__HOT_TIGHT, pa, pb, m, r0, out); return; \
-    default: pg__h512(kp, DT, K, PG__HOT_TIGHTER, pa, pb, m, r0, out); return;          \
-  }
-#define PG__H(DT)                                                                       \
-  switch (kp->kind) {                                                                   \
-    case PG__K_CLOSE: PG__HM(DT, PG__K_CLOSE)                                           \
-    case PG__K_EXACT: PG__HM(DT, PG__K_EXACT)                                           \
-    default: PG__HM(DT, PG__K_ULP)                                                      \
-  }
-  switch (kp->dtype) {
-    case PG_DTYPE_F32: PG__H(PG_DTYPE_F32)
-    case PG_DTYPE_F16: PG__H(PG_DTYPE_F16)
-    default: PG__H(PG_DTYPE_BF16)
-  }
-#undef PG__H
-#undef PG__HM
+  PG__HOT_DISPATCH(pg__h512)
 }
 
 /* ---- AVX2 + FMA + F16C (8 elements per step, two passes) -------------------- */
@@ -213,6 +216,9 @@ PG__A512 static void pg__hot_avx512(const struct pg__kparams *kp, enum pg__hot_m
 /* 16 ymm registers cannot hold the ~16 accumulators plus temporaries of one fused
  * loop, so the block is walked twice: the double-precision metrics first, then the
  * float/integer ones over the same (now L1-resident) elements. */
+/* pg__h2_load / pg__h2_pd are pg__h512_load / pg__h512_pd at half width: kept as twins
+ * (not one macro body) because the register types, F16C forms and the clang
+ * workaround differ per width. */
 #define PG__A2 __attribute__((target("avx2,fma,f16c")))
 #define PG__A2I PG__A2 __attribute__((always_inline)) static inline
 
@@ -249,147 +255,143 @@ PG__A2I int64_t pg__h2_sum32(__m256i v) {
   return s;
 }
 
+/* Pass 1: sums, max |a-b|, allclose mismatches, within shares, max_rel candidates;
+ * stops after the sums when some pair is not finite (out->nonfin). */
+PG__A2I void pg__h2_pass1(const struct pg__kparams *kp, enum pg_dtype dt, enum pg__kind kind,
+                          enum pg__hot_mode mode, const void *pa, const void *pb, int m,
+                          double r0, struct pg__hot *out) {
+  const __m256d absm = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
+  const __m256d vat = _mm256_set1_pd(kp->atol), vrt = _mm256_set1_pd(kp->rtol);
+  const __m256d vr0 = _mm256_set1_pd(r0), e8 = _mm256_set1_pd(1e-8);
+  const __m256d e3 = _mm256_set1_pd(1e-3), e53 = _mm256_set1_pd(5e-3);
+  __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, mx = s0;
+  __m256i c_mis = _mm256_setzero_si256(), c3 = c_mis, c53 = c_mis;
+  __m256d rel = _mm256_setzero_pd();
+  for (int i = 0; i < m; i += 8) {
+    _mm_prefetch((const char *)pa + (size_t)i * pg_dtype_size(dt) + PG__HOT_PF, _MM_HINT_T0);
+    _mm_prefetch((const char *)pb + (size_t)i * pg_dtype_size(dt) + PG__HOT_PF, _MM_HINT_T0);
+    __m128i ra, rb;
+    __m256 fa = _mm256_setzero_ps(), fb = fa;
+    if (dt != PG_DTYPE_F32) fa = pg__h2_load(dt, pa, i, &ra), fb = pg__h2_load(dt, pb, i, &rb);
+    for (int h = 0; h < 2; h++) {
+      __m256d a = pg__h2_pd(dt, pa, i, fa, h), b = pg__h2_pd(dt, pb, i, fb, h);
+      __m256d ad = _mm256_and_pd(_mm256_sub_pd(a, b), absm), ab = _mm256_and_pd(b, absm);
+      s0 = _mm256_add_pd(s0, ad);
+      s1 = _mm256_fmadd_pd(ad, ad, s1);
+      s2 = _mm256_fmadd_pd(a, b, s2);
+      s3 = _mm256_fmadd_pd(a, a, s3);
+      s4 = _mm256_fmadd_pd(b, b, s4);
+      mx = _mm256_max_pd(mx, ad);
+      __m256d den = _mm256_add_pd(ab, e8);
+      if (kind == PG__K_CLOSE && mode != PG__HOT_TIGHTER)
+        c_mis = _mm256_sub_epi64(c_mis, _mm256_castpd_si256(_mm256_cmp_pd(
+                                            ad, _mm256_add_pd(vat, _mm256_mul_pd(vrt, ab)), _CMP_GT_OQ)));
+      if (mode == PG__HOT_FULL) {
+        c3 = _mm256_sub_epi64(c3, _mm256_castpd_si256(_mm256_cmp_pd(ad, _mm256_mul_pd(den, e3), _CMP_LE_OQ)));
+        c53 = _mm256_sub_epi64(c53, _mm256_castpd_si256(_mm256_cmp_pd(ad, _mm256_mul_pd(den, e53), _CMP_LE_OQ)));
+      }
+      rel = _mm256_or_pd(rel, _mm256_cmp_pd(ad, _mm256_mul_pd(den, vr0), _CMP_GT_OQ));
+    }
+  }
+  out->sum[0] = pg__h2_sum(s0);
+  out->sum[1] = pg__h2_sum(s1);
+  out->sum[2] = pg__h2_sum(s2);
+  out->sum[3] = pg__h2_sum(s3);
+  out->sum[4] = pg__h2_sum(s4);
+  out->nonfin = !isfinite(out->sum[0]);
+  if (out->nonfin) return; /* the caller redoes the block */
+  __m128d m2 = _mm_max_pd(_mm256_castpd256_pd128(mx), _mm256_extractf128_pd(mx, 1));
+  m2 = _mm_max_sd(m2, _mm_unpackhi_pd(m2, m2));
+  out->max_abs = _mm_cvtsd_f64(m2);
+  out->mis = pg__h2_sum64(c_mis);
+  out->w3 = mode == PG__HOT_FULL ? pg__h2_sum64(c3) : m; /* valid if !rel */
+  out->w53 = mode == PG__HOT_FULL ? pg__h2_sum64(c53) : m;
+  out->rel = _mm256_movemask_pd(rel) != 0;
+}
+
+/* Pass 2: ULP distance, zeros, balance, min/max b, exact/ulp mismatches (added to
+ * pass 1's). */
+PG__A2I void pg__h2_pass2(const struct pg__kparams *kp, enum pg_dtype dt, enum pg__kind kind,
+                          const void *pa, const void *pb, int m, struct pg__hot *out) {
+  const __m256i flip32 = _mm256_set1_epi32(INT32_MIN);
+  const __m128i flip16 = _mm_set1_epi16(INT16_MIN);
+  const uint32_t ucap = dt == PG_DTYPE_F32 ? UINT32_MAX : UINT16_MAX;
+  const uint32_t ulim = kp->ulp > ucap ? ucap : (uint32_t)kp->ulp;
+  const __m256i vulp32 = _mm256_set1_epi32((int)(ulim ^ 0x80000000u)); /* biased for signed cmp */
+  const __m128i vulp16 = _mm_set1_epi16((short)(ulim ^ 0x8000u));
+  const __m256i mag32 = _mm256_set1_epi32(INT32_MAX);
+  const __m128i mag16 = _mm_set1_epi16(INT16_MAX);
+  __m256i u32 = _mm256_setzero_si256(), c_zero = u32, c_bal = u32, c_mis = u32;
+  __m128i u16 = _mm_setzero_si128();
+  __m256 minb = _mm256_set1_ps(INFINITY), maxb = _mm256_set1_ps(-INFINITY);
+  for (int i = 0; i < m; i += 8) {
+    __m128i ra = _mm_setzero_si128(), rb = ra;
+    __m256 fa = pg__h2_load(dt, pa, i, &ra), fb = pg__h2_load(dt, pb, i, &rb);
+    __m256i kul;
+    if (dt == PG_DTYPE_F32) {
+      __m256i ia = _mm256_castps_si256(fa), ib = _mm256_castps_si256(fb);
+      __m256i t = _mm256_abs_epi32(_mm256_sub_epi32(ia, ib));
+      __m256i sum = _mm256_add_epi32(_mm256_and_si256(ia, mag32), _mm256_and_si256(ib, mag32));
+      /* blendv picks by the sign bit of each lane of ia ^ ib */
+      t = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(t), _mm256_castsi256_ps(sum),
+                                               _mm256_castsi256_ps(_mm256_xor_si256(ia, ib))));
+      u32 = _mm256_max_epu32(u32, t);
+      kul = _mm256_cmpgt_epi32(_mm256_xor_si256(t, flip32), vulp32);
+    } else {
+      __m128i t = _mm_abs_epi16(_mm_sub_epi16(ra, rb));
+      __m128i sum = _mm_add_epi16(_mm_and_si128(ra, mag16), _mm_and_si128(rb, mag16));
+      t = _mm_blendv_epi8(t, sum, _mm_srai_epi16(_mm_xor_si128(ra, rb), 15));
+      u16 = _mm_max_epu16(u16, t);
+      kul = _mm256_cvtepi16_epi32(_mm_cmpgt_epi16(_mm_xor_si128(t, flip16), vulp16));
+    }
+    __m256 gt = _mm256_cmp_ps(fa, fb, _CMP_GT_OQ), lt = _mm256_cmp_ps(fa, fb, _CMP_LT_OQ);
+    c_zero = _mm256_sub_epi32(c_zero, _mm256_castps_si256(_mm256_cmp_ps(fb, _mm256_setzero_ps(), _CMP_EQ_OQ)));
+    c_bal = _mm256_add_epi32(c_bal, _mm256_sub_epi32(_mm256_castps_si256(lt), _mm256_castps_si256(gt)));
+    minb = _mm256_min_ps(minb, fb);
+    maxb = _mm256_max_ps(maxb, fb);
+    if (kind == PG__K_EXACT) c_mis = _mm256_sub_epi32(c_mis, _mm256_castps_si256(_mm256_or_ps(gt, lt)));
+    else if (kind == PG__K_ULP) c_mis = _mm256_sub_epi32(c_mis, kul);
+  }
+  out->zeros = pg__h2_sum32(c_zero);
+  out->bal = pg__h2_sum32(c_bal);
+  out->mis += pg__h2_sum32(c_mis);
+  float fmn[8], fmx[8];
+  _mm256_storeu_ps(fmn, minb);
+  _mm256_storeu_ps(fmx, maxb);
+  float mn = fmn[0], mxb = fmx[0];
+  for (int l = 1; l < 8; l++) mn = fmn[l] < mn ? fmn[l] : mn, mxb = fmx[l] > mxb ? fmx[l] : mxb;
+  out->minb = mn;
+  out->maxb = mxb;
+  if (dt == PG_DTYPE_F32) {
+    uint32_t uu[8], um = 0;
+    _mm256_storeu_si256((__m256i *)(void *)uu, u32);
+    for (int l = 0; l < 8; l++) um = uu[l] > um ? uu[l] : um;
+    out->max_ulp = um;
+  } else {
+    uint16_t uu[8];
+    uint32_t um = 0;
+    _mm_storeu_si128((__m128i *)(void *)uu, u16);
+    for (int l = 0; l < 8; l++) um = uu[l] > um ? uu[l] : um;
+    out->max_ulp = um;
+  }
+}
+
 PG__A2I void pg__h2(const struct pg__kparams *kp, enum pg_dtype dt, enum pg__kind kind,
                     enum pg__hot_mode mode, const void *pa, const void *pb, int m, double r0,
                     struct pg__hot *out) {
-  /* pass 1: sums, max |a-b|, allclose mismatches, within shares, max_rel candidates */
-  {
-    const __m256d absm = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
-    const __m256d vat = _mm256_set1_pd(kp->atol), vrt = _mm256_set1_pd(kp->rtol);
-    const __m256d vr0 = _mm256_set1_pd(r0), e8 = _mm256_set1_pd(1e-8);
-    const __m256d e3 = _mm256_set1_pd(1e-3), e53 = _mm256_set1_pd(5e-3);
-    __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, mx = s0;
-    __m256i c_mis = _mm256_setzero_si256(), c3 = c_mis, c53 = c_mis;
-    __m256d rel = _mm256_setzero_pd();
-    for (int i = 0; i < m; i += 8) {
-      _mm_prefetch((const char *)pa + (size_t)i * pg_dtype_size(dt) + PG__HOT_PF, _MM_HINT_T0);
-      _mm_prefetch((const char *)pb + (size_t)i * pg_dtype_size(dt) + PG__HOT_PF, _MM_HINT_T0);
-      __m128i ra, rb;
-      __m256 fa = _mm256_setzero_ps(), fb = fa;
-      if (dt != PG_DTYPE_F32) fa = pg__h2_load(dt, pa, i, &ra), fb = pg__h2_load(dt, pb, i, &rb);
-      for (int h = 0; h < 2; h++) {
-        __m256d a = pg__h2_pd(dt, pa, i, fa, h), b = pg__h2_pd(dt, pb, i, fb, h);
-        __m256d ad = _mm256_and_pd(_mm256_sub_pd(a, b), absm), ab = _mm256_and_pd(b, absm);
-        s0 = _mm256_add_pd(s0, ad);
-        s1 = _mm256_fmadd_pd(ad, ad, s1);
-        s2 = _mm256_fmadd_pd(a, b, s2);
-        s3 = _mm256_fmadd_pd(a, a, s3);
-        s4 = _mm256_fmadd_pd(b, b, s4);
-        mx = _mm256_max_pd(mx, ad);
-        __m256d den = _mm256_add_pd(ab, e8);
-        if (kind == PG__K_CLOSE && mode != PG__HOT_TIGHTER)
-          c_mis = _mm256_sub_epi64(c_mis, _mm256_castpd_si256(_mm256_cmp_pd(
-                                              ad, _mm256_add_pd(vat, _mm256_mul_pd(vrt, ab)), _CMP_GT_OQ)));
-        if (mode == PG__HOT_FULL) {
-          c3 = _mm256_sub_epi64(c3, _mm256_castpd_si256(_mm256_cmp_pd(ad, _mm256_mul_pd(den, e3), _CMP_LE_OQ)));
-          c53 = _mm256_sub_epi64(c53, _mm256_castpd_si256(_mm256_cmp_pd(ad, _mm256_mul_pd(den, e53), _CMP_LE_OQ)));
-        }
-        rel = _mm256_or_pd(rel, _mm256_cmp_pd(ad, _mm256_mul_pd(den, vr0), _CMP_GT_OQ));
-      }
-    }
-    out->sum[0] = pg__h2_sum(s0);
-    out->sum[1] = pg__h2_sum(s1);
-    out->sum[2] = pg__h2_sum(s2);
-    out->sum[3] = pg__h2_sum(s3);
-    out->sum[4] = pg__h2_sum(s4);
-    out->nonfin = !isfinite(out->sum[0]);
-    if (out->nonfin) return; /* the caller redoes the block */
-    __m128d m2 = _mm_max_pd(_mm256_castpd256_pd128(mx), _mm256_extractf128_pd(mx, 1));
-    m2 = _mm_max_sd(m2, _mm_unpackhi_pd(m2, m2));
-    out->max_abs = _mm_cvtsd_f64(m2);
-    out->mis = pg__h2_sum64(c_mis);
-    out->w3 = mode == PG__HOT_FULL ? pg__h2_sum64(c3) : m; /* valid if !rel */
-    out->w53 = mode == PG__HOT_FULL ? pg__h2_sum64(c53) : m;
-    out->rel = _mm256_movemask_pd(rel) != 0;
-  }
-  /* pass 2: ULP distance, zeros, balance, min/max b, exact/ulp mismatches */
-  {
-    const __m256i flip32 = _mm256_set1_epi32(INT32_MIN);
-    const __m128i flip16 = _mm_set1_epi16(INT16_MIN);
-    const uint32_t ucap = dt == PG_DTYPE_F32 ? UINT32_MAX : UINT16_MAX;
-    const uint32_t ulim = kp->ulp > ucap ? ucap : (uint32_t)kp->ulp;
-    const __m256i vulp32 = _mm256_set1_epi32((int)(ulim ^ 0x80000000u)); /* biased for signed cmp */
-    const __m128i vulp16 = _mm_set1_epi16((short)(ulim ^ 0x8000u));
-    const __m256i mag32 = _mm256_set1_epi32(INT32_MAX);
-    const __m128i mag16 = _mm_set1_epi16(INT16_MAX);
-    __m256i u32 = _mm256_setzero_si256(), c_zero = u32, c_bal = u32, c_mis = u32;
-    __m128i u16 = _mm_setzero_si128();
-    __m256 minb = _mm256_set1_ps(INFINITY), maxb = _mm256_set1_ps(-INFINITY);
-    for (int i = 0; i < m; i += 8) {
-      __m128i ra = _mm_setzero_si128(), rb = ra;
-      __m256 fa = pg__h2_load(dt, pa, i, &ra), fb = pg__h2_load(dt, pb, i, &rb);
-      __m256i kul;
-      if (dt == PG_DTYPE_F32) {
-        __m256i ia = _mm256_castps_si256(fa), ib = _mm256_castps_si256(fb);
-        __m256i t = _mm256_abs_epi32(_mm256_sub_epi32(ia, ib));
-        __m256i sum = _mm256_add_epi32(_mm256_and_si256(ia, mag32), _mm256_and_si256(ib, mag32));
-        /* blendv picks by the sign bit of each lane of ia ^ ib */
-        t = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(t), _mm256_castsi256_ps(sum),
-                                                 _mm256_castsi256_ps(_mm256_xor_si256(ia, ib))));
-        u32 = _mm256_max_epu32(u32, t);
-        kul = _mm256_cmpgt_epi32(_mm256_xor_si256(t, flip32), vulp32);
-      } else {
-        __m128i t = _mm_abs_epi16(_mm_sub_epi16(ra, rb));
-        __m128i sum = _mm_add_epi16(_mm_and_si128(ra, mag16), _mm_and_si128(rb, mag16));
-        t = _mm_blendv_epi8(t, sum, _mm_srai_epi16(_mm_xor_si128(ra, rb), 15));
-        u16 = _mm_max_epu16(u16, t);
-        kul = _mm256_cvtepi16_epi32(_mm_cmpgt_epi16(_mm_xor_si128(t, flip16), vulp16));
-      }
-      __m256 gt = _mm256_cmp_ps(fa, fb, _CMP_GT_OQ), lt = _mm256_cmp_ps(fa, fb, _CMP_LT_OQ);
-      c_zero = _mm256_sub_epi32(c_zero, _mm256_castps_si256(_mm256_cmp_ps(fb, _mm256_setzero_ps(), _CMP_EQ_OQ)));
-      c_bal = _mm256_add_epi32(c_bal, _mm256_sub_epi32(_mm256_castps_si256(lt), _mm256_castps_si256(gt)));
-      minb = _mm256_min_ps(minb, fb);
-      maxb = _mm256_max_ps(maxb, fb);
-      if (kind == PG__K_EXACT) c_mis = _mm256_sub_epi32(c_mis, _mm256_castps_si256(_mm256_or_ps(gt, lt)));
-      else if (kind == PG__K_ULP) c_mis = _mm256_sub_epi32(c_mis, kul);
-    }
-    out->zeros = pg__h2_sum32(c_zero);
-    out->bal = pg__h2_sum32(c_bal);
-    out->mis += pg__h2_sum32(c_mis);
-    float fmn[8], fmx[8];
-    _mm256_storeu_ps(fmn, minb);
-    _mm256_storeu_ps(fmx, maxb);
-    float mn = fmn[0], mxb = fmx[0];
-    for (int l = 1; l < 8; l++) mn = fmn[l] < mn ? fmn[l] : mn, mxb = fmx[l] > mxb ? fmx[l] : mxb;
-    out->minb = mn;
-    out->maxb = mxb;
-    if (dt == PG_DTYPE_F32) {
-      uint32_t uu[8], um = 0;
-      _mm256_storeu_si256((__m256i *)(void *)uu, u32);
-      for (int l = 0; l < 8; l++) um = uu[l] > um ? uu[l] : um;
-      out->max_ulp = um;
-    } else {
-      uint16_t uu[8];
-      uint32_t um = 0;
-      _mm_storeu_si128((__m128i *)(void *)uu, u16);
-      for (int l = 0; l < 8; l++) um = uu[l] > um ? uu[l] : um;
-      out->max_ulp = um;
-    }
-  }
+  pg__h2_pass1(kp, dt, kind, mode, pa, pb, m, r0, out);
+  if (out->nonfin) return; /* the caller redoes the block */
+  pg__h2_pass2(kp, dt, kind, pa, pb, m, out);
 }
 
 PG__A2 static void pg__hot_avx2(const struct pg__kparams *kp, enum pg__hot_mode mode,
                                 const void *pa, const void *pb, int m, double r0,
                                 struct pg__hot *out) {
-#define PG__HM(DT, K)                                                                   \
-  switch (mode) {                                                                       \
-    case PG__HOT_FULL: pg__h2(kp, DT, K, PG__HOT_FULL, pa, pb, m, r0, out); return;     \
-    case PG__HOT_TIGHT: pg__h2(kp, DT, K, PG__HOT_TIGHT, pa, pb, m, r0, out); return;   \
-    default: pg__h2(kp, DT, K, PG__HOT_TIGHTER, pa, pb, m, r0, out); return;            \
-  }
-#define PG__H(DT)                                                                       \
-  switch (kp->kind) {                                                                   \
-    case PG__K_CLOSE: PG__HM(DT, PG__K_CLOSE)                                           \
-    case PG__K_EXACT: PG__HM(DT, PG__K_EXACT)                                           \
-    default: PG__HM(DT, PG__K_ULP)                                                      \
-  }
-  switch (kp->dtype) {
-    case PG_DTYPE_F32: PG__H(PG_DTYPE_F32)
-    case PG_DTYPE_F16: PG__H(PG_DTYPE_F16)
-    default: PG__H(PG_DTYPE_BF16)
-  }
-#undef PG__H
-#undef PG__HM
+  PG__HOT_DISPATCH(pg__h2)
 }
+
+#undef PG__HOT_DISPATCH
+#undef PG__HOT_KINDS
+#undef PG__HOT_MODES
 
 #endif

@@ -2,7 +2,9 @@
  * set (baseline with 2-lane vectors; AVX2 with 4, AVX-512 with 8 lanes, chosen at run
  * time on x86-64):
  *   PG__K(name)  the per-variant name,   PG__KATTR  its target attribute,
- *   PG__W        vector lanes (doubles), PG__HOT     the hot kernel (cmp_hot.h), if any.
+ *   PG__W        vector lanes (doubles), PG__HOT     the hot kernel (cmp_hot.h), if any,
+ *   PG__CVTPD(x) float -> double lanes,  PG__F16LOAD(ptr, w, out)  fp16 -> float lanes;
+ * it #undefs them at its end, ready for the next instruction set.
  * Each dtype gets its own general block function (cmp_block.h) that widens both
  * tensors straight from their storage inside the loop and evaluates the rule and every
  * metric with GNU vector extensions: explicit SIMD with reductions in a fixed order,
@@ -277,3 +279,9 @@ PG__KATTR static void PG__K(chunk)(const struct pg__kparams *kp, const void *imp
 #undef VI
 #undef VUI
 #undef VH
+#undef PG__K
+#undef PG__HOT
+#undef PG__KATTR
+#undef PG__W
+#undef PG__CVTPD
+#undef PG__F16LOAD

@@ -141,12 +141,7 @@ static inline void pg__scalar_ab(enum pg_dtype t, const void *pa, const void *pb
 #define PG__W 2
 #define PG__CVTPD(x) __builtin_convertvector((x), VD)
 #define PG__F16LOAD(ptr, w, out) PG__F16_TO_F32(w, out)
-#include "cmp_kernel.h"
-#undef PG__K
-#undef PG__KATTR
-#undef PG__W
-#undef PG__CVTPD
-#undef PG__F16LOAD
+#include "cmp_kernel.h" /* it #undefs its parameters */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define PG__HAVE_AVX2 1
@@ -161,12 +156,6 @@ static inline void pg__scalar_ab(enum pg_dtype t, const void *pa, const void *pb
 #define PG__F16LOAD(ptr, w, out) \
   ((void)(w), (out) = (VF)_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)(ptr))))
 #include "cmp_kernel.h"
-#undef PG__K
-#undef PG__HOT
-#undef PG__KATTR
-#undef PG__W
-#undef PG__CVTPD
-#undef PG__F16LOAD
 
 #define PG__K(name) PG__CAT(name, _avx512)
 #define PG__HOT pg__hot_avx512
@@ -176,12 +165,6 @@ static inline void pg__scalar_ab(enum pg_dtype t, const void *pa, const void *pb
 #define PG__F16LOAD(ptr, w, out) \
   ((void)(w), (out) = (VF)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(ptr))))
 #include "cmp_kernel.h"
-#undef PG__K
-#undef PG__HOT
-#undef PG__KATTR
-#undef PG__W
-#undef PG__CVTPD
-#undef PG__F16LOAD
 #endif
 
 typedef void (*pg__chunk_fn)(const struct pg__kparams *, const void *, const void *, int64_t,
@@ -387,6 +370,202 @@ static int thread_budget(int n_threads) {
   return c > 0 ? (int)c : 1;
 }
 
+/* Describes both tensors in out; on a shape or dtype mismatch, says which in out
+ * (structural) and returns 1: nothing is compared then. */
+static int structural_mismatch(const DLTensor *impl, const DLTensor *ref, enum pg_dtype ti,
+                               enum pg_dtype tr, struct pg_cmp_result *out) {
+  out->ndim = ref->ndim;
+  out->impl_ndim = impl->ndim;
+  for (int i = 0; i < ref->ndim; i++) out->ref_shape[i] = ref->shape[i];
+  for (int i = 0; i < impl->ndim; i++) out->impl_shape[i] = impl->shape[i];
+  out->impl_dtype = ti;
+  out->ref_dtype = tr;
+
+  int same_shape = impl->ndim == ref->ndim;
+  for (int i = 0; same_shape && i < ref->ndim; i++) same_shape = impl->shape[i] == ref->shape[i];
+  if (same_shape && ti == tr) return 0;
+  char si[96], sr[96]; /* long shapes are truncated, never overrun */
+  format_shape(impl, si, sizeof si);
+  format_shape(ref, sr, sizeof sr);
+  out->structural = 1;
+  if (!same_shape && ti != tr)
+    snprintf(out->structural_reason, sizeof out->structural_reason,
+             "shape and dtype mismatch: impl %s %s, reference %s %s", si, pg_dtype_name(ti), sr,
+             pg_dtype_name(tr));
+  else if (!same_shape)
+    snprintf(out->structural_reason, sizeof out->structural_reason,
+             "shape mismatch: impl %s, reference %s", si, sr);
+  else
+    snprintf(out->structural_reason, sizeof out->structural_reason,
+             "dtype mismatch: impl %s, reference %s", pg_dtype_name(ti), pg_dtype_name(tr));
+  return 1;
+}
+
+/* The loop-invariant parameters of the kernels for a rule on reference dtype tr. */
+static void kparams_init(struct pg__kparams *kp, const struct pg_cmp_rule *rule, enum pg_dtype tr,
+                         _Atomic uint64_t *rel_hint, _Atomic uint64_t *abs_hint) {
+  memset(kp, 0, sizeof *kp);
+  kp->dtype = tr;
+  kp->atol = rule->atol;
+  kp->rtol = rule->rtol;
+  kp->equal_nan = rule->equal_nan != 0;
+  kp->ulp = (uint64_t)(rule->ulp > 0 ? rule->ulp : 0);
+  kp->large = rule->rtol > 0 ? rule->atol / rule->rtol : INFINITY;
+  kp->rtol100 = rule->rtol / 100.0;
+  kp->rel_hint = rel_hint;
+  kp->abs_hint = abs_hint;
+  if (!pg_dtype_is_float(tr)) kp->kind = PG__K_INT;
+  else if (rule->kind == PG_RULE_EXACT) kp->kind = PG__K_EXACT;
+  else if (rule->kind == PG_RULE_ULP) kp->kind = PG__K_ULP;
+  else kp->kind = PG__K_CLOSE;
+}
+
+/* The rule's verdict on `mismatches` of n elements. */
+static int rule_passes(const struct pg_cmp_rule *rule, int64_t mismatches, int64_t n) {
+  if (rule->kind == PG_RULE_RATIO) return (double)mismatches <= rule->ratio * (double)n;
+  return mismatches == 0;
+}
+
+/* Every condition of cpu_reproducer_candidate but "no large_bad cell": a failed
+ * allclose/ratio comparison of floats, all mismatches finite, some |b| >= atol/rtol. */
+static int reproducer_possible(const struct pg_cmp_rule *rule, enum pg_dtype tr,
+                               const struct pg__partial *t, int passed) {
+  return !passed && pg_dtype_is_float(tr) &&
+         (rule->kind == PG_RULE_ALLCLOSE || rule->kind == PG_RULE_RATIO) && rule->rtol > 0 &&
+         t->mismatches > 0 && t->mism_nonfinite == 0 && t->large;
+}
+
+/* Compares the n elements in chunks on up to n_threads threads and merges the chunk
+ * results, in chunk order, into *total (partial_init'ed by the caller). */
+static int run_chunks(const struct pg__kparams *kp, const struct pg_cmp_rule *rule,
+                      const char *pi, const char *pr, int64_t n, int n_threads,
+                      struct pg__partial *total, struct pg_error *err) {
+  /* Chunk size depends on n only (determinism); a multiple of the block size. */
+  int64_t chunk = PG__CMP_MIN_CHUNK;
+  if (n / PG__CMP_MAX_CHUNKS + 1 > chunk)
+    chunk = (n / PG__CMP_MAX_CHUNKS + PG__CMP_BLOCK) / PG__CMP_BLOCK * PG__CMP_BLOCK;
+  int64_t nchunks = n == 0 ? 0 : (n + chunk - 1) / chunk;
+  if (nchunks == 0) return PG_OK;
+  total->b0 = pg_load_f64(pr, kp->dtype, 0);
+  struct work w;
+  w.kp = kp;
+  w.fn = pick_kernel();
+  w.impl = pi;
+  w.ref = pr;
+  w.n = n;
+  w.chunk = chunk;
+  w.nchunks = nchunks;
+  atomic_init(&w.next, 0);
+  w.parts = malloc((size_t)nchunks * sizeof *w.parts);
+  if (!w.parts)
+    return pg_error_set(err, PG_ENOMEM, "compare: cannot allocate %lld chunk results",
+                        (long long)nchunks);
+  atomic_init(&w.found, 0);
+  int nt = thread_budget(n_threads);
+  if (nt > PG__CMP_MAX_THREADS) nt = PG__CMP_MAX_THREADS;
+  if (nt > nchunks) nt = (int)nchunks;
+  run_workers(&w, nt);
+  for (int64_t c = 0; c < nchunks; c++) partial_merge(total, &w.parts[c]);
+  free(w.parts);
+  /* large_bad decides only cpu_reproducer_candidate: look for it only when every
+   * other condition of that flag holds */
+  if (!total->large_bad &&
+      reproducer_possible(rule, kp->dtype, total, rule_passes(rule, total->mismatches, n))) {
+    w.parts = NULL;
+    atomic_store(&w.next, 0);
+    run_workers(&w, nt);
+    total->large_bad = atomic_load(&w.found);
+  }
+  return PG_OK;
+}
+
+/* The verdict and the metrics of DESIGN.md §7 from the merged result. */
+static void set_metrics(struct pg_cmp_result *out, const struct pg_cmp_rule *rule,
+                        const DLTensor *ref, int64_t n, struct pg__partial *total) {
+  out->n = n;
+  out->n_finite = total->n_finite;
+  out->mismatches = total->mismatches;
+  out->mismatches_nonfinite = total->mism_nonfinite;
+  out->mismatch_ratio = n ? (double)total->mismatches / (double)n : 0.0;
+  out->passed = rule_passes(rule, total->mismatches, n);
+
+  if (total->max_abs_at >= 0) {
+    out->max_abs_diff = total->max_abs;
+    out->max_abs_flat = total->max_abs_at;
+    unravel(total->max_abs_at, ref->ndim, ref->shape, out->max_abs_index);
+  }
+  if (total->max_rel_at < 0 && total->max_abs_at >= 0) {
+    /* no block was re-scanned: every finite pair has a == b, so max_rel is 0 at the
+     * first finite pair, which is also where max_abs (0) was first seen */
+    total->max_rel = 0.0;
+    total->max_rel_at = total->max_abs_at;
+  }
+  if (total->max_rel_at >= 0) {
+    out->max_rel_diff = total->max_rel;
+    out->max_rel_flat = total->max_rel_at;
+    unravel(total->max_rel_at, ref->ndim, ref->shape, out->max_rel_index);
+  }
+  if (total->n_finite > 0) {
+    double nf = (double)total->n_finite;
+    out->mean_abs_diff = total->sum_abs / nf;
+    out->rmse = sqrt(total->sum_sq / nf);
+    double na = sqrt(total->sum_aa), nb = sqrt(total->sum_bb);
+    if (na == 0.0 && nb == 0.0) out->cosine_similarity = 1.0; /* both all-zero: identical */
+    else if (na == 0.0 || nb == 0.0) out->cosine_similarity = 0.0;
+    else out->cosine_similarity = total->sum_ab / na / nb;
+  }
+  out->nan_impl = total->nan_a;
+  out->nan_ref = total->nan_b;
+  out->inf_impl = total->inf_a;
+  out->inf_ref = total->inf_b;
+  out->max_ulp = (double)total->max_ulp;
+  if (n > 0) {
+    out->error_balance = (double)total->balance / (double)n;
+    out->share_within_1e3 = (double)total->within3 / (double)n;
+    out->share_within_5e3 = (double)total->within53 / (double)n;
+    out->zero_share_ref = (double)total->zeros_b / (double)n;
+  }
+  out->zeros_ref = total->zeros_b;
+}
+
+/* The flags that say the case or the golden may be at fault, not the impl. */
+static void set_trust(struct pg_cmp_result *out, const struct pg_cmp_rule *rule, enum pg_dtype tr,
+                      int64_t n, const struct pg__partial *total) {
+  /* A reference that is mostly zeros, or constant, cannot tell a good impl from a
+   * bad one: the case is too weak to trust (DESIGN.md §7). */
+  if (n >= 10 && total->zeros_b * 10 >= n * 3) {
+    out->mistrusted = 1;
+    snprintf(out->mistrust_reason, sizeof out->mistrust_reason,
+             "%.1f%% of the reference elements are exactly zero (>= 30%%)",
+             100.0 * out->zero_share_ref);
+  } else if (n >= 10 && total->nan_b == 0 && !total->nonconst) {
+    out->mistrusted = 1;
+    snprintf(out->mistrust_reason, sizeof out->mistrust_reason,
+             "all %lld reference elements are equal", (long long)n);
+  }
+
+  /* Failed only where |golden| is small enough for atol to govern, while every cell
+   * where rtol governs is 100x inside rtol: the golden itself is suspect. */
+  out->cpu_reproducer_candidate =
+      reproducer_possible(rule, tr, total, out->passed) && total->large_bad == 0;
+}
+
+/* The first mismatches: flat and N-d index, values and differences. */
+static void set_first(struct pg_cmp_result *out, const struct pg__partial *total, const char *pi,
+                      enum pg_dtype ti, const char *pr, enum pg_dtype tr, const DLTensor *ref) {
+  out->n_first = total->n_first;
+  for (int i = 0; i < total->n_first; i++) {
+    int64_t at = total->first[i];
+    struct pg_cmp_mismatch *mm = &out->first[i];
+    double a = pg_load_f64(pi, ti, (size_t)at), b = pg_load_f64(pr, tr, (size_t)at);
+    out->first_flat[i] = at;
+    unravel(at, ref->ndim, ref->shape, mm->index);
+    mm->impl_value = a;
+    mm->abs_diff = fabs(a - b);
+    mm->rel_diff = mm->abs_diff / (fabs(b) + 1e-8);
+  }
+}
+
 int pg_tensor_compare(const DLTensor *impl, const DLTensor *ref, const struct pg_cmp_rule *rule,
                       int n_threads, struct pg_cmp_result *out, struct pg_error *err) {
   if (!out) return pg_error_set(err, PG_EINVAL, "compare: result is NULL");
@@ -397,178 +576,18 @@ int pg_tensor_compare(const DLTensor *impl, const DLTensor *ref, const struct pg
   PG_RETURN_IF_ERROR(check_tensor(impl, "impl", &ti, &ni, err));
   PG_RETURN_IF_ERROR(check_tensor(ref, "reference", &tr, &nr, err));
   PG_RETURN_IF_ERROR(check_rule(rule, err));
-
-  out->ndim = ref->ndim;
-  out->impl_ndim = impl->ndim;
-  for (int i = 0; i < ref->ndim; i++) out->ref_shape[i] = ref->shape[i];
-  for (int i = 0; i < impl->ndim; i++) out->impl_shape[i] = impl->shape[i];
-  out->impl_dtype = ti;
-  out->ref_dtype = tr;
-
-  int same_shape = impl->ndim == ref->ndim;
-  for (int i = 0; same_shape && i < ref->ndim; i++) same_shape = impl->shape[i] == ref->shape[i];
-  if (!same_shape || ti != tr) {
-    char si[96], sr[96]; /* long shapes are truncated, never overrun */
-    format_shape(impl, si, sizeof si);
-    format_shape(ref, sr, sizeof sr);
-    out->structural = 1;
-    if (!same_shape && ti != tr)
-      snprintf(out->structural_reason, sizeof out->structural_reason,
-               "shape and dtype mismatch: impl %s %s, reference %s %s", si, pg_dtype_name(ti), sr,
-               pg_dtype_name(tr));
-    else if (!same_shape)
-      snprintf(out->structural_reason, sizeof out->structural_reason,
-               "shape mismatch: impl %s, reference %s", si, sr);
-    else
-      snprintf(out->structural_reason, sizeof out->structural_reason,
-               "dtype mismatch: impl %s, reference %s", pg_dtype_name(ti), pg_dtype_name(tr));
-    return PG_OK;
-  }
+  if (structural_mismatch(impl, ref, ti, tr, out)) return PG_OK;
 
   struct pg__kparams kp;
-  memset(&kp, 0, sizeof kp);
-  kp.dtype = tr;
-  kp.atol = rule->atol;
-  kp.rtol = rule->rtol;
-  kp.equal_nan = rule->equal_nan != 0;
-  kp.ulp = (uint64_t)(rule->ulp > 0 ? rule->ulp : 0);
-  kp.large = rule->rtol > 0 ? rule->atol / rule->rtol : INFINITY;
-  kp.rtol100 = rule->rtol / 100.0;
   _Atomic uint64_t rel_hint = 0, abs_hint = 0; /* +0.0 */
-  kp.rel_hint = &rel_hint;
-  kp.abs_hint = &abs_hint;
-  if (!pg_dtype_is_float(tr)) kp.kind = PG__K_INT;
-  else if (rule->kind == PG_RULE_EXACT) kp.kind = PG__K_EXACT;
-  else if (rule->kind == PG_RULE_ULP) kp.kind = PG__K_ULP;
-  else kp.kind = PG__K_CLOSE;
-
-  int64_t n = nr;
+  kparams_init(&kp, rule, tr, &rel_hint, &abs_hint);
   const char *pi = (const char *)impl->data + impl->byte_offset;
   const char *pr = (const char *)ref->data + ref->byte_offset;
-
-  /* Chunk size depends on n only (determinism); a multiple of the block size. */
-  int64_t chunk = PG__CMP_MIN_CHUNK;
-  if (n / PG__CMP_MAX_CHUNKS + 1 > chunk)
-    chunk = (n / PG__CMP_MAX_CHUNKS + PG__CMP_BLOCK) / PG__CMP_BLOCK * PG__CMP_BLOCK;
-  int64_t nchunks = n == 0 ? 0 : (n + chunk - 1) / chunk;
-
   struct pg__partial total;
   partial_init(&total);
-  if (nchunks > 0) {
-    total.b0 = pg_load_f64(pr, tr, 0);
-    struct work w;
-    w.kp = &kp;
-    w.fn = pick_kernel();
-    w.impl = pi;
-    w.ref = pr;
-    w.n = n;
-    w.chunk = chunk;
-    w.nchunks = nchunks;
-    atomic_init(&w.next, 0);
-    w.parts = malloc((size_t)nchunks * sizeof *w.parts);
-    if (!w.parts)
-      return pg_error_set(err, PG_ENOMEM, "compare: cannot allocate %lld chunk results",
-                          (long long)nchunks);
-    atomic_init(&w.found, 0);
-    int nt = thread_budget(n_threads);
-    if (nt > PG__CMP_MAX_THREADS) nt = PG__CMP_MAX_THREADS;
-    if (nt > nchunks) nt = (int)nchunks;
-    run_workers(&w, nt);
-    for (int64_t c = 0; c < nchunks; c++) partial_merge(&total, &w.parts[c]);
-    free(w.parts);
-    /* large_bad decides only cpu_reproducer_candidate: look for it only when every
-     * other condition of that flag holds (see below) */
-    int verdict = rule->kind == PG_RULE_RATIO ? (double)total.mismatches <= rule->ratio * (double)n
-                                              : total.mismatches == 0;
-    if (!verdict && pg_dtype_is_float(tr) && (rule->kind == PG_RULE_ALLCLOSE || rule->kind == PG_RULE_RATIO) &&
-        rule->rtol > 0 && total.mismatches > 0 && total.mism_nonfinite == 0 && total.large &&
-        !total.large_bad) {
-      w.parts = NULL;
-      atomic_store(&w.next, 0);
-      run_workers(&w, nt);
-      total.large_bad = atomic_load(&w.found);
-    }
-  }
-
-  out->n = n;
-  out->n_finite = total.n_finite;
-  out->mismatches = total.mismatches;
-  out->mismatches_nonfinite = total.mism_nonfinite;
-  out->mismatch_ratio = n ? (double)total.mismatches / (double)n : 0.0;
-  if (rule->kind == PG_RULE_RATIO)
-    out->passed = (double)total.mismatches <= rule->ratio * (double)n;
-  else
-    out->passed = total.mismatches == 0;
-
-  if (total.max_abs_at >= 0) {
-    out->max_abs_diff = total.max_abs;
-    out->max_abs_flat = total.max_abs_at;
-    unravel(total.max_abs_at, ref->ndim, ref->shape, out->max_abs_index);
-  }
-  if (total.max_rel_at < 0 && total.max_abs_at >= 0) {
-    /* no block was re-scanned: every finite pair has a == b, so max_rel is 0 at the
-     * first finite pair, which is also where max_abs (0) was first seen */
-    total.max_rel = 0.0;
-    total.max_rel_at = total.max_abs_at;
-  }
-  if (total.max_rel_at >= 0) {
-    out->max_rel_diff = total.max_rel;
-    out->max_rel_flat = total.max_rel_at;
-    unravel(total.max_rel_at, ref->ndim, ref->shape, out->max_rel_index);
-  }
-  if (total.n_finite > 0) {
-    double nf = (double)total.n_finite;
-    out->mean_abs_diff = total.sum_abs / nf;
-    out->rmse = sqrt(total.sum_sq / nf);
-    double na = sqrt(total.sum_aa), nb = sqrt(total.sum_bb);
-    if (na == 0.0 && nb == 0.0) out->cosine_similarity = 1.0; /* both all-zero: identical */
-    else if (na == 0.0 || nb == 0.0) out->cosine_similarity = 0.0;
-    else out->cosine_similarity = total.sum_ab / na / nb;
-  }
-  out->nan_impl = total.nan_a;
-  out->nan_ref = total.nan_b;
-  out->inf_impl = total.inf_a;
-  out->inf_ref = total.inf_b;
-  out->max_ulp = (double)total.max_ulp;
-  if (n > 0) {
-    out->error_balance = (double)total.balance / (double)n;
-    out->share_within_1e3 = (double)total.within3 / (double)n;
-    out->share_within_5e3 = (double)total.within53 / (double)n;
-    out->zero_share_ref = (double)total.zeros_b / (double)n;
-  }
-  out->zeros_ref = total.zeros_b;
-
-  /* A reference that is mostly zeros, or constant, cannot tell a good impl from a
-   * bad one: the case is too weak to trust (DESIGN.md §7). */
-  if (n >= 10 && total.zeros_b * 10 >= n * 3) {
-    out->mistrusted = 1;
-    snprintf(out->mistrust_reason, sizeof out->mistrust_reason,
-             "%.1f%% of the reference elements are exactly zero (>= 30%%)",
-             100.0 * out->zero_share_ref);
-  } else if (n >= 10 && total.nan_b == 0 && !total.nonconst) {
-    out->mistrusted = 1;
-    snprintf(out->mistrust_reason, sizeof out->mistrust_reason,
-             "all %lld reference elements are equal", (long long)n);
-  }
-
-  /* Failed only where |golden| is small enough for atol to govern, while every cell
-   * where rtol governs is 100x inside rtol: the golden itself is suspect. */
-  out->cpu_reproducer_candidate =
-      !out->passed && pg_dtype_is_float(tr) &&
-      (rule->kind == PG_RULE_ALLCLOSE || rule->kind == PG_RULE_RATIO) && rule->rtol > 0 &&
-      total.mismatches > 0 && total.mism_nonfinite == 0 && total.large > 0 &&
-      total.large_bad == 0;
-
-  out->n_first = total.n_first;
-  for (int i = 0; i < total.n_first; i++) {
-    int64_t at = total.first[i];
-    struct pg_cmp_mismatch *mm = &out->first[i];
-    double a = pg_load_f64(pi, ti, (size_t)at), b = pg_load_f64(pr, tr, (size_t)at);
-    out->first_flat[i] = at;
-    unravel(at, ref->ndim, ref->shape, mm->index);
-    mm->impl_value = a;
-    mm->abs_diff = fabs(a - b);
-    mm->rel_diff = mm->abs_diff / (fabs(b) + 1e-8);
-  }
+  PG_RETURN_IF_ERROR(run_chunks(&kp, rule, pi, pr, nr, n_threads, &total, err));
+  set_metrics(out, rule, ref, nr, &total);
+  set_trust(out, rule, tr, nr, &total);
+  set_first(out, &total, pi, ti, pr, tr, ref);
   return PG_OK;
 }

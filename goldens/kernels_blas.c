@@ -355,7 +355,5 @@ done:
   return rc;
 }
 
-const struct pg_kernel_def pg__kdef_matmul = {
-    .name = "matmul", .min_inputs = 2, .max_inputs = 3, .n_outputs = 1, .attrs = matmul_attrs,
-    .summary = "alpha * op(a) @ op(b) + beta * c, numpy matmul batching (OpenBLAS gemm)",
-    .infer = infer_matmul, .run = run_matmul};
+PG__KERNEL_DEF(matmul, 2, 3, matmul_attrs,
+               "alpha * op(a) @ op(b) + beta * c, numpy matmul batching (OpenBLAS gemm)");

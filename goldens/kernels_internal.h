@@ -23,6 +23,30 @@
 PG__KERNEL_NAMES(PG__KERNEL_EXTERN)
 #undef PG__KERNEL_EXTERN
 
+/* The def of kernel NAME (one output), from its infer_NAME and run_NAME defined
+ * before it: PG__KERNEL_DEF(rope, 1, 2, rope_attrs, "rotary position embedding"); */
+#define PG__KERNEL_DEF(NAME, MIN_INPUTS, MAX_INPUTS, DECLS, SUMMARY)                      \
+  const struct pg_kernel_def pg__kdef_##NAME = {                                         \
+      .name = #NAME, .min_inputs = (MIN_INPUTS), .max_inputs = (MAX_INPUTS),             \
+      .n_outputs = 1, .attrs = (DECLS), .summary = (SUMMARY), .infer = infer_##NAME,     \
+      .run = run_##NAME}
+
+/* One member of a kernel family: infer_NAME returns INFER and run_NAME returns RUN,
+ * parenthesised expressions over the parameters (in, n, attrs, out, err) and
+ * (args, outputs, err) that call the family's shared infer / run; then its def. */
+#define PG__KERNEL_WRAPPED(NAME, MIN_INPUTS, MAX_INPUTS, DECLS, SUMMARY, INFER, RUN)      \
+  static int infer_##NAME(const struct pg_tensor_meta *in, int n,                        \
+                          const struct pg_attr_value *attrs, struct pg_tensor_meta *out,  \
+                          struct pg_error *err) {                                        \
+    (void)attrs;                                                                         \
+    return INFER;                                                                        \
+  }                                                                                      \
+  static int run_##NAME(const struct pg_kernel_args *args,                               \
+                        struct pg_tensor *const *outputs, struct pg_error *err) {        \
+    return RUN;                                                                          \
+  }                                                                                      \
+  PG__KERNEL_DEF(NAME, MIN_INPUTS, MAX_INPUTS, DECLS, SUMMARY)
+
 /* ---- messages ---- */
 
 /* "[2, 4, 128]" into buf (always NUL-terminated); returns buf. */

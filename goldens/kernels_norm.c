@@ -203,20 +203,9 @@ static int line_run(const char *op, enum line_op lop, const struct pg_attr_decl 
 }
 
 #define LINE_KERNEL(NAME, L, DECLS, SUMMARY)                                                   \
-  static int infer_##NAME(const struct pg_tensor_meta *in, int n,                              \
-                          const struct pg_attr_value *attrs, struct pg_tensor_meta *out,       \
-                          struct pg_error *err) {                                              \
-    int axis;                                                                                  \
-    return line_infer(#NAME, DECLS, in, n, attrs, out, &axis, err);                            \
-  }                                                                                            \
-  static int run_##NAME(const struct pg_kernel_args *args, struct pg_tensor *const *outputs,   \
-                        struct pg_error *err) {                                                \
-    return line_run(#NAME, L, DECLS, infer_##NAME, args, outputs, err);                        \
-  }                                                                                            \
-  const struct pg_kernel_def pg__kdef_##NAME = {.name = #NAME, .min_inputs = 1,                \
-                                                .max_inputs = 1, .n_outputs = 1,               \
-                                                .attrs = DECLS, .summary = SUMMARY,            \
-                                                .infer = infer_##NAME, .run = run_##NAME};
+  PG__KERNEL_WRAPPED(NAME, 1, 1, DECLS, SUMMARY,                                               \
+                     (line_infer(#NAME, DECLS, in, n, attrs, out, &(int){0}, err)),            \
+                     (line_run(#NAME, L, DECLS, infer_##NAME, args, outputs, err)));
 
 LINE_KERNEL(softmax, L_SOFTMAX, softmax_attrs, "exp(x - max) / sum(exp(x - max)) along axis")
 LINE_KERNEL(log_softmax, L_LOG_SOFTMAX, softmax_attrs,
@@ -339,35 +328,15 @@ done:
   return rc;
 }
 
-static int infer_layernorm(const struct pg_tensor_meta *in, int n,
-                           const struct pg_attr_value *attrs, struct pg_tensor_meta *out,
-                           struct pg_error *err) {
-  int axis;
-  return norm_infer("layernorm", 0, layernorm_attrs, in, n, attrs, out, &axis, err);
-}
-static int run_layernorm(const struct pg_kernel_args *args, struct pg_tensor *const *outputs,
-                         struct pg_error *err) {
-  return norm_run("layernorm", 0, layernorm_attrs, infer_layernorm, args, outputs, err);
-}
-const struct pg_kernel_def pg__kdef_layernorm = {
-    .name = "layernorm", .min_inputs = 1, .max_inputs = 3, .n_outputs = 1,
-    .attrs = layernorm_attrs,
-    .summary = "(x - mean) / sqrt(var + eps) * weight + bias over dims axis.. (two-pass)",
-    .infer = infer_layernorm, .run = run_layernorm};
+/* RMS: 0 for layernorm, 1 for rmsnorm; MAX_INPUTS: x and the optional weight (and bias). */
+#define NORM_KERNEL(NAME, RMS, MAX_INPUTS, DECLS, SUMMARY)                                     \
+  PG__KERNEL_WRAPPED(NAME, 1, MAX_INPUTS, DECLS, SUMMARY,                                      \
+                     (norm_infer(#NAME, RMS, DECLS, in, n, attrs, out, &(int){0}, err)),       \
+                     (norm_run(#NAME, RMS, DECLS, infer_##NAME, args, outputs, err)));
 
-static int infer_rmsnorm(const struct pg_tensor_meta *in, int n, const struct pg_attr_value *attrs,
-                         struct pg_tensor_meta *out, struct pg_error *err) {
-  int axis;
-  return norm_infer("rmsnorm", 1, rmsnorm_attrs, in, n, attrs, out, &axis, err);
-}
-static int run_rmsnorm(const struct pg_kernel_args *args, struct pg_tensor *const *outputs,
-                       struct pg_error *err) {
-  return norm_run("rmsnorm", 1, rmsnorm_attrs, infer_rmsnorm, args, outputs, err);
-}
-const struct pg_kernel_def pg__kdef_rmsnorm = {
-    .name = "rmsnorm", .min_inputs = 1, .max_inputs = 2, .n_outputs = 1, .attrs = rmsnorm_attrs,
-    .summary = "x / sqrt(mean(x^2) + eps) * weight over dims axis..",
-    .infer = infer_rmsnorm, .run = run_rmsnorm};
+NORM_KERNEL(layernorm, 0, 3, layernorm_attrs,
+            "(x - mean) / sqrt(var + eps) * weight + bias over dims axis.. (two-pass)")
+NORM_KERNEL(rmsnorm, 1, 2, rmsnorm_attrs, "x / sqrt(mean(x^2) + eps) * weight over dims axis..")
 
 /* ================================================================ rope */
 
@@ -478,7 +447,5 @@ static int run_rope(const struct pg_kernel_args *args, struct pg_tensor *const *
   return rc;
 }
 
-const struct pg_kernel_def pg__kdef_rope = {
-    .name = "rope", .min_inputs = 1, .max_inputs = 2, .n_outputs = 1, .attrs = rope_attrs,
-    .summary = "rotary position embedding of x [..., S, D] (rotate-half or interleaved pairs)",
-    .infer = infer_rope, .run = run_rope};
+PG__KERNEL_DEF(rope, 1, 2, rope_attrs,
+               "rotary position embedding of x [..., S, D] (rotate-half or interleaved pairs)");

@@ -141,35 +141,14 @@ static int permute_run(const char *op, const struct pg_attr_decl *decls, pg__inf
   return rc;
 }
 
-static int infer_transpose(const struct pg_tensor_meta *in, int n,
-                           const struct pg_attr_value *attrs, struct pg_tensor_meta *out,
-                           struct pg_error *err) {
-  int perm[PG_MAX_NDIM];
-  return permute_infer("transpose", transpose_attrs, in, n, attrs, out, perm, err);
-}
-static int run_transpose(const struct pg_kernel_args *args, struct pg_tensor *const *outputs,
-                         struct pg_error *err) {
-  return permute_run("transpose", transpose_attrs, infer_transpose, args, outputs, err);
-}
-const struct pg_kernel_def pg__kdef_transpose = {
-    .name = "transpose", .min_inputs = 1, .max_inputs = 1, .n_outputs = 1,
-    .attrs = transpose_attrs,
-    .summary = "swap dims dim0, dim1 (default the last two), or apply perm when given",
-    .infer = infer_transpose, .run = run_transpose};
+#define PERMUTE_KERNEL(NAME, DECLS, SUMMARY)                                                   \
+  PG__KERNEL_WRAPPED(NAME, 1, 1, DECLS, SUMMARY,                                               \
+                     (permute_infer(#NAME, DECLS, in, n, attrs, out, (int[PG_MAX_NDIM]){0}, err)), \
+                     (permute_run(#NAME, DECLS, infer_##NAME, args, outputs, err)));
 
-static int infer_permute(const struct pg_tensor_meta *in, int n, const struct pg_attr_value *attrs,
-                         struct pg_tensor_meta *out, struct pg_error *err) {
-  int perm[PG_MAX_NDIM];
-  return permute_infer("permute", permute_attrs, in, n, attrs, out, perm, err);
-}
-static int run_permute(const struct pg_kernel_args *args, struct pg_tensor *const *outputs,
-                       struct pg_error *err) {
-  return permute_run("permute", permute_attrs, infer_permute, args, outputs, err);
-}
-const struct pg_kernel_def pg__kdef_permute = {
-    .name = "permute", .min_inputs = 1, .max_inputs = 1, .n_outputs = 1, .attrs = permute_attrs,
-    .summary = "out axis d = x axis perm[d] (numpy transpose(x, perm))",
-    .infer = infer_permute, .run = run_permute};
+PERMUTE_KERNEL(transpose, transpose_attrs,
+               "swap dims dim0, dim1 (default the last two), or apply perm when given")
+PERMUTE_KERNEL(permute, permute_attrs, "out axis d = x axis perm[d] (numpy transpose(x, perm))")
 
 /* ================================================================ reshape */
 
@@ -233,10 +212,8 @@ static int run_reshape(const struct pg_kernel_args *args, struct pg_tensor *cons
   return PG_OK;
 }
 
-const struct pg_kernel_def pg__kdef_reshape = {
-    .name = "reshape", .min_inputs = 1, .max_inputs = 1, .n_outputs = 1, .attrs = reshape_attrs,
-    .summary = "same elements in C order, new shape (one -1 inferred)",
-    .infer = infer_reshape, .run = run_reshape};
+PG__KERNEL_DEF(reshape, 1, 1, reshape_attrs,
+               "same elements in C order, new shape (one -1 inferred)");
 
 /* ================================================================ reductions, cumsum */
 
@@ -338,20 +315,9 @@ static int reduce_run(const char *op, enum red_op r, pg__infer_fn infer,
 }
 
 #define REDUCE_KERNEL(NAME, R, DECLS, SUMMARY)                                                 \
-  static int infer_##NAME(const struct pg_tensor_meta *in, int n,                              \
-                          const struct pg_attr_value *attrs, struct pg_tensor_meta *out,       \
-                          struct pg_error *err) {                                              \
-    int axis;                                                                                  \
-    return reduce_infer(#NAME, R, in, n, attrs, out, &axis, err);                              \
-  }                                                                                            \
-  static int run_##NAME(const struct pg_kernel_args *args, struct pg_tensor *const *outputs,   \
-                        struct pg_error *err) {                                                \
-    return reduce_run(#NAME, R, infer_##NAME, args, outputs, err);                             \
-  }                                                                                            \
-  const struct pg_kernel_def pg__kdef_##NAME = {.name = #NAME, .min_inputs = 1,                \
-                                                .max_inputs = 1, .n_outputs = 1,               \
-                                                .attrs = DECLS, .summary = SUMMARY,            \
-                                                .infer = infer_##NAME, .run = run_##NAME};
+  PG__KERNEL_WRAPPED(NAME, 1, 1, DECLS, SUMMARY,                                               \
+                     (reduce_infer(#NAME, R, in, n, attrs, out, &(int){0}, err)),              \
+                     (reduce_run(#NAME, R, infer_##NAME, args, outputs, err)));
 
 REDUCE_KERNEL(sum, R_SUM, reduce_attrs, "sum over axis (double accumulator)")
 REDUCE_KERNEL(mean, R_MEAN, reduce_attrs, "mean over axis (double accumulator)")

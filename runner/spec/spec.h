@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "phasegate/error.h"
+#include "tensors/tensors.h"
 #include "phasegate/op_graph.h"
 #include "phasegate/tensor.h"
 #include "spec/json_pos.h"
@@ -197,4 +198,11 @@ int pg_case_bind_dims(const struct pg_contract *c, const struct pg_case *cs,
 #ifdef __cplusplus
 }
 #endif
+/* ---------------------------------------------------------------- fill grammar */
+
+/* Parses a fill spec ("normal(0, 1)", "int(-3, 3) + nan(0.01)", …; docs/tensors.md)
+ * into the generator's description (struct pg_fill, tensors/materialize.h). On
+ * PG_EPARSE err->column is the 1-based column in `text`. (spec/fill_spec.c) */
+int pg_fill_parse(const char *text, struct pg_fill *out, struct pg_error *err);
+
 #endif /* PHASEGATE_RUNNER_SPEC_H */

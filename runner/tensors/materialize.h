@@ -32,7 +32,8 @@ struct pg_fill {
 };
 
 /* Parses a fill spec. On PG_EPARSE err->column is the 1-based column in `text`. */
-int pg_fill_parse(const char *text, struct pg_fill *out, struct pg_error *err);
+/* The fill grammar (text -> struct pg_fill) is the spec room's: pg_fill_parse,
+ * runner/spec/spec.h. */
 
 /* ---- generation ---- */
 

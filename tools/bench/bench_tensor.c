@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "spec/spec.h"
 #include "tensors/tensors.h"
 #include "tensors/rng.h"
 #include "tensors/tensors.h"
