@@ -1,4 +1,4 @@
-/* phasegate fuzz harness — the contract loader (runner/contract_yaml.c,
+/* phasegate fuzz harness — the contract loader (runner/spec/contract_yaml.c,
  * contract_schema.c) and the shape/fill checks it drives.
  *
  *   build/asan/tools/fuzz/fuzz_contract tools/fuzz/corpus/fuzz_contract

@@ -1,5 +1,5 @@
 /* phasegate fuzz harness — differential: the suite loader's own JSON scanner
- * (runner/json_pos.c) against cJSON as the oracle.
+ * (runner/spec/json_pos.c) against cJSON as the oracle.
  *
  * The suite loader decodes strings and numbers with its position scanner (one parse,
  * docs/suite.md "Performance"), so cJSON no longer checks its values. Here every text

@@ -1,4 +1,4 @@
-/* phasegate fuzz harness — the .npy reader (runner/npy.c) from a buffer.
+/* phasegate fuzz harness — the .npy reader (runner/tensors/npy.c) from a buffer.
  *
  *   clang -fsanitize=fuzzer,address,undefined (built by tools/fuzz/CMakeLists.txt)
  *   ./fuzz_npy tools/fuzz/corpus/fuzz_npy

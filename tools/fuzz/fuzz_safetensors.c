@@ -1,4 +1,4 @@
-/* phasegate fuzz harness — the safetensors reader (runner/safetensors.c) from a
+/* phasegate fuzz harness — the safetensors reader (runner/tensors/safetensors.c) from a
  * buffer (pg_safetensors_read_buffer).
  *
  *   clang -fsanitize=fuzzer,address,undefined (built by tools/fuzz/CMakeLists.txt)
