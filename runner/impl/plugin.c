@@ -45,7 +45,6 @@ struct plugin_call {
   char symbol[160];
   struct pg_proc *host;         /* persistent: the plugin host serving the call */
   int64_t id;
-  int memfd;                    /* persistent: the call's memory (until it is sent) */
 };
 
 struct child_ctx {
@@ -199,8 +198,7 @@ static int map_output(const struct pg_impl_output_spec *s, size_t psz, struct pg
 
 static void call_free(struct plugin_call *c) {
   if (!c) return;
-  if (c->hdr) munmap(c->hdr, c->hdr_size);
-  if (c->memfd >= 0) close(c->memfd);
+  if (c->hdr && c->hdr_size) munmap(c->hdr, c->hdr_size); /* the host's is the pool's */
   free(c);
 }
 
@@ -225,7 +223,6 @@ static int plugin_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
            PG_OK;
   struct plugin_call *c = calloc(1, sizeof *c);
   if (!c) return pg_error_set(err, PG_ENOMEM, "out of memory");
-  c->memfd = -1;
   pg_impl_symbol(req->op, req->suffix, c->symbol, sizeof c->symbol);
   if (!impl->fresh_process) return host_start(p, c, out, err);
   size_t psz = page_bytes();
@@ -464,17 +461,6 @@ static void plugin_probe_cancel(struct pg_impl_probe *p) {
 
 /* ---- persistent: the plugin host (impl/plugin_host.c) ---- */
 
-static int write_at(int fd, const void *data, size_t n, size_t off) {
-  const char *b = data;
-  while (n > 0) {
-    ssize_t w = pwrite(fd, b, n, (off_t)off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    b += w, n -= (size_t)w, off += (size_t)w;
-  }
-  return 0;
-}
-
 static cJSON *tensor_entry(const char *name, enum pg_dtype dtype, int ndim, const int64_t *shape,
                            size_t offset) {
   cJSON *o = cJSON_CreateObject(), *sh = cJSON_CreateArray();
@@ -495,25 +481,14 @@ static cJSON *host_request(const struct plugin_call *c, const struct pg_impl_req
   return r;
 }
 
-/* Output i as its own mapping of the call memory at off (prefilled, canary after). */
-static int map_host_output(struct plugin_call *c, const struct pg_impl_output_spec *s, int i,
-                           size_t off, struct pg_tensor *t, struct pg_error *err) {
-  void *m = mmap(NULL, c->map_size[i], PROT_READ | PROT_WRITE, MAP_SHARED, c->memfd, (off_t)off);
-  if (m == MAP_FAILED)
-    return pg_error_set(err, PG_ENOMEM, "cannot map output '%s': %s", s->name, strerror(errno));
-  t->owned = m;
-  t->dl.data = m;
-  t->release = release_mapping;
-  t->release_ctx = (void *)(uintptr_t)c->map_size[i];
-  prefill(m, t->dtype, t->numel, t->nbytes);
-  memset((char *)m + t->nbytes, PG_CANARY_BYTE, c->map_size[i] - t->nbytes);
-  return PG_OK;
-}
-
-/* Lays out the call's memory file: the header page, the inputs (copied in), the
- * outputs (mapped one by one like the fork path's), and lists them in the request. */
-static int host_memory(struct plugin_call *c, const struct pg_impl_request *req,
-                       struct pg_impl_outcome *out, cJSON *rq, struct pg_error *err) {
+/* Lays the call out in the host's call memory (impl/pool.h): the header page, the
+ * outputs (NaN-prefilled, canary-guarded; out->outputs point into it until the call is
+ * judged, then they are copied out), the inputs (copied in); lists them in the
+ * request, with the memory fd when the host does not have it yet (*send_fd). */
+static int host_memory(struct plugin_call *c, const struct pg_impl_pending *p,
+                       struct pg_impl_outcome *out, cJSON *rq, int *send_fd,
+                       struct pg_error *err) {
+  const struct pg_impl_request *req = p->req;
   size_t psz = page_bytes(), off = psz, out_off[PG_IMPL_MAX_OUTPUTS];
   for (int i = 0; i < req->n_outputs; i++) {
     const struct pg_impl_output_spec *s = &req->outputs[i];
@@ -526,34 +501,54 @@ static int host_memory(struct plugin_call *c, const struct pg_impl_request *req,
   }
   size_t in_start = off;
   for (int i = 0; i < req->n_inputs; i++) off += (req->inputs[i].nbytes + psz - 1) / psz * psz;
-  c->memfd = memfd_create("phasegate-call", MFD_CLOEXEC);
-  if (c->memfd < 0 || ftruncate(c->memfd, (off_t)off) != 0)
-    return pg_error_set(err, PG_ENOMEM, "cannot create %zu bytes of call memory: %s", off,
-                        strerror(errno));
-  c->hdr_size = psz;
-  c->hdr = mmap(NULL, psz, PROT_READ | PROT_WRITE, MAP_SHARED, c->memfd, 0);
-  if (c->hdr == MAP_FAILED) {
-    c->hdr = NULL;
-    return pg_error_set(err, PG_ENOMEM, "mmap: %s", strerror(errno));
-  }
+  int fd = -1, fresh = 0;
+  char *base = pg__pool_memory(p->impl, c->host, off, &fd, &fresh, err);
+  if (!base) return err->code;
+  *send_fd = fresh ? fd : -1;
+  c->hdr = (struct shared_hdr *)base;
+  c->hdr_size = 0; /* the pool's memory: not unmapped per call */
+  memset(c->hdr, 0, sizeof *c->hdr);
   cJSON *outs = cJSON_GetObjectItemCaseSensitive(rq, "outputs");
   for (int i = 0; i < req->n_outputs; i++) {
     struct pg_tensor *t = &out->outputs[i];
-    PG_RETURN_IF_ERROR(map_host_output(c, &req->outputs[i], i, out_off[i], t, err));
+    t->dl.data = base + out_off[i];
+    prefill(t->dl.data, t->dtype, t->numel, t->nbytes);
+    memset((char *)t->dl.data + t->nbytes, PG_CANARY_BYTE, c->map_size[i] - t->nbytes);
     out->n_outputs = i + 1;
     cJSON_AddItemToArray(outs, tensor_entry(t->name, t->dtype, t->dl.ndim, t->shape, out_off[i]));
   }
   cJSON *ins = cJSON_GetObjectItemCaseSensitive(rq, "inputs");
-  for (int i = 0, o = (int)in_start; i < req->n_inputs; i++) {
+  size_t o = in_start;
+  for (int i = 0; i < req->n_inputs; i++) {
     const struct pg_tensor *t = &req->inputs[i];
-    if (write_at(c->memfd, t->dl.data, t->nbytes, (size_t)o) != 0)
-      return pg_error_set(err, PG_EIO, "cannot write input '%s' to call memory: %s", t->name,
-                          strerror(errno));
-    cJSON_AddItemToArray(ins, tensor_entry(t->name, t->dtype, t->dl.ndim, t->shape, (size_t)o));
-    o += (int)((t->nbytes + psz - 1) / psz * psz);
+    memcpy(base + o, t->dl.data, t->nbytes);
+    cJSON_AddItemToArray(ins, tensor_entry(t->name, t->dtype, t->dl.ndim, t->shape, o));
+    o += (t->nbytes + psz - 1) / psz * psz;
   }
   cJSON_AddNumberToObject(rq, "size", (double)off);
   return PG_OK;
+}
+
+/* The outputs of a judged call leave the call memory (the next call reuses it): a
+ * private copy each, or none when the call failed. */
+static int host_outputs_out(struct pg_impl_outcome *out, struct pg_error *err) {
+  int rc = PG_OK;
+  for (int i = 0; i < out->n_outputs; i++) {
+    struct pg_tensor *t = &out->outputs[i], copy;
+    const void *src = t->dl.data;
+    t->dl.data = NULL; /* never freed here: the pool's memory */
+    if (out->status != PG_IMPL_DONE || rc != PG_OK || !src) continue;
+    pg_tensor_init(&copy);
+    pg_tensor_set_name(&copy, t->name);
+    rc = pg_tensor_alloc(&copy, t->dtype, t->dl.ndim, t->shape, err);
+    if (rc == PG_OK) memcpy(copy.dl.data, src, t->nbytes);
+    pg_tensor_move(t, &copy);
+  }
+  if (out->status != PG_IMPL_DONE || rc != PG_OK) {
+    for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&out->outputs[i]);
+    out->n_outputs = 0;
+  }
+  return rc;
 }
 
 /* The host could not be started (it died loading the plugin: the probe passed, so this
@@ -571,35 +566,33 @@ static void host_start_failed(struct pg_proc_result *sf, const struct pg_error *
 
 static int host_start(struct pg_impl_pending *p, struct plugin_call *c,
                       struct pg_impl_outcome *out, struct pg_error *err) {
-  cJSON *rq = host_request(c, p->req);
-  int rc = rq ? host_memory(c, p->req, out, rq, err)
-              : pg_error_set(err, PG_ENOMEM, "out of memory");
-  if (rc == PG_OK) {
-    struct pg_proc_result sf;
-    pg_proc_result_init(&sf);
-    struct pg_error se;
-    pg_error_clear(&se);
-    c->host = pg__pool_acquire(p->impl, p->req, &sf, &se);
-    if (!c->host && se.code != PG_EIMPL) {
-      *err = se;
-      rc = se.code;
-    } else if (!c->host) {
-      host_start_failed(&sf, &se, p->req, out);
-    }
-    pg_proc_result_reset(&sf);
+  struct pg_proc_result sf;
+  pg_proc_result_init(&sf);
+  struct pg_error se;
+  pg_error_clear(&se);
+  int rc = PG_OK, send_fd = -1;
+  c->host = pg__pool_acquire(p->impl, p->req, &sf, &se);
+  if (!c->host && se.code != PG_EIMPL) {
+    *err = se;
+    rc = se.code;
+  } else if (!c->host) {
+    host_start_failed(&sf, &se, p->req, out);
   }
-  if (rc == PG_OK && c->host) rc = pg_proc_send(c->host, rq, c->memfd, &c->id, err);
+  pg_proc_result_reset(&sf);
+  cJSON *rq = c->host ? host_request(c, p->req) : NULL;
+  if (c->host && !rq) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
+  if (rc == PG_OK && rq) rc = host_memory(c, p, out, rq, &send_fd, err);
+  if (rc == PG_OK && rq) rc = pg_proc_send(c->host, rq, send_fd, &c->id, err);
   cJSON_Delete(rq);
   if (rc != PG_OK || !c->host) { /* an error, or the start's fact already recorded */
     if (rc != PG_OK) {
+      for (int i = 0; i < out->n_outputs; i++) out->outputs[i].dl.data = NULL;
       for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&out->outputs[i]);
       out->n_outputs = 0;
     }
     call_free(c);
     return rc;
   }
-  close(c->memfd); /* the host got its own copy of the fd; the mappings stay */
-  c->memfd = -1;
   p->call = c;
   p->running = 1;
   return PG_OK;
@@ -633,10 +626,9 @@ static int host_finish(struct pg_impl_pending *p, struct plugin_call *c,
       }
     }
   }
-  if (rc != PG_OK) {
-    for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&out->outputs[i]);
-    out->n_outputs = 0;
-  }
+  if (rc != PG_OK) out->status = PG_IMPL_FAILED;
+  int crc = host_outputs_out(out, err);
+  if (rc == PG_OK) rc = crc;
   pg_proc_result_reset(&r);
   pg__pool_release(p->impl, c->host, rc == PG_OK && healthy);
   call_free(c);

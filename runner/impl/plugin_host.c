@@ -4,8 +4,9 @@
  * inherited. It dlopen()s one impl plugin and serves calls over the worker protocol
  * (docs/worker_protocol.md) on the fds named by PHASEGATE_WORKER_FDS:
  *
- *   runner → host: one JSON line per call plus a memory fd (SCM_RIGHTS) holding a
- *                  header page and the tensors; {"symbol", "size", "inputs": [{name,
+ *   runner → host: one JSON line per call; the call memory (a memfd holding a header
+ *                  page and the tensors) comes with the first call and whenever the
+ *                  runner replaced it (SCM_RIGHTS), and is kept mapped in between; {"symbol", "size", "inputs": [{name,
  *                  dtype, shape, offset}], "outputs": [...], "mode", "device_id",
  *                  "case", "dims", "knobs", "op", "suffix", "up_to_module",
  *                  "total_modules", "id"}
@@ -28,6 +29,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "impl/plugin_shm.h"
@@ -44,7 +46,28 @@ struct host {
   char *buf;
   size_t len, cap;
   int pending_fd; /* the memory fd that came with the line being read */
+  char *mem;      /* the call memory, mapped (kept from call to call) */
+  size_t mem_size;
 };
+
+/* Takes a newly passed call memory fd: the old mapping goes, the new one is mapped
+ * whole. 0, or -1 with a reason. */
+static int take_memory(struct host *h, int fd, char *why, size_t why_size) {
+  if (h->mem) munmap(h->mem, h->mem_size);
+  h->mem = NULL;
+  h->mem_size = 0;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size <= 0) {
+    close(fd);
+    return snprintf(why, why_size, "call memory of no size"), -1;
+  }
+  void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd); /* the mapping stays */
+  if (m == MAP_FAILED) return snprintf(why, why_size, "mmap: %s", strerror(errno)), -1;
+  h->mem = m;
+  h->mem_size = (size_t)st.st_size;
+  return 0;
+}
 
 static void host_log(const pg_call *call, int level, const char *message) {
   static const char *const names[] = {"debug", "info", "warn", "error"};
@@ -194,13 +217,15 @@ static int serve(struct host *h, const char *line) {
   char why[200] = "";
   int rc = 0;
   char *base = MAP_FAILED;
-  if (fd < 0 || size < sizeof(struct pg_plugin_shm_hdr) || !symbol) {
+  if (fd >= 0 && take_memory(h, fd, why, sizeof why) != 0) {
+    /* why says it */
+  } else if (!h->mem || size < sizeof(struct pg_plugin_shm_hdr) || size > h->mem_size ||
+             !symbol) {
     snprintf(why, sizeof why, "request without its memory, size or symbol");
   } else {
-    base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (base == MAP_FAILED) snprintf(why, sizeof why, "mmap: %s", strerror(errno));
+    base = h->mem;
+    size = h->mem_size;
   }
-  if (fd >= 0) close(fd);
   if (base == MAP_FAILED) {
     rc = answer(h, id->valuedouble, "error", why);
     cJSON_Delete(req);
@@ -214,7 +239,6 @@ static int serve(struct host *h, const char *line) {
                    &n_in, why, sizeof why) != 0 ||
       bind_tensors(cJSON_GetObjectItemCaseSensitive(req, "outputs"), base, size, out, out_shapes,
                    &n_out, why, sizeof why) != 0) {
-    munmap(base, size);
     rc = answer(h, id->valuedouble, "error", why);
     cJSON_Delete(req);
     return rc;
@@ -238,7 +262,6 @@ static int serve(struct host *h, const char *line) {
     free(knobs);
   }
   fflush(NULL);
-  munmap(base, size);
   rc = answer(h, id->valuedouble, "ok", NULL);
   cJSON_Delete(req);
   return rc;

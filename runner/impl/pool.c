@@ -1,9 +1,12 @@
 /* phasegate runner — the warm process pool of an impl (pool.h). */
 #include "impl/pool.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "base/base.h"
 #include "impl/serve.h"
@@ -15,7 +18,20 @@ struct pg_pool_slot {
   int device;
   int used;
   struct pg_proc proc;
+  void *mem;       /* pg__pool_memory: the call memory, mapped */
+  size_t mem_size;
+  int mem_fd;
+  int mem_pid;     /* the process that has mem_fd (0: none yet) */
 };
+
+static void slot_memory_free(struct pg_pool_slot *s) {
+  if (s->mem) munmap(s->mem, s->mem_size);
+  if (s->mem_fd > 0) close(s->mem_fd);
+  s->mem = NULL;
+  s->mem_size = 0;
+  s->mem_fd = 0;
+  s->mem_pid = 0;
+}
 
 struct pg_pool {
   struct pg_pool_slot slot[PG_POOL_MAX];
@@ -107,6 +123,34 @@ struct pg_proc *pg__pool_acquire(const struct pg_impl *impl, const struct pg_imp
   return rc == PG_OK ? &s->proc : NULL;
 }
 
+void *pg__pool_memory(const struct pg_impl *impl, const struct pg_proc *p, size_t size, int *fd,
+                      int *fresh, struct pg_error *err) {
+  struct pg_pool *pool = impl->state;
+  struct pg_pool_slot *s = NULL;
+  for (int i = 0; pool && i < PG_POOL_MAX && !s; i++)
+    if (&pool->slot[i].proc == p) s = &pool->slot[i];
+  if (!s) return pg_error_set(err, PG_EINTERNAL, "call memory for a process not in the pool"),
+              NULL;
+  if (s->mem && s->mem_size < size) slot_memory_free(s);
+  if (!s->mem) {
+    size_t grown = size < ((size_t)1 << 20) ? ((size_t)1 << 20) : size + size / 4;
+    int mfd = memfd_create("phasegate-call", MFD_CLOEXEC);
+    void *m = MAP_FAILED;
+    if (mfd >= 0 && ftruncate(mfd, (off_t)grown) == 0)
+      m = mmap(NULL, grown, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+    if (m == MAP_FAILED) {
+      if (mfd >= 0) close(mfd);
+      return pg_error_set(err, PG_ENOMEM, "cannot create %zu bytes of call memory: %s", grown,
+                          strerror(errno)), NULL;
+    }
+    s->mem = m, s->mem_size = grown, s->mem_fd = mfd, s->mem_pid = 0;
+  }
+  *fd = s->mem_fd;
+  *fresh = s->mem_pid != p->pid;
+  s->mem_pid = p->pid;
+  return s->mem;
+}
+
 void pg__pool_release(const struct pg_impl *impl, struct pg_proc *p, int healthy) {
   if (!healthy) pg_proc_stop(p, 0, 1);
   else if (impl->fresh_process || (impl->max_calls > 0 && p->calls >= impl->max_calls))
@@ -122,6 +166,7 @@ void pg__pool_close(struct pg_impl *impl) {
     if (p->remote_end && pool->conn >= 0) pg_serve_release(pool->conn, p, 1); /* stays warm */
     else pg_proc_stop(p, 2.0, 0);
   }
+  for (int i = 0; i < PG_POOL_MAX; i++) slot_memory_free(&pool->slot[i]);
   if (pool->conn >= 0) pg_serve_disconnect(pool->conn);
   free(pool);
   impl->state = NULL;

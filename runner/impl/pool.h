@@ -20,6 +20,14 @@ struct pg_proc *pg__pool_acquire(const struct pg_impl *impl, const struct pg_imp
  * process that is not healthy is ended (its log kept: a message names it). */
 void pg__pool_release(const struct pg_impl *impl, struct pg_proc *p, int healthy);
 
+/* The call memory kept with a pool process (the plugin host's): a memfd of at least
+ * `size` bytes, mapped here at the returned address, reused from call to call so its
+ * pages are touched once, not once per call. *fd is the memfd; *fresh = 1 when it is
+ * new to the process (first call, grown, or the process was replaced) and must travel
+ * with the request. NULL on failure (err set). */
+void *pg__pool_memory(const struct pg_impl *impl, const struct pg_proc *p, size_t size, int *fd,
+                      int *fresh, struct pg_error *err);
+
 /* Ends every process of the pool (a leased one goes back to the daemon warm) and
  * frees it: the close operation of the persistent adapters. */
 void pg__pool_close(struct pg_impl *impl);
