@@ -43,6 +43,10 @@ struct pg_cli_opt {
 int pg_cli_parse_opts(const char *cmd, int argc, char **argv, const struct pg_cli_opt *opts,
                       void (*usage)(FILE *out));
 
+/* A byte count as the options spell it: 1073741824, 512M, 1.5G, 64KiB, 2GB (K/M/G are
+ * powers of 1024). 0, or -1 when `s` is not one. */
+int pg_cli_parse_bytes(const char *s, uint64_t *out);
+
 /* Every finding of `d`, formatted, one per line on stderr. */
 void pg_cli_print_diags(const struct pg_diags *d);
 

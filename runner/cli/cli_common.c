@@ -4,7 +4,10 @@
  * findings, "FILE:LINE:COL: error: …", one per line on stderr, or — when the loader
  * failed before it could produce a finding (file missing, a directory, unreadable) —
  * one "phasegate <cmd>: error: FILE: …" line. */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -46,4 +49,20 @@ int pg_cli_load_op(const char *cmd, const char *contract_path, const char *suite
     fprintf(stderr, "phasegate %s: error: %s\n", cmd,
             err.message[0] ? err.message : pg_strerror(rc));
   return PG_EXIT_ERROR;
+}
+
+int pg_cli_parse_bytes(const char *s, uint64_t *out) {
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || !(v >= 0) || s[0] == '-') return -1;
+  double mul = 1;
+  if (*end == 'K' || *end == 'k') mul = 1024.0, end++;
+  else if (*end == 'M' || *end == 'm') mul = 1024.0 * 1024.0, end++;
+  else if (*end == 'G' || *end == 'g') mul = 1024.0 * 1024.0 * 1024.0, end++;
+  if (*end == 'i' && end[1] == 'B') end += 2;
+  else if (*end == 'B' || *end == 'b') end++;
+  if (*end || v * mul >= 18446744073709551616.0) return -1;
+  *out = (uint64_t)(v * mul);
+  return 0;
 }

@@ -35,23 +35,6 @@ static void usage(FILE *out) {
           "torch.uint16 -> .view(torch.bfloat16)). Exit: 0 written, 2 error.\n");
 }
 
-static int parse_size(const char *s, uint64_t *out) {
-  char *end = NULL;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s || s[0] == '-') return 0;
-  uint64_t mul = 1;
-  if (*end == 'K' || *end == 'k') mul = 1ull << 10, end++;
-  else if (*end == 'M' || *end == 'm') mul = 1ull << 20, end++;
-  else if (*end == 'G' || *end == 'g') mul = 1ull << 30, end++;
-  if (*end == 'i' && end[1] == 'B') end += 2;
-  else if (*end == 'B') end++;
-  if (*end) return 0;
-  if (v > UINT64_MAX / mul) return 0;
-  *out = v * mul;
-  return 1;
-}
-
 static int used_by(const struct pg_contract *c, const char *name, int k) {
   for (int m = 0; m < c->n_modules; m++) {
     if (c->modules[m].id > k) continue;
@@ -81,7 +64,7 @@ int pg_cmd_gen(int argc, char **argv) {
     return pg_cli_usage_error("gen", "--op-dir DIR (or --contract FILE), --case ID and --out DIR "
                                      "are required (see --help)");
   struct pg_materialize_opts opts = {0, 0};
-  if (max_bytes && !parse_size(max_bytes, &opts.max_bytes))
+  if (max_bytes && pg_cli_parse_bytes(max_bytes, &opts.max_bytes) != 0)
     return pg_cli_usage_error("gen", "--max-bytes: '%s' is not a size (e.g. 2G, 512M)", max_bytes);
   if (threads) {
     char *end = NULL;

@@ -64,23 +64,6 @@ static void on_line(void *user, int to_stderr, const char *line) {
   fflush(f);
 }
 
-static int parse_size(const char *s, uint64_t *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || v < 0) return -1;
-  switch (*end) {
-    case 'k': case 'K': v *= 1024.0; end++; break;
-    case 'm': case 'M': v *= 1024.0 * 1024.0; end++; break;
-    case 'g': case 'G': v *= 1024.0 * 1024.0 * 1024.0; end++; break;
-    default: break;
-  }
-  if (*end == 'B' || *end == 'b') end++;
-  if (*end) return -1;
-  *out = (uint64_t)v;
-  return 0;
-}
-
 static int parse_levels(const char *s, unsigned *mask) {
   *mask = 0;
   char buf[256];
@@ -127,10 +110,10 @@ static int set_option(struct pg_run_opts *o, const char *name, const char *val) 
     else return pg_cli_usage_error("run", "--reference-precision: fp32 or fp64, got '%s'", val);
   } else if (strcmp(name, "--golden-lib") == 0) o->golden_lib = val;
   else if (strcmp(name, "--max-bytes") == 0) {
-    if (parse_size(val, &o->max_bytes) != 0)
+    if (pg_cli_parse_bytes(val, &o->max_bytes) != 0)
       return pg_cli_usage_error("run", "--max-bytes: expected a byte count, got '%s'", val);
   } else if (strcmp(name, "--memory-limit") == 0) {
-    if (parse_size(val, &o->rlimit_as) != 0)
+    if (pg_cli_parse_bytes(val, &o->rlimit_as) != 0)
       return pg_cli_usage_error("run", "--memory-limit: expected a byte count, got '%s'", val);
   } else if (strcmp(name, "--device-id") == 0) {
     long d = strtol(val, &end, 10);

@@ -64,20 +64,6 @@ static int parse_pos(const char *opt, const char *s, double *out) {
   return PG_EXIT_PASS;
 }
 
-static int parse_bytes(const char *s, uint64_t *out) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  uint64_t mul = 1;
-  if (*end == 'K' || *end == 'k') mul = 1024, end++;
-  else if (*end == 'M' || *end == 'm') mul = 1024 * 1024, end++;
-  else if (*end == 'G' || *end == 'g') mul = 1024ull * 1024 * 1024, end++;
-  if (end == s || *end || errno == ERANGE || s[0] == '-')
-    return pg_cli_usage_error("serve", "--memory-limit: expected a byte count, got '%s'", s);
-  *out = (uint64_t)v * mul;
-  return PG_EXIT_PASS;
-}
-
 /* The daemon's command line: this executable, `serve --foreground --detached` and the
  * options given (the control directory made absolute). */
 static int daemon_argv(int argc, char **argv, const char *control, const char **out,
@@ -145,14 +131,15 @@ int pg_cmd_serve(int argc, char **argv) {
       return pg_cli_usage_error("serve", "%s needs a value (or is not an option of serve)", a);
     else {
       i++;
-      double x;
+      double x = 0;
       if (strcmp(a, "--control") == 0) o.control_dir = v;
       else if (strcmp(a, "--op-dir") == 0) o.op_dir = v;
       else if (strcmp(a, "--impl") == 0) o.impl_spec = v;
       else if (strcmp(a, "--modes") == 0) o.modes = v;
       else if (strcmp(a, "--devices") == 0) o.devices = v;
       else if (strcmp(a, "--memory-limit") == 0) {
-        if (parse_bytes(v, &o.rlimit_as) != PG_EXIT_PASS) return PG_EXIT_ERROR;
+        if (pg_cli_parse_bytes(v, &o.rlimit_as) != 0)
+          return pg_cli_usage_error("serve", "--memory-limit: expected a byte count, got '%s'", v);
       } else if (strcmp(a, "--slots") == 0) {
         if (parse_pos(a, v, &x) != PG_EXIT_PASS) return PG_EXIT_ERROR;
         if (x != floor(x) || x > 1024)

@@ -92,6 +92,12 @@ void pg_impl_close(struct pg_impl *impl) {
 
 /* ------------------------------------------------------------------ the one-time check */
 
+void pg_impl_prestart(struct pg_impl *impl, const char *mode, int device, uint64_t rlimit_as,
+                      double timeout_s) {
+  if (impl && impl->ops && impl->ops->prestart)
+    impl->ops->prestart(impl, mode, device, rlimit_as, timeout_s);
+}
+
 int pg_impl_check_start(const struct pg_impl *impl, double timeout_s, uint64_t rlimit_as,
                         struct pg_impl_probe *p, struct pg_error *err) {
   memset(p, 0, sizeof *p);

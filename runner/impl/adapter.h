@@ -28,6 +28,11 @@ struct pg_impl_ops {
    * p->call; finish frees it. `out` is initialised before start. */
   int (*start)(struct pg_impl_pending *p, struct pg_impl_outcome *out, struct pg_error *err);
   int (*finish)(struct pg_impl_pending *p, struct pg_impl_outcome *out, struct pg_error *err);
+  /* Starts the process the first call of (mode, device) will use, without waiting for
+   * it (a persistent adapter's start-up overlaps the runner's work); NULL: nothing to
+   * start ahead. */
+  void (*prestart)(struct pg_impl *impl, const char *mode, int device, uint64_t rlimit_as,
+                   double timeout_s);
   /* Ends what impl->state holds; NULL when the adapter keeps nothing between calls. */
   void (*close)(struct pg_impl *impl);
 };

@@ -57,6 +57,13 @@ int pg_impl_parse(const char *spec, struct pg_impl *impl, struct pg_error *err);
 /* The adapter's name: "plugin", "exec", "worker", "replay" ("" for an unparsed impl). */
 const char *pg_impl_kind(const struct pg_impl *impl);
 
+/* Lets a persistent adapter start the process of (mode, device) ahead of the first call
+ * (its start-up overlaps the caller's work). A no-op for the others; never fails (a
+ * start that goes wrong is reported by the first call). Not before a fork that must not
+ * inherit it (--jobs). */
+void pg_impl_prestart(struct pg_impl *impl, const char *mode, int device, uint64_t rlimit_as,
+                      double timeout_s);
+
 /* Ends whatever the adapter keeps between calls (persistent processes). Called once at
  * the end of a run; safe on an impl that never started anything, or was never parsed. */
 void pg_impl_close(struct pg_impl *impl);

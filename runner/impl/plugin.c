@@ -645,5 +645,6 @@ const struct pg_impl_ops pg__plugin_ops = {
     .probe_cancel = plugin_probe_cancel,
     .start = plugin_start,
     .finish = plugin_finish,
+    .prestart = pg__pool_prestart,
     .close = pg__pool_close,
 };

@@ -52,6 +52,23 @@ static int serve_conn(const struct pg_impl *impl, struct pg_pool *pool) {
   return pool->conn;
 }
 
+/* Spawns the process of slot s (its handshake is read later, pg_proc_handshake). */
+static int spawn_slot(const struct pg_impl *impl, struct pg_pool_slot *s, const char *spec,
+                      const char *mode, int device, uint64_t as, double start_timeout,
+                      struct pg_error *err) {
+  char *tag = pg_path_fmt("%s-%d", mode, device);
+  struct pg_proc_argv a;
+  int rc = tag ? pg_proc_argv_build(spec, mode, device, &a, err)
+               : pg_error_set(err, PG_ENOMEM, "out of memory");
+  if (rc == PG_OK) {
+    struct pg_proc_spec ps = {a.argv, a.env, impl->log_dir, tag, as, start_timeout};
+    rc = pg_proc_spawn(&s->proc, &ps, err);
+    pg_proc_argv_reset(&a);
+  }
+  free(tag);
+  return rc;
+}
+
 /* Starts (or leases) the process of slot s. */
 static int start_slot(const struct pg_impl *impl, struct pg_pool *pool, struct pg_pool_slot *s,
                       const char *spec, const struct pg_impl_request *req, uint64_t as,
@@ -68,28 +85,17 @@ static int start_slot(const struct pg_impl *impl, struct pg_pool *pool, struct p
     pg_proc_result_reset(start_fail);
     pg_error_clear(err);
   }
-  char *tag = pg_path_fmt("%s-%d", req->mode, req->device_id);
-  struct pg_proc_argv a;
-  int rc = tag ? pg_proc_argv_build(spec, req->mode, req->device_id, &a, err)
-               : pg_error_set(err, PG_ENOMEM, "out of memory");
-  if (rc == PG_OK) {
-    struct pg_proc_spec ps = {a.argv, a.env, impl->log_dir, tag, as, start_timeout};
-    rc = pg_proc_start(&s->proc, &ps, start_fail, err);
-    pg_proc_argv_reset(&a);
-  }
-  free(tag);
-  return rc;
+  int rc = spawn_slot(impl, s, spec, req->mode, req->device_id, as, start_timeout, err);
+  return rc == PG_OK ? pg_proc_handshake(&s->proc, start_fail, err) : rc;
 }
 
-struct pg_proc *pg__pool_acquire(const struct pg_impl *impl, const struct pg_impl_request *req,
-                                 struct pg_proc_result *start_fail, struct pg_error *err) {
+/* The slot of (mode, device), created when missing (NULL with err when out of room). */
+static struct pg_pool_slot *slot_for(const struct pg_impl *impl, const char *mode, int device,
+                                     struct pg_error *err) {
   struct pg_impl *mut = (struct pg_impl *)impl; /* the pool is the impl's mutable part */
   if (!mut->state) {
     struct pg_pool *fresh = calloc(1, sizeof *fresh);
-    if (!fresh) {
-      pg_error_set(err, PG_ENOMEM, "out of memory");
-      return NULL;
-    }
+    if (!fresh) return pg_error_set(err, PG_ENOMEM, "out of memory"), NULL;
     fresh->conn = -1;
     mut->state = fresh;
   }
@@ -97,30 +103,56 @@ struct pg_proc *pg__pool_acquire(const struct pg_impl *impl, const struct pg_imp
   struct pg_pool_slot *s = NULL, *free_slot = NULL;
   for (int i = 0; i < PG_POOL_MAX && !s; i++) {
     struct pg_pool_slot *c = &pool->slot[i];
-    if (c->used && c->device == req->device_id && strcmp(c->mode, req->mode) == 0) s = c;
+    if (c->used && c->device == device && strcmp(c->mode, mode) == 0) s = c;
     else if (!c->used && !free_slot) free_slot = c;
   }
-  if (!s) {
-    if (!free_slot) {
-      pg_error_set(err, PG_ELIMIT, "more than %d (mode, device) pairs", PG_POOL_MAX);
-      return NULL;
-    }
-    s = free_slot;
-    memset(s, 0, sizeof *s);
-    pg_proc_init(&s->proc);
-    snprintf(s->mode, sizeof s->mode, "%s", req->mode);
-    s->device = req->device_id;
-    s->used = 1;
-  }
-  if (pg_proc_alive(&s->proc)) return &s->proc;
+  if (s) return s;
+  if (!free_slot)
+    return pg_error_set(err, PG_ELIMIT, "more than %d (mode, device) pairs", PG_POOL_MAX), NULL;
+  memset(free_slot, 0, sizeof *free_slot);
+  pg_proc_init(&free_slot->proc);
+  snprintf(free_slot->mode, sizeof free_slot->mode, "%s", mode);
+  free_slot->device = device;
+  free_slot->used = 1;
+  return free_slot;
+}
+
+/* "plugin:PATH" / "worker:COMMAND", and the address-space limit its process gets. */
+static char *impl_spec(const struct pg_impl *impl, uint64_t rlimit_as, uint64_t *as) {
   const char *kind = pg_impl_kind(impl);
-  char *spec = pg_path_fmt("%s:%s", kind, impl->target);
   /* an ASan-built plugin host reserves terabytes of shadow memory: no RLIMIT_AS */
-  uint64_t as = strcmp(kind, "plugin") == 0 && PG_SANDBOX_ASAN ? 0 : req->rlimit_as;
-  int rc = spec ? start_slot(impl, pool, s, spec, req, as, start_fail, err)
+  *as = strcmp(kind, "plugin") == 0 && PG_SANDBOX_ASAN ? 0 : rlimit_as;
+  return pg_path_fmt("%s:%s", kind, impl->target);
+}
+
+struct pg_proc *pg__pool_acquire(const struct pg_impl *impl, const struct pg_impl_request *req,
+                                 struct pg_proc_result *start_fail, struct pg_error *err) {
+  struct pg_pool_slot *s = slot_for(impl, req->mode, req->device_id, err);
+  if (!s) return NULL;
+  if (s->proc.handshake_pending) /* prestarted: its handshake is due now */
+    return pg_proc_handshake(&s->proc, start_fail, err) == PG_OK ? &s->proc : NULL;
+  if (pg_proc_alive(&s->proc)) return &s->proc;
+  uint64_t as;
+  char *spec = impl_spec(impl, req->rlimit_as, &as);
+  int rc = spec ? start_slot(impl, impl->state, s, spec, req, as, start_fail, err)
                 : pg_error_set(err, PG_ENOMEM, "out of memory");
   free(spec);
   return rc == PG_OK ? &s->proc : NULL;
+}
+
+void pg__pool_prestart(struct pg_impl *impl, const char *mode, int device, uint64_t rlimit_as,
+                       double timeout_s) {
+  const char *ctl = impl->serve_control ? impl->serve_control : getenv("PHASEGATE_SERVE_CONTROL");
+  if (impl->fresh_process || (ctl && *ctl)) return; /* one per call, or leased */
+  struct pg_error e;
+  pg_error_clear(&e);
+  struct pg_pool_slot *s = slot_for(impl, mode, device, &e);
+  if (!s || pg_proc_alive(&s->proc) || s->proc.handshake_pending) return;
+  uint64_t as;
+  char *spec = impl_spec(impl, rlimit_as, &as);
+  /* a failure here shows again, with its facts, when the first call starts the process */
+  if (spec) spawn_slot(impl, s, spec, mode, device, as, timeout_s > 0 ? timeout_s : 120, &e);
+  free(spec);
 }
 
 void *pg__pool_memory(const struct pg_impl *impl, const struct pg_proc *p, size_t size, int *fd,

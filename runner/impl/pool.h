@@ -16,6 +16,14 @@
 struct pg_proc *pg__pool_acquire(const struct pg_impl *impl, const struct pg_impl_request *req,
                                  struct pg_proc_result *start_fail, struct pg_error *err);
 
+/* Starts the process of (mode, device) now without waiting for its handshake, so its
+ * start-up (exec, dlopen, import torch, a device context) overlaps the runner's own
+ * work; the first pg__pool_acquire of that pair then waits for the handshake. Nothing
+ * with --fresh-process or when processes are leased from `phasegate serve`. The
+ * prestart operation of the persistent adapters. */
+void pg__pool_prestart(struct pg_impl *impl, const char *mode, int device, uint64_t rlimit_as,
+                       double timeout_s);
+
 /* After a call: healthy = the process answered properly and may serve again. A
  * process that is not healthy is ended (its log kept: a message names it). */
 void pg__pool_release(const struct pg_impl *impl, struct pg_proc *p, int healthy);

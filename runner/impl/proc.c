@@ -303,8 +303,7 @@ static void end_call(struct pg_proc *p, enum pg_proc_end end, struct pg_proc_res
 
 /* ------------------------------------------------------------------ API */
 
-int pg_proc_start(struct pg_proc *p, const struct pg_proc_spec *s, struct pg_proc_result *r,
-                  struct pg_error *err) {
+int pg_proc_spawn(struct pg_proc *p, const struct pg_proc_spec *s, struct pg_error *err) {
   pg_proc_init(p);
   int sv[2], log_w = -1;
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
@@ -322,14 +321,23 @@ int pg_proc_start(struct pg_proc *p, const struct pg_proc_spec *s, struct pg_pro
     close_all(p, 0);
     return rc;
   }
+  const char *what = s->argv[s->argv[1] && strcmp(s->argv[1], "-c") == 0 ? 2 : 0];
+  snprintf(p->what, sizeof p->what, "%s", what);
+  p->handshake_timeout_s = s->start_timeout_s > 0 ? s->start_timeout_s : 120;
+  p->handshake_pending = 1;
   p->sent_ms = pg_now_ms();
   p->log_mark = 0;
-  double timeout = s->start_timeout_s > 0 ? s->start_timeout_s : 120;
+  return PG_OK;
+}
+
+int pg_proc_handshake(struct pg_proc *p, struct pg_proc_result *r, struct pg_error *err) {
+  if (!p->handshake_pending) return PG_OK;
+  p->handshake_pending = 0;
   char *line = NULL;
-  int got = read_line(p, p->sent_ms + timeout * 1000, &line);
+  int got = read_line(p, p->sent_ms + p->handshake_timeout_s * 1000, &line);
   cJSON *hello = got == 1 ? cJSON_Parse(line) : NULL;
   cJSON *v = cJSON_GetObjectItemCaseSensitive(hello, "phasegate_worker");
-  int ok = cJSON_IsNumber(v) && v->valuedouble == 1;
+  int ok = cJSON_IsNumber(v) && v->valuedouble == 1, rc = PG_OK;
   if (!ok) {
     char ex[100];
     excerpt(line, ex, sizeof ex);
@@ -338,8 +346,7 @@ int pg_proc_start(struct pg_proc *p, const struct pg_proc_spec *s, struct pg_pro
                "{\"phasegate_worker\": 1}", ex);
     end_call(p, got == 0 ? PG_PROC_EXITED : got == -1 ? PG_PROC_TIMEOUT : PG_PROC_PROTOCOL, r);
     rc = pg_error_set(err, PG_EIMPL, "'%s' %s (worker protocol: the first line on fd 4 must "
-                      "be {\"phasegate_worker\": 1}; its log: %s)", s->argv[s->argv[1] &&
-                      strcmp(s->argv[1], "-c") == 0 ? 2 : 0],
+                      "be {\"phasegate_worker\": 1}; its log: %s)", p->what,
                       got == 0 ? "ended before its handshake"
                       : got == -1 ? "sent no handshake in time" : "did not start with the handshake",
                       p->log_path);
@@ -350,6 +357,12 @@ int pg_proc_start(struct pg_proc *p, const struct pg_proc_spec *s, struct pg_pro
   free(line);
   if (!ok) close_all(p, 1);
   return rc;
+}
+
+int pg_proc_start(struct pg_proc *p, const struct pg_proc_spec *s, struct pg_proc_result *r,
+                  struct pg_error *err) {
+  PG_RETURN_IF_ERROR(pg_proc_spawn(p, s, err));
+  return pg_proc_handshake(p, r, err);
 }
 
 int pg__proc_send_line(int fd, const cJSON *o, int attach_fd, int timeout_ms) {

@@ -50,6 +50,9 @@ struct pg_proc {
   double start_ms;             /* how long start-up + handshake took */
   uint64_t log_mark;           /* log size when the current call was sent */
   double sent_ms;
+  int handshake_pending;       /* spawned, handshake not read yet (pg_proc_spawn) */
+  double handshake_timeout_s;
+  char what[256];              /* the command, for messages */
   /* A process this runner did not start (leased from `phasegate serve`) cannot be
    * waited for here: when set, ending it calls this instead of waitpid(). It must
    * kill the process group, fill the exit fields of r (when r is not NULL) with how the
@@ -89,6 +92,12 @@ void pg_proc_result_reset(struct pg_proc_result *r);
  * the runner could not set it up. On any failure p is left stopped. */
 int pg_proc_start(struct pg_proc *p, const struct pg_proc_spec *s, struct pg_proc_result *r,
                   struct pg_error *err);
+
+/* pg_proc_start in two steps, so a process can start while the runner does other
+ * work: spawn returns at once (PG_OK, or PG_EIO/PG_ENOMEM), handshake waits for the
+ * handshake line (same results as pg_proc_start; a no-op when it was read already). */
+int pg_proc_spawn(struct pg_proc *p, const struct pg_proc_spec *s, struct pg_error *err);
+int pg_proc_handshake(struct pg_proc *p, struct pg_proc_result *r, struct pg_error *err);
 
 /* Sends one request: `request` gets "id" added (its id is returned in *id) and goes
  * out as one line; `attach_fd` >= 0 is passed along with it (SCM_RIGHTS). A process

@@ -218,5 +218,6 @@ const struct pg_impl_ops pg__worker_ops = {
     .probe_start = pg__command_probe,
     .start = worker_start,
     .finish = worker_finish,
+    .prestart = pg__pool_prestart,
     .close = pg__pool_close,
 };

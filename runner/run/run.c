@@ -393,6 +393,11 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
   int *sel = NULL, n_sel = 0;
   int ret = load(rc, s, &diags, err);
   if (ret == PG_OK) ret = configure(rc, err);
+  /* The first mode's persistent impl process starts now, while the cases are selected,
+   * the impl checked and the first inputs generated (not with --jobs: the workers fork
+   * and start their own). */
+  if (ret == PG_OK && o->jobs <= 1 && rc->n_modes > 0)
+    pg_impl_prestart(&rc->impl, rc->modes[0], rc->device_id, o->rlimit_as, rc->timeout_s);
   if (ret == PG_OK) ret = select_cases(rc, &sel, &n_sel, err);
   if (ret == PG_OK) {
     s->report_path = o->report_path ? pg_strdup(o->report_path)
