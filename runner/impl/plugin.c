@@ -202,6 +202,21 @@ static void call_free(struct plugin_call *c) {
   free(c);
 }
 
+/* The end of a start: the call runs (rc PG_OK: finish must follow), or it could not be
+ * started (the outputs dropped, the call freed). */
+static int started(struct pg_impl_pending *p, struct plugin_call *c, struct pg_impl_outcome *out,
+                   int rc) {
+  if (rc != PG_OK) {
+    for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&out->outputs[i]);
+    out->n_outputs = 0;
+    call_free(c);
+    return rc;
+  }
+  p->call = c;
+  p->running = 1;
+  return PG_OK;
+}
+
 static size_t page_bytes(void) {
   long page = sysconf(_SC_PAGESIZE);
   return page > 0 ? (size_t)page : 4096;
@@ -245,15 +260,7 @@ static int plugin_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
   struct child_ctx ctx = {impl, req, c->hdr, dl_out, c->symbol};
   struct pg_sandbox_opts so = {req->timeout_s, req->rlimit_as, 0, 0};
   if (rc == PG_OK) rc = pg_sandbox_start(child_main, &ctx, &so, &c->proc, err);
-  if (rc != PG_OK) {
-    for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&out->outputs[i]);
-    out->n_outputs = 0;
-    call_free(c);
-    return rc;
-  }
-  p->call = c;
-  p->running = 1;
-  return PG_OK;
+  return started(p, c, out, rc);
 }
 
 /* The fact of a call whose child did not get to return from the wrapper; 1 if so. */
@@ -584,18 +591,13 @@ static int host_start(struct pg_impl_pending *p, struct plugin_call *c,
   if (rc == PG_OK && rq) rc = host_memory(c, p, out, rq, &send_fd, err);
   if (rc == PG_OK && rq) rc = pg_proc_send(c->host, rq, send_fd, &c->id, err);
   cJSON_Delete(rq);
-  if (rc != PG_OK || !c->host) { /* an error, or the start's fact already recorded */
-    if (rc != PG_OK) {
-      for (int i = 0; i < out->n_outputs; i++) out->outputs[i].dl.data = NULL;
-      for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&out->outputs[i]);
-      out->n_outputs = 0;
-    }
+  if (rc != PG_OK) /* the outputs point into the pool's memory: never freed here */
+    for (int i = 0; i < out->n_outputs; i++) out->outputs[i].dl.data = NULL;
+  if (rc == PG_OK && !c->host) { /* the start's fact is recorded: nothing runs */
     call_free(c);
-    return rc;
+    return PG_OK;
   }
-  p->call = c;
-  p->running = 1;
-  return PG_OK;
+  return started(p, c, out, rc);
 }
 
 static int host_finish(struct pg_impl_pending *p, struct plugin_call *c,

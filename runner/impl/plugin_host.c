@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "impl/plugin_shm.h"
+#include "impl/sandbox.h"
 #include "phasegate/impl.h"
 #include "phasegate/tensor.h"
 
@@ -267,20 +268,8 @@ static int serve(struct host *h, const char *line) {
   return rc;
 }
 
-/* Default dispositions: a sanitizer runtime installs handlers before main; a crash of
- * the impl must end this process with that signal, as it ends a forked child. */
-static void default_signals(void) {
-  static const int sigs[] = {SIGPIPE, SIGINT, SIGTERM, SIGSEGV, SIGBUS, SIGFPE, SIGILL,
-                             SIGABRT, SIGTRAP};
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = SIG_DFL;
-  sigemptyset(&sa.sa_mask);
-  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) sigaction(sigs[i], &sa, NULL);
-}
-
 int main(int argc, char **argv) {
-  default_signals();
+  pg_sandbox_default_signals(); /* a crash of the impl ends the host with its signal */
   const char *fds = getenv("PHASEGATE_WORKER_FDS");
   struct host h;
   memset(&h, 0, sizeof h);

@@ -90,15 +90,7 @@ static int pidfd_open_compat(pid_t pid) {
 
 static void child_setup(const struct pg_sandbox_opts *o, int out_w, int err_w) {
   setpgid(0, 0);
-  /* Default dispositions: the runner (or a sanitizer runtime) may have handlers or
-   * ignore signals; a crash of the impl must end the child with that signal. */
-  static const int sigs[] = {SIGPIPE, SIGINT, SIGTERM, SIGSEGV, SIGBUS, SIGFPE, SIGILL,
-                             SIGABRT, SIGTRAP};
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = SIG_DFL;
-  sigemptyset(&sa.sa_mask);
-  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) sigaction(sigs[i], &sa, NULL);
+  pg_sandbox_default_signals();
   dup2(out_w, STDOUT_FILENO);
   dup2(err_w, STDERR_FILENO);
   if (out_w > STDERR_FILENO) close(out_w);

@@ -12,7 +12,9 @@
 #define PHASEGATE_SANDBOX_H
 
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "phasegate/error.h"
 
@@ -84,6 +86,20 @@ int pg_sandbox_start(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *
                      struct pg_sandbox_proc *p, struct pg_error *err);
 int pg_sandbox_wait(struct pg_sandbox_proc *p, struct pg_sandbox_result *r,
                     struct pg_error *err);
+
+/* Default dispositions for the signals a crash or a stop raises: the runner (or a
+ * sanitizer runtime, before main) may have handlers or ignore them, and an impl that
+ * crashes must end its process with that signal. For a forked child and for the
+ * programs that host impls (the plugin host). */
+static inline void pg_sandbox_default_signals(void) {
+  static const int sigs[] = {SIGPIPE, SIGINT, SIGTERM, SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+                             SIGABRT, SIGTRAP};
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = SIG_DFL;
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) sigaction(sigs[i], &sa, NULL);
+}
 
 /* "SIGSEGV" for SIGSEGV, "signal 42" for unknown numbers (buf holds the latter). */
 const char *pg_signal_name(int signo, char *buf, size_t size);
