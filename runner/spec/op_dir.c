@@ -2,6 +2,7 @@
  * layout custom/<op>/eval/), and applies the CLI's --op-dir / --contract / --suite
  * precedence in one place. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -12,12 +13,16 @@ int pg_op_dir_resolve(const char *dir, char *contract_path, size_t contract_size
                       char *suite_path, size_t suite_size, struct pg_error *err) {
   static const char *const subdirs[] = {"", "/eval"};
   for (size_t i = 0; i < sizeof subdirs / sizeof *subdirs; i++) {
-    char c[4096];
-    snprintf(c, sizeof c, "%s%s/module_interfaces.yaml", dir, subdirs[i]);
-    if (!pg_is_file(c)) continue;
-    snprintf(contract_path, contract_size, "%s", c);
-    if (suite_path) snprintf(suite_path, suite_size, "%s%s/adversarial_suite.json", dir,
-                             subdirs[i]);
+    char *c = pg_path_fmt("%s%s/module_interfaces.yaml", dir, subdirs[i]);
+    if (!c) return pg_error_set(err, PG_ENOMEM, "out of memory");
+    int found = pg_is_file(c);
+    int fits = (size_t)snprintf(contract_path, contract_size, "%s", c) < contract_size;
+    free(c);
+    if (!found) continue;
+    if (fits && suite_path)
+      fits = (size_t)snprintf(suite_path, suite_size, "%s%s/adversarial_suite.json", dir,
+                              subdirs[i]) < suite_size;
+    if (!fits) return pg_error_set(err, PG_ELIMIT, "%.200s…: --op-dir path too long", dir);
     return PG_OK;
   }
   return pg_error_set(err, PG_ENOENT,
@@ -36,7 +41,9 @@ int pg_op_paths_resolve(const char *op_dir, const char *contract, const char *su
       return pg_error_set(err, PG_EINVAL, "--contract: path too long");
     const char *slash = strrchr(contract, '/');
     int dir_len = slash ? (int)(slash - contract) + 1 : 0;
-    snprintf(suite_path, suite_size, "%.*sadversarial_suite.json", dir_len, contract);
+    if ((size_t)snprintf(suite_path, suite_size, "%.*sadversarial_suite.json", dir_len,
+                         contract) >= suite_size)
+      return pg_error_set(err, PG_EINVAL, "--contract: path too long");
   } else {
     int rc = pg_op_dir_resolve(op_dir, contract_path, contract_size, suite_path, suite_size, err);
     if (rc != PG_OK) return rc;
