@@ -142,7 +142,10 @@ struct pg_impl_outcome {
   struct pg_tensor outputs[PG_IMPL_MAX_OUTPUTS]; /* DONE: in declared order */
   int n_outputs;
   struct pg_sandbox_result sandbox; /* captured stdout/stderr, exit status, signal, wall time */
-  double wall_ms;
+  double wall_ms;            /* the call alone (persistent: from request to answer) */
+  double startup_ms;         /* persistent: the start-up of the process this call was the
+                                first of (exec, import, device context, handshake); 0 when
+                                the process had served calls before */
   char *work_dir;            /* exec with keep_work: the case directory (owned), else NULL */
 };
 

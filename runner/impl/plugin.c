@@ -589,6 +589,7 @@ static int host_start(struct pg_impl_pending *p, struct plugin_call *c,
   cJSON *rq = c->host ? host_request(c, p->req) : NULL;
   if (c->host && !rq) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
   if (rc == PG_OK && rq) rc = host_memory(c, p, out, rq, &send_fd, err);
+  if (c->host) out->startup_ms = c->host->calls == 0 ? c->host->start_ms : 0;
   if (rc == PG_OK && rq) rc = pg_proc_send(c->host, rq, send_fd, &c->id, err);
   cJSON_Delete(rq);
   if (rc != PG_OK) /* the outputs point into the pool's memory: never freed here */

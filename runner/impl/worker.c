@@ -108,6 +108,7 @@ static int worker_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
   }
   if (rc == PG_OK && c->proc) {
     c->log_path = pg_strdup(c->proc->log_path);
+    out->startup_ms = c->proc->calls == 0 ? c->proc->start_ms : 0;
     rc = pg_proc_send(c->proc, request, -1, &c->id, err);
   }
   cJSON_Delete(request);

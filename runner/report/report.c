@@ -205,6 +205,7 @@ cJSON *pg_report_check_json(const struct pg_case_result *r) {
     if (bn) cJSON_AddStringToObject(mo, "failing_module_boundary", bn);
     cJSON_AddStringToObject(mo, "summary", m->summary);
     add_num(mo, "duration_ms", m->impl_ms);
+    if (m->startup_ms > 0) add_num(mo, "startup_ms", m->startup_ms); /* apart from the call */
     if (m->timed_out) cJSON_AddBoolToObject(mo, "timed_out", 1);
     if (m->signo) cJSON_AddNumberToObject(mo, "signal", m->signo);
     cJSON_AddNumberToObject(mo, "exit_code", m->exit_code);

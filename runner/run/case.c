@@ -422,6 +422,7 @@ static void run_mode(struct case_run *c, int mi) {
     pg__classify_mode_error(m, msg);
   } else {
     m->impl_ms = op->wall_ms;
+    m->startup_ms = op->startup_ms;
     m->exit_code = op->sandbox.exit_code;
     m->signo = op->sandbox.signo;
     m->timed_out = op->sandbox.timed_out;

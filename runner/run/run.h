@@ -74,6 +74,7 @@ struct pg_mode_result {
   struct pg_tensor_check *tensors;
   int n_tensors;
   double impl_ms;
+  double startup_ms;          /* persistent impls: the process start this call paid */
   int exit_code, signo, timed_out;
   char *captured;             /* impl stdout + stderr tail, redacted; owned */
   int failing_boundary;       /* earliest failing module boundary found (0 = unknown) */
