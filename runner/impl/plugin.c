@@ -105,14 +105,6 @@ static void release_mapping(struct pg_tensor *t) {
   if (t->owned) munmap(t->owned, (size_t)(uintptr_t)t->release_ctx);
 }
 
-static void child_log(const pg_call *call, int level, const char *message) {
-  static const char *const names[] = {"debug", "info", "warn", "error"};
-  const char *lv = (level >= 0 && level <= 3) ? names[level] : "log";
-  fprintf(stderr, "[impl %s %s] %s\n", call && call->mode ? call->mode : "", lv,
-          message ? message : "");
-  fflush(stderr);
-}
-
 /* dlopen() of a name without '/' searches the library path, not the current directory
  * that stat() looked at: `plugin:libx.so` means ./libx.so. On failure msg says why. */
 static void *open_plugin(const char *target, char *msg, size_t size) {
@@ -167,7 +159,7 @@ static int child_main(void *vctx) {
   call.dim_names = req->dim_names;
   call.dim_values = req->dim_values;
   call.knobs_json = req->knobs_json ? req->knobs_json : "{}";
-  call.log = child_log;
+  call.log = pg__impl_log;
   c->hdr->stage = STAGE_CALLING;
   int rc = fn(in, req->n_inputs, c->outputs, req->n_outputs, &call);
   c->hdr->rc = rc;

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "impl/plugin_shm.h"
+#include "impl/proc.h"
 #include "impl/sandbox.h"
 #include "phasegate/impl.h"
 #include "phasegate/tensor.h"
@@ -70,12 +71,11 @@ static int take_memory(struct host *h, int fd, char *why, size_t why_size) {
   return 0;
 }
 
-static void host_log(const pg_call *call, int level, const char *message) {
-  static const char *const names[] = {"debug", "info", "warn", "error"};
-  const char *lv = (level >= 0 && level <= 3) ? names[level] : "log";
-  fprintf(stderr, "[impl %s %s] %s\n", call && call->mode ? call->mode : "", lv,
-          message ? message : "");
-  fflush(stderr);
+/* A memory fd passed with the request bytes: the newest wins (an older one is closed). */
+static void keep_fd(void *ctx, int fd) {
+  struct host *h = ctx;
+  if (h->pending_fd >= 0) close(h->pending_fd);
+  h->pending_fd = fd;
 }
 
 /* One line (malloc'ed, no '\n') or NULL at EOF / error. Memory fds arriving with the
@@ -100,27 +100,9 @@ static char *read_line(struct host *h) {
       if (!b) return NULL;
       h->buf = b, h->cap = cap;
     }
-    struct iovec iov = {h->buf + h->len, h->cap - h->len};
-    char ctl[CMSG_SPACE(sizeof(int) * 4)];
-    struct msghdr mh;
-    memset(&mh, 0, sizeof mh);
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = ctl;
-    mh.msg_controllen = sizeof ctl;
-    ssize_t got = recvmsg(h->rfd, &mh, MSG_CMSG_CLOEXEC);
+    ssize_t got = pg__recv_fds(h->rfd, h->buf + h->len, h->cap - h->len, keep_fd, h);
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) return NULL;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-      size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (size_t i = 0; i < n; i++) {
-        int fd;
-        memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-        if (h->pending_fd >= 0) close(h->pending_fd);
-        h->pending_fd = fd;
-      }
-    }
     h->len += (size_t)got;
   }
 }
@@ -199,7 +181,7 @@ static void fill_call(pg_call *call, const cJSON *req, const char **dim_names,
   call->dim_values = dim_values;
   *knobs = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(req, "knobs"));
   call->knobs_json = *knobs ? *knobs : "{}";
-  call->log = host_log;
+  call->log = pg__impl_log;
 }
 
 /* Serves one request line. 0 to go on, -1 to stop (the runner is gone). */

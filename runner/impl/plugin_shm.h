@@ -9,6 +9,9 @@
 #define PHASEGATE_IMPL_PLUGIN_SHM_H
 
 #include <stdint.h>
+#include <stdio.h>
+
+#include "phasegate/impl.h"
 
 /* How far the call got; written by the calling process, read by the runner. */
 enum pg_plugin_stage {
@@ -25,5 +28,15 @@ struct pg_plugin_shm_hdr {
   volatile int32_t rc;
   char msg[1024];
 };
+
+/* The pg_call log callback of the process that calls the wrapper: a line on its
+ * stderr, "[impl <mode> <level>] message", captured into the case's output. */
+static inline void pg__impl_log(const pg_call *call, int level, const char *message) {
+  static const char *const names[] = {"debug", "info", "warn", "error"};
+  const char *lv = (level >= 0 && level <= 3) ? names[level] : "log";
+  fprintf(stderr, "[impl %s %s] %s\n", call && call->mode ? call->mode : "", lv,
+          message ? message : "");
+  fflush(stderr);
+}
 
 #endif

@@ -19,6 +19,8 @@
 
 #include <cjson/cJSON.h>
 #include <spawn.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -108,6 +110,33 @@ int pg_proc_send(struct pg_proc *p, cJSON *request, int attach_fd, int64_t *id,
 /* posix_spawnattr_init with the signal state a fresh process must start with (nothing
  * blocked, every signal at its default) plus `flags` (POSIX_SPAWN_SETPGROUP, …). */
 void pg__spawn_attr_init(posix_spawnattr_t *at, short flags);
+
+/* recv() that also takes the descriptors passed with the bytes (SCM_RIGHTS, at most 4
+ * per call; MSG_CMSG_CLOEXEC): each goes to keep_fd(ctx, fd), which owns it. Returns
+ * what recvmsg returns. Header-only: the plugin host uses it too. */
+static inline ssize_t pg__recv_fds(int fd, char *buf, size_t n, void (*keep_fd)(void *, int),
+                                   void *ctx) {
+  struct iovec iov = {buf, n};
+  char ctl[CMSG_SPACE(sizeof(int) * 4)];
+  struct msghdr mh;
+  memset(&mh, 0, sizeof mh);
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = ctl;
+  mh.msg_controllen = sizeof ctl;
+  ssize_t got = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+  if (got < 0) return got;
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < nfd; i++) {
+      int r;
+      memcpy(&r, CMSG_DATA(c) + i * sizeof(int), sizeof r);
+      keep_fd(ctx, r);
+    }
+  }
+  return got;
+}
 
 /* Writes o as one line on a socket (attach_fd >= 0 rides along with SCM_RIGHTS, with
  * the first byte); a socket that stays full for timeout_ms (< 0: forever) counts as

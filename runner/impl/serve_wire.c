@@ -188,6 +188,14 @@ int pg__serve_sock_addr(const char *dir, struct sockaddr_un *sa, int *dirfd) {
 
 /* ------------------------------------------------------------------ lines */
 
+/* The first descriptor passed goes to *(int *)ctx (when ctx is not NULL and it is still
+ * -1); any other is closed. */
+static void keep_first_fd(void *ctx, int fd) {
+  int *got_fd = ctx;
+  if (got_fd && *got_fd < 0) *got_fd = fd;
+  else close(fd);
+}
+
 /* Reads one answer line from the daemon (who sends nothing unasked, so no byte of a
  * later line can arrive with it). A descriptor passed with it lands in *got_fd (when
  * got_fd is not NULL; else it is closed). 1: *out parsed (NULL if not JSON); 0: EOF or
@@ -224,27 +232,9 @@ int pg__serve_recv_json(int fd, int timeout_ms, cJSON **out, int *got_fd) {
       if (!b) break;
       buf = b, cap *= 2;
     }
-    char ctl[CMSG_SPACE(sizeof(int) * 4)];
-    struct iovec iov = {buf + len, cap - len - 1};
-    struct msghdr mh;
-    memset(&mh, 0, sizeof mh);
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = ctl;
-    mh.msg_controllen = sizeof ctl;
-    ssize_t got = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+    ssize_t got = pg__recv_fds(fd, buf + len, cap - len - 1, keep_first_fd, got_fd);
     if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (got <= 0) break;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-      size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (size_t i = 0; i < nfd; i++) {
-        int r;
-        memcpy(&r, CMSG_DATA(c) + i * sizeof(int), sizeof r);
-        if (got_fd && *got_fd < 0) *got_fd = r;
-        else close(r);
-      }
-    }
     len += (size_t)got;
     buf[len] = '\0';
     if (memchr(buf, '\n', len)) {

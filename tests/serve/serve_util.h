@@ -19,16 +19,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/base.h"
 #include "impl/proc.h"
 #include "impl/serve.h"
+#include "impl/serve_internal.h"
 
 extern char **environ;
 
-static inline double su_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+static inline double su_now_ms(void) { return pg_now_ms(); }
 
 /* Runs argv (NULL-ended), its stdout+stderr into out (NUL-terminated). Reading to EOF
  * proves a detached daemon kept none of the pipe. Exit code, or -1 when the output did
@@ -86,31 +84,10 @@ static inline int su_cli_exe(const char *exe, char *out, size_t size, ...) {
 }
 
 /* `phasegate ARGS…` (NULL-ended) through su_run. */
-static inline int su_cli(char *out, size_t size, ...) {
-  const char *argv[32];
-  int n = 0;
-  argv[n++] = PG_PHASEGATE;
-  va_list ap;
-  va_start(ap, size);
-  for (const char *a; n < 31 && (a = va_arg(ap, const char *)) != NULL;) argv[n++] = a;
-  va_end(ap);
-  argv[n] = NULL;
-  return su_run(argv, out, size);
-}
+#define su_cli(out, size, ...) su_cli_exe(PG_PHASEGATE, out, size, __VA_ARGS__)
 
-/* 1 when pid no longer runs (gone or a zombie). */
-static inline int su_gone(int pid) {
-  if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH)) return 1;
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return 1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char *rp = strrchr(buf, ')');
-  return rp && (rp[2] == 'Z' || rp[2] == 'X');
-}
+/* 1 when pid no longer runs (gone or a zombie): the daemon's own check. */
+static inline int su_gone(int pid) { return pg__serve_pid_gone(pid); }
 
 static inline int su_wait_gone(int pid, int ms) {
   double until = su_now_ms() + ms;
