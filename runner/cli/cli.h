@@ -47,6 +47,11 @@ int pg_cli_parse_opts(const char *cmd, int argc, char **argv, const struct pg_cl
  * powers of 1024). 0, or -1 when `s` is not one. */
 int pg_cli_parse_bytes(const char *s, uint64_t *out);
 
+/* A finite number >= 0 (positive: > 0) for option `opt` of subcommand `cmd`:
+ * PG_EXIT_PASS, or PG_EXIT_ERROR after printing a usage error naming the option. */
+int pg_cli_parse_number(const char *cmd, const char *opt, const char *s, int positive,
+                        double *out);
+
 /* Every finding of `d`, formatted, one per line on stderr. */
 void pg_cli_print_diags(const struct pg_diags *d);
 

@@ -5,6 +5,7 @@
  * failed before it could produce a finding (file missing, a directory, unreadable) —
  * one "phasegate <cmd>: error: FILE: …" line. */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,4 +66,17 @@ int pg_cli_parse_bytes(const char *s, uint64_t *out) {
   if (*end || v * mul >= 18446744073709551616.0) return -1;
   *out = (uint64_t)(v * mul);
   return 0;
+}
+
+int pg_cli_parse_number(const char *cmd, const char *opt, const char *s, int positive,
+                        double *out) {
+  char *end;
+  errno = 0;
+  double v = s ? strtod(s, &end) : 0.0;
+  if (!s || end == s || *end || errno == ERANGE || !isfinite(v) || v < 0 || (positive && v == 0))
+    return positive ? pg_cli_usage_error(cmd, "%s needs a number > 0, got '%s'", opt, s ? s : "")
+                    : pg_cli_usage_error(cmd, "%s needs a finite number >= 0, got '%s'", opt,
+                                         s ? s : "(nothing)");
+  *out = v;
+  return PG_EXIT_PASS;
 }

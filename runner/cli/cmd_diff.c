@@ -44,17 +44,6 @@ static void usage(FILE *out) {
           "Exit codes: 0 pass, 1 fail (values, shape or dtype), 2 error.\n");
 }
 
-static int parse_num(const char *opt, const char *s, double *out) {
-  char *end;
-  errno = 0;
-  double v = s ? strtod(s, &end) : 0.0;
-  if (!s || end == s || *end || errno == ERANGE || !isfinite(v) || v < 0)
-    return pg_cli_usage_error("diff", "%s needs a finite number >= 0, got '%s'", opt,
-                              s ? s : "(nothing)");
-  *out = v;
-  return PG_EXIT_PASS;
-}
-
 static cJSON *index_json(const int64_t *idx, int ndim) {
   cJSON *a = cJSON_CreateArray();
   for (int i = 0; i < ndim; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)idx[i]));
@@ -152,10 +141,10 @@ int pg_cmd_diff(int argc, char **argv) {
       if (!v) return pg_cli_usage_error("diff", "--rule needs a value");
       rule_s = v, i++;
     } else if (strcmp(a, "--atol") == 0) {
-      if (parse_num(a, v, &atol)) return PG_EXIT_ERROR;
+      if (pg_cli_parse_number("diff", a, v, 0, &atol)) return PG_EXIT_ERROR;
       i++;
     } else if (strcmp(a, "--rtol") == 0) {
-      if (parse_num(a, v, &rtol)) return PG_EXIT_ERROR;
+      if (pg_cli_parse_number("diff", a, v, 0, &rtol)) return PG_EXIT_ERROR;
       i++;
     } else if (strcmp(a, "--threads") == 0) {
       char *end = NULL;

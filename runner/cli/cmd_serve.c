@@ -54,16 +54,6 @@ static void usage(FILE *out) {
           "running, for --status), 2 usage.\n");
 }
 
-static int parse_pos(const char *opt, const char *s, double *out) {
-  char *end;
-  errno = 0;
-  double v = s ? strtod(s, &end) : 0;
-  if (!s || end == s || *end || errno == ERANGE || !isfinite(v) || v <= 0)
-    return pg_cli_usage_error("serve", "%s needs a number > 0, got '%s'", opt, s ? s : "");
-  *out = v;
-  return PG_EXIT_PASS;
-}
-
 /* The daemon's command line: this executable, `serve --foreground --detached` and the
  * options given (the control directory made absolute). */
 static int daemon_argv(int argc, char **argv, const char *control, const char **out,
@@ -141,16 +131,16 @@ int pg_cmd_serve(int argc, char **argv) {
         if (pg_cli_parse_bytes(v, &o.rlimit_as) != 0)
           return pg_cli_usage_error("serve", "--memory-limit: expected a byte count, got '%s'", v);
       } else if (strcmp(a, "--slots") == 0) {
-        if (parse_pos(a, v, &x) != PG_EXIT_PASS) return PG_EXIT_ERROR;
+        if (pg_cli_parse_number("serve", a, v, 1, &x) != PG_EXIT_PASS) return PG_EXIT_ERROR;
         if (x != floor(x) || x > 1024)
           return pg_cli_usage_error("serve", "--slots needs a whole number 1..1024, got '%s'", v);
         o.slots = (int)x;
       } else if (strcmp(a, "--idle-timeout") == 0) {
-        if (parse_pos(a, v, &o.idle_timeout_s) != PG_EXIT_PASS) return PG_EXIT_ERROR;
+        if (pg_cli_parse_number("serve", a, v, 1, &o.idle_timeout_s) != PG_EXIT_PASS) return PG_EXIT_ERROR;
       } else if (strcmp(a, "--start-timeout") == 0) {
-        if (parse_pos(a, v, &o.start_timeout_s) != PG_EXIT_PASS) return PG_EXIT_ERROR;
+        if (pg_cli_parse_number("serve", a, v, 1, &o.start_timeout_s) != PG_EXIT_PASS) return PG_EXIT_ERROR;
       } else if (strcmp(a, "--timeout") == 0) {
-        if (parse_pos(a, v, &stop_timeout) != PG_EXIT_PASS) return PG_EXIT_ERROR;
+        if (pg_cli_parse_number("serve", a, v, 1, &stop_timeout) != PG_EXIT_PASS) return PG_EXIT_ERROR;
       } else {
         return pg_cli_usage_error("serve", "unknown option '%s' (see --help)", a);
       }
