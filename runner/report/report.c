@@ -276,7 +276,7 @@ static void sort_checks(cJSON *checks) {
   free(items);
 }
 
-cJSON *pg_report_build(const struct pg_report_meta *m, cJSON *checks) {
+cJSON *pg_report_build(const struct pg_run_phase *m, cJSON *checks) {
   cJSON *r = cJSON_CreateObject();
   if (!r) {
     cJSON_Delete(checks);
@@ -422,7 +422,7 @@ static int lock_report(const char *path, int *lfd, struct pg_error *err) {
 
 /* The checks of an existing report at path for the same op and phase, except those of
  * `cases` (which replace them), then those of `cases`. */
-static cJSON *merged_checks(const char *path, const struct pg_report_meta *m,
+static cJSON *merged_checks(const char *path, const struct pg_run_phase *m,
                             const struct pg_case_result *cases, int n) {
   cJSON *checks = cJSON_CreateArray();
   char *old = read_file(path, &report_oom);
@@ -481,7 +481,7 @@ static int write_atomic(const char *path, const char *text, struct pg_error *err
   return rc;
 }
 
-int pg_report_merge_write(const char *path, const struct pg_report_meta *m,
+int pg_report_merge_write(const char *path, const struct pg_run_phase *m,
                           const struct pg_case_result *cases, int n, struct pg_error *err) {
   int lfd;
   PG_RETURN_IF_ERROR(lock_report(path, &lfd, err));
@@ -505,10 +505,7 @@ int pg_report_merge_write(const char *path, const struct pg_report_meta *m,
 
 int pg_report_persist(const char *path, const struct pg_run_phase *ph,
                       const struct pg_case_result *cases, int n, struct pg_error *err) {
-  struct pg_report_meta m = {ph->op,           ph->impl_spec,     ph->up_to_module,
-                             ph->total_modules, ph->tool_version, ph->contract_path,
-                             ph->suite_path,    ph->modes};
-  return pg_report_merge_write(path, &m, cases, n, err);
+  return pg_report_merge_write(path, ph, cases, n, err);
 }
 
 struct pg_run_hooks pg_report_hooks(void) {

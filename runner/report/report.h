@@ -18,14 +18,8 @@
 
 #define PG_REPORT_SCHEMA_VERSION 1
 
-struct pg_report_meta {
-  const char *op;
-  const char *impl_spec;
-  int up_to_module, total_modules;
-  const char *tool_version;
-  const char *contract_path, *suite_path;
-  const char *modes;          /* comma-separated, as requested */
-};
+/* What a report says about its phase is the run's struct pg_run_phase (run/run.h): op,
+ * impl, k, N, tool version, contract and suite paths, modes. */
 
 /* pg_run's hooks as the report room implements them: persist = pg_report_persist,
  * case_lines = pg_report_case_lines, summary_lines = pg_report_summary_lines,
@@ -41,12 +35,12 @@ void pg_report_add_metrics(cJSON *o, const struct pg_cmp_result *c);
 
 /* Builds the whole report around `checks` (an array it takes ownership of), computing
  * cases_total/passed, status, per_mode_status, first_failure and stdout. */
-cJSON *pg_report_build(const struct pg_report_meta *m, cJSON *checks);
+cJSON *pg_report_build(const struct pg_run_phase *m, cJSON *checks);
 
 /* Locks <path>.lock, reads an existing report for the same op and phase, replaces or
  * adds the checks of `cases` by case id, rebuilds the aggregates, sanitizes, writes
  * <path> atomically (temp + rename). Creates parent directories. */
-int pg_report_merge_write(const char *path, const struct pg_report_meta *m,
+int pg_report_merge_write(const char *path, const struct pg_run_phase *m,
                           const struct pg_case_result *cases, int n, struct pg_error *err);
 
 /* The persist hook: pg_report_merge_write with the phase as the report's header. */

@@ -131,8 +131,8 @@ static const char *str(const cJSON *o, const char *k) {
 PG_TEST(report_merge_by_case_id) {
   char path[4096];
   snprintf(path, sizeof path, "%s/attention/M3/evaluation_report.json", pg_test_tmpdir());
-  struct pg_report_meta m = {"attention", "plugin:x.so", 3, 3, "0.1.0", "c.yaml", "s.json",
-                             "sim,npu"};
+  struct pg_run_phase m = {"attention", "plugin:x.so", 3, 3, "0.1.0", "c.yaml", "s.json",
+                             "sim,npu", NULL};
   struct pg_case_result a, b;
   fake_case(&a, "L2_b", 1, PG_VERDICT_PASS, PG_VERDICT_FAIL);
   PG_CHECK_OK(pg_report_merge_write(path, &m, &a, 1, NULL));
@@ -178,7 +178,7 @@ PG_TEST(report_merge_by_case_id) {
 PG_TEST(report_concurrent_writers) {
   char path[4096];
   snprintf(path, sizeof path, "%s/r/evaluation_report.json", pg_test_tmpdir());
-  struct pg_report_meta m = {"op", "plugin:x.so", 1, 2, "0.1.0", NULL, NULL, "sim,npu"};
+  struct pg_run_phase m = {"op", "plugin:x.so", 1, 2, "0.1.0", NULL, NULL, "sim,npu", NULL};
   enum { N = 8 };
   pid_t pids[N];
   for (int i = 0; i < N; i++) {
