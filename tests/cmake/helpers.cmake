@@ -88,16 +88,12 @@ function(pg_ctest_list out build)
   set(${out} "${names}" PARENT_SCOPE)
 endfunction()
 
-# pg_expect_list(<actual list> <expected...>): same elements, any order.
+# pg_expect_set(<what> <actual list> <expected...>): same elements, any order.
 function(pg_expect_set what actual)
   set(expected ${ARGN})
   list(SORT expected)
   list(SORT actual)
-  if(NOT actual STREQUAL expected)
-    string(REPLACE ";" "\n    " a "${actual}")
-    string(REPLACE ";" "\n    " e "${expected}")
-    message(FATAL_ERROR "${what}:\n  expected:\n    ${e}\n  actual:\n    ${a}")
-  endif()
+  pg_expect_list("${what}" "${actual}" ${expected})
 endfunction()
 
 # pg_summary(<out> <text>): the table a verify target printed (PhaseGateSummary.cmake),
