@@ -98,6 +98,17 @@ static void parse_golden(struct pg__sctx *s, struct pg_golden_spec *g, const str
 
 /* ------------------------------------------------------------------ sections */
 
+/* The value of dim k (an integer >= 0, rule 5): 1 with *val set, 0 after a finding. */
+static int dim_value(struct pg__sctx *s, const struct pg__ynode *k, const struct pg__ynode *v,
+                     int64_t *val) {
+  char w[512];
+  snprintf(w, sizeof w, "dim '%s'", k->value);
+  if (!pg__get_int(s, v, w, val)) return 0;
+  if (*val >= 0) return 1;
+  PG__ERR(v, 5, "dim '%s' is %" PRId64 "; dims must be >= 0", k->value, *val);
+  return 0;
+}
+
 static void parse_dims(struct pg__sctx *s, const struct pg__ynode *n) {
   s->has_dims = 1;
   if (pg__ynull(n)) return;
@@ -117,14 +128,8 @@ static void parse_dims(struct pg__sctx *s, const struct pg__ynode *n) {
       PG__ERR(k, 5, "dim name '%.64s' is not an identifier (letters, digits, '_')", k->value);
       continue;
     }
-    char w[512];
-    snprintf(w, sizeof w, "dim '%s'", k->value);
     int64_t val;
-    if (!pg__get_int(s, v, w, &val)) continue;
-    if (val < 0) {
-      PG__ERR(v, 5, "dim '%s' is %" PRId64 "; dims must be >= 0", k->value, val);
-      continue;
-    }
+    if (!dim_value(s, k, v, &val)) continue;
     if (pg_bindings_get(b, k->value, NULL)) continue; /* duplicate key, reported by the parser */
     char *name = pg__sdup(s, k->value);
     if (!name) return;
@@ -202,14 +207,8 @@ static void parse_composition(struct pg__sctx *s, const struct pg__ynode *n) {
         if (s->has_dims && !pg_bindings_get(&c->dims, k->value, NULL))
           PG__ERR(k, 5, "composition shape binds unknown dim '%s' (dims: declares %s)", k->value,
                   s->dims_list[0] ? s->dims_list : "none");
-        char w[512];
-        snprintf(w, sizeof w, "dim '%s'", k->value);
         int64_t val;
-        if (!pg__get_int(s, v, w, &val)) continue;
-        if (val < 0) {
-          PG__ERR(v, 5, "dim '%s' is %" PRId64 "; dims must be >= 0", k->value, val);
-          continue;
-        }
+        if (!dim_value(s, k, v, &val)) continue;
         char *name = pg__sdup(s, k->value);
         if (!name) return;
         b->items[b->count++] = (struct pg_dim_value){name, val, {k->line, k->column}};
