@@ -1,4 +1,4 @@
-/* phasegate tests — the golden cache's size cap (runner/golden_cache.c): size parsing
+/* phasegate tests — the golden cache's size cap (runner/run/golden_cache.c): size parsing
  * and PHASEGATE_CACHE_MAX_BYTES, LRU eviction order, hits refreshing an entry, the cap
  * held across stores, the size estimate sparing rescans (and the daily rescan), stale
  * .tmp-* and .trash-* cleanup, clear, and several processes storing, evicting and

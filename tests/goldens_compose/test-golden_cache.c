@@ -1,4 +1,4 @@
-/* phasegate tests — the on-disk golden cache (runner/golden_cache.c): SHA-256 known
+/* phasegate tests — the on-disk golden cache (runner/run/golden_cache.c): SHA-256 known
  * answers, hit, miss on every key change, damaged entries, and two processes filling
  * the same entry at once. */
 #include <stdio.h>

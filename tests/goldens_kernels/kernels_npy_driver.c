@@ -6,7 +6,7 @@
  * Manifest: one call per line, tab-separated:
  *   <op> TAB <attrs: k=v;k=v or -> TAB <in.npy,in.npy,...> TAB <out.npy>
  * Ints lists are written "0,2,1". The harness's own .npy reader/writer
- * (tests/harness/pg_npy_mini.c) keeps this test independent of runner/npy.c.
+ * (tests/harness/pg_npy_mini.c) keeps this test independent of runner/tensors/npy.c.
  * Usage: kernels_npy_driver MANIFEST   (exit 0 when every call succeeded)
  */
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* tests/harness/pg_npy_mini.c — the test drivers' own .npy reader and writer (see
- * pg_npy_mini.h for why it is not runner/npy.c). */
+ * pg_npy_mini.h for why it is not runner/tensors/npy.c). */
 #include "pg_npy_mini.h"
 
 #include <ctype.h>

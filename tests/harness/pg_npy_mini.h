@@ -1,6 +1,6 @@
 /* tests/harness/pg_npy_mini.h — a small .npy reader and writer for the test drivers
  * of compare/ and goldens/ (the numpy differential tests). It is deliberately not
- * runner/npy.c: those components are tested without runner/, and a bug in the
+ * runner/tensors/npy.c: those components are tested without runner/, and a bug in the
  * product's .npy code must not hide behind the same bug in the test's. Little-endian,
  * C order, format versions 1-3; bfloat16 travels as '<u2' (phasegate's convention). */
 #ifndef PG_NPY_MINI_H

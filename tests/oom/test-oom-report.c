@@ -1,4 +1,4 @@
-/* phasegate tests — out-of-memory sweep of the report writer (runner/report.c):
+/* phasegate tests — out-of-memory sweep of the report writer (runner/report/report.c):
  * pg_report_merge_write into a temp dir, both a fresh report and a merge into an
  * existing one (the other case's checks must survive). cJSON's allocations are
  * counted too (cJSON_InitHooks), so a dropped key or check is caught: every run that

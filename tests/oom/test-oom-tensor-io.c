@@ -1,4 +1,4 @@
-/* phasegate tests — out-of-memory sweeps of tensor I/O (runner/npy.c, safetensors.c):
+/* phasegate tests — out-of-memory sweeps of tensor I/O (runner/tensors/npy.c, safetensors.c):
  * .npy read from a buffer and from a file (every dtype, format 1.0/2.0/3.0, big-endian,
  * with and without mmap) and write; safetensors read (file and buffer) and write;
  * pg_tensor_file_read of a named safetensors entry (present and missing).

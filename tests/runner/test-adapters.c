@@ -1,4 +1,4 @@
-/* Unit tests for runner/adapters: the plugin adapter's classification of every
+/* Unit tests for runner/impl (the adapters): the plugin adapter's classification of every
  * outcome (done, unavailable, crash, hang, overrun, never written, non-zero return,
  * exit, allocation failure, missing symbol), spec parsing, and the exec/replay
  * adapters' structural checks (skipped until .npy I/O is available). */

@@ -1,4 +1,4 @@
-/* Unit tests for runner/report.c and the pure parts of runner/run.c: verdict
+/* Unit tests for runner/report/ and the pure parts of runner/run/: verdict
  * aggregation, divergence fingerprints, device ids from CTest resource groups, the
  * redaction of captured output, the sanitize step, and the locked read-merge-write of
  * a phase report (including concurrent writers). */

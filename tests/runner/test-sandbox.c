@@ -1,4 +1,4 @@
-/* Unit tests for runner/sandbox.c: exit codes, signals, timeouts that kill the whole
+/* Unit tests for runner/impl/sandbox.c: exit codes, signals, timeouts that kill the whole
  * process group, bounded capture, rlimits. */
 #include <signal.h>
 #include <stdio.h>

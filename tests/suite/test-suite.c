@@ -1,5 +1,5 @@
-/* phasegate tests — unit tests for the JSON position scanner (runner/json_pos.c) and
- * the suite loader (runner/suite_json.c): positions, every pg_case field, defaults,
+/* phasegate tests — unit tests for the JSON position scanner (runner/spec/json_pos.c) and
+ * the suite loader (runner/spec/suite_json.c): positions, every pg_case field, defaults,
  * caps, duplicate keys, findings order, and loading without a contract. The
  * data-driven bad/good fixtures are separate CTest tests (suite_check.c). */
 #include <stdlib.h>
