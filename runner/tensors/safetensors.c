@@ -55,17 +55,11 @@ static int cmp_entry(const void *a, const void *b) {
   return x->index - y->index;
 }
 
-/* Parses and validates the header; on PG_OK *tensors holds described (unallocated)
- * tensors and entries their byte ranges relative to the data section. */
-static int parse_header(const char *src, const char *json, size_t len, uint64_t data_len,
-                        struct pg_tensor **tensors, struct st_entry **entries, int *count,
-                        struct pg_error *err) {
-  *tensors = NULL;
-  *entries = NULL;
-  *count = 0;
+/* JSON forbids raw control bytes in strings, and cJSON would cut names at a NUL. */
+static int check_header_bytes(const char *src, const char *json, size_t len,
+                              struct pg_error *err) {
   if (len == 0 || json[0] != '{')
     return pg_error_set(err, PG_EPARSE, "%s: safetensors header must be a JSON object", src);
-  /* JSON forbids raw control bytes in strings; cJSON would cut names at a NUL. */
   for (size_t i = 0; i < len; i++) {
     unsigned char ch = (unsigned char)json[i];
     if (ch < 0x20 && ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r')
@@ -75,140 +69,115 @@ static int parse_header(const char *src, const char *json, size_t len, uint64_t 
       return pg_error_set(err, PG_EPARSE, "%s: safetensors header: \\u0000 in a string at byte %zu",
                           src, 8 + i);
   }
+  return PG_OK;
+}
+
+/* The header text as one JSON object with nothing after it: PG_OK with *root owned. */
+static int parse_header_json(const char *src, const char *json, size_t len, cJSON **root,
+                             struct pg_error *err) {
   const char *end = NULL;
-  cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
-  if (!root) {
+  *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+  if (!*root) {
     const char *at = end; /* cJSON sets it to the error position; its global error
                              pointer (cJSON_GetErrorPtr) is not thread-safe */
     size_t off = at && at >= json && at <= json + len ? (size_t)(at - json) : 0;
     return pg_error_set(err, PG_EPARSE, "%s: safetensors header: JSON syntax error at byte %zu",
                         src, 8 + off);
   }
-  int rc = PG_OK;
   for (const char *p = end; p && p < json + len; p++)
-    if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
-      rc = pg_error_set(err, PG_EPARSE, "%s: safetensors header: text after the JSON object",
-                        src);
-      goto out;
-    }
-  if (!cJSON_IsObject(root)) {
-    rc = pg_error_set(err, PG_EPARSE, "%s: safetensors header must be a JSON object", src);
-    goto out;
-  }
-  int n = 0;
-  for (cJSON *c = root->child; c; c = c->next) n++;
-  struct pg_tensor *ts = calloc((size_t)(n ? n : 1), sizeof *ts);
-  struct st_entry *es = calloc((size_t)(n ? n : 1), sizeof *es);
-  if (!ts || !es) {
-    free(ts);
-    free(es);
-    rc = pg_error_set(err, PG_ENOMEM, "%s: out of memory", src);
-    goto out;
-  }
-  int k = 0;
-  for (cJSON *c = root->child; c; c = c->next) {
-    const char *name = c->string ? c->string : "";
-    for (cJSON *d = root->child; d != c; d = d->next)
-      if (d->string && strcmp(d->string, name) == 0) {
-        rc = pg_error_set(err, PG_EPARSE, "%s: duplicate tensor name '%s'", src, name);
-        goto bad;
-      }
-    if (strcmp(name, "__metadata__") == 0) {
-      if (!cJSON_IsObject(c)) {
-        rc = pg_error_set(err, PG_EPARSE, "%s: __metadata__ must be an object of strings", src);
-        goto bad;
-      }
-      for (cJSON *m = c->child; m; m = m->next)
-        if (!cJSON_IsString(m)) {
-          rc = pg_error_set(err, PG_EPARSE, "%s: __metadata__ value '%s' is not a string", src,
-                            m->string ? m->string : "");
-          goto bad;
-        }
-      continue;
-    }
-    if (!name[0]) {
-      rc = pg_error_set(err, PG_EPARSE, "%s: a tensor has an empty name", src);
-      goto bad;
-    }
-    if (strlen(name) >= PG_NAME_MAX) {
-      rc = pg_error_set(err, PG_ELIMIT, "%s: tensor name longer than %d bytes", src,
-                        PG_NAME_MAX - 1);
-      goto bad;
-    }
-    if (!cJSON_IsObject(c)) {
-      rc = pg_error_set(err, PG_EPARSE, "%s: tensor '%s': entry must be an object", src, name);
-      goto bad;
-    }
-    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(c, "dtype");
-    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(c, "shape");
-    const cJSON *of = cJSON_GetObjectItemCaseSensitive(c, "data_offsets");
-    if (!cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(of)) {
-      rc = pg_error_set(err, PG_EPARSE, "%s: tensor '%s': needs \"dtype\" (string), \"shape\" "
-                        "and \"data_offsets\" (arrays)", src, name);
-      goto bad;
-    }
-    enum pg_dtype t = PG_DTYPE_INVALID;
-    for (size_t i = 0; i < sizeof st_dtypes / sizeof *st_dtypes; i++)
-      if (strcmp(dt->valuestring, st_dtypes[i].code) == 0) t = st_dtypes[i].t;
-    if (t == PG_DTYPE_INVALID) {
-      rc = pg_error_set(err, PG_EDTYPE, "%s: tensor '%s': unsupported dtype '%.32s' (supported: "
+    if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
+      return pg_error_set(err, PG_EPARSE, "%s: safetensors header: text after the JSON object",
+                          src);
+  if (!cJSON_IsObject(*root))
+    return pg_error_set(err, PG_EPARSE, "%s: safetensors header must be a JSON object", src);
+  return PG_OK;
+}
+
+/* __metadata__: an object of strings. */
+static int check_metadata(const char *src, const cJSON *c, struct pg_error *err) {
+  if (!cJSON_IsObject(c))
+    return pg_error_set(err, PG_EPARSE, "%s: __metadata__ must be an object of strings", src);
+  for (const cJSON *m = c->child; m; m = m->next)
+    if (!cJSON_IsString(m))
+      return pg_error_set(err, PG_EPARSE, "%s: __metadata__ value '%s' is not a string", src,
+                          m->string ? m->string : "");
+  return PG_OK;
+}
+
+/* The dtype and shape of tensor entry c. */
+static int entry_type(const char *src, const char *name, const cJSON *dt, const cJSON *sh,
+                      enum pg_dtype *t, int *ndim, int64_t *shape, struct pg_error *err) {
+  *t = PG_DTYPE_INVALID;
+  for (size_t i = 0; i < sizeof st_dtypes / sizeof *st_dtypes; i++)
+    if (strcmp(dt->valuestring, st_dtypes[i].code) == 0) *t = st_dtypes[i].t;
+  if (*t == PG_DTYPE_INVALID)
+    return pg_error_set(err, PG_EDTYPE, "%s: tensor '%s': unsupported dtype '%.32s' (supported: "
                         "F16 BF16 F32 F64 I8 U8 I32 I64 BOOL)", src, name, dt->valuestring);
-      goto bad;
-    }
-    int ndim = cJSON_GetArraySize(sh);
-    if (ndim > PG_MAX_NDIM) {
-      rc = pg_error_set(err, PG_ELIMIT, "%s: tensor '%s': %d dimensions, at most %d supported",
-                        src, name, ndim, PG_MAX_NDIM);
-      goto bad;
-    }
-    int64_t shape[PG_MAX_NDIM];
-    int i = 0;
-    for (const cJSON *d = sh->child; d; d = d->next, i++) {
-      uint64_t v;
-      if (!get_u64(d, &v)) {
-        rc = pg_error_set(err, PG_EPARSE, "%s: tensor '%s': shape[%d] is not a non-negative "
+  *ndim = cJSON_GetArraySize(sh);
+  if (*ndim > PG_MAX_NDIM)
+    return pg_error_set(err, PG_ELIMIT, "%s: tensor '%s': %d dimensions, at most %d supported",
+                        src, name, *ndim, PG_MAX_NDIM);
+  int i = 0;
+  for (const cJSON *d = sh->child; d; d = d->next, i++) {
+    uint64_t v;
+    if (!get_u64(d, &v))
+      return pg_error_set(err, PG_EPARSE, "%s: tensor '%s': shape[%d] is not a non-negative "
                           "integer", src, name, i);
-        goto bad;
-      }
-      shape[i] = (int64_t)v;
-    }
-    uint64_t b, e;
-    if (cJSON_GetArraySize(of) != 2 || !get_u64(of->child, &b) || !get_u64(of->child->next, &e)) {
-      rc = pg_error_set(err, PG_EPARSE, "%s: tensor '%s': data_offsets must be two non-negative "
+    shape[i] = (int64_t)v;
+  }
+  return PG_OK;
+}
+
+/* Tensor entry c (not __metadata__) into *t (described) and *e (its byte range). */
+static int parse_entry(const char *src, const cJSON *c, uint64_t data_len, struct pg_tensor *t,
+                       struct st_entry *e, int index, struct pg_error *err) {
+  const char *name = c->string ? c->string : "";
+  if (!name[0]) return pg_error_set(err, PG_EPARSE, "%s: a tensor has an empty name", src);
+  if (strlen(name) >= PG_NAME_MAX)
+    return pg_error_set(err, PG_ELIMIT, "%s: tensor name longer than %d bytes", src,
+                        PG_NAME_MAX - 1);
+  if (!cJSON_IsObject(c))
+    return pg_error_set(err, PG_EPARSE, "%s: tensor '%s': entry must be an object", src, name);
+  const cJSON *dt = cJSON_GetObjectItemCaseSensitive(c, "dtype");
+  const cJSON *sh = cJSON_GetObjectItemCaseSensitive(c, "shape");
+  const cJSON *of = cJSON_GetObjectItemCaseSensitive(c, "data_offsets");
+  if (!cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(of))
+    return pg_error_set(err, PG_EPARSE, "%s: tensor '%s': needs \"dtype\" (string), \"shape\" "
+                        "and \"data_offsets\" (arrays)", src, name);
+  enum pg_dtype dtype = PG_DTYPE_INVALID;
+  int ndim = 0;
+  int64_t shape[PG_MAX_NDIM] = {0};
+  PG_RETURN_IF_ERROR(entry_type(src, name, dt, sh, &dtype, &ndim, shape, err));
+  uint64_t b, end;
+  if (cJSON_GetArraySize(of) != 2 || !get_u64(of->child, &b) || !get_u64(of->child->next, &end))
+    return pg_error_set(err, PG_EPARSE, "%s: tensor '%s': data_offsets must be two non-negative "
                         "integers", src, name);
-      goto bad;
-    }
-    pg_tensor_init(&ts[k]);
-    pg_tensor_set_name(&ts[k], name);
-    struct pg_error sub;
-    if (pg_tensor_describe(&ts[k], t, ndim, shape, &sub) != PG_OK) {
-      rc = pg_error_set(err, PG_ELIMIT, "%s: tensor '%s': absurd shape (%s)", src, name,
+  pg_tensor_init(t);
+  pg_tensor_set_name(t, name);
+  struct pg_error sub;
+  if (pg_tensor_describe(t, dtype, ndim, shape, &sub) != PG_OK)
+    return pg_error_set(err, PG_ELIMIT, "%s: tensor '%s': absurd shape (%s)", src, name,
                         sub.message);
-      goto bad;
-    }
-    if (b > e || e > data_len) {
-      rc = pg_error_set(err, PG_EPARSE, "%s: tensor '%s': data_offsets [%llu, %llu] outside the "
+  if (b > end || end > data_len)
+    return pg_error_set(err, PG_EPARSE, "%s: tensor '%s': data_offsets [%llu, %llu] outside the "
                         "%llu-byte data section", src, name, (unsigned long long)b,
-                        (unsigned long long)e, (unsigned long long)data_len);
-      goto bad;
-    }
-    if (e - b != ts[k].nbytes) {
-      rc = pg_error_set(err, PG_EPARSE, "%s: tensor '%s': data_offsets span %llu bytes, shape and "
-                        "dtype need %zu", src, name, (unsigned long long)(e - b), ts[k].nbytes);
-      goto bad;
-    }
-    es[k] = (struct st_entry){b, e, k};
-    k++;
-  }
-  /* No overlaps, no holes: sorted by offset the tensors tile the data section. */
+                        (unsigned long long)end, (unsigned long long)data_len);
+  if (end - b != t->nbytes)
+    return pg_error_set(err, PG_EPARSE, "%s: tensor '%s': data_offsets span %llu bytes, shape and "
+                        "dtype need %zu", src, name, (unsigned long long)(end - b), t->nbytes);
+  *e = (struct st_entry){b, end, index};
+  return PG_OK;
+}
+
+/* No overlaps, no holes: sorted by offset the tensors tile the data section. */
+static int check_tiling(const char *src, const struct pg_tensor *ts, const struct st_entry *es,
+                        int k, uint64_t data_len, struct pg_error *err) {
   struct st_entry *sorted = malloc((size_t)(k ? k : 1) * sizeof *sorted);
-  if (!sorted) {
-    rc = pg_error_set(err, PG_ENOMEM, "%s: out of memory", src);
-    goto bad;
-  }
+  if (!sorted) return pg_error_set(err, PG_ENOMEM, "%s: out of memory", src);
   memcpy(sorted, es, (size_t)k * sizeof *sorted);
   qsort(sorted, (size_t)k, sizeof *sorted, cmp_entry);
   uint64_t pos = 0;
+  int rc = PG_OK;
   for (int i = 0; i < k; i++) {
     if (sorted[i].begin < pos) {
       rc = pg_error_set(err, PG_EPARSE, "%s: tensors '%s' and '%s' overlap", src,
@@ -226,17 +195,50 @@ static int parse_header(const char *src, const char *json, size_t len, uint64_t 
     rc = pg_error_set(err, PG_EPARSE, "%s: %llu bytes after the last tensor", src,
                       (unsigned long long)(data_len - pos));
   free(sorted);
-  if (rc != PG_OK) goto bad;
+  return rc;
+}
+
+/* Parses and validates the header; on PG_OK *tensors holds described (unallocated)
+ * tensors and entries their byte ranges relative to the data section. */
+static int parse_header(const char *src, const char *json, size_t len, uint64_t data_len,
+                        struct pg_tensor **tensors, struct st_entry **entries, int *count,
+                        struct pg_error *err) {
+  *tensors = NULL;
+  *entries = NULL;
+  *count = 0;
+  PG_RETURN_IF_ERROR(check_header_bytes(src, json, len, err));
+  cJSON *root = NULL;
+  int rc = parse_header_json(src, json, len, &root, err);
+  if (rc != PG_OK) {
+    cJSON_Delete(root);
+    return rc;
+  }
+  int n = 0;
+  for (cJSON *c = root->child; c; c = c->next) n++;
+  struct pg_tensor *ts = calloc((size_t)(n ? n : 1), sizeof *ts);
+  struct st_entry *es = calloc((size_t)(n ? n : 1), sizeof *es);
+  if (!ts || !es) rc = pg_error_set(err, PG_ENOMEM, "%s: out of memory", src);
+  int k = 0;
+  for (cJSON *c = root->child; rc == PG_OK && c; c = c->next) {
+    const char *name = c->string ? c->string : "";
+    for (cJSON *d = root->child; rc == PG_OK && d != c; d = d->next)
+      if (d->string && strcmp(d->string, name) == 0)
+        rc = pg_error_set(err, PG_EPARSE, "%s: duplicate tensor name '%s'", src, name);
+    if (rc != PG_OK) break;
+    if (strcmp(name, "__metadata__") == 0) rc = check_metadata(src, c, err);
+    else if ((rc = parse_entry(src, c, data_len, &ts[k], &es[k], k, err)) == PG_OK) k++;
+  }
+  if (rc == PG_OK) rc = check_tiling(src, ts, es, k, data_len, err);
+  cJSON_Delete(root);
+  if (rc != PG_OK) {
+    free(ts);
+    free(es);
+    return rc;
+  }
   *tensors = ts;
   *entries = es;
   *count = k;
-  goto out;
-bad:
-  free(ts);
-  free(es);
-out:
-  cJSON_Delete(root);
-  return rc;
+  return PG_OK;
 }
 
 static void normalise_bool(struct pg_tensor *t) {
