@@ -1,7 +1,8 @@
 """The runner's room rules (docs/architecture.md): no include from a room to a room above
 it, no pg__ (room-internal) name used in two rooms, nothing below the runner including
-runner/, no source file over 800 lines in runner/, goldens/, compare/ (generated or
-table files excepted by name below), and every .c of runner/ listed in its CMakeLists.
+runner/, no source file over 800 lines and no function over 120 lines in runner/, goldens/,
+compare/ (tables are data, not functions), and every .c of runner/, goldens/ and
+compare/ listed in its CMakeLists.
 
     python3 rooms.py SOURCE_DIR        exit 0 when every rule holds, 1 with the findings
 """
@@ -13,6 +14,28 @@ import sys
 ORDER = ["cli", "report", "run", "impl", "spec", "tensors", "base"]
 MAX_LINES = 800
 LONG_OK = set()  # files allowed past MAX_LINES (none today)
+MAX_FUNCTION_LINES = 120
+NOT_FUNCTIONS = ("struct ", "enum ", "union ", "typedef ", "static const ", "const ", "#")
+
+
+def functions(path):
+    """(first line, length) of every function definition: a declaration that starts in
+    column 0 and opens a body, up to the '}' in column 0 that closes it."""
+    lines = open(path).read().split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line[:1].isalpha() and "(" in line and not line.startswith(NOT_FUNCTIONS):
+            j = i
+            while j < len(lines) and not lines[j].rstrip().endswith(("{", ";")):
+                j += 1
+            if j < len(lines) and lines[j].rstrip().endswith("{"):
+                k = j + 1
+                while k < len(lines) and not lines[k].startswith("}"):
+                    k += 1
+                yield i + 1, k - i + 1
+                i = k
+        i += 1
 
 
 def main(root):
@@ -38,10 +61,15 @@ def main(root):
         n = sum(1 for _ in open(f))
         if n > MAX_LINES and f not in LONG_OK:
             bad.append(f"{f}: {n} lines (at most {MAX_LINES})")
-    listed = open("runner/CMakeLists.txt").read()
-    for f in glob.glob("runner/*/*.c"):
-        if f[len("runner/"):] not in listed:
-            bad.append(f"{f}: not listed in runner/CMakeLists.txt")
+        for first, n in functions(f):
+            if n > MAX_FUNCTION_LINES:
+                bad.append(f"{f}:{first}: a function of {n} lines (at most {MAX_FUNCTION_LINES})")
+    for comp, pattern in (("runner", "runner/*/*.c"), ("goldens", "goldens/*.c"),
+                          ("compare", "compare/*.c")):
+        listed = open(f"{comp}/CMakeLists.txt").read()
+        for f in glob.glob(pattern):
+            if not re.search(r"(^|[\s(])" + re.escape(f[len(comp) + 1:]) + r"([\s)]|$)", listed):
+                bad.append(f"{f}: not listed in {comp}/CMakeLists.txt")
     for b in bad:
         print(b)
     print(f"rooms: {len(bad)} finding(s)")
