@@ -28,7 +28,7 @@
  *     error               answers "error" in every call
  *     unavailable         answers "unavailable" in every call
  *     no_output           answers "ok" without writing any output
- *   PG_WORKER_LOG=1        one line per call on stderr
+ *   PG_WORKER_LOG=1        one line per call on stderr (call count, id, case, mode, pid)
  *
  * Exit status: 0 at EOF, 2 for a bad environment, 3 for a request that is not a JSON
  * object with an integer "id" (nothing is answered: the runner classifies it).
@@ -334,8 +334,8 @@ int main(void) {
     const char *mode = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "mode"));
     const char *case_id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "case"));
     if (o.log)
-      fprintf(stderr, "pg_worker_c: call %ld (id %ld): case %s, mode %s\n", calls, id,
-              case_id ? case_id : "?", mode ? mode : "?");
+      fprintf(stderr, "pg_worker_c: call %ld (id %ld): case %s, mode %s, pid %ld\n", calls, id,
+              case_id ? case_id : "?", mode ? mode : "?", (long)getpid());
     if (o.segfault || (o.crash_on_call > 0 && calls == o.crash_on_call)) {
       fflush(stderr);
       raise(SIGSEGV);
