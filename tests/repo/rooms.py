@@ -1,6 +1,7 @@
 """The runner's room rules (docs/architecture.md): no include from a room to a room above
 it, no pg__ (room-internal) name used in two rooms, nothing below the runner including
-runner/, no source file over 800 lines and no function over 120 lines in runner/, goldens/,
+runner/, include/phasegate/ declaring only types and inline helpers, no source file over 800
+lines and no function over 120 lines in runner/, goldens/,
 compare/ (tables are data, not functions), and every .c of runner/, goldens/ and
 compare/ listed in its CMakeLists.
 
@@ -70,6 +71,13 @@ def main(root):
         for f in glob.glob(pattern):
             if not re.search(r"(^|[\s(])" + re.escape(f[len(comp) + 1:]) + r"([\s)]|$)", listed):
                 bad.append(f"{f}: not listed in {comp}/CMakeLists.txt")
+    # include/phasegate/ is the ABI: types and inline helpers, no library's functions.
+    for f in glob.glob("include/phasegate/*.h"):
+        text = open(f).read()
+        for m in re.finditer(r"^(?!static|typedef|#|\s|/|\*|struct|enum|union|extern)"
+                             r"[A-Za-z_][^;{}]*\([^;{}]*\);", text, re.M):
+            line = text.count("\n", 0, m.start()) + 1
+            bad.append(f"{f}:{line}: declares a function implemented elsewhere (the ABI is header-only)")
     for b in bad:
         print(b)
     print(f"rooms: {len(bad)} finding(s)")
