@@ -1,4 +1,5 @@
-"""Which process served which call: one persistent worker per (mode, device) by default,
+"""Which process served which call: one persistent worker per (mode, device) by default
+(per job slot with --jobs),
 a fresh one per call with --worker-max-calls 1 or --fresh-process, and the start-up of
 each process reported apart from the call (modes[].startup_ms beside duration_ms).
 
@@ -48,6 +49,11 @@ for mode in ("sim", "npu"):
     check(mine[0][3] is not None and mine[0][3] > 0, f"persistent: the first {mode} call reports startup_ms")
     check(all(g[3] is None for g in mine[1:]), f"persistent: later {mode} calls report no startup_ms")
 check(len({g[2] for g in persistent}) == 2, f"persistent: sim and npu have a process each: {persistent}")
+# --jobs 2: case i runs in job process i % 2, which has its own workers (one per mode).
+jobs = {(g[0], g[1]): g[2] for g in calls("jobs_2", "--jobs", "2")}
+for mode in ("sim", "npu"):
+    check(jobs[("L1_canonical", mode)] == jobs[("L2_fp32", mode)] != jobs[("L2_basic", mode)],
+          f"jobs_2: one {mode} worker per job slot: {jobs}")
 for name, extra in (("max_calls_1", ["--worker-max-calls", "1"]), ("fresh", ["--fresh-process"])):
     got = calls(name, *extra)
     check(len({g[2] for g in got}) == len(got), f"{name}: a new process for every call: {got}")
