@@ -203,17 +203,3 @@ void pg__pool_close(struct pg_impl *impl) {
   free(pool);
   impl->state = NULL;
 }
-
-void pg__proc_to_sandbox(const struct pg_proc_result *r, struct pg_sandbox_result *sr) {
-  sr->timed_out = r->end == PG_PROC_TIMEOUT;
-  sr->exited = r->exited;
-  sr->exit_code = r->exit_code;
-  sr->signaled = r->signaled && !sr->timed_out;
-  sr->signo = r->signo;
-  sr->wall_ms = r->wall_ms;
-  free(sr->err);
-  sr->err = r->captured ? pg_strdup(r->captured) : NULL;
-  sr->err_len = r->captured ? r->captured_len : 0;
-  sr->err_truncated = r->captured_truncated;
-  pg_sandbox_result_scan(sr);
-}

@@ -40,8 +40,5 @@ void *pg__pool_memory(const struct pg_impl *impl, const struct pg_proc *p, size_
  * frees it: the close operation of the persistent adapters. */
 void pg__pool_close(struct pg_impl *impl);
 
-/* Facts of a call that got no proper answer, as a sandbox result (timeout, signal,
- * exit code, captured log), so the adapters classify it as they classify a child. */
-void pg__proc_to_sandbox(const struct pg_proc_result *r, struct pg_sandbox_result *sr);
 
 #endif

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "impl/sandbox.h"
 #include "phasegate/error.h"
 
 #define PG_PROC_FDS "3,4"          /* PHASEGATE_WORKER_FDS as the process sees it */
@@ -137,6 +138,10 @@ static inline ssize_t pg__recv_fds(int fd, char *buf, size_t n, void (*keep_fd)(
   }
   return got;
 }
+
+/* Facts of a call that got no proper answer, as a sandbox result (timeout, signal,
+ * exit code, captured log), so the adapters classify it as they classify a child. */
+void pg__proc_to_sandbox(const struct pg_proc_result *r, struct pg_sandbox_result *sr);
 
 /* Writes o as one line on a socket (attach_fd >= 0 rides along with SCM_RIGHTS, with
  * the first byte); a socket that stays full for timeout_ms (< 0: forever) counts as
