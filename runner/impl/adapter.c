@@ -180,6 +180,14 @@ cJSON *pg__call_json(const struct pg_impl_request *req) {
     cJSON_AddNumberToObject(dims, req->dim_names[i], (double)req->dim_values[i]);
   cJSON *knobs = req->knobs_json ? cJSON_Parse(req->knobs_json) : NULL;
   cJSON_AddItemToObject(r, "knobs", knobs ? knobs : cJSON_CreateObject());
+  if (req->call_file) {
+    cJSON *call = cJSON_AddObjectToObject(r, "call");
+    if (call) {
+      cJSON_AddStringToObject(call, "file", req->call_file);
+      cJSON_AddStringToObject(call, "function", req->call_function ? req->call_function : "");
+      cJSON_AddBoolToObject(call, "cast_outputs", req->call_cast_outputs != 0);
+    }
+  }
   return r;
 }
 

@@ -126,6 +126,11 @@ struct pg_impl_request {
   uint64_t rlimit_as;
   const char *work_dir;                  /* exec: where case dirs go (NULL: $TMPDIR) */
   int keep_work;                         /* exec: keep the case dir afterwards */
+  /* The Python worker's "call" object (tools/python/phasegate/worker.py): the file and
+   * function to call; cast_outputs: cast each returned leaf to its declared dtype (the
+   * goldens do, impls do not). call_file NULL: no "call" in the request. */
+  const char *call_file, *call_function;
+  int call_cast_outputs;
 };
 
 /* Coarse form of the fact: DONE = PG_IMPL_FACT_OK, UNAVAILABLE, FAILED = any other. */
@@ -199,6 +204,13 @@ int pg_impl_check_start(const struct pg_impl *impl, double timeout_s, uint64_t r
                         struct pg_impl_probe *p, struct pg_error *err);
 int pg_impl_check_finish(struct pg_impl_probe *p, struct pg_error *err);
 void pg_impl_check_cancel(struct pg_impl_probe *p);
+
+/* The /bin/sh command that starts phasegate's Python worker (`python -m
+ * phasegate.worker`, tools/python/phasegate/worker.py) with `python` (NULL or "":
+ * $PHASEGATE_PYTHON, else python3), its package found through $PHASEGATE_PYTHONPATH,
+ * else the source tree's tools/python, else where the interpreter finds it installed.
+ * malloc'ed; NULL when out of memory. (impl/proc.c) */
+char *pg_python_worker_command(const char *python);
 
 /* The wrapper symbol a plugin must export: "<op>_module<suffix>_wrapper". */
 void pg_impl_symbol(const char *op, const char *suffix, char *buf, size_t size);
