@@ -216,14 +216,17 @@ void pg_contract_no_golden_reason(const struct pg_contract *c, int k, char *buf,
              expected);
     return;
   }
-  int j = 1;
-  while (j < k && c->modules[j - 1].golden.kind != PG_GOLDEN_NONE) j++;
+  /* module k itself first: in a Python-golden op every module lacks built-in steps,
+   * and what is missing for phase k is its own golden */
+  int j = k;
+  if (c->modules[k - 1].golden.kind != PG_GOLDEN_NONE)
+    for (j = 1; j < k && c->modules[j - 1].golden.kind != PG_GOLDEN_NONE;) j++;
   const struct pg_module *m = &c->modules[j - 1];
   if (j == k)
     snprintf(buf, size, "module %d '%.64s' has no golden: no `golden:` steps or plugin, no %.200s",
              k, m->name ? m->name : "?", expected);
   else
-    snprintf(buf, size, "module %d '%.64s' has no golden (no `golden:` steps or plugin) and phase "
-             "%d has no Python cumulative golden (no %.200s)", j, m->name ? m->name : "?", k,
-             expected);
+    snprintf(buf, size, "phase %d cannot be composed: module %d '%.64s' has no `golden:` steps "
+             "or plugin, and there is no Python cumulative golden %.200s", k, j,
+             m->name ? m->name : "?", expected);
 }
