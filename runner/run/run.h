@@ -188,6 +188,7 @@ struct pg_run_opts {
   int fresh_process;          /* one impl process per call (plugin: forked child) */
   int worker_max_calls;       /* recycle a persistent process after N calls; 0 = never */
   const char *serve_control;  /* `phasegate serve` control directory to lease from */
+  const char *python;         /* python: impls' interpreter (NULL: $PHASEGATE_PYTHON, python3) */
   int no_bisect;              /* do not search earlier boundaries on failure */
   int jobs;                   /* > 1: run cases in that many worker processes */
   const char *self_exe;       /* for repro lines; NULL = "phasegate" */

@@ -159,10 +159,10 @@ def sc_structural(a):
     need_torch()
     w = PyWorker(a.tmp, "structural", a.root)
     try:
-        ans = w.ask(rms_request(a.tmp, 1), "faulty_impl.py")
-        check(ans["status"] == "structural" and "rms_gate_module1_wrapper" in ans["message"],
-              f"missing function: {ans}")
         ans = w.ask(rms_request(a.tmp, 2), "faulty_impl.py")
+        check(ans["status"] == "structural" and "rms_gate_module12_wrapper" in ans["message"],
+              f"missing function: {ans}")
+        ans = w.ask(rms_request(a.tmp, 1), "faulty_impl.py")
         check(ans["status"] == "structural" and "returned 2 output(s)" in ans["message"],
               f"wrong leaf count: {ans}")
         ans = w.ask(rms_request(a.tmp, 1), "faulty_impl.py", function="no_such_function")
@@ -219,15 +219,15 @@ def sc_unavailable(a):
 
 def sc_pypto(a):
     need_torch()
-    for mode, code in (("sim", 1.0), ("npu", 2.0), ("cpu", 0.0)):
+    for mode, seen in (("sim", "SIM"), ("npu", "NPU"), ("cpu", "None")):
         w = PyWorker(a.tmp, f"pypto_{mode}", a.root, mode=mode)
         try:
             req = rms_request(a.tmp, 1, mode=mode)
             ans = w.ask(req, "pypto_impl.py")
             check(ans["status"] == "ok", f"{mode}: {ans}")
-            got = np.load(req["outputs"][0]["path"])
-            check(np.all(got == code), f"{mode}: the impl saw run-mode code {got.flat[0]}, "
-                  f"expected {code}; stderr:\n{w.stderr()}")
+            expect_out(req, "xn", reference(rms_inputs(), 1), np.float16)
+            check(f"pypto_impl: __pypto_run_mode__ = {seen}\n" in w.stderr(),
+                  f"{mode}: the impl did not see run mode {seen}; stderr:\n{w.stderr()}")
         finally:
             w.cleanup()
 

@@ -1,10 +1,10 @@
-"""Impl modules that are wrong on purpose (tests/python_impl): rms_gate phase 1 is
-missing, phase 12 returns two leaves, phase 123 raises; `custom_name` is the
-`::FUNCTION` form; `report_run_mode` answers with what the worker set."""
+"""An impl module that is wrong on purpose (tests/python_impl), for op rms_gate: phase 1
+returns two leaves where the phase has one output, phase 12's function is missing,
+phase 123 raises; `custom_name` is for the `::FUNCTION` form."""
 import sys
 
 
-def rms_gate_module12_wrapper(x, w_norm, w_up):
+def rms_gate_module1_wrapper(x, w_norm, w_up):
     return x, w_norm
 
 
@@ -14,4 +14,4 @@ def rms_gate_module123_wrapper(x, w_norm, w_up):
 
 
 def custom_name(x, w_norm, w_up):
-    return x.float()[:, :1].expand(-1, 1)
+    return x.float()[:, :1]

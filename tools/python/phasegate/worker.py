@@ -73,10 +73,10 @@ class Worker:
             if torch is None:
                 raise Unavailable("mode 'cuda' needs torch, which is not importable here")
             if not torch.cuda.is_available():
-                raise Unavailable("mode 'cuda': torch.cuda.is_available() is False on this "
-                                  "host (no CUDA GPU, driver or CUDA build of torch)")
+                raise Unavailable("torch.cuda.is_available() is False on this host (no CUDA "
+                                  "GPU, driver or CUDA build of torch)")
             if device_id >= torch.cuda.device_count():
-                raise Unavailable(f"mode 'cuda': device {device_id} does not exist "
+                raise Unavailable(f"CUDA device {device_id} does not exist "
                                   f"({torch.cuda.device_count()} CUDA devices)")
             return f"cuda:{device_id}"
         if mode == "npu":
