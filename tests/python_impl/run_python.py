@@ -16,6 +16,8 @@ Scenarios:
   pypto        the stand-in pypto package: the impl sees RunMode.SIM in mode sim, NPU in npu
   numpy        torch not importable (impls/../notorch first on PYTHONPATH): numpy arrays,
                PASS
+  serve        `phasegate serve --impl python:… --python PY` prestarts the worker a run
+               with the same interpreter leases: one pid across two runs
   usage        a missing PATH.py, a bad ::FUNCTION, a missing interpreter: exit 2 naming
                it, before any case runs; PHASEGATE_PYTHON picks the interpreter
 Exit 0 pass, 1 fail, 77 skipped (torch missing).
@@ -147,6 +149,28 @@ def sc_numpy(c):
     for k in (1, 2, 3):
         rc, rep, _ = c.run(k, impl("rms_gate_impl.py"), env=env)
         check(rc == 0 and rep["status"] == "PASS", f"numpy phase {k}: PASS (exit {rc})")
+
+
+def sc_serve(c):
+    ctl = os.path.join(c.a.tmp, "ctl")
+    serve = [c.a.phasegate, "serve", "--control", ctl, "--op-dir", c.op,
+             "--impl", impl("rms_gate_impl.py"), "--python", c.a.python, "--modes", "sim"]
+    r = subprocess.run(serve, capture_output=True, text=True, timeout=60)
+    print(r.stdout, r.stderr)
+    check(r.returncode == 0, f"serve started (exit {r.returncode})")
+    try:
+        pids = set()
+        for _ in range(2):
+            rc, rep, _ = c.run(1, impl("rms_gate_impl.py"), extra=["--serve-control", ctl])
+            check(rc == 0, f"run with --serve-control: PASS (exit {rc})")
+            for _, m in c.calls(rep):
+                pids.update(re.findall(r"pid=(\d+)", m.get("stdout", "")))
+        check(len(pids) == 1, f"one warm worker served both runs: {pids}")
+        st = subprocess.run([c.a.phasegate, "serve", "--control", ctl, "--status"],
+                            capture_output=True, text=True, timeout=30)
+        check("phasegate.worker" in st.stdout, f"the daemon holds the Python worker: {st.stdout}")
+    finally:
+        subprocess.run([c.a.phasegate, "serve", "--control", ctl, "--stop"], timeout=60)
 
 
 def sc_usage(c):
