@@ -23,6 +23,7 @@
   X(plugin)                 \
   X(exec)                   \
   X(worker)                 \
+  X(python)                 \
   X(replay)
 
 #define PG_IMPL_DECLARE(name) extern const struct pg_impl_ops pg__##name##_ops;
@@ -82,6 +83,12 @@ int pg_impl_parse(const char *spec, struct pg_impl *impl, struct pg_error *err) 
 
 const char *pg_impl_kind(const struct pg_impl *impl) {
   return impl && impl->ops ? impl->ops->name : "";
+}
+
+char *pg_impl_process_spec(const struct pg_impl *impl) {
+  if (!impl || !impl->ops) return NULL;
+  if (impl->ops->process_spec) return impl->ops->process_spec(impl);
+  return pg_path_fmt("%s:%s", impl->ops->name, impl->target);
 }
 
 void pg_impl_close(struct pg_impl *impl) {

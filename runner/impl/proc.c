@@ -478,40 +478,6 @@ const char *pg_plugin_host_path(void) {
   return NULL;
 }
 
-/* s in single quotes for /bin/sh ('\'' for each quote inside); NULL when out of memory. */
-static char *sh_quote(const char *s) {
-  size_t n = 3;
-  for (const char *p = s; *p; p++) n += *p == '\'' ? 4 : 1;
-  char *q = malloc(n), *o = q;
-  if (!q) return NULL;
-  *o++ = '\'';
-  for (const char *p = s; *p; p++) {
-    if (*p == '\'') memcpy(o, "'\\''", 4), o += 4;
-    else *o++ = *p;
-  }
-  *o++ = '\'';
-  *o = '\0';
-  return q;
-}
-
-char *pg_python_worker_command(const char *python) {
-  if (!python || !*python) python = getenv("PHASEGATE_PYTHON");
-  if (!python || !*python) python = "python3";
-  const char *dir = getenv("PHASEGATE_PYTHONPATH");
-#ifdef PG_PYTHON_BUILD_PATH
-  if ((!dir || !*dir) && pg_is_file(PG_PYTHON_BUILD_PATH "/phasegate/worker.py"))
-    dir = PG_PYTHON_BUILD_PATH;
-#endif
-  char *qp = sh_quote(python), *qd = dir && *dir ? sh_quote(dir) : NULL;
-  char *cmd = !qp || (dir && *dir && !qd) ? NULL
-              : qd ? pg_path_fmt("PYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH} exec %s -m "
-                                 "phasegate.worker", qd, qp)
-                   : pg_path_fmt("exec %s -m phasegate.worker", qp);
-  free(qp);
-  free(qd);
-  return cmd;
-}
-
 void pg_proc_argv_reset(struct pg_proc_argv *a) {
   for (int i = 0; i < 8; i++) free(a->strings[i]);
   memset(a, 0, sizeof *a);

@@ -161,8 +161,8 @@ char *pg_redact_numbers(const char *text) {
     }
     unsigned char c = (unsigned char)text[i];
     int starts = isdigit(c) || (c == '.' && i + 1 < len && isdigit((unsigned char)text[i + 1]));
-    /* digits inside a word (float32, fp16, x1) are names, not values */
-    int in_word = i > 0 && (isalpha((unsigned char)text[i - 1]) || text[i - 1] == '_');
+    /* digits inside a word (float32, fp16, x_module123_golden) are names, not values */
+    int in_word = i > 0 && (isalnum((unsigned char)text[i - 1]) || text[i - 1] == '_');
     if (!starts || in_word) {
       out[o++] = (char)c;
       i++;

@@ -54,12 +54,12 @@ static int cache_key(const struct pg__run *rc, int k, const struct pg_case *cs,
   const struct pg_py_golden *py =
       pg_contract_phase_golden(&rc->contract, k) == PG_PHASE_GOLDEN_PYTHON
           ? pg_contract_py_golden(&rc->contract, k) : NULL;
-  const char *python = o->python ? o->python : getenv("PHASEGATE_PYTHON");
+  const char *python = pg_python_interpreter(o->python);
   struct pg_golden_cache_key key = {rc->contract_path, o->golden_lib, cs->json, dims, k,
                                     o->reference_bits == 64 ? 64 : 32,
                                     o->tool_version ? o->tool_version : "0",
                                     py ? py->file : NULL, py ? py->function : NULL,
-                                    python ? python : "python3"};
+                                    python};
   struct pg_error e;
   pg_error_clear(&e);
   return pg_golden_cache_key_hash(&key, hash, &e) == PG_OK && hash[0];

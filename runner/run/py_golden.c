@@ -32,11 +32,10 @@ int pg_py_golden_worker_open(const struct pg_py_golden_worker_opts *o,
                              struct pg_py_golden_worker **out, struct pg_error *err) {
   *out = NULL;
   struct pg_py_golden_worker *w = calloc(1, sizeof *w);
-  char *cmd = pg_python_worker_command(o->python);
-  char *spec = cmd ? pg_path_fmt("worker:%s", cmd) : NULL;
-  free(cmd);
-  int rc = !w || !spec ? pg_error_set(err, PG_ENOMEM, "out of memory")
-                       : pg_impl_parse(spec, &w->impl, err);
+  char *spec = NULL;
+  int rc = w ? pg_python_worker_spec(o->python, &spec, err)
+             : pg_error_set(err, PG_ENOMEM, "out of memory");
+  if (rc == PG_OK) rc = pg_impl_parse(spec, &w->impl, err);
   free(spec);
   if (rc != PG_OK) {
     free(w);

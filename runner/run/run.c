@@ -276,6 +276,7 @@ static int load(struct pg__run *rc, struct pg_run_summary *s, struct pg_diags *d
   rc->impl.fresh_process = o->fresh_process;
   rc->impl.max_calls = o->worker_max_calls;
   rc->impl.serve_control = o->serve_control;
+  rc->impl.python = o->python;
   rc->impl.log_dir = o->work_dir;
   /* The plugin's load probe (a fork + dlopen) runs while the contract and suite load;
    * its verdict is collected in check_before_cases. Forked before any thread exists. */

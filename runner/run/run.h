@@ -183,8 +183,6 @@ struct pg_run_opts {
   const char *save_data, *golden_data;
   int reference_bits;         /* 32 or 64 */
   const char *golden_lib;
-  const char *python;         /* the interpreter of Python goldens and python: impls
-                                 (NULL: $PHASEGATE_PYTHON, else python3) */
   int no_golden_cache;
   uint64_t max_bytes;
   int device_id;              /* < 0: from CTEST_RESOURCE_GROUP_0_<TYPE>, else 0 */
@@ -194,6 +192,8 @@ struct pg_run_opts {
   int fresh_process;          /* one impl process per call (plugin: forked child) */
   int worker_max_calls;       /* recycle a persistent process after N calls; 0 = never */
   const char *serve_control;  /* `phasegate serve` control directory to lease from */
+  const char *python;         /* the interpreter of python: impls and Python goldens
+                                 (NULL: $PHASEGATE_PYTHON, python3) */
   int no_bisect;              /* do not search earlier boundaries on failure */
   int jobs;                   /* > 1: run cases in that many worker processes */
   const char *self_exe;       /* for repro lines; NULL = "phasegate" */

@@ -212,7 +212,7 @@ def scenario_golden_errors():
     edit(f"{op}/modules/mm_softmax_module123_golden.py", "def mm_softmax_module123_golden(",
          "def mm_softmax_golden_typo(")
     rc, out, rep = run(op, 3, "--case", "L2_canonical", "--no-golden-cache")
-    check(rc == 2 and "mm_softmax_module123_golden" in out and
+    check(rc == 2 and "has no function 'mm_softmax_module123_golden'" in out and
           (rep.get("first_failure") or {}).get("failure_category") == "infra",
           "a missing golden function is an ERROR naming it", out)
 
