@@ -7,7 +7,10 @@
 #  2. the torch impl (suites/attention/impl/attention_torch.py) in mode cuda:
 #     worker: (torch imported and the context made once) over every case vs exec:
 #     (a process per call) over the first 3 cases, compared per call;
-#  3. the runner's own cost per persistent call around a no-op plugin host and worker.
+#  3. the runner's own cost per persistent call around a no-op plugin host and worker;
+#  4. the pypto-style module (suites/attention/impl/attention_pypto.py) through the
+#     python: adapter in mode cuda, per call, vs the same function called in-process on
+#     the same tensors (tools/bench/bench_python_peer.py), and the run's wall time.
 #
 #   tools/bench/bench_gpu.sh [BUILD_DIR (build/release)]
 # Env: PYTHON (default python3). Needs a CUDA device; prints SKIPPED lines otherwise.
@@ -49,3 +52,25 @@ echo "3. runner cost per persistent call (no-op impl, 1 MiB in and out):"
 PHASEGATE_PLUGIN_HOST="$build/runner/phasegate-plugin-host" \
   "$build/tools/bench/bench_persist" "$build/tools/bench/libbench_noop_plugin.so" \
   "$build/tools/worker/pg_worker_c" 200 1 | sed 's/^/   /'
+
+if "$py" -c 'import torch, numpy' 2>/dev/null; then
+  echo "4. python: adapter, attention M3, mode cuda (attention_pypto.py):"
+  t=$(date +%s%N)
+  "$pg" run --op-dir "$op" --up-to-module 3 --modes cuda --no-golden-cache --python "$py" \
+    --impl "python:$op/impl/attention_pypto.py" --report "$work/py.json" \
+    --save-data "$work/saved" > "$work/last.txt" 2>&1
+  p=$(ms "$t"); echo "   python: $n cases   $p ms  $(tail_line)"
+  "$py" - "$work/py.json" <<'PY'
+import json, statistics, sys
+r = json.load(open(sys.argv[1]))
+calls = [m["duration_ms"] for c in r["checks"] for m in c.get("modes", []) if m.get("mode") == "cuda"]
+starts = [m["startup_ms"] for c in r["checks"] for m in c.get("modes", []) if m.get("startup_ms")]
+if calls:
+    print(f"   phasegate: {len(calls)} calls, median {statistics.median(calls):.3f} ms per call "
+          f"(min {min(calls):.3f}); worker start {sum(starts):.0f} ms once")
+PY
+  "$py" "$root/tools/bench/bench_python_peer.py" "$op/impl/attention_pypto.py" \
+    attention_module123_wrapper "$work/saved" cuda:0 5 | sed 's/^/   /'
+else
+  echo "4. SKIPPED: $py cannot import torch and numpy"
+fi
