@@ -70,7 +70,7 @@ if calls:
           f"(min {min(calls):.3f}); worker start {sum(starts):.0f} ms once")
 PY
   "$py" "$root/tools/bench/bench_python_peer.py" "$op/impl/attention_pypto.py" \
-    attention_module123_wrapper "$work/saved" cuda:0 5 | sed 's/^/   /'
+    attention_module123_wrapper "$work/saved" "${PEER_DEVICE:-cuda:0}" 5 | sed 's/^/   /'
 else
   echo "4. SKIPPED: $py cannot import torch and numpy"
 fi

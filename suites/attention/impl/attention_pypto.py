@@ -7,8 +7,9 @@ worker, with the tensors already on the mode's device (cpu/sim: CPU, cuda: cuda:
     phasegate run --op-dir suites/attention --up-to-module 3 --modes sim,cuda \
         --impl python:suites/attention/impl/attention_pypto.py
 
-Same arithmetic as attention_torch.py: fp16 inputs widened to fp32, fp32 matmuls
-(TF32 off), the probabilities rounded to fp16 before M3 as the golden composes them.
+Same arithmetic as attention_torch.py: inputs widened to fp32, fp32 matmuls (TF32 off),
+the probabilities and the output stored in the inputs' dtype (fp16, or fp32 in the
+suite's fp32 case) before M3, as the golden composes them.
 """
 import torch
 
@@ -21,9 +22,9 @@ def _scores(q, k):
     return torch.matmul(q, k.transpose(-1, -2)) * (1.0 / float(q.shape[-1]) ** 0.5)
 
 
-def _probs(scores):
+def _probs(scores, dtype):
     e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
-    return (e / e.sum(dim=-1, keepdim=True)).to(torch.float16)
+    return (e / e.sum(dim=-1, keepdim=True)).to(dtype)
 
 
 def attention_module1_wrapper(q, k, v):
@@ -31,8 +32,8 @@ def attention_module1_wrapper(q, k, v):
 
 
 def attention_module12_wrapper(q, k, v):
-    return _probs(_scores(q, k))
+    return _probs(_scores(q, k), q.dtype)
 
 
 def attention_module123_wrapper(q, k, v):
-    return torch.matmul(_probs(_scores(q, k)).float(), v.float()).to(torch.float16)
+    return torch.matmul(_probs(_scores(q, k), q.dtype).float(), v.float()).to(v.dtype)
