@@ -187,15 +187,19 @@ cJSON *pg__call_json(const struct pg_impl_request *req) {
     cJSON_AddNumberToObject(dims, req->dim_names[i], (double)req->dim_values[i]);
   cJSON *knobs = req->knobs_json ? cJSON_Parse(req->knobs_json) : NULL;
   cJSON_AddItemToObject(r, "knobs", knobs ? knobs : cJSON_CreateObject());
-  if (req->call_file) {
-    cJSON *call = cJSON_AddObjectToObject(r, "call");
-    if (call) {
-      cJSON_AddStringToObject(call, "file", req->call_file);
-      cJSON_AddStringToObject(call, "function", req->call_function ? req->call_function : "");
-      cJSON_AddBoolToObject(call, "cast_outputs", req->call_cast_outputs != 0);
-    }
-  }
+  if (req->call_file)
+    pg__call_object_add(r, req->call_file, req->call_function, req->call_cast_outputs);
   return r;
+}
+
+int pg__call_object_add(cJSON *request, const char *file, const char *function,
+                        int cast_outputs) {
+  cJSON *call = cJSON_AddObjectToObject(request, "call");
+  if (!call || !cJSON_AddStringToObject(call, "file", file) ||
+      !cJSON_AddStringToObject(call, "function", function ? function : "") ||
+      !cJSON_AddBoolToObject(call, "cast_outputs", cast_outputs != 0))
+    return PG_ENOMEM;
+  return PG_OK;
 }
 
 void pg_impl_outcome_init(struct pg_impl_outcome *o) {

@@ -8,8 +8,8 @@
  * (pg_impl_symbol) or FUNCTION for every phase. The worker imports the module, calls the
  * function with the primary inputs and writes the returned leaves as the outputs; a
  * missing function or a wrong leaf count comes back as "structural". Reports facts;
- * run/classify.c decides. A Python golden is the same call with impl->cast_outputs set
- * (`python:GOLDEN.py::<op>_module<suffix>_golden`): leaves cast to the declared dtypes.
+ * run/classify.c decides. Python goldens send the same "call" object from the request
+ * (run/py_golden.c: one worker for every golden file, leaves cast to declared dtypes).
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -183,12 +183,7 @@ static int add_call(const struct pg_impl_pending *p, cJSON *request) {
   if (!realpath(file, abs)) snprintf(abs, sizeof abs, "%s", file); /* the worker names it */
   if (fn[0]) snprintf(sym, sizeof sym, "%s", fn);
   else pg_impl_symbol(p->req->op, p->req->suffix, sym, sizeof sym);
-  cJSON *call = cJSON_AddObjectToObject(request, "call");
-  if (!call || !cJSON_AddStringToObject(call, "file", abs) ||
-      !cJSON_AddStringToObject(call, "function", sym) ||
-      !cJSON_AddBoolToObject(call, "cast_outputs", p->impl->cast_outputs))
-    return PG_ENOMEM;
-  return PG_OK;
+  return pg__call_object_add(request, abs, sym, 0); /* an impl's dtypes stay as returned */
 }
 
 static int python_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
