@@ -16,7 +16,7 @@ static int boundary_verdict(struct pg__run *rc, int j, const struct pg_case *cs,
   struct pg_impl_output_spec specs[PG_IMPL_MAX_OUTPUTS];
   struct pg_error e;
   pg_error_clear(&e);
-  int n = pg__phase_outputs(rc, j, cs, &d->dims, decls, specs, &e);
+  int n = pg__phase_outputs(&rc->contract, j, cs, &d->dims, decls, specs, &e);
   if (n < 0 || d->dims.count > PG_MAX_DIMS) return -1;
   struct pg_tensor gold[PG_IMPL_MAX_OUTPUTS];
   for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_init(&gold[i]);

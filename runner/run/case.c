@@ -77,10 +77,10 @@ int pg_case_compare(const struct pg_tensor *impl, const struct pg_tensor *ref,
 
 /* ------------------------------------------------------------------ calls and compare */
 
-int pg__phase_outputs(const struct pg__run *rc, int k, const struct pg_case *cs,
+int pg__phase_outputs(const struct pg_contract *c, int k, const struct pg_case *cs,
                       const struct pg_bindings *dims, const struct pg_tensor_decl **decls,
                       struct pg_impl_output_spec *specs, struct pg_error *err) {
-  int n = pg_contract_boundary(&rc->contract, k, decls, PG_IMPL_MAX_OUTPUTS, err);
+  int n = pg_contract_boundary(c, k, decls, PG_IMPL_MAX_OUTPUTS, err);
   if (n < 0) return n;
   for (int i = 0; i < n; i++) {
     specs[i].name = decls[i]->name;
@@ -337,7 +337,7 @@ static int case_prepare(struct case_run *c) {
   if (pg_case_data_bind(&c->d, &rc->contract, cs, &e) != PG_OK)
     return case_error(c, PG_RUN_FACT_RUNNER, "case '%s': cannot bind dims: %.700s", cs->id,
                       e.message);
-  c->n_out = pg__phase_outputs(rc, c->k, cs, &c->d.dims, c->decls, c->specs, &e);
+  c->n_out = pg__phase_outputs(&rc->contract, c->k, cs, &c->d.dims, c->decls, c->specs, &e);
   if (c->n_out < 0) {
     c->n_out = 0;
     return case_error(c, PG_RUN_FACT_RUNNER, "case '%s': boundary of M%d: %.700s", cs->id, c->k,

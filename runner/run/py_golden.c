@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "base/base.h"
-#include "run/run.h"
+#include "run/run_internal.h"
 
 struct pg_py_golden_worker {
   struct pg_impl impl;                   /* worker:<python -m phasegate.worker> */
@@ -56,25 +56,6 @@ void pg_py_golden_worker_close(struct pg_py_golden_worker *w) {
   free(w);
 }
 
-/* The outputs golden k returns (k = 0: the op level, the final outputs), with the
- * case's dtypes and shapes under the bound dims. */
-static int golden_outputs(const struct pg_contract *c, int k, const struct pg_case *cs,
-                          const struct pg_bindings *dims, struct pg_impl_output_spec *specs,
-                          struct pg_error *err) {
-  const struct pg_tensor_decl *decls[PG_IMPL_MAX_OUTPUTS];
-  int n = pg_contract_boundary(c, k ? k : c->n_modules, decls, PG_IMPL_MAX_OUTPUTS, err);
-  for (int i = 0; i < n; i++) {
-    specs[i].name = decls[i]->name;
-    specs[i].dtype = pg_case_dtype(cs, decls[i]);
-    int r = pg_decl_shape(decls[i], dims, &specs[i].ndim, specs[i].shape, err);
-    if (r != PG_OK) {
-      pg_error_prefix(err, "output '%s': ", decls[i]->name);
-      return r;
-    }
-  }
-  return n;
-}
-
 /* err = "Python golden FILE::FUNCTION: <what>", with what the worker wrote behind the
  * number barrier. */
 static int golden_failed(const struct pg_py_golden_worker *w, const struct pg_py_golden *g,
@@ -96,7 +77,9 @@ int pg_py_golden_call(struct pg_py_golden_worker *w, const struct pg_contract *c
   if (d->dims.count > PG_PY_GOLDEN_MAX_DIMS)
     return pg_error_set(err, PG_ELIMIT, "more than %d dims", PG_PY_GOLDEN_MAX_DIMS);
   struct pg_impl_output_spec specs[PG_IMPL_MAX_OUTPUTS];
-  int n = golden_outputs(c, k, cs, &d->dims, specs, err);
+  const struct pg_tensor_decl *decls[PG_IMPL_MAX_OUTPUTS];
+  /* k = 0: the op-level golden returns the final outputs */
+  int n = pg__phase_outputs(c, k ? k : c->n_modules, cs, &d->dims, decls, specs, err);
   if (n < 0) return n;
   const char *names[PG_PY_GOLDEN_MAX_DIMS];
   int64_t values[PG_PY_GOLDEN_MAX_DIMS];

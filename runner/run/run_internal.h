@@ -62,7 +62,7 @@ struct pg__call {
 void pg__run_case(struct pg__run *rc, const struct pg_case *cs, struct pg_case_result *r);
 /* The boundary outputs of phase k for a case: their declarations and specs (n, or a
  * negative code). */
-int pg__phase_outputs(const struct pg__run *rc, int k, const struct pg_case *cs,
+int pg__phase_outputs(const struct pg_contract *c, int k, const struct pg_case *cs,
                       const struct pg_bindings *dims, const struct pg_tensor_decl **decls,
                       struct pg_impl_output_spec *specs, struct pg_error *err);
 /* The request of phase k's call in `mode` (dims->count <= PG_MAX_DIMS). */
