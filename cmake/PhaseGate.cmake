@@ -102,7 +102,7 @@ impl's output at the Mk boundary with the cumulative golden. The cases are liste
     Modes to run (``--modes``); default: the runner's (``sim``).
 
   ``LEVELS <level>...``
-    Only register cases of these levels (``L1``..``L5`` or ``1``..``5``).
+    Only register cases of these levels (``L0``..``L5`` or ``0``..``5``).
 
   ``RESOURCES <group>...``
     CTest ``RESOURCE_GROUPS`` of every case test, e.g. ``npus:1``. Run ctest with
@@ -386,10 +386,10 @@ function(phasegate_add_op op)
 
   set(levels "")
   foreach(l IN LISTS arg_LEVELS)
-    if(l MATCHES "^[Ll]?([1-5])$")
+    if(l MATCHES "^[Ll]?([0-5])$")
       list(APPEND levels "L${CMAKE_MATCH_1}")
     else()
-      message(FATAL_ERROR "phasegate_add_op(${op}): bad level '${l}' (expected L1..L5)")
+      message(FATAL_ERROR "phasegate_add_op(${op}): bad level '${l}' (expected L0..L5)")
     endif()
   endforeach()
   list(REMOVE_DUPLICATES levels)

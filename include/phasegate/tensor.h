@@ -69,13 +69,22 @@ static inline const char *pg_dtype_name(enum pg_dtype t) {
   }
 }
 
-/* Parses the contract vocabulary (DESIGN.md §3 rule 6); "int" means int64.
+/* Parses the contract vocabulary (DESIGN.md §3 rule 6) and the aliases real pypto
+ * contracts, suites and lint fixtures use — the one alias table ("int" is int64).
  * Returns PG_DTYPE_INVALID for anything else. */
 static inline enum pg_dtype pg_dtype_parse(const char *s) {
+  static const struct {
+    const char *name;
+    enum pg_dtype type;
+  } aliases[] = {{"fp16", PG_DTYPE_F16},  {"half", PG_DTYPE_F16},   {"bf16", PG_DTYPE_BF16},
+                 {"fp32", PG_DTYPE_F32},  {"float", PG_DTYPE_F32},  {"fp64", PG_DTYPE_F64},
+                 {"double", PG_DTYPE_F64}, {"i32", PG_DTYPE_I32},   {"i64", PG_DTYPE_I64},
+                 {"int", PG_DTYPE_I64}};
   if (!s) return PG_DTYPE_INVALID;
   for (int t = PG_DTYPE_F32; t < PG_DTYPE_COUNT; t++)
     if (strcmp(s, pg_dtype_name((enum pg_dtype)t)) == 0) return (enum pg_dtype)t;
-  if (strcmp(s, "int") == 0) return PG_DTYPE_I64;
+  for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++)
+    if (strcmp(s, aliases[i].name) == 0) return aliases[i].type;
   return PG_DTYPE_INVALID;
 }
 

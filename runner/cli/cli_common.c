@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "run/run.h"
 
 int pg_cli_parse_opts(const char *cmd, int argc, char **argv, const struct pg_cli_opt *opts,
                       void (*usage)(FILE *out)) {
@@ -42,8 +43,8 @@ int pg_cli_load_op(const char *cmd, const char *contract_path, const char *suite
                    struct pg_contract *c, struct pg_suite *s, struct pg_diags *d) {
   struct pg_error err;
   pg_error_clear(&err);
-  int rc = pg_contract_load(contract_path, c, d, &err);
-  if (rc == PG_OK && suite_path) rc = pg_suite_load(suite_path, c, s, d, &err);
+  /* the one validation `validate` runs too: list, gen and validate never disagree */
+  int rc = pg_op_load(contract_path, suite_path, c, s, d, &err);
   pg_cli_print_diags(d); /* warnings of a valid pair, or every finding */
   if (rc == PG_OK) return PG_EXIT_PASS;
   if (d->n_errors == 0)

@@ -27,12 +27,12 @@ static void list_usage(FILE *out) {
           "Exit 0, or 2 with findings on stderr when the contract or suite is invalid.\n");
 }
 
-/* "L1,L3" or "1,3" -> bit mask of levels (bit n = level n). Returns 0 when malformed. */
+/* "L1,L3" or "1,3" (L0..L5) -> bit mask of levels (bit n = level n). Returns 0 when malformed. */
 static unsigned parse_levels(const char *s) {
   unsigned mask = 0;
   while (*s) {
     if (*s == 'L' || *s == 'l') s++;
-    if (*s < '1' || *s > '5') return 0;
+    if (*s < '0' || *s > '5') return 0;
     mask |= 1u << (*s - '0');
     s++;
     if (*s == ',') {
@@ -225,7 +225,7 @@ static void write_json(FILE *out, const char *op, const struct pg_contract *c,
 int pg_cmd_list(int argc, char **argv) {
   const char *op_dir = NULL, *contract_arg = NULL, *suite_arg = NULL;
   enum list_format format = FORMAT_TEXT;
-  unsigned levels = 0x3e; /* L1..L5 */
+  unsigned levels = 0x3f; /* L0..L5 */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -257,7 +257,7 @@ int pg_cmd_list(int argc, char **argv) {
     } else {
       levels = parse_levels(val);
       if (!levels)
-        return pg_cli_usage_error("list", "--levels takes L1..L5 separated by commas, not '%s'",
+        return pg_cli_usage_error("list", "--levels takes L0..L5 separated by commas, not '%s'",
                                   val);
     }
 #undef IS_OPT

@@ -72,7 +72,7 @@ static int parse_levels(const char *s, unsigned *mask) {
     if (*t == 'L' || *t == 'l') t++;
     char *end;
     long v = strtol(t, &end, 10);
-    if (*end || v < 1 || v > 9) return -1;
+    if (*end || v < 0 || v > 9) return -1;
     *mask |= 1u << v;
   }
   return *mask ? 0 : -1;

@@ -13,8 +13,6 @@
 
 #include "cli.h"
 #include "run/run.h"
-#include "tensors/tensors.h"
-#include "phasegate/goldens.h"
 #include "spec/spec.h"
 
 static void usage(FILE *out) {
@@ -111,39 +109,16 @@ int pg_cmd_validate(int argc, char **argv) {
   char fatal_buf[PG_ERROR_MESSAGE_MAX + 32];
   int n_cases = -1;
 
-  int rc = pg_contract_load(contract_path, &c, &diags, &err);
+  struct pg_suite suite;
+  pg_suite_init(&suite);
+  /* The one validation list, gen and run share (run/check.c). */
+  int rc = pg_op_load(contract_path, suite_path[0] ? suite_path : NULL, &c, &suite, &diags, &err);
   if (rc != PG_OK && diags.n_errors == 0) {
     snprintf(fatal_buf, sizeof fatal_buf, "%s", err.message);
     fatal = fatal_buf;
   }
-  /* Golden steps are only checked on a contract whose structure is sound. */
-  if (rc == PG_OK) {
-    int g = pg_goldens_validate(&c.graph, pg_diags_add_finding, &diags);
-    if (g < 0) {
-      snprintf(fatal_buf, sizeof fatal_buf, "%.900s: checking goldens failed: %s", contract_path,
-               pg_strerror(g));
-      fatal = fatal_buf;
-    }
-  }
-  if (suite_path[0] && !fatal) {
-    struct pg_suite suite;
-    pg_suite_init(&suite);
-    struct pg_error serr;
-    pg_error_clear(&serr);
-    int src = pg_suite_load(suite_path, rc == PG_OK ? &c : NULL, &suite, &diags, &serr);
-    if (src == PG_OK) n_cases = suite.n_cases;
-    /* A cancellation target the generator cannot stress would only fail at run time. */
-    if (src == PG_OK && rc == PG_OK && pg_suite_check_cancellation(&c, &suite, &diags) < 0) {
-      snprintf(fatal_buf, sizeof fatal_buf, "%.900s: checking cancellation_stress: %s",
-               suite_path, pg_strerror(PG_ENOMEM));
-      fatal = fatal_buf;
-    }
-    if (src != PG_OK && diags.n_errors == 0) {
-      snprintf(fatal_buf, sizeof fatal_buf, "%s", serr.message);
-      fatal = fatal_buf;
-    }
-    pg_suite_reset(&suite);
-  }
+  if (rc == PG_OK && suite_path[0]) n_cases = suite.n_cases;
+  pg_suite_reset(&suite);
 
   int ok = diags.n_errors == 0 && !fatal;
   if (json) {

@@ -260,28 +260,25 @@ static int load(struct pg__run *rc, struct pg_run_summary *s, struct pg_diags *d
   PG_RETURN_IF_ERROR(pg_op_paths_resolve(o->op_dir, o->contract_path, o->suite_path,
                                          rc->contract_path, sizeof rc->contract_path,
                                          rc->suite_path, sizeof rc->suite_path, err));
-  ret = pg_contract_load(rc->contract_path, &rc->contract, diags, err);
-  print_diags(rc, diags, &n_printed); /* warnings of a valid contract, or every finding */
+  /* The one validation validate and list run too (run/check.c); a missing suite is
+   * reported after the contract's findings and the phase check. */
+  const char *suite = pg_is_file(rc->suite_path) ? rc->suite_path : NULL;
+  ret = pg_op_load(rc->contract_path, suite, &rc->contract, &rc->suite, diags, err);
+  print_diags(rc, diags, &n_printed); /* warnings of a valid op, or every finding */
   if (ret != PG_OK) {
     s->diagnosed = diags->n_errors > 0;
-    if (!err || !err->message[0]) pg_error_set(err, ret, "%s: invalid contract", rc->contract_path);
+    if (!err || !err->message[0]) pg_error_set(err, ret, "%s: invalid contract or suite",
+                                               rc->contract_path);
     return ret;
   }
   PG_RETURN_IF_ERROR(pg_golden_plan_build(&rc->contract.graph, &rc->plan, err));
   PG_RETURN_IF_ERROR(check_phase(rc, err));
   if (o->inspect) PG_RETURN_IF_ERROR(check_inspect(rc, rc->k, err));
   /* Without a golden cache every case computes its golden: load OpenBLAS (if a golden
-   * step needs it) while the suite is read and the inputs are generated. */
+   * step needs it) while the inputs are generated. */
   if (o->no_golden_cache && !o->golden_data) pg__blas_preload_start(rc, rc->k);
-  if (!pg_is_file(rc->suite_path))
-    return pg_error_set(err, PG_ENOENT, "%s: no suite file", rc->suite_path);
-  ret = pg_suite_load(rc->suite_path, &rc->contract, &rc->suite, diags, err);
-  print_diags(rc, diags, &n_printed);
-  if (ret != PG_OK) {
-    s->diagnosed = diags->n_errors > 0;
-    if (!err || !err->message[0]) pg_error_set(err, ret, "%s: invalid suite", rc->suite_path);
-  }
-  return ret;
+  if (!suite) return pg_error_set(err, PG_ENOENT, "%s: no suite file", rc->suite_path);
+  return PG_OK;
 }
 
 /* Modes, device, golden library and cache. */

@@ -208,6 +208,15 @@ struct pg_run_opts {
  * otherwise. Release `s` with pg_run_summary_reset either way. */
 int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_error *err);
 
+/* The one validation `validate`, `list`, `gen` and `run` share (run/check.c): loads the
+ * contract, checks its golden steps, loads the suite (suite_path may be NULL) against
+ * it and checks every cancellation_stress target, every finding into `d`. Returns
+ * PG_OK (warnings allowed), PG_EVALIDATE / PG_EPARSE when there is an error finding
+ * (err: the first), or PG_ENOENT / PG_EIO / PG_ENOMEM with err only. The caller inits
+ * and resets c, s and d. */
+int pg_op_load(const char *contract_path, const char *suite_path, struct pg_contract *c,
+               struct pg_suite *s, struct pg_diags *d, struct pg_error *err);
+
 /* Device id from CTEST_RESOURCE_GROUP_0 / CTEST_RESOURCE_GROUP_0_<TYPE>, else -1. */
 int pg_run_device_from_env(void);
 

@@ -49,6 +49,14 @@ struct pg__finding {
 
 struct pg__arena;
 
+/* The `rule` of a placeholder finding: printed "(placeholder)", not "(rule N)". */
+#define PG__RULE_PLACEHOLDER 100
+
+/* Where a placeholder's text is: other findings inside it are dropped. */
+struct pg__span {
+  int line, column, end;
+};
+
 struct pg__cctx {
   const char *path;
   struct pg__finding *items;
@@ -56,6 +64,8 @@ struct pg__cctx {
   int n_errors;
   int dropped;             /* findings past PG__CONTRACT_MAX_FINDINGS */
   int oom;                 /* sticky: an allocation failed somewhere */
+  struct pg__span *spans;  /* placeholders reported (contract_placeholder.c) */
+  int n_spans, cap_spans;
   /* the node tree */
   struct pg__arena *arena; /* every node, scalar text and child array, freed at once */
   int n_nodes;
@@ -72,6 +82,19 @@ void pg__cfind(struct pg__cctx *x, enum pg_severity sev, int line, int column, i
  * reported as a rule 8 finding) or PG_ENOMEM. An empty stream leaves root NULL. */
 int pg__yaml_build(struct pg__cctx *x, const char *data, size_t size);
 void pg__yaml_free(struct pg__cctx *x);
+/* Memory from the tree's arena (freed with the tree); NULL when out of memory. */
+void *pg__yarena_alloc(struct pg__cctx *x, size_t size);
+/* contract_merge.c: a closed mapping as PyYAML constructs it: `_` comment keys
+ * dropped, duplicate explicit keys reported, merge keys (<<) expanded. PG_OK,
+ * PG_EPARSE (a limit) or PG_ENOMEM. */
+int pg__ymap_finish(struct pg__cctx *x, struct pg__ynode *map);
+
+/* contract_placeholder.c: reports every unfilled placeholder (an empty document,
+ * TODO, {TODO}, values and keys left TODO); 1 when the whole document is one (the
+ * schema then has nothing to read). */
+int pg__contract_placeholders(struct pg__cctx *x);
+/* Is line:column inside a reported placeholder's text? */
+int pg__in_placeholder(const struct pg__cctx *x, int line, int column);
 
 /* Walks x->root into c, adding findings. */
 void pg__contract_from_tree(struct pg__cctx *x, struct pg_contract *c);
@@ -148,8 +171,17 @@ void pg__check_name(struct pg__sctx *s, const struct pg__ynode *n, const char *w
                     const char *name);
 /* The required `name` key of map into *out (owned), checked. */
 int pg__get_name(struct pg__sctx *s, const struct pg__ynode *map, const char *what, char **out);
+/* The op named by the contract's directory, custom/<op>/ or custom/<op>/eval/ (the
+ * pypto layouts): 1 with the name in out, else 0. */
+int pg__op_from_path(const char *path, char *out, size_t size);
 /* A sequence's entry count, capped at PG__CONTRACT_MAX_LIST (0 on a finding). */
 int pg__list_len(struct pg__sctx *s, const struct pg__ynode *n, const char *what);
+
+/* The value of a dim (an integer >= 0, rule 5) named `what` ("dim 'B'"): 1 with
+ * *val, 0 after a finding. (contract_schema.c) */
+int pg__dim_value(struct pg__sctx *s, const char *what, const struct pg__ynode *v, int64_t *val);
+/* contract_comp.c: the composition_verification section, shapes in every real form. */
+void pg__parse_composition(struct pg__sctx *s, const struct pg__ynode *n);
 
 /* contract_decls.c: a list of tensor declarations of one kind, with their shapes. */
 enum pg__decl_kind { PG__D_PRIMARY, PG__D_INPUT, PG__D_OUTPUT, PG__D_FINAL };

@@ -3,6 +3,7 @@
  * sequences with a length cap), with a finding at the node for anything else; unknown
  * keys warned about with the key a typo probably meant; pypto-only keys accepted
  * silently. Shared by contract_decls.c and contract_schema.c. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,4 +265,36 @@ int pg__list_len(struct pg__sctx *s, const struct pg__ynode *n, const char *what
     return 0;
   }
   return n->n_kids;
+}
+
+/* The op of a contract at .../custom/<op>/module_interfaces.yaml or
+ * .../custom/<op>/eval/module_interfaces.yaml (the pypto layouts), from the path
+ * as given or, when that does not show it, the real path. 1 with the name in out. */
+static int op_from(const char *path, char *out, size_t size) {
+  const char *parts[4] = {NULL}; /* the last directories, innermost first */
+  size_t lens[4] = {0};
+  const char *end = strrchr(path, '/');
+  for (int i = 0; end && end > path && i < 4; i++) {
+    const char *b = end;
+    while (b > path && b[-1] != '/') b--;
+    parts[i] = b;
+    lens[i] = (size_t)(end - b);
+    end = b > path ? b - 1 : NULL;
+  }
+  int k = parts[0] && lens[0] == 4 && memcmp(parts[0], "eval", 4) == 0 ? 1 : 0;
+  if (!parts[k] || !parts[k + 1] || lens[k + 1] != 6 || memcmp(parts[k + 1], "custom", 6) != 0 ||
+      lens[k] == 0 || lens[k] >= size)
+    return 0;
+  memcpy(out, parts[k], lens[k]);
+  out[lens[k]] = '\0';
+  return pg__valid_name(out);
+}
+
+int pg__op_from_path(const char *path, char *out, size_t size) {
+  if (!path) return 0;
+  if (op_from(path, out, size)) return 1;
+  char *real = realpath(path, NULL);
+  int ok = real && op_from(real, out, size);
+  free(real);
+  return ok;
 }

@@ -98,14 +98,11 @@ static void parse_golden(struct pg__sctx *s, struct pg_golden_spec *g, const str
 
 /* ------------------------------------------------------------------ sections */
 
-/* The value of dim k (an integer >= 0, rule 5): 1 with *val set, 0 after a finding. */
-static int dim_value(struct pg__sctx *s, const struct pg__ynode *k, const struct pg__ynode *v,
-                     int64_t *val) {
-  char w[512];
-  snprintf(w, sizeof w, "dim '%s'", k->value);
-  if (!pg__get_int(s, v, w, val)) return 0;
+/* The value of a dim (an integer >= 0, rule 5): 1 with *val set, 0 after a finding. */
+int pg__dim_value(struct pg__sctx *s, const char *what, const struct pg__ynode *v, int64_t *val) {
+  if (!pg__get_int(s, v, what, val)) return 0;
   if (*val >= 0) return 1;
-  PG__ERR(v, 5, "dim '%s' is %" PRId64 "; dims must be >= 0", k->value, *val);
+  PG__ERR(v, 5, "%s is %" PRId64 "; dims must be >= 0", what, *val);
   return 0;
 }
 
@@ -129,7 +126,9 @@ static void parse_dims(struct pg__sctx *s, const struct pg__ynode *n) {
       continue;
     }
     int64_t val;
-    if (!dim_value(s, k, v, &val)) continue;
+    char w[128];
+    snprintf(w, sizeof w, "dim '%s'", k->value);
+    if (!pg__dim_value(s, w, v, &val)) continue;
     if (pg_bindings_get(b, k->value, NULL)) continue; /* duplicate key, reported by the parser */
     char *name = pg__sdup(s, k->value);
     if (!name) return;
@@ -159,64 +158,6 @@ static void parse_tolerance(struct pg__sctx *s, const struct pg__ynode *n, const
   *has = ok;
 }
 
-static void parse_composition(struct pg__sctx *s, const struct pg__ynode *n) {
-  static const char *const keys[] = {"atol", "rtol", "seeds", "shapes", NULL};
-  struct pg_contract *c = s->c;
-  if (!pg__want(s, n, PG__Y_MAP, "'composition_verification'")) return;
-  pg__check_keys(s, n, keys, "'composition_verification'");
-  c->has_composition = 1;
-  const struct pg__ynode *t;
-  if ((t = pg__ymap_get(n, "atol")) &&
-      pg__get_num(s, t, "atol in 'composition_verification'", &c->comp_atol) && c->comp_atol < 0)
-    PG__ERR(t, 8, "atol in 'composition_verification' is negative");
-  if ((t = pg__ymap_get(n, "rtol")) &&
-      pg__get_num(s, t, "rtol in 'composition_verification'", &c->comp_rtol) && c->comp_rtol < 0)
-    PG__ERR(t, 8, "rtol in 'composition_verification' is negative");
-  if ((t = pg__ymap_get(n, "seeds")) && !pg__ynull(t)) {
-    int single = t->kind == PG__Y_SCALAR;
-    int len = single ? 1 : pg__list_len(s, t, "'seeds'");
-    c->comp_seeds = pg__scalloc(s, (size_t)len, sizeof *c->comp_seeds);
-    for (int i = 0; c->comp_seeds && i < len; i++) {
-      int64_t v;
-      if (!pg__get_int(s, single ? t : t->kids[i], "a seed", &v)) continue;
-      if (v < 0) {
-        PG__ERR(single ? t : t->kids[i], 8, "seed %" PRId64 " is negative", v);
-        continue;
-      }
-      c->comp_seeds[c->n_comp_seeds++] = (uint64_t)v;
-    }
-  }
-  if ((t = pg__ymap_get(n, "shapes")) && !pg__ynull(t)) {
-    int len = pg__list_len(s, t, "'shapes'");
-    c->comp_shapes = pg__scalloc(s, (size_t)len, sizeof *c->comp_shapes);
-    if (!c->comp_shapes) return;
-    c->n_comp_shapes = len;
-    for (int i = 0; i < len; i++) {
-      const struct pg__ynode *m = t->kids[i];
-      if (!pg__want(s, m, PG__Y_MAP, "a composition shape")) continue;
-      struct pg_bindings *b = &c->comp_shapes[i];
-      b->items = pg__scalloc(s, (size_t)(m->n_kids / 2), sizeof *b->items);
-      if (!b->items) return;
-      for (int j = 0; j + 1 < m->n_kids; j += 2) {
-        const struct pg__ynode *k = m->kids[j], *v = m->kids[j + 1];
-        if (k->kind != PG__Y_SCALAR || !pg__valid_identifier(k->value) || k->len >= PG_NAME_MAX) {
-          PG__ERR(k, 5, "composition shape key '%.64s' is not a dim name",
-                  k->kind == PG__Y_SCALAR ? k->value : "");
-          continue;
-        }
-        if (s->has_dims && !pg_bindings_get(&c->dims, k->value, NULL))
-          PG__ERR(k, 5, "composition shape binds unknown dim '%s' (dims: declares %s)", k->value,
-                  s->dims_list[0] ? s->dims_list : "none");
-        int64_t val;
-        if (!dim_value(s, k, v, &val)) continue;
-        char *name = pg__sdup(s, k->value);
-        if (!name) return;
-        b->items[b->count++] = (struct pg_dim_value){name, val, {k->line, k->column}};
-      }
-    }
-  }
-}
-
 static void parse_module(struct pg__sctx *s, struct pg_module *m, const struct pg__ynode *n,
                          int pos) {
   static const char *const keys[] = {"id", "name", "description", "inputs", "outputs", "golden",
@@ -241,7 +182,14 @@ static void parse_module(struct pg__sctx *s, struct pg_module *m, const struct p
     }
   }
   if (m->id) snprintf(what, sizeof what, "module %d", m->id);
-  pg__get_name(s, n, what, &m->name);
+  if (pg__ymap_get(n, "name")) {
+    pg__get_name(s, n, what, &m->name);
+  } else { /* real files leave it out: named after its position, as test names need one */
+    char name[32];
+    snprintf(name, sizeof name, "module%d", m->id ? m->id : pos + 1);
+    m->name = pg__sdup(s, name);
+    PG__WARN(n, "%s has no 'name'; it is named '%s'", what, name);
+  }
   if ((t = pg__ymap_get(n, "description")) && t->kind == PG__Y_SCALAR && !pg__ynull(t))
     m->description = pg__sdup(s, t->value);
 
@@ -393,6 +341,14 @@ static void parse_header(struct pg__sctx *s, const struct pg__ynode *root) {
   }
   const struct pg__ynode *op = pg__ymap_get(root, "op"), *op_name = pg__ymap_get(root, "op_name");
   if (!op && !op_name) {
+    char dir_op[PG_NAME_MAX];
+    if (pg__op_from_path(s->x->path, dir_op, sizeof dir_op)) {
+      PG__WARN(root, "the contract has no 'op' (or 'op_name'); using '%s' from its directory "
+               "custom/%s/", dir_op, dir_op);
+      c->op = pg__sdup(s, dir_op);
+      c->op_mark = (struct pg_mark){root->line, root->column};
+      return;
+    }
     PG__ERR(root, 8, "the contract is missing required key 'op' (or 'op_name')");
     return;
   }
@@ -430,10 +386,7 @@ void pg__contract_from_tree(struct pg__cctx *x, struct pg_contract *c) {
   struct pg__sctx sc = {.x = x, .c = c};
   struct pg__sctx *s = &sc;
   const struct pg__ynode *root = x->root, *t;
-  if (!root || pg__ynull(root)) {
-    PG__ERR_AT(1, 1, 8, "the contract is empty; expected a mapping with 'op' and 'modules'");
-    return;
-  }
+  if (pg__contract_placeholders(x)) return; /* empty, TODO, {TODO}: nothing to read */
   if (root->kind != PG__Y_MAP) {
     PG__ERR(root, 8, "the contract must be a mapping with 'op' and 'modules', found %s",
             pg__ykind_name(root));
@@ -452,7 +405,7 @@ void pg__contract_from_tree(struct pg__cctx *x, struct pg_contract *c) {
   if ((t = pg__ymap_get(root, "golden"))) parse_golden(s, &c->op_golden, t, "the op-level golden");
   if ((t = pg__ymap_get(root, "tolerance")))
     parse_tolerance(s, t, "'tolerance'", &c->atol, &c->rtol, &c->has_tolerance);
-  if ((t = pg__ymap_get(root, "composition_verification"))) parse_composition(s, t);
+  if ((t = pg__ymap_get(root, "composition_verification"))) pg__parse_composition(s, t);
   if ((t = pg__ymap_get(root, "module_count"))) {
     int64_t v;
     if (pg__get_int(s, t, "module_count", &v) && c->modules && v != c->n_modules)

@@ -66,6 +66,9 @@ static void cctx_free(struct pg__cctx *x) {
   free(x->items);
   x->items = NULL;
   x->count = x->capacity = 0;
+  free(x->spans);
+  x->spans = NULL;
+  x->n_spans = x->cap_spans = 0;
   pg__yaml_free(x);
 }
 
@@ -81,7 +84,7 @@ struct pg__arena {
 
 #define ARENA_CHUNK ((size_t)64 << 10)
 
-static void *arena_alloc(struct pg__cctx *x, size_t size) {
+void *pg__yarena_alloc(struct pg__cctx *x, size_t size) {
   size = (size + 15) & ~(size_t)15;
   struct pg__arena *a = x->arena;
   if (!a || a->cap - a->used < size) {
@@ -106,7 +109,7 @@ static void *arena_alloc(struct pg__cctx *x, size_t size) {
 
 static struct pg__ynode *node_new(struct pg__cctx *x, enum pg__ynode_kind kind,
                                   yaml_mark_t mark) {
-  struct pg__ynode *n = arena_alloc(x, sizeof *n);
+  struct pg__ynode *n = pg__yarena_alloc(x, sizeof *n);
   if (!n) return NULL;
   memset(n, 0, sizeof *n);
   n->kind = kind;
@@ -120,7 +123,7 @@ static struct pg__ynode *node_new(struct pg__cctx *x, enum pg__ynode_kind kind,
 static int node_add_kid(struct pg__cctx *x, struct pg__ynode *parent, struct pg__ynode *kid) {
   if (parent->n_kids == parent->cap_kids) {
     int cap = parent->cap_kids ? parent->cap_kids * 2 : 8;
-    struct pg__ynode **kids = arena_alloc(x, (size_t)cap * sizeof *kids);
+    struct pg__ynode **kids = pg__yarena_alloc(x, (size_t)cap * sizeof *kids);
     if (!kids) return PG_ENOMEM;
     if (parent->n_kids) memcpy(kids, parent->kids, (size_t)parent->n_kids * sizeof *kids);
     parent->kids = kids;
@@ -138,44 +141,6 @@ void pg__yaml_free(struct pg__cctx *x) {
   }
   x->n_nodes = 0;
   x->root = NULL;
-}
-
-struct key_ref {
-  const struct pg__ynode *key;
-  int index;
-};
-
-static int key_ref_cmp(const void *a, const void *b) {
-  const struct key_ref *p = a, *q = b;
-  size_t n = p->key->len < q->key->len ? p->key->len : q->key->len;
-  int c = memcmp(p->key->value, q->key->value, n);
-  if (c) return c;
-  if (p->key->len != q->key->len) return p->key->len < q->key->len ? -1 : 1;
-  return p->index - q->index;
-}
-
-/* Reports every repeated scalar key of a finished mapping, at the later occurrence.
- * Sorting keeps this O(k log k) for huge mappings. */
-static int check_duplicate_keys(struct pg__cctx *x, const struct pg__ynode *map) {
-  int n = map->n_kids / 2;
-  if (n < 2) return PG_OK;
-  struct key_ref *refs = malloc((size_t)n * sizeof *refs);
-  if (!refs) return PG_ENOMEM;
-  int m = 0;
-  for (int i = 0; i < n; i++)
-    if (map->kids[2 * i]->kind == PG__Y_SCALAR) refs[m++] = (struct key_ref){map->kids[2 * i], i};
-  qsort(refs, (size_t)m, sizeof *refs, key_ref_cmp);
-  int group = 0; /* index in refs of the first occurrence of the current key */
-  for (int i = 1; i < m; i++) {
-    const struct pg__ynode *a = refs[group].key, *b = refs[i].key;
-    if (a->len == b->len && memcmp(a->value, b->value, a->len) == 0)
-      pg__cfind(x, PG_SEV_ERROR, b->line, b->column, 8, "duplicate key '%.*s' (first at line %d)",
-                (int)(b->len > 64 ? 64 : b->len), b->value, a->line);
-    else
-      group = i;
-  }
-  free(refs);
-  return PG_OK;
 }
 
 struct anchor {
@@ -261,7 +226,7 @@ static int new_node(struct ybuild *b, const yaml_event_t *ev, int line, int colu
   if (!node) return PG_ENOMEM;
   if (kind == PG__Y_SCALAR) {
     node->len = ev->data.scalar.length;
-    node->value = arena_alloc(x, node->len + 1);
+    node->value = pg__yarena_alloc(x, node->len + 1);
     if (!node->value) return PG_ENOMEM;
     memcpy(node->value, ev->data.scalar.value, node->len);
     node->value[node->len] = '\0';
@@ -317,10 +282,12 @@ static int on_node(struct ybuild *b, const yaml_event_t *ev, int line, int colum
   return PG_OK;
 }
 
-/* The end of a container: its expanded weight (alias bombs), duplicate keys. */
+/* The end of a container: a mapping finished (comment keys, duplicates, merge keys),
+ * then its expanded weight (alias bombs). */
 static int on_close(struct ybuild *b, struct pg__ynode **out, const yaml_char_t **anchor) {
   struct pg__ynode *node = *out = b->stack[--b->depth];
   *anchor = (const yaml_char_t *)b->stack_anchor[b->depth];
+  if (node->kind == PG__Y_MAP) PG_RETURN_IF_ERROR(pg__ymap_finish(b->x, node));
   uint64_t w = 1;
   for (int i = 0; i < node->n_kids; i++) {
     w += node->kids[i]->weight;
@@ -332,7 +299,6 @@ static int on_close(struct ybuild *b, struct pg__ynode **out, const yaml_char_t 
               "aliases expand the document to more than %d nodes", PG__YAML_MAX_EXPANDED);
     return PG_EPARSE;
   }
-  if (node->kind == PG__Y_MAP && check_duplicate_keys(b->x, node) != PG_OK) return PG_ENOMEM;
   return PG_OK;
 }
 
@@ -472,14 +438,21 @@ void pg_contract_reset(struct pg_contract *c) {
 static int publish(struct pg__cctx *x, int rc, struct pg_diags *diags, struct pg_error *err) {
   if (x->count > 1) qsort(x->items, (size_t)x->count, sizeof *x->items, finding_cmp);
   const struct pg__finding *first_error = NULL;
+  char first_rule[16] = "";
   for (int i = 0; i < x->count; i++) {
     const struct pg__finding *f = &x->items[i];
+    /* one finding per placeholder: not also "unknown dtype 'TODO'" */
+    if (f->rule != PG__RULE_PLACEHOLDER && pg__in_placeholder(x, f->line, f->column)) continue;
     char rule[16];
-    if (f->rule) snprintf(rule, sizeof rule, "rule %d", f->rule);
+    if (f->rule == PG__RULE_PLACEHOLDER) snprintf(rule, sizeof rule, "placeholder");
+    else if (f->rule) snprintf(rule, sizeof rule, "rule %d", f->rule);
     if (pg_diags_add(diags, f->severity, x->path, f->line, f->column, f->rule ? rule : NULL, "%s",
                      f->message) != PG_OK)
       x->oom = 1;
-    if (f->severity == PG_SEV_ERROR && !first_error) first_error = f;
+    if (f->severity == PG_SEV_ERROR && !first_error) {
+      first_error = f;
+      if (f->rule) snprintf(first_rule, sizeof first_rule, "%s", rule);
+    }
   }
   if (x->dropped)
     pg_diags_add(diags, PG_SEV_NOTE, x->path, 1, 1, NULL,
@@ -490,8 +463,8 @@ static int publish(struct pg__cctx *x, int rc, struct pg_diags *diags, struct pg
   if (rc != PG_OK) {
     if (first_error) {
       if (first_error->rule)
-        pg_error_set_at(err, rc, x->path, first_error->line, first_error->column, "%s (rule %d)",
-                        first_error->message, first_error->rule);
+        pg_error_set_at(err, rc, x->path, first_error->line, first_error->column, "%s (%s)",
+                        first_error->message, first_rule);
       else
         pg_error_set_at(err, rc, x->path, first_error->line, first_error->column, "%s",
                         first_error->message);

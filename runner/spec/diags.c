@@ -70,3 +70,27 @@ int pg_diags_add_finding(void *diags, const char *file, int line, int column, co
                          const char *message) {
   return pg_diags_add(diags, PG_SEV_ERROR, file, line, column, rule, "%s", message);
 }
+
+int pg_spec_placeholder(const char *text, size_t len) {
+  size_t b = 0, e = len;
+  while (b < e && (text[b] == ' ' || text[b] == '\t' || text[b] == '\n' || text[b] == '\r')) b++;
+  while (e > b && (text[e - 1] == ' ' || text[e - 1] == '\t' || text[e - 1] == '\n' ||
+                   text[e - 1] == '\r'))
+    e--;
+  /* one layer of {TODO}, <TODO>, [TODO] */
+  if (e - b >= 2 && ((text[b] == '{' && text[e - 1] == '}') || (text[b] == '<' && text[e - 1] == '>') ||
+                     (text[b] == '[' && text[e - 1] == ']'))) {
+    b++;
+    e--;
+    while (b < e && text[b] == ' ') b++;
+    while (e > b && text[e - 1] == ' ') e--;
+  }
+  if (e - b < 4) return 0;
+  static const char todo[] = "todo";
+  for (int i = 0; i < 4; i++)
+    if ((text[b + (size_t)i] | 0x20) != todo[i]) return 0;
+  if (e - b == 4) return 1;
+  char next = text[b + 4]; /* "TODO: fill in", "TODO(x)"; not "todo_list" */
+  return !((next >= 'a' && next <= 'z') || (next >= 'A' && next <= 'Z') ||
+           (next >= '0' && next <= '9') || next == '_');
+}

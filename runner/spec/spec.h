@@ -60,6 +60,12 @@ void pg_diag_format(const struct pg_diag *diag, char *buf, size_t size);
 int pg_diags_add_finding(void *diags, const char *file, int line, int column, const char *rule,
                          const char *message);
 
+/* Is `text` (len bytes) an unfilled placeholder: TODO (any case, blanks around),
+ * optionally in one layer of {…}, <…> or […], or followed by a non-word character
+ * ("TODO: fill in")? The contract and suite loaders report such values as
+ * "… is still the placeholder TODO (placeholder)". */
+int pg_spec_placeholder(const char *text, size_t len);
+
 /* ---------------------------------------------------------------- contract */
 
 /* The contract: the module graph goldens/ composes (path as given to the loader, `op`

@@ -110,10 +110,11 @@ static void primary_names(const struct pg_contract *c, char *buf, size_t size) {
 
 /* ---------------------------------------------------------------- case fields */
 
+/* 0..5, "L0".."L5" or "l0".."l5" (level 0: the seed's smallest-shape smoke level). */
 static int parse_level(const struct pg__sload *x, int n, int *level) {
   if (is_str(x, n)) {
     const char *s = sval(x, n);
-    if (s[0] == 'L' && s[1] >= '1' && s[1] <= '5' && s[2] == '\0') {
+    if ((s[0] == 'L' || s[0] == 'l') && s[1] >= '0' && s[1] <= '5' && s[2] == '\0') {
       *level = s[1] - '0';
       return 1;
     }
@@ -122,7 +123,7 @@ static int parse_level(const struct pg__sload *x, int n, int *level) {
   if (is_num(x, n)) {
     int neg;
     uint64_t m;
-    if (pg__sexact_int(x, n, &neg, &m) && !neg && m >= 1 && m <= 5) {
+    if (pg__sexact_int(x, n, &neg, &m) && !neg && m <= 5) {
       *level = (int)m;
       return 1;
     }
@@ -215,6 +216,7 @@ static void load_shape(struct pg__sload *x, int on, const char *path,
   for (int n = node_at(x, on)->first_child; n >= 0; n = node_at(x, n)->next_sibling) {
     if (node_at(x, n)->dup_of >= 0) continue;
     const char *dim = kstr(x, n);
+    if (dim[0] == '_') continue; /* a comment */
     int neg;
     uint64_t m;
     if (!is_num(x, n) || !pg__sexact_int(x, n, &neg, &m) || neg ||
@@ -251,14 +253,52 @@ static int known_good_fill(const struct pg__sload *x, const char *spec) {
   return 0;
 }
 
+/* A dtype for every floating primary input the case does not name (the "default" of
+ * a dtype map, or a dtype given as one string), checked, at node n. */
+static void load_default_dtype(struct pg__sload *x, int n, const char *path, const char *what,
+                               struct pg_case *cs) {
+  const struct pg_json_node *nd = node_at(x, n);
+  if (!is_str(x, n)) {
+    pg__sfind(x, PG_SEV_ERROR, nd->line, nd->col, "type", "%s.%s: expected a string, found %s",
+              path, what, pg__skind(x, n));
+    return;
+  }
+  if (pg_dtype_parse(sval(x, n)) == PG_DTYPE_INVALID) {
+    pg__sfind(x, PG_SEV_ERROR, nd->line, nd->col, "dtype",
+              "%s.%s: unknown dtype \"%s\" (float32, float16, bfloat16, float64, int8, uint8, "
+              "int32, int64, bool, int)",
+              path, what, sval(x, n));
+    return;
+  }
+  if (!x->contract) return; /* which inputs are floating is the contract's to say */
+  const struct pg_contract *c = x->contract;
+  struct pg_mark mk = {nd->line, nd->col};
+  for (int i = 0; i < c->n_primary; i++) {
+    const struct pg_tensor_decl *d = &c->primary_inputs[i];
+    if (!d->name || !pg_dtype_is_float(d->dtype)) continue;
+    int named = 0;
+    for (int j = 0; j < cs->n_dtypes && !named; j++) named = strcmp(cs->dtypes[j].name, d->name) == 0;
+    if (!named &&
+        name_value_add(&cs->dtypes, &cs->n_dtypes, c->n_primary, d->name, sval(x, n), mk) != PG_OK)
+      x->oom = 1;
+  }
+}
+
 static void load_name_map(struct pg__sload *x, int on, const char *path,
                           const char *key, struct pg_case *cs) {
   int is_fill = strcmp(key, "fill") == 0;
+  int default_node = -1; /* dtype: {"default": …} */
   for (int n = node_at(x, on)->first_child; n >= 0; n = node_at(x, n)->next_sibling) {
     if (node_at(x, n)->dup_of >= 0) continue;
     const struct pg_json_node *nd = node_at(x, n);
     const char *name = kstr(x, n);
     int ok = 1;
+    if (name[0] == '_') continue; /* a comment */
+    if (!is_fill && strcmp(name, "default") == 0 &&
+        !(x->contract && is_any_tensor(x->contract, name))) {
+      default_node = n;
+      continue;
+    }
     if (!is_str(x, n)) {
       pg__sfind(x, PG_SEV_ERROR, nd->line, nd->col, "type",
                 "%s.%s.%s: expected a string, found %s", path, key, name, pg__skind(x, n));
@@ -313,6 +353,7 @@ static void load_name_map(struct pg__sload *x, int on, const char *path,
                      : name_value_add(&cs->dtypes, &cs->n_dtypes, cap, name, sval(x, n), mk);
     if (rc != PG_OK) x->oom = 1;
   }
+  if (default_node >= 0) load_default_dtype(x, default_node, path, "dtype.default", cs);
 }
 
 static void load_cancellation(struct pg__sload *x, int on, const char *path,
@@ -323,6 +364,7 @@ static void load_cancellation(struct pg__sload *x, int on, const char *path,
     const struct pg_json_node *nd = node_at(x, n);
     if (nd->dup_of >= 0) continue;
     const char *k = kstr(x, n);
+    if (k[0] == '_') continue; /* a comment */
     if (KEY_IS("target") || KEY_IS("expression")) {
       if (!is_str(x, n) || !sval(x, n)[0]) {
         pg__sfind(x, PG_SEV_ERROR, nd->line, nd->col, "type",
@@ -456,10 +498,10 @@ void pg__sload_case(struct pg__sload *x, int on, int index, struct pg_case *cs,
       if (!parse_level(x, n, &cs->level)) {
         if (is_str(x, n) || is_num(x, n))
           pg__sfind(x, PG_SEV_ERROR, nd->line, nd->col, "level",
-                    "%s.level: expected 1..5 or \"L1\"..\"L5\", got %.*s", path,
+                    "%s.level: expected 0..5 or \"L0\"..\"L5\", got %.*s", path,
                     (int)(nd->len > 40 ? 40 : nd->len), x->data + nd->off);
         else
-          pg__stype_error(x, n, "1..5 or \"L1\"..\"L5\"", "%s.level", path);
+          pg__stype_error(x, n, "0..5 or \"L0\"..\"L5\"", "%s.level", path);
       }
     } else if (KEY_IS("precision") || KEY_IS("equal_nan")) {
       if (!is_bool(x, n)) {
@@ -480,6 +522,8 @@ void pg__sload_case(struct pg__sload *x, int on, int index, struct pg_case *cs,
         cs->has_seed = 1;
         cs->seed = m;
       }
+    } else if (KEY_IS("dtype") && is_str(x, n)) {
+      load_default_dtype(x, n, path, "dtype", cs); /* one dtype, every floating input */
     } else if (KEY_IS("shape") || KEY_IS("dtype") || KEY_IS("fill") ||
                KEY_IS("cancellation_stress")) {
       if (!is_obj(x, n)) {
@@ -514,10 +558,11 @@ void pg__sload_case(struct pg__sload *x, int on, int index, struct pg_case *cs,
               path);
   if (!have_level) {
     pg__sfind(x, PG_SEV_ERROR, cn->line, cn->col, "required",
-              "%s: missing required key \"level\" (1..5 or \"L1\"..\"L5\")", path);
+              "%s: missing required key \"level\" (0..5 or \"L0\"..\"L5\")", path);
   }
-  if (cs->level == 0) cs->level = 1;
-  if (!have_precision) cs->precision = cs->level > 1;
+  /* L1 is structural (values not compared) unless it says otherwise; L0 smoke and
+   * L2..L5 compare values, as the seed's runner does. */
+  if (!have_precision) cs->precision = cs->level != 1;
   cs->json = compact_json(x, on);
   if (!cs->json) x->oom = 1;
 }

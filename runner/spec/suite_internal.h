@@ -35,6 +35,11 @@ struct pg__sload {
    * suites repeat a handful of specs, and the parse only decides validity here. */
   const char *good_fills[8];
   unsigned n_good_fills;
+  /* Unfilled placeholders reported ("TODO"): other findings inside them are dropped. */
+  struct pg__sspan {
+    int line, col, end;
+  } *spans;
+  int n_spans, cap_spans;
 };
 
 #define GOOD_FILLS ((unsigned)(sizeof((struct pg__sload *)0)->good_fills / sizeof(const char *)))

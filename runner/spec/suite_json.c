@@ -29,6 +29,9 @@
 void pg__sfind(struct pg__sload *x, enum pg_severity sev, int line, int col, const char *rule,
                const char *fmt, ...) {
   if (sev == PG_SEV_ERROR) x->n_errors++;
+  /* one finding per placeholder: not also "unknown dtype \"TODO\"" */
+  for (int i = 0; i < x->n_spans && !(rule && strcmp(rule, "placeholder") == 0); i++)
+    if (x->spans[i].line == line && col >= x->spans[i].col && col <= x->spans[i].end) return;
   if (x->n_findings > SUITE_MAX_FINDINGS) return;
   char msg[PG_ERROR_MESSAGE_MAX];
   if (x->n_findings == SUITE_MAX_FINDINGS) {
@@ -246,6 +249,59 @@ static void check_unique_ids(struct pg__sload *x, struct pg_suite *s) {
   free(d.items);
 }
 
+/* ---------------------------------------------------------------- placeholders */
+
+/* JSON path of node n ("cases[0].level") into buf. */
+static void node_path(const struct pg__sload *x, int n, char *buf, size_t size) {
+  const struct pg_json_node *nd = node_at(x, n);
+  if (nd->parent < 0) {
+    snprintf(buf, size, "the suite");
+    return;
+  }
+  char up[256] = "";
+  if (node_at(x, nd->parent)->parent >= 0) node_path(x, nd->parent, up, sizeof up);
+  if (is_obj(x, nd->parent)) {
+    snprintf(buf, size, "%s%s%.64s", up, up[0] ? "." : "", kstr(x, n));
+  } else {
+    int i = 0;
+    for (int k = node_at(x, nd->parent)->first_child; k >= 0 && k != n; k = node_at(x, k)->next_sibling)
+      i++;
+    snprintf(buf, size, "%s[%d]", up[0] ? up : "the suite", i);
+  }
+}
+
+static void placeholder_at(struct pg__sload *x, int line, int col, int len, const char *what,
+                           const char *text) {
+  if (x->n_spans == x->cap_spans) {
+    int cap = x->cap_spans ? x->cap_spans * 2 : 8;
+    struct pg__sspan *sp = cap <= SUITE_MAX_FINDINGS ? realloc(x->spans, (size_t)cap * sizeof *sp)
+                                                     : NULL;
+    if (!sp) return;
+    x->spans = sp;
+    x->cap_spans = cap;
+  }
+  pg__sfind(x, PG_SEV_ERROR, line, col, "placeholder", "%s is still the placeholder %.40s", what,
+            text);
+  x->spans[x->n_spans++] = (struct pg__sspan){line, col, col + len};
+}
+
+/* Every string value or key left as TODO, with its JSON path. */
+static void find_placeholders(struct pg__sload *x) {
+  for (int n = 1; n < x->pos.n; n++) {
+    const struct pg_json_node *nd = node_at(x, n);
+    char path[320];
+    if (nd->key_line && pg_spec_placeholder(kstr(x, n), nd->key_len)) {
+      node_path(x, nd->parent, path, sizeof path);
+      char what[400];
+      snprintf(what, sizeof what, "a key in %s", path);
+      placeholder_at(x, nd->key_line, nd->key_col, (int)nd->key_len + 1, what, kstr(x, n));
+    } else if (is_str(x, n) && pg_spec_placeholder(sval(x, n), strlen(sval(x, n)))) {
+      node_path(x, n, path, sizeof path);
+      placeholder_at(x, nd->line, nd->col, (int)nd->len, path, sval(x, n));
+    }
+  }
+}
+
 /* ---------------------------------------------------------------- top level */
 
 static void load_top(struct pg__sload *x, struct pg_suite *s) {
@@ -261,6 +317,7 @@ static void load_top(struct pg__sload *x, struct pg_suite *s) {
     const struct pg_json_node *nd = node_at(x, n);
     if (nd->dup_of >= 0) continue;
     const char *k = kstr(x, n);
+    if (k[0] == '_') continue; /* a comment */
     if (KEY_IS("op") || KEY_IS("op_name")) {
       if (!is_str(x, n) || !sval(x, n)[0]) {
         pg__stype_error(x, n, "a non-empty string", "%s", k);
@@ -452,8 +509,13 @@ int pg_suite_load_buffer(const char *path, const char *data, size_t size,
     rc = pg_json_pos_scan(x.data, x.size, &lim, &x.pos, &fail);
     if (rc == PG_EPARSE || rc == PG_ELIMIT) {
       if (strncmp(fail.message, "empty input", 11) == 0)
-        pg__sfind(&x, PG_SEV_ERROR, 1, 1, "syntax",
-                  "empty file: expected a JSON object with a \"cases\" array");
+        pg__sfind(&x, PG_SEV_ERROR, 1, 1, "placeholder",
+                  "the suite is empty, an unfilled placeholder; expected a JSON object with a "
+                  "\"cases\" array");
+      else if (pg_spec_placeholder(x.data, x.size))
+        pg__sfind(&x, PG_SEV_ERROR, 1, 1, "placeholder",
+                  "the suite is only a placeholder (%s); expected a JSON object with a "
+                  "\"cases\" array", memchr(x.data, '{', x.size) ? "{TODO}" : "TODO");
       else
         pg__sfind(&x, PG_SEV_ERROR, fail.line, fail.col,
                   rc == PG_ELIMIT || fail.is_limit ? "limit" : "syntax", "%s", fail.message);
@@ -461,12 +523,13 @@ int pg_suite_load_buffer(const char *path, const char *data, size_t size,
       /* Duplicate keys: cJSON would silently keep both; the first one wins below. */
       for (int n = 0; n < x.pos.n && x.pos.n_dups; n++) {
         const struct pg_json_node *nd = &x.pos.nodes[n];
-        if (nd->dup_of < 0) continue;
+        if (nd->dup_of < 0 || pg_json_pos_key(&x.pos, n)[0] == '_') continue; /* comments */
         const struct pg_json_node *first = &x.pos.nodes[nd->dup_of];
         pg__sfind(&x, PG_SEV_ERROR, nd->key_line, nd->key_col, "duplicate-key",
                   "duplicate key \"%s\" (first at line %d, column %d)",
                   pg_json_pos_key(&x.pos, n), first->key_line, first->key_col);
       }
+      find_placeholders(&x);
       load_top(&x, s);
       rc = x.n_errors ? PG_EVALIDATE : PG_OK;
     }
@@ -474,6 +537,7 @@ int pg_suite_load_buffer(const char *path, const char *data, size_t size,
   if (x.oom) rc = PG_ENOMEM;
   pg_json_pos_reset(&x.pos);
   free(x.id_marks);
+  free(x.spans);
   sort_findings(&x);
   if (rc == PG_ENOMEM)
     pg_error_set(err, PG_ENOMEM, "%s: out of memory while loading the suite", x.path);

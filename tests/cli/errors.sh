@@ -44,7 +44,7 @@ for cmd in validate list; do
   expect 2 "adir: not a regular file" $cmd --contract "$c" --suite adir
   expect 2 "--format must be" $cmd --op-dir "$op" --format yaml
 done
-expect 2 "--levels takes L1..L5" list --op-dir "$op" --levels L7
+expect 2 "--levels takes L0..L5" list --op-dir "$op" --levels L7
 expect 2 "--threads: 'x'" selftest --op-dir "$op" --threads x
 expect 2 "--reference-precision must be fp32 or fp64" selftest --op-dir "$op" --reference-precision fp16
 expect 2 "pass --golden-lib" selftest --contract "$op/../../../suites/rmsnorm/module_interfaces.yaml"

@@ -241,8 +241,8 @@ PG_TEST(empty_null_and_garbage_buffers) {
   struct pg_diags d;
   struct pg_error e;
   PG_CHECK_EQ_INT(PG_EVALIDATE, load_text(NULL, 0, &c, &d, &e));
-  PG_CHECK_EQ_STR("mem.yaml:1:1: error: the contract is empty; expected a mapping with 'op' and "
-                  "'modules' (rule 8)", e.message);
+  PG_CHECK_EQ_STR("mem.yaml:1:1: error: the contract is empty, an unfilled placeholder; expected "
+                  "a mapping with 'op' and 'modules' (placeholder)", e.message);
   pg_contract_reset(&c);
   pg_diags_reset(&d);
   PG_CHECK_EQ_INT(PG_EVALIDATE, load_text("~\n", 2, &c, &d, &e));

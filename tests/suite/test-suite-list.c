@@ -32,16 +32,18 @@ static char *slurp(const char *path) {
   return buf;
 }
 
-/* Runs `phasegate list <args>` with stdout/stderr captured. */
-static struct run list(const char *args) {
+/* Runs `phasegate <sub> <args>` with stdout/stderr captured. */
+static struct run cli(const char *sub, const char *args) {
   char cmd[8192], out[1024], err[1024];
   snprintf(out, sizeof out, "%s/out.txt", pg_test_tmpdir());
   snprintf(err, sizeof err, "%s/err.txt", pg_test_tmpdir());
-  snprintf(cmd, sizeof cmd, "'%s' list %s >'%s' 2>'%s'", PG_PHASEGATE_EXE, args, out, err);
+  snprintf(cmd, sizeof cmd, "'%s' %s %s >'%s' 2>'%s'", PG_PHASEGATE_EXE, sub, args, out, err);
   int st = system(cmd);
   struct run r = {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(out), slurp(err)};
   return r;
 }
+
+static struct run list(const char *args) { return cli("list", args); }
 
 static void run_free(struct run *r) {
   free(r->out);
@@ -196,5 +198,48 @@ PG_TEST(list_usage_errors) {
   struct run r = list("--help");
   PG_CHECK_EQ_INT(0, r.status);
   PG_CHECK(strstr(r.out, "usage: phasegate list") != NULL);
+  run_free(&r);
+}
+
+/* validate and list share one validation (run/check.c): a bad level does not hide a
+ * cancellation_stress target no golden step computes, and list refuses what validate
+ * refuses, with the same findings. */
+PG_TEST(list_and_validate_report_every_finding_alike) {
+  char args[4096];
+  snprintf(args, sizeof args, "--contract '%s/../../suites/attention/module_interfaces.yaml' "
+           "--suite '%s'", PG_TEST_DATA_DIR, pg_test_data("bad/cancel/level_and_target.json"));
+  struct run v = cli("validate", args), l = cli("list", args);
+  PG_CHECK_EQ_INT(2, v.status);
+  PG_CHECK_EQ_INT(2, l.status);
+  PG_CHECK_EQ_STR("", l.out); /* no test is registered */
+  const char *level = "level_and_target.json:3:35: error: cases[0].level: expected 0..5";
+  const char *cancel = "level_and_target.json:4:3: error: case L5_cancel_q: cancellation_stress: "
+                       "target 'q' is a primary input";
+  PG_CHECK_MSG(strstr(v.err, level) && strstr(v.err, cancel), "validate: %s", v.err);
+  PG_CHECK_MSG(strstr(l.err, level) && strstr(l.err, cancel), "list: %s", l.err);
+  /* the same findings, line for line (validate adds its summary line) */
+  PG_CHECK_MSG(strncmp(v.err, l.err, strlen(l.err)) == 0, "validate:\n%s\nlist:\n%s", v.err,
+               l.err);
+  run_free(&v);
+  run_free(&l);
+}
+
+/* Level 0 (the seed's smoke level) is listed with L0 test names; "l1" reads as L1. */
+PG_TEST(list_level_zero_and_lowercase_levels) {
+  char args[4096];
+  snprintf(args, sizeof args, "--contract '%s/../../suites/attention/module_interfaces.yaml' "
+           "--suite '%s' --format cmake", PG_TEST_DATA_DIR,
+           pg_test_data("good/suite/real_forms.json"));
+  struct run r = list(args);
+  PG_CHECK_MSG(r.status == 0, "exit %d, stderr: %s", r.status, r.err);
+  PG_CHECK(strncmp(r.out, "attention/M1/L0/L0_smoke;1;0;L0_smoke\n"
+                          "attention/M1/L1/l1_lower;1;1;l1_lower\n", 76) == 0);
+  run_free(&r);
+  snprintf(args, sizeof args, "--contract '%s/../../suites/attention/module_interfaces.yaml' "
+           "--suite '%s' --format cmake --levels L0", PG_TEST_DATA_DIR,
+           pg_test_data("good/suite/real_forms.json"));
+  r = list(args);
+  PG_CHECK_MSG(r.status == 0, "exit %d, stderr: %s", r.status, r.err);
+  PG_CHECK(strstr(r.out, "/L1/") == NULL && strstr(r.out, "attention/M3/L0/L0_smoke") != NULL);
   run_free(&r);
 }

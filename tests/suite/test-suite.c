@@ -397,7 +397,7 @@ PG_TEST(load_many_findings_are_capped) {
   PG_CHECK(t != NULL);
   size_t k = (size_t)snprintf(t, size, "{\"cases\": [");
   for (int i = 0; i < 3000; i++)
-    k += (size_t)snprintf(t + k, size - k, "%s{\"id\": \"c%d\", \"level\": 0}", i ? "," : "", i);
+    k += (size_t)snprintf(t + k, size - k, "%s{\"id\": \"c%d\", \"level\": 9}", i ? "," : "", i);
   k += (size_t)snprintf(t + k, size - k, "]}");
   struct pg_suite s;
   struct pg_diags d;
@@ -409,7 +409,7 @@ PG_TEST(load_many_findings_are_capped) {
   PG_CHECK_EQ_INT(1000, d.n_errors);
   PG_CHECK_EQ_INT(PG_SEV_NOTE, d.items[1000].severity); /* the note comes last */
   PG_CHECK_EQ_STR("too many findings; the rest are not shown", d.items[1000].message);
-  PG_CHECK_EQ_STR("m.json:1:34: error: cases[0].level: expected 1..5 or \"L1\"..\"L5\", got 0 "
+  PG_CHECK_EQ_STR("m.json:1:34: error: cases[0].level: expected 0..5 or \"L0\"..\"L5\", got 9 "
                   "(level)",
                   err.message);
   PG_CHECK_EQ_INT(3000, s.n_cases);
@@ -440,6 +440,64 @@ PG_TEST(load_messages_escape_control_characters) {
   PG_CHECK_EQ_STR("s.json:1:19: error: cases[0].id: \"a\\x1B[31mb\" is not a valid case id (use "
                   "only letters, digits, '_', '.', '-') (id)",
                   err.message);
+  pg_suite_reset(&s);
+  pg_diags_reset(&d);
+}
+
+/* ---------------------------------------------------------------- real files */
+
+static const char *dtype_of(const struct pg_case *cs, const char *name) {
+  for (int i = 0; i < cs->n_dtypes; i++)
+    if (strcmp(cs->dtypes[i].name, name) == 0) return cs->dtypes[i].value;
+  return NULL;
+}
+
+/* DESIGN.md §4: level 1 / "L1" / "l1" / 0, dtype maps with "default" or one string,
+ * _comment keys anywhere, test_cases. */
+PG_TEST(real_suite_forms_load) {
+  struct pg_suite s;
+  struct pg_diags d;
+  struct pg_error err;
+  pg_diags_init(&d);
+  PG_CHECK_OK(pg_suite_load(pg_test_data("good/suite/real_forms.json"),
+                            pg_test_attention_contract(), &s, &d, &err));
+  PG_CHECK_EQ_INT(0, d.count); /* no warning about the _ keys either */
+  PG_CHECK_EQ_INT(6, s.n_cases);
+  PG_CHECK_EQ_INT(0, s.cases[0].level);
+  PG_CHECK_EQ_INT(1, s.cases[0].precision); /* L0 smoke compares values */
+  PG_CHECK_EQ_INT(1, s.cases[0].shape.count);
+  PG_CHECK_EQ_INT(1, s.cases[1].level);
+  PG_CHECK_EQ_INT(0, s.cases[1].precision);
+  const struct pg_case *c2 = &s.cases[2]; /* {"default": "fp32", "k": "bf16"} */
+  PG_CHECK_EQ_INT(2, c2->level);
+  PG_CHECK_EQ_INT(3, c2->n_dtypes);
+  PG_CHECK_EQ_STR("bf16", dtype_of(c2, "k"));
+  PG_CHECK_EQ_STR("fp32", dtype_of(c2, "q"));
+  PG_CHECK_EQ_STR("fp32", dtype_of(c2, "v"));
+  PG_CHECK_EQ_INT(PG_DTYPE_BF16, pg_case_dtype(c2, &pg_test_attention_contract()->primary_inputs[1]));
+  const struct pg_case *c3 = &s.cases[3]; /* "half": every floating input */
+  PG_CHECK_EQ_INT(3, c3->n_dtypes);
+  PG_CHECK_EQ_INT(PG_DTYPE_F16, pg_case_dtype(c3, &pg_test_attention_contract()->primary_inputs[2]));
+  PG_CHECK_EQ_INT(PG_DTYPE_F64, pg_case_dtype(&s.cases[4],
+                                              &pg_test_attention_contract()->final_outputs[0]));
+  PG_CHECK_EQ_STR("scores", s.cases[5].cancellation.target);
+  pg_suite_reset(&s);
+  pg_diags_reset(&d);
+}
+
+PG_TEST(every_suite_placeholder_is_reported) {
+  struct pg_suite s;
+  struct pg_diags d;
+  struct pg_error err;
+  pg_diags_init(&d);
+  PG_CHECK_EQ_INT(PG_EVALIDATE, pg_suite_load(pg_test_data("bad/suite/placeholder_values.json"),
+                                              pg_test_attention_contract(), &s, &d, &err));
+  PG_CHECK_EQ_INT(4, d.count); /* one finding each: not also "unknown dtype" */
+  PG_CHECK_EQ_STR("cases[0].id is still the placeholder TODO", d.items[0].message);
+  PG_CHECK_EQ_STR("cases[0].level is still the placeholder TODO", d.items[1].message);
+  PG_CHECK_EQ_STR("cases[0].dtype is still the placeholder TODO", d.items[2].message);
+  PG_CHECK_EQ_STR("cases[1].fill.q is still the placeholder TODO", d.items[3].message);
+  PG_CHECK_EQ_STR("placeholder", d.items[3].rule);
   pg_suite_reset(&s);
   pg_diags_reset(&d);
 }
