@@ -2,7 +2,7 @@
  *
  * Parses the rule names a suite, the runner or `phasegate diff --rule` use
  * ("allclose", "exact", "ulp:N", "ratio:R"), formats them back for reports, and
- * holds the per-dtype default tolerances (torch.testing's table, docs/compare.md).
+ * holds the default tolerance (atol = rtol = 1e-3, the seed's; docs/compare.md).
  * No I/O; the comparison itself lives in compare.c.
  */
 #include <errno.h>
@@ -14,16 +14,12 @@
 #include "phasegate/compare.h"
 
 void pg_cmp_default_tolerance(enum pg_dtype dtype, double *atol, double *rtol) {
-  double a = 0.0, r = 0.0; /* integers and bool compare exactly */
-  switch (dtype) {
-    case PG_DTYPE_F16: a = 1e-5; r = 1e-3; break;
-    case PG_DTYPE_BF16: a = 1e-5; r = 1.6e-2; break;
-    case PG_DTYPE_F32: a = 1e-5; r = 1.3e-6; break;
-    case PG_DTYPE_F64: a = 1e-7; r = 1e-7; break;
-    default: break;
-  }
-  if (atol) *atol = a;
-  if (rtol) *rtol = r;
+  /* The seed's runner and detailed_tensor_compare: one tolerance for every float dtype,
+   * so a pypto suite gets the verdicts it got there (DESIGN.md §7). */
+  int floating = dtype == PG_DTYPE_F16 || dtype == PG_DTYPE_BF16 || dtype == PG_DTYPE_F32 ||
+                 dtype == PG_DTYPE_F64;
+  if (atol) *atol = floating ? PG_CMP_DEFAULT_ATOL : 0.0; /* integers and bool: exact */
+  if (rtol) *rtol = floating ? PG_CMP_DEFAULT_RTOL : 0.0;
 }
 
 void pg_cmp_rule_init(struct pg_cmp_rule *rule, enum pg_dtype dtype) {

@@ -98,3 +98,18 @@ void pg_shape_format(int ndim, const int64_t *shape, char *buf, size_t size) {
     memcpy(buf + size - 5, "...]", 5);
   }
 }
+
+void pg_num_short(double v, char *buf, size_t size) {
+  char g[40], e[40];
+  snprintf(g, sizeof g, "%g", v);
+  double gv = strtod(g, NULL);
+  int p = 0;
+  while (p < 6 && (snprintf(e, sizeof e, "%.*e", p, v), strtod(e, NULL) != gv)) p++;
+  /* drop the exponent's '+' and leading zeros: 1e-03 -> 1e-3 */
+  for (char *x = strchr(e, 'e'); x && x[1];) {
+    if (x[1] == '+' || (x[1] == '0' && x[2])) memmove(x + 1, x + 2, strlen(x + 2) + 1);
+    else if (x[1] == '-' && x[2] == '0' && x[3]) memmove(x + 2, x + 3, strlen(x + 3) + 1);
+    else break;
+  }
+  if (size) snprintf(buf, size, "%s", strlen(e) < strlen(g) ? e : g);
+}

@@ -39,4 +39,8 @@ char *pg_path_fmt(const char *fmt, ...);
 /* "[2, 4, 128]" into buf (truncated with the closing bracket kept when buf is small). */
 void pg_shape_format(int ndim, const int64_t *shape, char *buf, size_t size);
 
+/* v as short as it reads back the same as %g: "1e-3" rather than "0.001", "0.5"
+ * rather than "5e-1" (tolerances on the console and in summaries). */
+void pg_num_short(double v, char *buf, size_t size);
+
 #endif

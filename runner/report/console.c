@@ -14,6 +14,19 @@
 #include "report/report.h"
 #include "base/base.h"
 
+/* "  (atol 1e-3 rtol 1e-3)": the tolerance the verdict of output t used. */
+static void tolerance_text(const struct pg_tensor_check *t, char *buf, size_t size) {
+  char a[40], r[40];
+  pg_num_short(t->atol, a, sizeof a);
+  pg_num_short(t->rtol, r, sizeof r);
+  if (strcmp(t->rule, "exact") == 0 || strncmp(t->rule, "ulp:", 4) == 0)
+    snprintf(buf, size, "  (%s)", t->rule);
+  else if (strcmp(t->rule, "allclose") == 0)
+    snprintf(buf, size, "  (atol %s rtol %s)", a, r);
+  else
+    snprintf(buf, size, "  (%s atol %s rtol %s)", t->rule, a, r);
+}
+
 /* The status line of one mode, plus every metric of --inspect's output. */
 static void mode_line(const struct pg_run_phase *ph, const struct pg_case_result *r,
                       const struct pg_mode_result *m, pg_run_line_fn line, void *user) {
@@ -21,7 +34,8 @@ static void mode_line(const struct pg_run_phase *ph, const struct pg_case_result
                     : m->status == PG_VERDICT_FAIL  ? "FAIL"
                     : m->status == PG_VERDICT_ERROR ? "ERROR"
                                                     : "SKIP";
-  char detail[900] = "";
+  char detail[900] = "", tol[128] = "";
+  const struct pg_tensor_check *shown = NULL; /* the output the line is about */
   if (m->status == PG_VERDICT_PASS) {
     /* The output with the largest error relative to its allowance. */
     const struct pg_tensor_check *w = NULL;
@@ -35,15 +49,20 @@ static void mode_line(const struct pg_run_phase *ph, const struct pg_case_result
     if (!r->precision_checked)
       snprintf(detail, sizeof detail, "structure ok (values not checked)");
     else if (w)
-      snprintf(detail, sizeof detail, "%s%smax_abs %.2g (atol %.2g)  max_rel %.2g",
+      snprintf(detail, sizeof detail, "%s%smax_abs %.2g  max_rel %.2g",
                m->n_tensors > 1 ? w->name : "", m->n_tensors > 1 ? ": " : "",
-               w->cmp.max_abs_diff, w->atol, w->cmp.max_rel_diff);
+               w->cmp.max_abs_diff, w->cmp.max_rel_diff);
+    if (r->precision_checked) shown = w;
   } else {
     const char *cat = pg_category_name(m->category);
     snprintf(detail, sizeof detail, "%s%s%.700s", cat ? cat : "", cat ? ": " : "", m->summary);
+    if (m->fact_output >= 0 && m->fact_output < m->n_tensors) shown = &m->tensors[m->fact_output];
   }
-  pg_run_linef(line, user, 0, "[%s] %s M%d %s %s  %s  %.1f ms", tag, ph->op, ph->up_to_module,
-               r->id, m->mode, detail, m->impl_ms);
+  /* Every verdict on values says what it allowed (DESIGN.md §7); a line without
+   * compared values (a crash, a skip, structure only) has no tolerance to show. */
+  if (shown && shown->compared && !shown->cmp.structural) tolerance_text(shown, tol, sizeof tol);
+  pg_run_linef(line, user, 0, "[%s] %s M%d %s %s  %s%s  %.1f ms", tag, ph->op, ph->up_to_module,
+               r->id, m->mode, detail, tol, m->impl_ms);
   for (int i = 0; ph->inspect && i < m->n_tensors; i++) {
     const struct pg_tensor_check *t = &m->tensors[i];
     if (strcmp(t->name, ph->inspect) != 0 || !t->compared || t->cmp.structural) continue;
@@ -119,12 +138,13 @@ void pg_report_summary_lines(const struct pg_run_phase *ph, const struct pg_run_
   for (int i = 0; i < n; i++) {
     const struct pg_case_result *r = &cases[i];
     if (r->status != PG_VERDICT_FAIL && r->status != PG_VERDICT_ERROR) continue;
-    char b[16] = "n/a";
-    if (r->failing_boundary) snprintf(b, sizeof b, "M%d", r->failing_boundary);
+    char early[48] = ""; /* bisection's finding, when it is news */
+    if (r->earliest_boundary > 0 && r->earliest_boundary < k)
+      snprintf(early, sizeof early, ", earliest failing M%d", r->earliest_boundary);
     const char *cat = pg_category_name(r->category);
-    pg_run_linef(line, user, 0, "[phasegate] first failure: %s (%s, boundary %s%s%s): %.600s",
-                 r->id, cat ? cat : "other", b, r->fingerprint[0] ? ", " : "", r->fingerprint,
-                 r->summary);
+    pg_run_linef(line, user, 0, "[phasegate] first failure: %s (%s, boundary M%d%s%s%s): %.600s",
+                 r->id, cat ? cat : "other", k, early, r->fingerprint[0] ? ", " : "",
+                 r->fingerprint, r->summary);
     return;
   }
 }

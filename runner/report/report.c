@@ -152,13 +152,13 @@ static cJSON *tensor_json(const struct pg_tensor_check *t, const char *mode) {
   return o;
 }
 
-static const char *boundary_name(int k, char *buf, size_t size) {
-  if (k <= 0) return NULL;
-  snprintf(buf, size, "M%d", k);
-  return buf;
+/* earliest_failing_boundary: the integer j when known, else null (DESIGN.md §8). */
+static void add_earliest(cJSON *o, int j) {
+  if (j > 0) cJSON_AddNumberToObject(o, "earliest_failing_boundary", j);
+  else cJSON_AddNullToObject(o, "earliest_failing_boundary");
 }
 
-cJSON *pg_report_check_json(const struct pg_case_result *r) {
+cJSON *pg_report_check_json(const struct pg_case_result *r, int k) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
   cJSON_AddStringToObject(o, "id", r->id);
@@ -178,14 +178,12 @@ cJSON *pg_report_check_json(const struct pg_case_result *r) {
       cJSON_AddItemToArray(pt, tensor_json(&r->modes[i].tensors[j], r->modes[i].mode));
   if (r->status == PG_VERDICT_FAIL || r->status == PG_VERDICT_ERROR) {
     cJSON *f = cJSON_AddObjectToObject(o, "failure");
-    char b[32];
-    const char *bn = boundary_name(r->failing_boundary, b, sizeof b);
-    if (bn) cJSON_AddStringToObject(f, "failing_module_boundary", bn);
-    else cJSON_AddNullToObject(f, "failing_module_boundary");
+    /* the seed's type: the integer k of the phase that was run, whatever bisection found */
+    cJSON_AddNumberToObject(f, "failing_module_boundary", k);
+    add_earliest(f, r->earliest_boundary);
     const char *cat = pg_category_name(r->category);
     cJSON_AddStringToObject(f, "failure_category", cat ? cat : "other");
-    if (r->fingerprint[0]) cJSON_AddStringToObject(f, "divergence_fingerprint", r->fingerprint);
-    else cJSON_AddNullToObject(f, "divergence_fingerprint");
+    cJSON_AddStringToObject(f, "divergence_fingerprint", r->fingerprint); /* a str, as the seed */
     cJSON_AddStringToObject(f, "summary", r->summary);
   } else {
     cJSON_AddNullToObject(o, "failure");
@@ -200,9 +198,7 @@ cJSON *pg_report_check_json(const struct pg_case_result *r) {
     if (cat && m->status != PG_VERDICT_PASS && m->status != PG_VERDICT_SKIPPED)
       cJSON_AddStringToObject(mo, "failure_category", cat);
     else cJSON_AddNullToObject(mo, "failure_category");
-    char b[32];
-    const char *bn = boundary_name(m->failing_boundary, b, sizeof b);
-    if (bn) cJSON_AddStringToObject(mo, "failing_module_boundary", bn);
+    if (m->status == PG_VERDICT_FAIL) add_earliest(mo, m->earliest_boundary);
     cJSON_AddStringToObject(mo, "summary", m->summary);
     add_num(mo, "duration_ms", m->impl_ms);
     if (m->startup_ms > 0) add_num(mo, "startup_ms", m->startup_ms); /* apart from the call */
@@ -420,6 +416,26 @@ static int lock_report(const char *path, int *lfd, struct pg_error *err) {
   return rc;
 }
 
+/* A check read back from an existing report, in this schema's types. Schema 1 spelled
+ * the boundary "M<j>" with j from bisection; every check of the report ran phase k, so
+ * failing_module_boundary becomes k and a j < k earliest_failing_boundary. */
+static void upgrade_boundary(cJSON *o, int k, int keep) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "failing_module_boundary");
+  if (!cJSON_IsString(v)) return;
+  int j = v->valuestring[0] == 'M' ? atoi(v->valuestring + 1) : 0;
+  if (!cJSON_GetObjectItemCaseSensitive(o, "earliest_failing_boundary"))
+    add_earliest(o, j > 0 && j < k ? j : 0);
+  if (keep) cJSON_ReplaceItemInObjectCaseSensitive(o, "failing_module_boundary", cJSON_CreateNumber(k));
+  else cJSON_DeleteItemFromObjectCaseSensitive(o, "failing_module_boundary");
+}
+
+static cJSON *upgrade_check(cJSON *c, int k) {
+  cJSON *f = cJSON_GetObjectItemCaseSensitive(c, "failure"), *mo;
+  if (cJSON_IsObject(f)) upgrade_boundary(f, k, 1);
+  cJSON_ArrayForEach(mo, cJSON_GetObjectItemCaseSensitive(c, "modes")) upgrade_boundary(mo, k, 0);
+  return c;
+}
+
 /* The checks of an existing report at path for the same op and phase, except those of
  * `cases` (which replace them), then those of `cases`. */
 static cJSON *merged_checks(const char *path, const struct pg_run_phase *m,
@@ -447,12 +463,16 @@ static cJSON *merged_checks(const char *path, const struct pg_run_phase *m,
         const char *id = get_str(c, "id");
         int replaced = 0;
         for (int i = 0; id && i < n; i++) replaced |= strcmp(cases[i].id, id) == 0;
-        if (id && !replaced) cJSON_AddItemToArray(checks, cJSON_Duplicate(c, 1));
+        if (id && !replaced) {
+          cJSON *dup = cJSON_Duplicate(c, 1);
+          if (dup) cJSON_AddItemToArray(checks, upgrade_check(dup, m->up_to_module));
+        }
       }
     }
     cJSON_Delete(prev);
   }
-  for (int i = 0; i < n; i++) cJSON_AddItemToArray(checks, pg_report_check_json(&cases[i]));
+  for (int i = 0; i < n; i++)
+    cJSON_AddItemToArray(checks, pg_report_check_json(&cases[i], m->up_to_module));
   return checks;
 }
 

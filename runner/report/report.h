@@ -16,7 +16,8 @@
 #include "phasegate/error.h"
 #include "run/run.h"
 
-#define PG_REPORT_SCHEMA_VERSION 1
+/* 2: failing_module_boundary is the integer k (1 spelled the bisected boundary "M<j>") */
+#define PG_REPORT_SCHEMA_VERSION 2
 
 /* What a report says about its phase is the run's struct pg_run_phase (run/run.h): op,
  * impl, k, N, tool version, contract and suite paths, modes. */
@@ -28,8 +29,8 @@ struct pg_run_hooks pg_report_hooks(void);
 
 /* ---- evaluation_report.json (report/report.c) ---- */
 
-/* One entry of checks[] for a case. */
-cJSON *pg_report_check_json(const struct pg_case_result *r);
+/* One entry of checks[] for a case of phase k (its failure's failing_module_boundary). */
+cJSON *pg_report_check_json(const struct pg_case_result *r, int k);
 /* Adds the metrics of one comparison to `o` (report and `phasegate diff --json` keys). */
 void pg_report_add_metrics(cJSON *o, const struct pg_cmp_result *c);
 

@@ -46,7 +46,7 @@ static int boundary_verdict(struct pg__run *rc, int j, const struct pg_case *cs,
   return verdict;
 }
 
-int pg__find_failing_boundary(struct pg__run *rc, int k, const struct pg_case *cs,
+int pg__find_earliest_boundary(struct pg__run *rc, int k, const struct pg_case *cs,
                               const struct pg_case_data *d, const char *mode) {
   for (int j = 1; j < k; j++) {
     int v = boundary_verdict(rc, j, cs, d, mode);

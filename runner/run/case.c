@@ -125,7 +125,8 @@ void pg__call_init(const struct pg__run *rc, int k, const struct pg_case *cs,
   req->keep_work = rc->o->keep_work;
 }
 
-/* Comparison rule for one output: case > output declaration > contract > dtype default. */
+/* Comparison rule for one output: case > output declaration > contract > the default
+ * (atol = rtol = 1e-3 for floats, pg_cmp_default_tolerance). */
 static int make_rule(const struct pg__run *rc, const struct pg_case *cs,
                      const struct pg_tensor_decl *decl, enum pg_dtype dtype,
                      struct pg_cmp_rule *rule, struct pg_error *err) {
@@ -456,8 +457,8 @@ static int case_modes(struct case_run *c) {
   for (int mi = 0; mi < rc->n_modes; mi++) run_mode(c, mi);
   int bm = rc->o->no_bisect ? -1 : pg__classify_bisect_mode(c->r, c->k);
   if (bm >= 0) {
-    int j = pg__find_failing_boundary(rc, c->k, c->cs, &c->d, c->r->modes[bm].mode);
-    if (j > 0) c->r->modes[bm].failing_boundary = j;
+    int j = pg__find_earliest_boundary(rc, c->k, c->cs, &c->d, c->r->modes[bm].mode);
+    if (j > 0) c->r->modes[bm].earliest_boundary = j;
   }
   pg__classify_case(c->r, c->k, rc->timeout_s, rc->contract.op);
   return PG_OK;

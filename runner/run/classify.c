@@ -2,7 +2,7 @@
  * (DESIGN.md §2, §8). From FACTS — what the impl adapter saw (enum pg_impl_fact), what
  * the comparison found (enum pg_run_fact), what the runner itself could not do — it
  * decides each mode's status (PASS/FAIL/ERROR/SKIPPED), failure_category and summary,
- * the failing boundary, the case's aggregate, the divergence fingerprint, the hint, and
+ * the earliest failing boundary, the case's aggregate, the divergence fingerprint, the hint, and
  * the run's status and exit code.
  *
  * Adding a category is one enum row (run.h) and one rule row below; adding a fact is
@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/base.h"
 #include "run/run_internal.h"
 
 /* ------------------------------------------------------------------ names */
@@ -151,7 +152,8 @@ static void apply(struct pg_mode_result *m, const struct rule *ru, int k, int ou
   m->fact = ru->fact;
   m->impl_fact = ru->impl;
   m->fact_output = output;
-  m->failing_boundary = ru->verdict == PG_VERDICT_FAIL ? k : 0;
+  /* At the first boundary nothing earlier can fail; later ones need bisection. */
+  m->earliest_boundary = ru->verdict == PG_VERDICT_FAIL && k == 1 ? 1 : 0;
 }
 
 enum pg_category pg_classify_category(const struct pg_impl_outcome *out) {
@@ -189,10 +191,13 @@ static void output_summary(struct pg_mode_result *m, int k, const struct pg_tens
   else if (c->inf_impl > c->inf_ref)
     snprintf(nan_note, sizeof nan_note, "; %lld Inf in the impl vs %lld in the reference",
              (long long)c->inf_impl, (long long)c->inf_ref);
+  char atol[40], rtol[40];
+  pg_num_short(t->atol, atol, sizeof atol);
+  pg_num_short(t->rtol, rtol, sizeof rtol);
   snprintf(m->summary, sizeof m->summary,
-           "output '%s' at the M%d boundary: %lld of %lld elements outside %s atol %g "
-           "rtol %g (max_abs_diff %.3g at %s, max_rel_diff %.3g%s)",
-           t->name, k, (long long)c->mismatches, (long long)c->n, t->rule, t->atol, t->rtol,
+           "output '%s' at the M%d boundary: %lld of %lld elements outside %s atol %s "
+           "rtol %s (max_abs_diff %.3g at %s, max_rel_diff %.3g%s)",
+           t->name, k, (long long)c->mismatches, (long long)c->n, t->rule, atol, rtol,
            c->max_abs_diff, idx, c->max_rel_diff, nan_note);
 }
 
@@ -213,10 +218,15 @@ void pg__classify_case_error(struct pg_case_result *r, enum pg_run_fact fact, co
   r->status = ru->verdict;
   r->category = ru->category;
   snprintf(r->summary, sizeof r->summary, "%.600s", msg);
+  enum pg_verdict verdicts[PG_MAX_MODES];
+  int n = r->n_modes < PG_MAX_MODES ? r->n_modes : PG_MAX_MODES;
   for (int i = 0; i < r->n_modes; i++) {
     apply(&r->modes[i], ru, 0, -1);
     snprintf(r->modes[i].summary, sizeof r->modes[i].summary, "%.600s", msg);
+    if (i < n) verdicts[i] = r->modes[i].status;
   }
+  /* every mode got the error: the seed's first_failure always has a fingerprint */
+  snprintf(r->fingerprint, sizeof r->fingerprint, "%s", pg_divergence_fingerprint(verdicts, n));
 }
 
 int pg__classify_bisect_mode(const struct pg_case_result *r, int k) {
@@ -313,10 +323,10 @@ void pg__classify_case(struct pg_case_result *r, int k, double timeout_s, const 
       failed = &r->modes[mi];
   if (failed) {
     r->category = failed->category;
-    r->failing_boundary = failed->failing_boundary;
-    if (failed->failing_boundary && failed->failing_boundary < k)
+    r->earliest_boundary = failed->earliest_boundary;
+    if (failed->earliest_boundary && failed->earliest_boundary < k)
       snprintf(r->summary, sizeof r->summary, "[%.60s] %.480s; the impl already diverges at the "
-               "M%d boundary", failed->mode, failed->summary, failed->failing_boundary);
+               "M%d boundary", failed->mode, failed->summary, failed->earliest_boundary);
     else
       snprintf(r->summary, sizeof r->summary, "[%.60s] %.560s", failed->mode, failed->summary);
   }
@@ -327,9 +337,9 @@ void pg__classify_case(struct pg_case_result *r, int k, double timeout_s, const 
     snprintf(r->hint, sizeof r->hint, "max_rel_diff is far below rtol and only small-|golden| "
              "cells trip atol: likely accumulation-order noise; reproduce on CPU before blaming "
              "the kernel");
-  else if (r->failing_boundary && r->failing_boundary < k)
+  else if (r->earliest_boundary && r->earliest_boundary < k)
     snprintf(r->hint, sizeof r->hint, "the impl already diverges at the M%d boundary: fix "
-             "module %d first", r->failing_boundary, r->failing_boundary);
+             "module %d first", r->earliest_boundary, r->earliest_boundary);
   else if (r->status == PG_VERDICT_FAIL && failed)
     fact_hint(r, failed, k, timeout_s, op);
 }

@@ -18,7 +18,7 @@
 /* What a worker sends back per case: enough for the summary (the full result went
  * into the report). Smaller than PIPE_BUF, so concurrent writes stay whole. */
 struct case_record {
-  int32_t slot, status, category, failing_boundary, report_ok;
+  int32_t slot, status, category, earliest_boundary, report_ok;
   char id[PG_NAME_MAX];
   char fingerprint[32];
   char summary[640];
@@ -41,7 +41,7 @@ static void worker(struct pg__run *rc, const int *sel, int n_sel, int jobs, int 
     cr.slot = i;
     cr.status = (int32_t)loc[j].status;
     cr.category = (int32_t)loc[j].category;
-    cr.failing_boundary = loc[j].failing_boundary;
+    cr.earliest_boundary = loc[j].earliest_boundary;
     cr.report_ok = ok;
     snprintf(cr.id, sizeof cr.id, "%s", loc[j].id);
     snprintf(cr.fingerprint, sizeof cr.fingerprint, "%s", loc[j].fingerprint);
@@ -69,7 +69,7 @@ static int collect(int fd, int n_sel, struct pg_case_result *results, char *seen
     snprintf(r->id, sizeof r->id, "%s", cr.id);
     r->status = (enum pg_verdict)cr.status;
     r->category = (enum pg_category)cr.category;
-    r->failing_boundary = cr.failing_boundary;
+    r->earliest_boundary = cr.earliest_boundary;
     snprintf(r->fingerprint, sizeof r->fingerprint, "%s", cr.fingerprint);
     snprintf(r->summary, sizeof r->summary, "%s", cr.summary);
     if (!cr.report_ok && report_ok) {

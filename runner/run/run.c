@@ -240,6 +240,21 @@ static int check_phase(struct pg__run *rc, struct pg_error *err) {
                       c->n_modules, c->op);
 }
 
+/* --report PATH; else --report-dir DIR: DIR/<op>/M<k>/evaluation_report.json; else a
+ * pypto op directory (--op-dir DIR finds DIR/eval/): DIR/eval/evaluation_report.json,
+ * where the seed's runner writes it; else ./phasegate-reports/<op>/M<k>/. NULL: out of
+ * memory. */
+static char *default_report_path(const struct pg__run *rc) {
+  const struct pg_run_opts *o = rc->o;
+  int dir_given = o->report_dir && *o->report_dir;
+  if (o->report_path) return pg_strdup(o->report_path);
+  if (!dir_given && o->op_dir && !o->contract_path &&
+      pg_op_dir_layout(o->op_dir) == PG_OP_LAYOUT_PYPTO)
+    return pg_path_fmt("%s/eval/evaluation_report.json", o->op_dir);
+  return pg_path_fmt("%s/%s/M%d/evaluation_report.json",
+                     dir_given ? o->report_dir : "phasegate-reports", rc->contract.op, rc->k);
+}
+
 /* The impl (its load probe started), the contract, the phase, the suite. */
 static int load(struct pg__run *rc, struct pg_run_summary *s, struct pg_diags *diags,
                 struct pg_error *err) {
@@ -397,11 +412,7 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
     pg_impl_prestart(&rc->impl, rc->modes[0], rc->device_id, o->rlimit_as, rc->timeout_s);
   if (ret == PG_OK) ret = select_cases(rc, &sel, &n_sel, err);
   if (ret == PG_OK) {
-    s->report_path = o->report_path ? pg_strdup(o->report_path)
-                     : pg_path_fmt("%s/%s/M%d/evaluation_report.json",
-                                   o->report_dir && *o->report_dir ? o->report_dir
-                                                                   : "phasegate-reports",
-                                   rc->contract.op, rc->k);
+    s->report_path = default_report_path(rc);
     rc->report_path = s->report_path;
     if (!s->report_path) ret = pg_error_set(err, PG_ENOMEM, "out of memory");
   }

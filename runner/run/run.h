@@ -77,7 +77,7 @@ struct pg_mode_result {
   double startup_ms;          /* persistent impls: the process start this call paid */
   int exit_code, signo, timed_out;
   char *captured;             /* impl stdout + stderr tail, redacted; owned */
-  int failing_boundary;       /* earliest failing module boundary found (0 = unknown) */
+  int earliest_boundary;      /* FAIL: the earliest failing boundary j <= k (0 = unknown) */
   enum pg_run_fact fact;      /* what decided status (classify.c) */
   enum pg_impl_fact impl_fact; /* fact == PG_RUN_FACT_IMPL: the impl's fact */
   int fact_output;            /* the output the fact is about, -1 when none */
@@ -96,7 +96,7 @@ struct pg_case_result {
   /* failure (status FAIL / ERROR) */
   enum pg_category category;
   char summary[640];
-  int failing_boundary;
+  int earliest_boundary;      /* the failing mode's earliest_boundary (0 = unknown) */
   char fingerprint[32];       /* "" when no mode failed */
   char *repro;                /* owned */
   char *knobs_json;           /* owned */

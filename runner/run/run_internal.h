@@ -102,7 +102,7 @@ int pg__save_data(const struct pg__run *rc, const struct pg_case *cs, const stru
 
 /* bisect.c: the earliest boundary j < k at which the impl (in `mode`) already diverges;
  * k when none does, 0 when it cannot tell. */
-int pg__find_failing_boundary(struct pg__run *rc, int k, const struct pg_case *cs,
+int pg__find_earliest_boundary(struct pg__run *rc, int k, const struct pg_case *cs,
                               const struct pg_case_data *d, const char *mode);
 
 /* jobs.c: the selected cases in `jobs` forked workers; results get what the summary

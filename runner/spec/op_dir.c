@@ -9,27 +9,45 @@
 #include "spec/spec.h"
 #include "base/base.h"
 
-int pg_op_dir_resolve(const char *dir, char *contract_path, size_t contract_size,
-                      char *suite_path, size_t suite_size, struct pg_error *err) {
-  static const char *const subdirs[] = {"", "/eval"};
+static const char *const subdirs[] = {"", "/eval"}; /* in enum pg_op_layout order */
+
+/* The layout of dir (PG_OP_LAYOUT_NONE also when out of memory: *oom set). */
+static enum pg_op_layout layout_of(const char *dir, int *oom) {
   for (size_t i = 0; i < sizeof subdirs / sizeof *subdirs; i++) {
     char *c = pg_path_fmt("%s%s/module_interfaces.yaml", dir, subdirs[i]);
-    if (!c) return pg_error_set(err, PG_ENOMEM, "out of memory");
+    if (!c) {
+      *oom = 1;
+      return PG_OP_LAYOUT_NONE;
+    }
     int found = pg_is_file(c);
-    int fits = (size_t)snprintf(contract_path, contract_size, "%s", c) < contract_size;
     free(c);
-    if (!found) continue;
-    if (fits && suite_path)
-      fits = (size_t)snprintf(suite_path, suite_size, "%s%s/adversarial_suite.json", dir,
-                              subdirs[i]) < suite_size;
-    if (!fits) return pg_error_set(err, PG_ELIMIT, "%.200s…: --op-dir path too long", dir);
-    return PG_OK;
+    if (found) return (enum pg_op_layout)i;
   }
-  return pg_error_set(err, PG_ENOENT,
-                      "%s: no module_interfaces.yaml in the directory or its eval/ subdirectory",
-                      dir);
+  return PG_OP_LAYOUT_NONE;
 }
 
+enum pg_op_layout pg_op_dir_layout(const char *dir) {
+  int oom = 0;
+  return layout_of(dir, &oom);
+}
+
+int pg_op_dir_resolve(const char *dir, char *contract_path, size_t contract_size,
+                      char *suite_path, size_t suite_size, struct pg_error *err) {
+  int oom = 0;
+  enum pg_op_layout l = layout_of(dir, &oom);
+  if (oom) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  if (l == PG_OP_LAYOUT_NONE)
+    return pg_error_set(err, PG_ENOENT,
+                        "%s: no module_interfaces.yaml in the directory or its eval/ subdirectory",
+                        dir);
+  int fits = (size_t)snprintf(contract_path, contract_size, "%s%s/module_interfaces.yaml", dir,
+                              subdirs[l]) < contract_size;
+  if (fits && suite_path)
+    fits = (size_t)snprintf(suite_path, suite_size, "%s%s/adversarial_suite.json", dir,
+                            subdirs[l]) < suite_size;
+  if (!fits) return pg_error_set(err, PG_ELIMIT, "%.200s…: --op-dir path too long", dir);
+  return PG_OK;
+}
 
 int pg_op_paths_resolve(const char *op_dir, const char *contract, const char *suite,
                         char *contract_path, size_t contract_size, char *suite_path,

@@ -171,6 +171,15 @@ int pg_suite_load_buffer(const char *path, const char *data, size_t size,
 int pg_op_dir_resolve(const char *dir, char *contract_path, size_t contract_size,
                       char *suite_path, size_t suite_size, struct pg_error *err);
 
+/* Where pg_op_dir_resolve finds an op directory's files. */
+enum pg_op_layout {
+  PG_OP_LAYOUT_NONE = -1, /* no module_interfaces.yaml in dir or dir/eval */
+  PG_OP_LAYOUT_FLAT = 0,  /* dir/module_interfaces.yaml */
+  PG_OP_LAYOUT_PYPTO = 1  /* dir/eval/module_interfaces.yaml: the pypto workflow's
+                             custom/<op>/eval/, where its runner writes the report */
+};
+enum pg_op_layout pg_op_dir_layout(const char *dir);
+
 /* The CLI's `--op-dir DIR | --contract FILE [--suite FILE]` rule, shared by every
  * subcommand: an explicit --contract / --suite wins over what --op-dir finds, and the
  * suite defaults to adversarial_suite.json next to the contract. PG_EINVAL when

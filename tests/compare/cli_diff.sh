@@ -47,17 +47,22 @@ w bf1.npy bfloat16 4 1,2,3,4
 w bf2.npy bfloat16 4 1,2,3.02,4
 
 expect 0 'verdict: PASS' 'mismatches: 0 of 6' 'float32 \[2, 3\]' -- "$T/a.npy" "$T/same.npy"
+# the default tolerance is the seed's atol = rtol = 1e-3: 3 vs 3.0001 passes
+expect 1 'verdict: FAIL' 'mismatches: 1 of 6' 'atol=0.001, rtol=0.001' \
+  'max abs diff: 2.25 at \[1, 1\]' -- "$T/a.npy" "$T/b.npy"
+# torch.testing's float32 tolerance only when asked for
 expect 1 'verdict: FAIL' 'mismatches: 2 of 6' 'max abs diff: 2.25 at \[1, 1\]' \
-  'first mismatches' '\[0, 2\]: 3, ' '\[1, 1\]: 5, 2.25' -- "$T/a.npy" "$T/b.npy"
+  'first mismatches' '\[0, 2\]: 3, ' '\[1, 1\]: 5, 2.25' -- "$T/a.npy" "$T/b.npy" \
+  --atol 1e-5 --rtol 1.3e-6
 # information barrier: the reference's 7.25 never appears, in either format
 if grep -q '7\.25' <<<"$LAST"; then echo "FAIL: reference value leaked"; fails=$((fails + 1)); fi
 expect 1 '"verdict":[[:space:]]*"FAIL"' '"mismatches":[[:space:]]*2' '"max_abs_index":' \
-  '"first_mismatches":' -- "$T/a.npy" "$T/b.npy" --json
+  '"first_mismatches":' -- "$T/a.npy" "$T/b.npy" --json --atol 1e-5 --rtol 1.3e-6
 if grep -q '7\.25' <<<"$LAST"; then echo "FAIL: reference value leaked (json)"; fails=$((fails + 1)); fi
 # tolerances and rules
 expect 0 'verdict: PASS' 'atol=3' -- "$T/a.npy" "$T/b.npy" --atol 3
-expect 0 'verdict: PASS' -- "$T/a.npy" "$T/b.npy" --rule ratio:0.34
-expect 1 'verdict: FAIL' -- "$T/a.npy" "$T/b.npy" --rule ratio:0.3
+expect 0 'verdict: PASS' -- "$T/a.npy" "$T/b.npy" --rule ratio:0.34 --atol 1e-5 --rtol 1.3e-6
+expect 1 'verdict: FAIL' -- "$T/a.npy" "$T/b.npy" --rule ratio:0.3 --atol 1e-5 --rtol 1.3e-6
 expect 1 'mismatches: 2 of 6' -- "$T/a.npy" "$T/b.npy" --rule ulp:418
 expect 1 'mismatches: 1 of 6' -- "$T/a.npy" "$T/b.npy" --rule ulp:419
 expect 1 'mismatches: 2 of 6' -- "$T/a.npy" "$T/b.npy" --rule exact
@@ -70,8 +75,9 @@ expect 1 'mismatches: 1 of 3' 'max integer difference: 10' 'rule: +exact' -- "$T
 # NaN, Inf, -0
 expect 1 'mismatches: 1 of 4' 'NaN: impl 1, reference 1' 'Inf: impl 1, reference 1' -- "$T/n1.npy" "$T/n2.npy"
 expect 0 'verdict: PASS' -- "$T/n1.npy" "$T/n2.npy" --equal-nan
-# bfloat16 ('<u2' in .npy): default tolerance 1.6e-2, ULP in bfloat16 units
-expect 0 'bfloat16 \[4\]' 'rtol=0.016' 'max ulp distance: 1' -- "$T/bf2.npy" "$T/bf1.npy"
+# bfloat16 ('<u2' in .npy): the default tolerance is 1e-3 there too, ULP in bfloat16 units
+expect 1 'bfloat16 \[4\]' 'rtol=0.001' 'max ulp distance: 1' -- "$T/bf2.npy" "$T/bf1.npy"
+expect 0 'rtol=0.016' -- "$T/bf2.npy" "$T/bf1.npy" --rtol 1.6e-2
 expect 1 'mismatches: 1 of 4' -- "$T/bf2.npy" "$T/bf1.npy" --rule ulp:0
 # mistrusted reference
 expect 0 'MISTRUSTED: 40.0% of the reference' -- "$T/z.npy" "$T/z.npy"

@@ -50,18 +50,22 @@ static void cmp1(enum pg_dtype t, int n, const double *a, const double *b,
   pg_tensor_reset(&tb);
 }
 
+/* The seed's atol = rtol = 1e-3 for every float dtype (DESIGN.md §7), not a per-dtype
+ * table; integers and bool compare exactly. */
 PG_TEST(default_tolerances) {
   double a, r;
-  pg_cmp_default_tolerance(PG_DTYPE_F16, &a, &r);
-  PG_CHECK(a == 1e-5 && r == 1e-3);
-  pg_cmp_default_tolerance(PG_DTYPE_BF16, &a, &r);
-  PG_CHECK(a == 1e-5 && r == 1.6e-2);
-  pg_cmp_default_tolerance(PG_DTYPE_F32, &a, &r);
-  PG_CHECK(a == 1e-5 && r == 1.3e-6);
-  pg_cmp_default_tolerance(PG_DTYPE_F64, &a, &r);
-  PG_CHECK(a == 1e-7 && r == 1e-7);
+  enum pg_dtype floats[] = {PG_DTYPE_F16, PG_DTYPE_BF16, PG_DTYPE_F32, PG_DTYPE_F64};
+  for (int i = 0; i < 4; i++) {
+    pg_cmp_default_tolerance(floats[i], &a, &r);
+    PG_CHECK_MSG(a == 1e-3 && r == 1e-3, "%s: atol %g rtol %g", pg_dtype_name(floats[i]), a, r);
+  }
   pg_cmp_default_tolerance(PG_DTYPE_I32, &a, &r);
   PG_CHECK(a == 0 && r == 0);
+  pg_cmp_default_tolerance(PG_DTYPE_BOOL, &a, &r);
+  PG_CHECK(a == 0 && r == 0);
+  struct pg_cmp_rule rule;
+  pg_cmp_rule_init(&rule, PG_DTYPE_F32);
+  PG_CHECK(rule.kind == PG_RULE_ALLCLOSE && rule.atol == 1e-3 && rule.rtol == 1e-3);
 }
 
 PG_TEST(rule_parse) {

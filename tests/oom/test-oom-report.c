@@ -50,7 +50,7 @@ static void fake_case(struct pg_case_result *r, const char *id, int index,
   snprintf(r->fingerprint, sizeof r->fingerprint, "%s", pg_divergence_fingerprint(v, 2));
   if (r->status == PG_VERDICT_FAIL) {
     r->category = PG_CAT_PRECISION;
-    r->failing_boundary = 2;
+    r->earliest_boundary = 2;
     snprintf(r->summary, sizeof r->summary, "case %s failed", id);
   }
   r->repro = strdup("phasegate run --case x");

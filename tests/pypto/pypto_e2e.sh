@@ -66,7 +66,10 @@ for k in (1, 2, 3):
 r = json.load(open(f"{out}/bug.json"))
 ff = r["first_failure"] or {}
 bad += [f"bug: missing first_failure.{key}" for key in first - ff.keys()]
-if (r["status"], ff.get("failing_module_boundary"), ff.get("failure_category")) != ("FAIL", "M2", "precision"):
+# the seed's types: failing_module_boundary is the integer k; bisection's j apart
+if (r["status"], ff.get("failing_module_boundary"), ff.get("earliest_failing_boundary"),
+        ff.get("failure_category")) != ("FAIL", 2, 2, "precision") \
+        or type(ff.get("failing_module_boundary")) is not int:
     bad.append(f"bug: {r['status']} {ff}")
 print("\n".join(bad) or "report keys ok")
 sys.exit(1 if bad else 0)

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/base.h"
 #include "pg_test.h"
 #include "report/report.h"
 #include "run/run.h"
@@ -34,6 +35,67 @@ PG_TEST(fingerprints) {
            PG_VERDICT_PASS > PG_VERDICT_SKIPPED);
   PG_CHECK_EQ_INT(PG_VERDICT_FAIL, pg_verdict_parse("FAIL"));
   PG_CHECK_EQ_STR("SKIPPED", pg_verdict_name(pg_verdict_parse("bogus")));
+}
+
+PG_TEST(short_numbers) {
+  struct { double v; const char *want; } t[] = {
+      {1e-3, "1e-3"}, {2e-3, "2e-3"}, {1e-5, "1e-5"}, {1.3e-6, "1.3e-6"}, {0.5, "0.5"},
+      {0.016, "0.016"}, {0, "0"}, {3, "3"}, {1e6, "1e6"}, {2.5e-4, "2.5e-4"}, {123.5, "123.5"}};
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+    char b[40];
+    pg_num_short(t[i].v, b, sizeof b);
+    PG_CHECK_EQ_STR(t[i].want, b);
+  }
+}
+
+/* Every result line with compared values names the tolerance its verdict used. */
+static char lines_buf[8192];
+static void collect_line(void *user, int to_stderr, const char *line) {
+  (void)user;
+  (void)to_stderr;
+  strncat(lines_buf, line, sizeof lines_buf - strlen(lines_buf) - 2);
+  strcat(lines_buf, "\n");
+}
+
+PG_TEST(console_prints_tolerance) {
+  struct pg_run_phase ph = {"op", "plugin:x.so", 2, 3, "0.1.0", NULL, NULL, "sim,npu", NULL};
+  struct pg_case_result r;
+  memset(&r, 0, sizeof r);
+  snprintf(r.id, sizeof r.id, "L2_a");
+  r.precision_checked = 1;
+  r.n_modes = 2;
+  r.modes = calloc(2, sizeof *r.modes);
+  for (int i = 0; i < 2; i++) {
+    struct pg_mode_result *m = &r.modes[i];
+    snprintf(m->mode, sizeof m->mode, "%s", i ? "npu" : "sim");
+    m->status = i ? PG_VERDICT_FAIL : PG_VERDICT_PASS;
+    m->category = i ? PG_CAT_PRECISION : PG_CAT_NONE;
+    m->fact_output = i ? 0 : -1;
+    snprintf(m->summary, sizeof m->summary, "bad");
+    m->n_tensors = 1;
+    m->tensors = calloc(1, sizeof *m->tensors);
+    struct pg_tensor_check *t = &m->tensors[0];
+    snprintf(t->name, sizeof t->name, "y");
+    snprintf(t->rule, sizeof t->rule, "allclose");
+    t->atol = t->rtol = 1e-3;
+    t->compared = t->values_checked = 1;
+    t->cmp.max_abs_diff = i ? 0.5 : 1e-4;
+  }
+  r.status = PG_VERDICT_FAIL;
+  lines_buf[0] = 0;
+  pg_report_case_lines(&ph, &r, collect_line, NULL);
+  PG_CHECK_MSG(strstr(lines_buf, "[PASS] op M2 L2_a sim  max_abs 0.0001  max_rel 0  "
+                                 "(atol 1e-3 rtol 1e-3)  0.0 ms\n") != NULL, "%s", lines_buf);
+  PG_CHECK_MSG(strstr(lines_buf, "[FAIL] op M2 L2_a npu  precision: bad  (atol 1e-3 rtol 1e-3)"
+                                 "  0.0 ms\n") != NULL, "%s", lines_buf);
+  /* a rule without tolerances says so; a crash (nothing compared) shows none */
+  snprintf(r.modes[0].tensors[0].rule, sizeof r.modes[0].tensors[0].rule, "ulp:2");
+  r.modes[1].tensors[0].compared = 0;
+  lines_buf[0] = 0;
+  pg_report_case_lines(&ph, &r, collect_line, NULL);
+  PG_CHECK_MSG(strstr(lines_buf, "max_rel 0  (ulp:2)  0.0 ms\n") != NULL, "%s", lines_buf);
+  PG_CHECK_MSG(strstr(lines_buf, "precision: bad  0.0 ms\n") != NULL, "%s", lines_buf);
+  pg_case_result_reset(&r);
 }
 
 PG_TEST(device_from_ctest_resource_groups) {
@@ -107,7 +169,7 @@ static void fake_case(struct pg_case_result *r, const char *id, int index,
   snprintf(r->fingerprint, sizeof r->fingerprint, "%s", pg_divergence_fingerprint(v, 2));
   if (r->status == PG_VERDICT_FAIL) {
     r->category = PG_CAT_PRECISION;
-    r->failing_boundary = 2;
+    r->earliest_boundary = 2; /* bisection: already wrong at M2 */
     snprintf(r->summary, sizeof r->summary, "case %s failed", id);
   }
   r->repro = strdup("phasegate run --case x");
@@ -147,14 +209,18 @@ PG_TEST(report_merge_by_case_id) {
   PG_CHECK_EQ_STR("L1_a", str(cJSON_GetArrayItem(checks, 0), "id")); /* suite order */
   const cJSON *ff = cJSON_GetObjectItem(r, "first_failure");
   PG_CHECK_EQ_STR("L2_b", str(ff, "case_id"));
-  PG_CHECK_EQ_STR("M2", str(ff, "failing_module_boundary"));
+  /* the seed's type: the integer k of the phase run; bisection's j apart */
+  const cJSON *fmb = cJSON_GetObjectItem(ff, "failing_module_boundary");
+  PG_CHECK(cJSON_IsNumber(fmb) && fmb->valuedouble == 3);
+  const cJSON *efb = cJSON_GetObjectItem(ff, "earliest_failing_boundary");
+  PG_CHECK(cJSON_IsNumber(efb) && efb->valuedouble == 2);
   PG_CHECK_EQ_STR("precision", str(ff, "failure_category"));
   PG_CHECK_EQ_STR("kernel_ok_npu_only", str(ff, "divergence_fingerprint"));
   const cJSON *pms = cJSON_GetObjectItem(r, "per_mode_status");
   PG_CHECK_EQ_STR("PASS", str(pms, "sim"));
   PG_CHECK_EQ_STR("FAIL", str(pms, "npu"));
   PG_CHECK(strstr(str(r, "stdout"), "impl says hi") != NULL);
-  PG_CHECK_EQ_INT(1, cJSON_GetObjectItem(r, "schema_version")->valueint);
+  PG_CHECK_EQ_INT(2, cJSON_GetObjectItem(r, "schema_version")->valueint);
   cJSON_Delete(r);
   /* re-running the failing case with a fix replaces its entry */
   pg_case_result_reset(&a);
@@ -173,6 +239,69 @@ PG_TEST(report_merge_by_case_id) {
   cJSON_Delete(r);
   pg_case_result_reset(&a);
   pg_case_result_reset(&b);
+}
+
+/* A failure whose earliest boundary is unknown (no bisection) still has the integer k;
+ * earliest_failing_boundary is null. */
+PG_TEST(report_boundary_without_bisection) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/nobisect/evaluation_report.json", pg_test_tmpdir());
+  struct pg_run_phase m = {"op", "plugin:x.so", 2, 3, "0.1.0", NULL, NULL, "sim,npu", NULL};
+  struct pg_case_result a;
+  fake_case(&a, "L2_b", 1, PG_VERDICT_FAIL, PG_VERDICT_FAIL);
+  a.earliest_boundary = 0;
+  a.category = PG_CAT_RUNTIME;
+  PG_CHECK_OK(pg_report_merge_write(path, &m, &a, 1, NULL));
+  cJSON *r = load(path);
+  PG_CHECK(r != NULL);
+  const cJSON *ff = cJSON_GetObjectItem(r, "first_failure");
+  const cJSON *fmb = cJSON_GetObjectItem(ff, "failing_module_boundary");
+  PG_CHECK(cJSON_IsNumber(fmb) && fmb->valuedouble == 2);
+  PG_CHECK(cJSON_IsNull(cJSON_GetObjectItem(ff, "earliest_failing_boundary")));
+  PG_CHECK_EQ_STR("runtime", str(ff, "failure_category"));
+  cJSON_Delete(r);
+  pg_case_result_reset(&a);
+}
+
+/* A report written by schema 1 ("failing_module_boundary": "M1" = bisection's j) that
+ * a new writer merges into: its checks come back with the integer k and j apart. */
+PG_TEST(report_merge_upgrades_schema_1_boundary) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/old/evaluation_report.json", pg_test_tmpdir());
+  struct pg_run_phase m = {"op", "plugin:x.so", 3, 3, "0.1.0", NULL, NULL, "sim", NULL};
+  char *dir = strdup(path);
+  *strrchr(dir, '/') = 0;
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+  PG_CHECK(system(cmd) == 0);
+  free(dir);
+  FILE *f = fopen(path, "w");
+  PG_CHECK(f != NULL);
+  fputs("{\"schema_version\":1,\"op_name\":\"op\",\"up_to_module\":3,\"checks\":["
+        "{\"id\":\"L1_old\",\"suite_index\":0,\"status\":\"FAIL\",\"per_mode_status\":"
+        "{\"sim\":\"FAIL\"},\"failure\":{\"failing_module_boundary\":\"M1\","
+        "\"failure_category\":\"precision\",\"summary\":\"s\"},\"modes\":[{\"mode\":"
+        "\"sim\",\"status\":\"FAIL\",\"failing_module_boundary\":\"M1\"}]}]}", f);
+  fclose(f);
+  struct pg_case_result a;
+  fake_case(&a, "L2_new", 1, PG_VERDICT_PASS, PG_VERDICT_PASS);
+  PG_CHECK_OK(pg_report_merge_write(path, &m, &a, 1, NULL));
+  cJSON *r = load(path);
+  PG_CHECK(r != NULL);
+  PG_CHECK_EQ_INT(2, cJSON_GetObjectItem(r, "cases_total")->valueint);
+  const cJSON *ff = cJSON_GetObjectItem(r, "first_failure");
+  PG_CHECK_EQ_STR("L1_old", str(ff, "case_id"));
+  const cJSON *fmb = cJSON_GetObjectItem(ff, "failing_module_boundary");
+  PG_CHECK(cJSON_IsNumber(fmb) && fmb->valuedouble == 3);
+  const cJSON *efb = cJSON_GetObjectItem(ff, "earliest_failing_boundary");
+  PG_CHECK(cJSON_IsNumber(efb) && efb->valuedouble == 1);
+  const cJSON *mo = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(
+      cJSON_GetObjectItem(r, "checks"), 0), "modes"), 0);
+  PG_CHECK(cJSON_GetObjectItem(mo, "failing_module_boundary") == NULL);
+  efb = cJSON_GetObjectItem(mo, "earliest_failing_boundary");
+  PG_CHECK(cJSON_IsNumber(efb) && efb->valuedouble == 1);
+  cJSON_Delete(r);
+  pg_case_result_reset(&a);
 }
 
 PG_TEST(report_concurrent_writers) {

@@ -35,9 +35,14 @@ struct pg_cmp_rule {
 
 /* Parses "allclose", "exact", "ulp:N", "ratio:R" (keeps atol/rtol/equal_nan). */
 int pg_cmp_rule_parse(const char *text, struct pg_cmp_rule *rule, struct pg_error *err);
-/* Per-dtype default tolerances (torch.testing's table; integers and bool: 0, 0). */
+/* The tolerance where neither the case, the output nor the contract sets one: the
+ * seed runner's atol = rtol = 1e-3 for every float dtype (DESIGN.md §7). */
+#define PG_CMP_DEFAULT_ATOL 1e-3
+#define PG_CMP_DEFAULT_RTOL 1e-3
+/* The default tolerance of a dtype: PG_CMP_DEFAULT_ATOL / _RTOL for floats, 0, 0 for
+ * integers and bool (which compare exactly whatever the tolerance). */
 void pg_cmp_default_tolerance(enum pg_dtype dtype, double *atol, double *rtol);
-/* allclose with the dtype's default tolerances, equal_nan off. */
+/* allclose with the dtype's default tolerance, equal_nan off. */
 void pg_cmp_rule_init(struct pg_cmp_rule *rule, enum pg_dtype dtype);
 /* Writes the rule as text ("allclose(atol=1e-05, rtol=1.3e-06)", "ulp:2", ...). */
 void pg_cmp_rule_format(const struct pg_cmp_rule *rule, char *buf, size_t size);
