@@ -26,7 +26,8 @@ impl's output at the Mk boundary with the cumulative golden. The cases are liste
     phasegate_add_op(<op>
                      OP_DIR <dir>
                      (IMPL <target> | IMPL_COMMAND <command>... |
-                      IMPL_WORKER <command>... | REPLAY <dir>)
+                      IMPL_WORKER <command>... | IMPL_PYTHON <file.py> [FUNCTION <name>] |
+                      REPLAY <dir>)
                      [GOLDEN <target>]
                      [MODES <mode>...]
                      [LEVELS <level>...]
@@ -47,8 +48,8 @@ impl's output at the Mk boundary with the cumulative golden. The cases are liste
   * ``<op>/M<k>/L<n>/<case>`` — ``phasegate run --up-to-module <k> --case <case>``
     for every phase ``k`` and every case;
   * ``<op>/M<k>/gate`` — the barrier of phase ``k`` (see ``GATE``);
-  * ``<op>/workers/start`` and ``<op>/workers/stop`` (``IMPL`` and ``IMPL_WORKER``
-    only, unless ``EXTRA_ARGS`` holds ``--fresh-process``) — a CTest fixture
+  * ``<op>/workers/start`` and ``<op>/workers/stop`` (``IMPL``, ``IMPL_WORKER`` and
+    ``IMPL_PYTHON`` only, unless ``EXTRA_ARGS`` holds ``--fresh-process``) — a CTest fixture
     (``<op>_workers``, label ``workers``) around ``phasegate serve --control
     <binary dir>/<op>_serve``, the daemon that keeps the impl's processes warm from
     one case test to the next (docs/serve.md). Every case test requires it and
@@ -91,6 +92,17 @@ impl's output at the Mk boundary with the cumulative golden. The cases are liste
     per mode and device and serving every case, so Python + torch or a CUDA context
     start once (kept warm across case tests by ``<op>/workers/start``). Same word
     rules as ``IMPL_COMMAND``.
+
+  ``IMPL_PYTHON <file.py> [FUNCTION <name>]``
+    .. versionadded:: 0.2
+
+    An impl module written for the pypto op workflow (``python:`` adapter,
+    docs/python.md): phasegate's Python worker imports ``<file.py>`` (relative to the
+    current source dir) and calls ``<op>_module<suffix>_wrapper(*primary_inputs)`` for
+    each phase, or ``<name>`` for every phase. Persistent like ``IMPL_WORKER``. The
+    interpreter is ``PHASEGATE_PYTHON`` (a cache variable), else ``Python3_EXECUTABLE``
+    when the project found Python, else the runner's default (``$PHASEGATE_PYTHON``,
+    ``python3``); it is passed as ``--python`` to ``run`` and ``serve``.
 
   ``REPLAY <dir>``
     Outputs dumped by a device run, ``<dir>/<case>/<mode>/<name>.npy``.
@@ -176,6 +188,10 @@ include_guard(GLOBAL)
 cmake_policy(PUSH)
 cmake_policy(VERSION 3.25)
 
+# The interpreter of IMPL_PYTHON impls (empty: Python3_EXECUTABLE when known).
+set(PHASEGATE_PYTHON "" CACHE STRING
+    "Python interpreter of phasegate_add_op(... IMPL_PYTHON) impls (empty: Python3_EXECUTABLE, else python3)")
+
 # Quotes TEXT as a CMake bracket argument that TEXT cannot close early.
 function(_phasegate_bracket out text)
   set(eq "=")
@@ -252,6 +268,30 @@ function(_phasegate_check_library keyword target)
   endif()
 endfunction()
 
+# IMPL_PYTHON <file> [FUNCTION <name>]: the python: spec (absolute path) and the
+# --python arguments (PHASEGATE_PYTHON, else Python3_EXECUTABLE, else none).
+function(_phasegate_python_impl file function out_spec out_args)
+  get_filename_component(path "${file}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+  if(NOT path MATCHES "[$]<" AND NOT EXISTS "${path}")
+    message(FATAL_ERROR "phasegate_add_op: IMPL_PYTHON '${path}' does not exist")
+  endif()
+  set(spec "python:${path}")
+  if(NOT function STREQUAL "")
+    if(NOT function MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
+      message(FATAL_ERROR "phasegate_add_op: FUNCTION '${function}' is not a Python name")
+    endif()
+    string(APPEND spec "::${function}")
+  endif()
+  set(args "")
+  if(NOT "${PHASEGATE_PYTHON}" STREQUAL "")
+    set(args --python "${PHASEGATE_PYTHON}")
+  elseif(NOT "${Python3_EXECUTABLE}" STREQUAL "")
+    set(args --python "${Python3_EXECUTABLE}")
+  endif()
+  set(${out_spec} "${spec}" PARENT_SCOPE)
+  set(${out_args} "${args}" PARENT_SCOPE)
+endfunction()
+
 # Adds (once) a verify target running the tests whose labels match every regex in
 # ARGN, and makes it depend on DEPS.
 function(_phasegate_verify_target name deps)
@@ -293,8 +333,8 @@ function(phasegate_add_op op)
   set(_PHASEGATE_CMAKE_DIR "${CMAKE_CURRENT_FUNCTION_LIST_DIR}")
 
   set(options "")
-  set(oneValueArgs OP_DIR IMPL REPLAY GOLDEN TIMEOUT GATE REPORT_DIR DISCOVERY_MODE
-                   DISCOVERY_TIMEOUT RUNNER)
+  set(oneValueArgs OP_DIR IMPL IMPL_PYTHON FUNCTION REPLAY GOLDEN TIMEOUT GATE REPORT_DIR
+                   DISCOVERY_MODE DISCOVERY_TIMEOUT RUNNER)
   set(multiValueArgs IMPL_COMMAND IMPL_WORKER MODES LEVELS RESOURCES LABELS EXTRA_ARGS)
   cmake_parse_arguments(PARSE_ARGV 1 arg "${options}" "${oneValueArgs}" "${multiValueArgs}")
 
@@ -327,15 +367,21 @@ function(phasegate_add_op op)
   endif()
 
   set(n_impl 0)
-  foreach(kw IMPL IMPL_COMMAND IMPL_WORKER REPLAY)
+  foreach(kw IMPL IMPL_COMMAND IMPL_WORKER IMPL_PYTHON REPLAY)
     if(DEFINED arg_${kw})
       math(EXPR n_impl "${n_impl} + 1")
     endif()
   endforeach()
   if(NOT n_impl EQUAL 1)
     message(FATAL_ERROR "phasegate_add_op(${op}): give exactly one of IMPL <target>, "
-      "IMPL_COMMAND <command...>, IMPL_WORKER <command...> or REPLAY <dir>")
+      "IMPL_COMMAND <command...>, IMPL_WORKER <command...>, IMPL_PYTHON <file.py> or "
+      "REPLAY <dir>")
   endif()
+  if(DEFINED arg_FUNCTION AND NOT DEFINED arg_IMPL_PYTHON)
+    message(FATAL_ERROR "phasegate_add_op(${op}): FUNCTION goes with IMPL_PYTHON")
+  endif()
+  set(python_args "") # --python of a python: impl, for run and serve alike
+
   set(persistent OFF) # plugin and worker impls keep warm processes (phasegate serve)
   set(impl_deps "")
   if(DEFINED arg_IMPL)
@@ -365,6 +411,9 @@ function(phasegate_add_op op)
     endforeach()
     list(JOIN words " " cmd)
     set(impl_spec "${scheme}:${cmd}")
+  elseif(DEFINED arg_IMPL_PYTHON)
+    _phasegate_python_impl("${arg_IMPL_PYTHON}" "${arg_FUNCTION}" impl_spec python_args)
+    set(persistent ON)
   else()
     get_filename_component(replay "${arg_REPLAY}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
     set(impl_spec "replay:${replay}")
@@ -512,7 +561,7 @@ function(phasegate_add_op op)
   if(DEFINED arg_TIMEOUT)
     list(APPEND run_extra --timeout "${arg_TIMEOUT}")
   endif()
-  list(APPEND run_extra ${golden_args} ${arg_EXTRA_ARGS})
+  list(APPEND run_extra ${python_args} ${golden_args} ${arg_EXTRA_ARGS})
   # `run --fresh-process` never leases from the daemon: no warm processes to keep.
   if("--fresh-process" IN_LIST arg_EXTRA_ARGS)
     set(persistent OFF)
@@ -622,6 +671,10 @@ ${pre_defs}  set(PG_RUNNER \"\${_pg_runner}\")
       _phasegate_bracket(q "${serve_memory_limit}")
       string(APPEND serve_opts " --memory-limit ${q}")
     endif()
+    foreach(a IN LISTS python_args) # the same interpreter: the same warm process
+      _phasegate_bracket(q "${a}")
+      string(APPEND serve_opts " ${q}")
+    endforeach()
     # The daemon outlives single tests: `serve` starts it detached and returns once it
     # answers; the cleanup test stops it. It is only a speed-up: when it cannot start
     # (exit 1) the start test is skipped, not failed, so the cases still run

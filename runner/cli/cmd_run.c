@@ -27,7 +27,10 @@ static void usage(FILE *out) {
           "  --op-dir DIR               module_interfaces.yaml + adversarial_suite.json (or DIR/eval)\n"
           "  --contract FILE            the contract, explicitly (suite defaults to its directory)\n"
           "  --suite FILE               the suite, explicitly\n"
-          "  --impl SPEC                plugin:PATH.so | exec:COMMAND | worker:COMMAND | replay:DIR\n"
+          "  --impl SPEC                plugin:PATH.so | exec:COMMAND | worker:COMMAND |\n"
+          "                             python:FILE.py[::FUNCTION] | replay:DIR\n"
+          "  --python PATH              interpreter of python: impls (default $PHASEGATE_PYTHON,\n"
+          "                             else python3)\n"
           "  --up-to-module K           the phase (1..N, N = the op's module count)\n"
           "  --case ID[,ID…]            only these cases\n"
           "  --levels L1,L2             only these levels\n"
@@ -135,6 +138,7 @@ static int set_option(struct pg_run_opts *o, const char *name, const char *val) 
       return pg_cli_usage_error("run", "--worker-max-calls: expected a count >= 0, got '%s'", val);
     o->worker_max_calls = (int)m;
   } else if (strcmp(name, "--serve-control") == 0) o->serve_control = val;
+  else if (strcmp(name, "--python") == 0) o->python = val;
   else if (strcmp(name, "--inspect") == 0) o->inspect = val;
   else return pg_cli_usage_error("run", "unknown option '%s' (see --help)", name);
   return 0;

@@ -13,8 +13,9 @@
 
 #include "cli.h"
 #include "phasegate/goldens.h"
-#include "spec/spec.h"
+#include "report/report.h"
 #include "run/run.h"
+#include "spec/spec.h"
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -22,9 +23,12 @@ static void usage(FILE *out) {
           "                          [--reference-precision fp32|fp64] [--threads N]\n"
           "       phasegate --self-test --op-dir DIR [...]   (the seed runner's spelling)\n"
           "\n"
-          "Composition verification: cumulative golden N (module goldens M1..MN composed)\n"
-          "must match the op-level golden for every seed and shape listed under the\n"
-          "contract's composition_verification (default: seed 0, the contract's dims).\n"
+          "Composition verification: cumulative golden N (module goldens M1..MN composed,\n"
+          "or the Python cumulative golden of phase N) must match the op-level golden\n"
+          "(`golden:` at top level, or <op>_golden.py / <op>_golden_cpu.py), and where a\n"
+          "phase has both, phasegate's built-in cumulative golden must match the Python\n"
+          "one, for every seed and shape listed under the contract's\n"
+          "composition_verification (default: seed 0, the contract's dims).\n"
           "\n"
           "  --op-dir DIR               module_interfaces.yaml in DIR or DIR/eval\n"
           "  --contract FILE            the contract, explicitly (wins over --op-dir)\n"
@@ -32,6 +36,8 @@ static void usage(FILE *out) {
           "  --golden-lib SO            golden plugin library (needed when a golden is a plugin)\n"
           "  --reference-precision P    fp32 (default) or fp64\n"
           "  --threads N                worker threads (default 0: all cores)\n"
+          "  --python PATH              interpreter of the Python goldens (default:\n"
+          "                             $PHASEGATE_PYTHON, else python3)\n"
           "\n"
           "Exit: 0 pass, 1 mismatch, 2 error, 77 no op-level golden (skipped).\n");
 }
@@ -51,12 +57,26 @@ static void format_index(const int64_t *idx, int ndim, char *buf, size_t size) {
   if (used < size) snprintf(buf + used, size - used, "]");
 }
 
-/* One composition check in progress: the contract, the goldens' options, the rule and
- * the tally printed at the end. */
+/* One comparison, repeated for every (seed, shape): golden `a` checked against golden
+ * `b` (the reference). label "" is composition verification (cumulative N against the
+ * op level); "M<k> built-in vs Python" is phasegate's C cumulative golden k against
+ * the user's Python one. */
+struct pairing {
+  int ka, kb;
+  enum pg_phase_golden sa, sb;
+  char label[64];
+};
+
+#define PG_SELFTEST_MAX_PAIRS 64
+
+/* One selftest in progress: the contract, the goldens' options, the rule, the
+ * comparisons and the tally printed at the end. */
 struct selftest {
   const struct pg_contract *c;
   struct pg_golden_opts g;
   struct pg_cmp_rule rule;
+  struct pairing pairs[PG_SELFTEST_MAX_PAIRS];
+  int n_pairs;
   int checks, passed, errors;
   char first_fail[1024];
 };
@@ -65,9 +85,11 @@ static void reset_all(struct pg_tensor *t, int n) {
   for (int i = 0; i < n; i++) pg_tensor_reset(&t[i]);
 }
 
-/* Prints one line per output of cumulative golden N against the op-level golden. */
-static void compare_all(struct selftest *st, uint64_t seed, const char *shape_text,
-                        const struct pg_tensor *cum, const struct pg_tensor *ref, int n) {
+/* Prints one line per output of golden a against golden b. */
+static void compare_all(struct selftest *st, const char *label, uint64_t seed,
+                        const char *shape_text, const struct pg_tensor *cum,
+                        const struct pg_tensor *ref, int n) {
+  const char *sep = label[0] ? ": " : "";
   for (int o = 0; o < n; o++) {
     struct pg_cmp_result res;
     struct pg_error err;
@@ -75,37 +97,80 @@ static void compare_all(struct selftest *st, uint64_t seed, const char *shape_te
     pg_error_clear(&err);
     st->checks++;
     if (pg_case_compare(&cum[o], &ref[o], &st->rule, st->g.n_threads, &res, &err) != PG_OK) {
-      printf("seed=%llu shape=%s %s: ERROR %s\n", (unsigned long long)seed, shape_text,
-             ref[o].name, err.message);
+      printf("%s%sseed=%llu shape=%s %s: ERROR %s\n", label, sep, (unsigned long long)seed,
+             shape_text, ref[o].name, err.message);
       st->errors++;
       continue;
     }
     if (res.passed && !res.structural) {
       st->passed++;
-      printf("seed=%llu shape=%s %s: PASS max_abs_diff=%.3g max_rel_diff=%.3g n=%lld\n",
-             (unsigned long long)seed, shape_text, ref[o].name, res.max_abs_diff,
+      printf("%s%sseed=%llu shape=%s %s: PASS max_abs_diff=%.3g max_rel_diff=%.3g n=%lld\n",
+             label, sep, (unsigned long long)seed, shape_text, ref[o].name, res.max_abs_diff,
              res.max_rel_diff, (long long)res.n);
       continue;
     }
     char idx[128];
     format_index(res.max_abs_index, res.ndim, idx, sizeof idx);
     if (res.structural)
-      printf("seed=%llu shape=%s %s: FAIL structural: %s\n", (unsigned long long)seed,
-             shape_text, ref[o].name, res.structural_reason);
+      printf("%s%sseed=%llu shape=%s %s: FAIL structural: %s\n", label, sep,
+             (unsigned long long)seed, shape_text, ref[o].name, res.structural_reason);
     else
-      printf("seed=%llu shape=%s %s: FAIL mismatches=%lld/%lld max_abs_diff=%.3g at %s "
-             "max_rel_diff=%.3g (atol=%g rtol=%g)\n",
+      printf("%s%sseed=%llu shape=%s %s: FAIL mismatches=%lld/%lld max_abs_diff=%.3g at %s "
+             "max_rel_diff=%.3g (atol=%g rtol=%g)\n", label, sep,
              (unsigned long long)seed, shape_text, ref[o].name, (long long)res.mismatches,
              (long long)res.n, res.max_abs_diff, idx, res.max_rel_diff, st->rule.atol,
              st->rule.rtol);
     if (!st->first_fail[0])
-      snprintf(st->first_fail, sizeof st->first_fail, "seed=%llu shape=%s tensor=%s",
-               (unsigned long long)seed, shape_text, ref[o].name);
+      snprintf(st->first_fail, sizeof st->first_fail, "%s%sseed=%llu shape=%s tensor=%s", label,
+               sep, (unsigned long long)seed, shape_text, ref[o].name);
   }
 }
 
+/* Golden k from `src` (NONE: the contract's choice), its failure prefixed with what it was. */
+static int golden(struct selftest *st, const struct pg_case_data *d, const struct pg_case *cs,
+                  int k, enum pg_phase_golden src, struct pg_tensor *out, int *n,
+                  struct pg_error *err) {
+  struct pg_golden_opts g = st->g;
+  g.source = src;
+  int rc = pg_case_golden(d, st->c, cs, &g, k, out, n, err);
+  if (rc == PG_OK) return rc;
+  const char *kind = src == PG_PHASE_GOLDEN_PYTHON ? "Python " : src ? "built-in " : "";
+  if (k == 0) pg_error_prefix(err, "op-level golden: ");
+  else pg_error_prefix(err, "%scumulative golden %d: ", kind, k);
+  return rc;
+}
+
+/* One pairing on one case's inputs: both goldens, compared. */
+static void check_pair(struct selftest *st, const struct pairing *p, const struct pg_case_data *d,
+                       const struct pg_case *cs, const char *shape_text) {
+  struct pg_tensor a[PG_MAX_BOUNDARY_OUTPUTS], b[PG_MAX_BOUNDARY_OUTPUTS];
+  int na = 0, nb = 0;
+  for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) {
+    pg_tensor_init(&a[i]);
+    pg_tensor_init(&b[i]);
+  }
+  struct pg_error err;
+  pg_error_clear(&err);
+  int rc = golden(st, d, cs, p->ka, p->sa, a, &na, &err);
+  if (rc == PG_OK) rc = golden(st, d, cs, p->kb, p->sb, b, &nb, &err);
+  if (rc == PG_OK && na != nb)
+    rc = pg_error_set(&err, PG_EINTERNAL, "%d outputs vs %d reference outputs", na, nb);
+  const char *sep = p->label[0] ? ": " : "";
+  if (rc != PG_OK) {
+    printf("%s%sseed=%llu shape=%s: ERROR\n", p->label, sep, (unsigned long long)cs->seed,
+           shape_text);
+    fprintf(stderr, "phasegate selftest: error: %s%sseed=%llu shape=%s: %s\n", p->label, sep,
+            (unsigned long long)cs->seed, shape_text, err.message);
+    st->errors++;
+  } else {
+    compare_all(st, p->label, cs->seed, shape_text, a, b, nb);
+  }
+  reset_all(a, PG_MAX_BOUNDARY_OUTPUTS);
+  reset_all(b, PG_MAX_BOUNDARY_OUTPUTS);
+}
+
 /* The pipeline of pg_run for one (seed, shape): bind dims, generate the inputs, then
- * cumulative golden N and the op-level golden, compared. -1 when out of memory. */
+ * every pairing on them. -1 when out of memory. */
 static int check_one(struct selftest *st, uint64_t seed, const struct pg_bindings *shape) {
   const struct pg_contract *c = st->c;
   char shape_text[512];
@@ -119,12 +184,6 @@ static int check_one(struct selftest *st, uint64_t seed, const struct pg_binding
   cs.seed = seed;
   cs.shape = *shape; /* borrowed: never reset through cs */
   struct pg_case_data d;
-  struct pg_tensor cum[PG_MAX_BOUNDARY_OUTPUTS], ref[PG_MAX_BOUNDARY_OUTPUTS];
-  int n_cum = 0, n_ref = 0;
-  for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) {
-    pg_tensor_init(&cum[i]);
-    pg_tensor_init(&ref[i]);
-  }
   struct pg_error err;
   pg_error_clear(&err);
   if (pg_case_data_init(&d, c, &err) != PG_OK) {
@@ -136,36 +195,39 @@ static int check_one(struct selftest *st, uint64_t seed, const struct pg_binding
   struct pg_materialize_opts mo = {0, st->g.n_threads};
   int rc = pg_case_data_bind(&d, c, &cs, &err);
   if (rc == PG_OK) rc = pg_case_data_generate(&d, c, st->g.plan, &cs, &mo, &err);
-  if (rc == PG_OK && (rc = pg_case_golden(&d, c, &cs, &st->g, c->n_modules, cum, &n_cum,
-                                          &err)) != PG_OK)
-    pg_error_prefix(&err, "cumulative golden %d: ", c->n_modules);
-  if (rc == PG_OK && (rc = pg_case_golden(&d, c, &cs, &st->g, 0, ref, &n_ref, &err)) != PG_OK)
-    pg_error_prefix(&err, "op-level golden: ");
-  if (rc == PG_OK && n_cum != n_ref)
-    rc = pg_error_set(&err, PG_EINTERNAL, "%d cumulative outputs vs %d op-level outputs", n_cum,
-                      n_ref);
   if (rc != PG_OK) {
     printf("seed=%llu shape=%s: ERROR\n", (unsigned long long)seed, shape_text);
     fprintf(stderr, "phasegate selftest: error: seed=%llu shape=%s: %s\n",
             (unsigned long long)seed, shape_text, err.message);
     st->errors++;
-  } else {
-    compare_all(st, seed, shape_text, cum, ref, n_ref);
   }
-  reset_all(cum, PG_MAX_BOUNDARY_OUTPUTS);
-  reset_all(ref, PG_MAX_BOUNDARY_OUTPUTS);
+  for (int i = 0; rc == PG_OK && i < st->n_pairs; i++)
+    check_pair(st, &st->pairs[i], &d, &cs, shape_text);
   pg_case_data_reset(&d);
   return 0;
 }
 
+/* What selftest compares: cumulative N against the op-level golden when the op has
+ * one (built-in or Python), and built-in cumulative k against Python cumulative k for
+ * every k that has both. */
+static void plan_pairs(struct selftest *st) {
+  const struct pg_contract *c = st->c;
+  int n = c->n_modules;
+  if (pg_contract_phase_golden(c, 0) != PG_PHASE_GOLDEN_NONE)
+    st->pairs[st->n_pairs++] = (struct pairing){n, 0, PG_PHASE_GOLDEN_NONE, PG_PHASE_GOLDEN_NONE, ""};
+  for (int k = 1; k <= n && st->n_pairs < PG_SELFTEST_MAX_PAIRS; k++) {
+    if (!pg_contract_has_builtin_golden(c, k) || !pg_contract_py_golden(c, k)) continue;
+    struct pairing *p = &st->pairs[st->n_pairs++];
+    *p = (struct pairing){k, k, PG_PHASE_GOLDEN_BUILTIN, PG_PHASE_GOLDEN_PYTHON, ""};
+    snprintf(p->label, sizeof p->label, "M%d built-in vs Python", k);
+  }
+}
+
 /* Every (shape, seed) of composition_verification (default: seed 0, the contract's
- * dims), then the verdict line. Returns the exit code. */
-static int check_all(const struct pg_contract *c, const struct pg_golden_opts *g) {
+ * dims) for every pairing, then the verdict line. Returns the exit code. */
+static int check_all(struct selftest *st) {
+  const struct pg_contract *c = st->c;
   const char *op = c->op ? c->op : "?";
-  struct selftest st;
-  memset(&st, 0, sizeof st);
-  st.c = c;
-  st.g = *g;
   uint64_t default_seed = 0;
   struct pg_bindings no_shape = {NULL, 0};
   const uint64_t *seeds = c->has_composition && c->n_comp_seeds ? c->comp_seeds : &default_seed;
@@ -173,27 +235,35 @@ static int check_all(const struct pg_contract *c, const struct pg_golden_opts *g
   const struct pg_bindings *shapes =
       c->has_composition && c->n_comp_shapes ? c->comp_shapes : &no_shape;
   int n_shapes = c->has_composition && c->n_comp_shapes ? c->n_comp_shapes : 1;
-  st.rule.kind = PG_RULE_ALLCLOSE;
-  st.rule.atol = c->has_composition ? c->comp_atol : (c->has_tolerance ? c->atol : 1e-3);
-  st.rule.rtol = c->has_composition ? c->comp_rtol : (c->has_tolerance ? c->rtol : 1e-3);
+  st->rule.kind = PG_RULE_ALLCLOSE;
+  st->rule.atol = c->has_composition ? c->comp_atol : (c->has_tolerance ? c->atol : 1e-3);
+  st->rule.rtol = c->has_composition ? c->comp_rtol : (c->has_tolerance ? c->rtol : 1e-3);
   if (!c->has_composition)
     printf("[phasegate] selftest %s: no composition_verification in the contract: "
-           "seed 0, default dims, atol=%g rtol=%g\n", op, st.rule.atol, st.rule.rtol);
+           "seed 0, default dims, atol=%g rtol=%g\n", op, st->rule.atol, st->rule.rtol);
+  for (int i = 0; i < st->n_pairs; i++)
+    printf("[phasegate] selftest %s: %s\n", op,
+           st->pairs[i].label[0] ? st->pairs[i].label : "composition: cumulative golden N vs "
+                                                        "the op-level golden");
   for (int si = 0; si < n_shapes; si++)
     for (int ki = 0; ki < n_seeds; ki++)
-      if (check_one(&st, seeds[ki], &shapes[si]) < 0) break;
-  if (st.errors) {
+      if (check_one(st, seeds[ki], &shapes[si]) < 0) break;
+  if (st->errors) {
     printf("[phasegate] selftest %s: ERROR (%d error%s, %d/%d comparisons passed)\n", op,
-           st.errors, st.errors == 1 ? "" : "s", st.passed, st.checks);
+           st->errors, st->errors == 1 ? "" : "s", st->passed, st->checks);
     return PG_EXIT_ERROR;
   }
-  if (st.passed == st.checks) {
-    printf("[phasegate] selftest %s: PASS (%d/%d comparisons: cumulative golden %d == "
-           "op-level golden)\n", op, st.passed, st.checks, c->n_modules);
+  if (st->passed == st->checks) {
+    if (st->n_pairs == 1 && !st->pairs[0].label[0])
+      printf("[phasegate] selftest %s: PASS (%d/%d comparisons: cumulative golden %d == "
+             "op-level golden)\n", op, st->passed, st->checks, c->n_modules);
+    else
+      printf("[phasegate] selftest %s: PASS (%d/%d comparisons: every golden matches its "
+             "reference)\n", op, st->passed, st->checks);
     return PG_EXIT_PASS;
   }
   printf("[phasegate] selftest %s: FAIL (%d/%d comparisons passed; first failure: %s)\n", op,
-         st.passed, st.checks, st.first_fail);
+         st->passed, st->checks, st->first_fail);
   return PG_EXIT_FAIL;
 }
 
@@ -218,8 +288,19 @@ static int needs_golden_lib(const struct pg_contract *c, const char *contract_pa
   return 1;
 }
 
+/* The Python goldens' worker, when the contract has any (its process starts with the
+ * first one computed). Its messages pass the report room's number barrier. */
+static int open_python(const struct pg_contract *c, const char *python,
+                       struct pg_py_golden_worker **py, struct pg_error *err) {
+  int any = 0;
+  for (int k = 0; k <= c->n_modules; k++) any |= pg_contract_py_golden(c, k) != NULL;
+  if (!any) return PG_OK;
+  struct pg_py_golden_worker_opts o = {python, NULL, NULL, 300, pg_redact_numbers};
+  return pg_py_golden_worker_open(&o, py, err);
+}
+
 int pg_cmd_selftest(int argc, char **argv) {
-  const char *op_dir = NULL, *contract_arg = NULL, *golden_lib = NULL;
+  const char *op_dir = NULL, *contract_arg = NULL, *golden_lib = NULL, *python = NULL;
   int precision_bits = 32, n_threads = 0;
   const char *suite_ignored = NULL, *precision = NULL, *threads = NULL;
   const struct pg_cli_opt opts[] = {{"--op-dir", &op_dir},
@@ -228,6 +309,7 @@ int pg_cmd_selftest(int argc, char **argv) {
                                     {"--golden-lib", &golden_lib},
                                     {"--reference-precision", &precision},
                                     {"--threads", &threads},
+                                    {"--python", &python},
                                     {NULL, NULL}};
   int parsed = pg_cli_parse_opts("selftest", argc, argv, opts, usage);
   if (parsed) return parsed < 0 ? PG_EXIT_PASS : parsed;
@@ -266,20 +348,35 @@ int pg_cmd_selftest(int argc, char **argv) {
     if (ge != 0) rc = ge < 0 ? ge : PG_EVALIDATE;
   }
   pg_cli_print_diags(&diags);
+  struct selftest *st = rc == PG_OK ? calloc(1, sizeof *st) : NULL;
+  struct pg_py_golden_worker *py = NULL;
+  if (st) {
+    st->c = &c;
+    plan_pairs(st);
+  }
   if (rc != PG_OK) {
     if (diags.n_errors == 0) fprintf(stderr, "phasegate selftest: error: %s\n", err.message);
-  } else if (c.op_golden.kind == PG_GOLDEN_NONE) {
+  } else if (!st) {
+    fprintf(stderr, "phasegate selftest: error: out of memory\n");
+  } else if (st->n_pairs == 0) {
     printf("[phasegate] SKIPPED selftest %s: the contract has no op-level golden "
-           "(`golden:` at top level) to compare the composition with\n", c.op ? c.op : "?");
+           "(`golden:` at top level, %s_golden.py or %s_golden_cpu.py) to compare the "
+           "composition with, and no phase has both a built-in and a Python golden\n",
+           c.op ? c.op : "?", c.op ? c.op : "<op>", c.op ? c.op : "<op>");
     exit_code = PG_EXIT_SKIPPED;
   } else if (!golden_lib && needs_golden_lib(&c, contract_path)) {
     /* printed */
   } else if (golden_lib && pg_golden_lib_open(golden_lib, &lib, &err) != PG_OK) {
     fprintf(stderr, "phasegate selftest: error: %s\n", err.message);
+  } else if (open_python(&c, python, &py, &err) != PG_OK) {
+    fprintf(stderr, "phasegate selftest: error: %s\n", err.message);
   } else {
-    struct pg_golden_opts g = {plan, precision_bits, lib, n_threads};
-    exit_code = check_all(&c, &g);
+    st->g = (struct pg_golden_opts){plan, precision_bits, lib, n_threads, py,
+                                    PG_PHASE_GOLDEN_NONE};
+    exit_code = check_all(st);
   }
+  pg_py_golden_worker_close(py);
+  free(st);
   pg_golden_lib_close(lib);
   pg_golden_plan_free(plan);
   pg_contract_reset(&c);

@@ -16,6 +16,7 @@
 
 #include "base/base.h"
 #include "cli.h"
+#include "impl/impl.h"
 #include "impl/serve.h"
 
 static void usage(FILE *out) {
@@ -24,7 +25,7 @@ static void usage(FILE *out) {
           "       phasegate serve --control DIR --stop [--timeout S]\n"
           "       phasegate serve --control DIR --status\n"
           "\n"
-          "Keeps plugin: and worker: impl processes warm across CTest tests: `phasegate run`\n"
+          "Keeps plugin:, worker: and python: impl processes warm across CTest tests: `phasegate run`\n"
           "leases a process from the daemon when one answers on DIR, and runs standalone\n"
           "(same results) when none does. Without --foreground the daemon is started\n"
           "detached (new session, stdio to DIR/serve.log) and this command returns once it\n"
@@ -34,8 +35,10 @@ static void usage(FILE *out) {
           "  --control DIR        control directory (created mode 0700): serve.sock,\n"
           "                       serve.pid, serve.lock, serve.log, workers/\n"
           "  --op-dir DIR         the op served (shown by --status)\n"
-          "  --impl SPEC          start worker:CMD / plugin:PATH processes at once, one per\n"
-          "                       mode and device (the first test then finds them warm)\n"
+          "  --impl SPEC          start worker:CMD / plugin:PATH / python:FILE.py processes at\n"
+          "                       once, one per mode and device (the first test then finds\n"
+          "                       them warm)\n"
+          "  --python PATH        interpreter of a python: impl, as run --python\n"
           "  --modes a,b          modes to start (default sim)\n"
           "  --devices 0,1        device ids to start (default 0)\n"
           "  --memory-limit N     RLIMIT_AS of started processes, as run --memory-limit\n"
@@ -100,61 +103,11 @@ static int status(const char *control) {
   return PG_EXIT_PASS;
 }
 
-int pg_cmd_serve(int argc, char **argv) {
-  struct pg_serve_options o;
-  pg_serve_options_init(&o);
-  int foreground = 0, stop = 0, show = 0;
-  double stop_timeout = 10;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      usage(stdout);
-      return PG_EXIT_PASS;
-    }
-    if (strcmp(a, "--foreground") == 0) foreground = 1;
-    else if (strcmp(a, "--detached") == 0) o.detached = 1;
-    else if (strcmp(a, "--stop") == 0) stop = 1;
-    else if (strcmp(a, "--status") == 0) show = 1;
-    else if (strncmp(a, "--", 2) != 0)
-      return pg_cli_usage_error("serve", "unexpected argument '%s' (see --help)", a);
-    else if (!v)
-      return pg_cli_usage_error("serve", "%s needs a value (or is not an option of serve)", a);
-    else {
-      i++;
-      double x = 0;
-      if (strcmp(a, "--control") == 0) o.control_dir = v;
-      else if (strcmp(a, "--op-dir") == 0) o.op_dir = v;
-      else if (strcmp(a, "--impl") == 0) o.impl_spec = v;
-      else if (strcmp(a, "--modes") == 0) o.modes = v;
-      else if (strcmp(a, "--devices") == 0) o.devices = v;
-      else if (strcmp(a, "--memory-limit") == 0) {
-        if (pg_cli_parse_bytes(v, &o.rlimit_as) != 0)
-          return pg_cli_usage_error("serve", "--memory-limit: expected a byte count, got '%s'", v);
-      } else if (strcmp(a, "--slots") == 0) {
-        if (pg_cli_parse_number("serve", a, v, 1, &x) != PG_EXIT_PASS) return PG_EXIT_ERROR;
-        if (x != floor(x) || x > 1024)
-          return pg_cli_usage_error("serve", "--slots needs a whole number 1..1024, got '%s'", v);
-        o.slots = (int)x;
-      } else if (strcmp(a, "--idle-timeout") == 0) {
-        if (pg_cli_parse_number("serve", a, v, 1, &o.idle_timeout_s) != PG_EXIT_PASS) return PG_EXIT_ERROR;
-      } else if (strcmp(a, "--start-timeout") == 0) {
-        if (pg_cli_parse_number("serve", a, v, 1, &o.start_timeout_s) != PG_EXIT_PASS) return PG_EXIT_ERROR;
-      } else if (strcmp(a, "--timeout") == 0) {
-        if (pg_cli_parse_number("serve", a, v, 1, &stop_timeout) != PG_EXIT_PASS) return PG_EXIT_ERROR;
-      } else {
-        return pg_cli_usage_error("serve", "unknown option '%s' (see --help)", a);
-      }
-    }
-  }
-  if (!o.control_dir || !*o.control_dir)
-    return pg_cli_usage_error("serve", "--control DIR is required");
-  if (stop + show + foreground > 1)
-    return pg_cli_usage_error("serve", "--stop, --status and --foreground exclude each other");
-  if (o.impl_spec && strncmp(o.impl_spec, "worker:", 7) != 0 &&
-      strncmp(o.impl_spec, "plugin:", 7) != 0)
-    return pg_cli_usage_error("serve", "--impl: '%s' is not a persistent impl (worker: or "
-                              "plugin:)", o.impl_spec);
-
+/* What the command does once its options are parsed: --status, --stop, the daemon in
+ * this process, or a detached start. */
+static int act(struct pg_serve_options *opts, int argc, char **argv, int foreground, int stop,
+               int show, double stop_timeout) {
+  struct pg_serve_options o = *opts;
   struct pg_error err;
   pg_error_clear(&err);
   if (show) return status(o.control_dir);
@@ -203,4 +156,79 @@ int pg_cmd_serve(int argc, char **argv) {
   free(control);
   free(dargv);
   return rc == PG_OK ? PG_EXIT_PASS : PG_EXIT_FAIL;
+}
+
+int pg_cmd_serve(int argc, char **argv) {
+  struct pg_serve_options o;
+  pg_serve_options_init(&o);
+  int foreground = 0, stop = 0, show = 0;
+  const char *python = NULL;
+  double stop_timeout = 10;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return PG_EXIT_PASS;
+    }
+    if (strcmp(a, "--foreground") == 0) foreground = 1;
+    else if (strcmp(a, "--detached") == 0) o.detached = 1;
+    else if (strcmp(a, "--stop") == 0) stop = 1;
+    else if (strcmp(a, "--status") == 0) show = 1;
+    else if (strncmp(a, "--", 2) != 0)
+      return pg_cli_usage_error("serve", "unexpected argument '%s' (see --help)", a);
+    else if (!v)
+      return pg_cli_usage_error("serve", "%s needs a value (or is not an option of serve)", a);
+    else {
+      i++;
+      double x = 0;
+      if (strcmp(a, "--control") == 0) o.control_dir = v;
+      else if (strcmp(a, "--op-dir") == 0) o.op_dir = v;
+      else if (strcmp(a, "--impl") == 0) o.impl_spec = v;
+      else if (strcmp(a, "--python") == 0) python = v;
+      else if (strcmp(a, "--modes") == 0) o.modes = v;
+      else if (strcmp(a, "--devices") == 0) o.devices = v;
+      else if (strcmp(a, "--memory-limit") == 0) {
+        if (pg_cli_parse_bytes(v, &o.rlimit_as) != 0)
+          return pg_cli_usage_error("serve", "--memory-limit: expected a byte count, got '%s'", v);
+      } else if (strcmp(a, "--slots") == 0) {
+        if (pg_cli_parse_number("serve", a, v, 1, &x) != PG_EXIT_PASS) return PG_EXIT_ERROR;
+        if (x != floor(x) || x > 1024)
+          return pg_cli_usage_error("serve", "--slots needs a whole number 1..1024, got '%s'", v);
+        o.slots = (int)x;
+      } else if (strcmp(a, "--idle-timeout") == 0) {
+        if (pg_cli_parse_number("serve", a, v, 1, &o.idle_timeout_s) != PG_EXIT_PASS) return PG_EXIT_ERROR;
+      } else if (strcmp(a, "--start-timeout") == 0) {
+        if (pg_cli_parse_number("serve", a, v, 1, &o.start_timeout_s) != PG_EXIT_PASS) return PG_EXIT_ERROR;
+      } else if (strcmp(a, "--timeout") == 0) {
+        if (pg_cli_parse_number("serve", a, v, 1, &stop_timeout) != PG_EXIT_PASS) return PG_EXIT_ERROR;
+      } else {
+        return pg_cli_usage_error("serve", "unknown option '%s' (see --help)", a);
+      }
+    }
+  }
+  if (!o.control_dir || !*o.control_dir)
+    return pg_cli_usage_error("serve", "--control DIR is required");
+  if (stop + show + foreground > 1)
+    return pg_cli_usage_error("serve", "--stop, --status and --foreground exclude each other");
+  if (o.impl_spec && strncmp(o.impl_spec, "worker:", 7) != 0 &&
+      strncmp(o.impl_spec, "plugin:", 7) != 0 && strncmp(o.impl_spec, "python:", 7) != 0)
+    return pg_cli_usage_error("serve", "--impl: '%s' is not a persistent impl (worker:, "
+                              "plugin: or python:)", o.impl_spec);
+  /* python: runs phasegate's Python worker: prestart that worker: process, the one a
+   * run leases for the same interpreter */
+  char *py_spec = NULL;
+  if (o.impl_spec && strncmp(o.impl_spec, "python:", 7) == 0) {
+    struct pg_impl impl;
+    struct pg_error e;
+    if (pg_impl_parse(o.impl_spec, &impl, &e) != PG_OK)
+      return pg_cli_usage_error("serve", "%s", e.message);
+    impl.python = python;
+    py_spec = pg_impl_process_spec(&impl);
+    if (!py_spec) return pg_cli_usage_error("serve", "--impl: out of memory");
+    o.impl_spec = py_spec;
+  }
+
+  int rc = act(&o, argc, argv, foreground, stop, show, stop_timeout);
+  free(py_spec);
+  return rc;
 }

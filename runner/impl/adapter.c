@@ -23,6 +23,7 @@
   X(plugin)                 \
   X(exec)                   \
   X(worker)                 \
+  X(python)                 \
   X(replay)
 
 #define PG_IMPL_DECLARE(name) extern const struct pg_impl_ops pg__##name##_ops;
@@ -82,6 +83,12 @@ int pg_impl_parse(const char *spec, struct pg_impl *impl, struct pg_error *err) 
 
 const char *pg_impl_kind(const struct pg_impl *impl) {
   return impl && impl->ops ? impl->ops->name : "";
+}
+
+char *pg_impl_process_spec(const struct pg_impl *impl) {
+  if (!impl || !impl->ops) return NULL;
+  if (impl->ops->process_spec) return impl->ops->process_spec(impl);
+  return pg_path_fmt("%s:%s", impl->ops->name, impl->target);
 }
 
 void pg_impl_close(struct pg_impl *impl) {
@@ -180,6 +187,14 @@ cJSON *pg__call_json(const struct pg_impl_request *req) {
     cJSON_AddNumberToObject(dims, req->dim_names[i], (double)req->dim_values[i]);
   cJSON *knobs = req->knobs_json ? cJSON_Parse(req->knobs_json) : NULL;
   cJSON_AddItemToObject(r, "knobs", knobs ? knobs : cJSON_CreateObject());
+  if (req->call_file) {
+    cJSON *call = cJSON_AddObjectToObject(r, "call");
+    if (call) {
+      cJSON_AddStringToObject(call, "file", req->call_file);
+      cJSON_AddStringToObject(call, "function", req->call_function ? req->call_function : "");
+      cJSON_AddBoolToObject(call, "cast_outputs", req->call_cast_outputs != 0);
+    }
+  }
   return r;
 }
 

@@ -35,6 +35,10 @@ struct pg_impl_ops {
                    double timeout_s);
   /* Ends what impl->state holds; NULL when the adapter keeps nothing between calls. */
   void (*close)(struct pg_impl *impl);
+  /* The `worker:`/`plugin:` spec of the persistent process the pool starts (or leases
+   * from `phasegate serve`) for this impl, malloc'd (NULL: out of memory); NULL op:
+   * "<name>:<target>" itself. */
+  char *(*process_spec)(const struct pg_impl *impl);
 };
 
 /* Records what happened: sets out->fact, out->status and the summary; for any fact but
@@ -71,6 +75,17 @@ void pg__exec_case_dir_done(const struct pg_impl_request *req, char *dir,
                             struct pg_impl_outcome *out);
 /* The probe of a command adapter: the command is not blank. */
 int pg__command_probe(struct pg_impl_probe *p, struct pg_error *err);
+
+/* The worker adapter's call (impl/worker.c), shared with python: (impl/python.c): the
+ * exec case directory and request object, `extend` (may be NULL) adding the adapter's
+ * own fields to every request object it sends (PG_OK, or PG_ENOMEM), one line to the
+ * pool's process of (mode, device), the answer read back (ok, unavailable, error,
+ * structural) with the exec adapter's output checks. */
+typedef int (*pg__worker_extend_fn)(const struct pg_impl_pending *p, struct cJSON *request);
+int pg__worker_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                     pg__worker_extend_fn extend, struct pg_error *err);
+int pg__worker_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                      struct pg_error *err);
 
 /* The last non-empty line of text (shortened from the left to fit). */
 void pg__last_line(const char *text, char *buf, size_t size);

@@ -9,6 +9,9 @@
  *                    request.json) and PHASEGATE_* environment variables
  *   worker:COMMAND   the same request to a persistent process over the worker protocol
  *                    (impl/worker.c, impl/proc.h)
+ *   python:FILE.py[::FUNCTION]  a pypto-workflow impl module called by phasegate's own
+ *                    Python worker (tools/python/phasegate/worker.py) over the same
+ *                    protocol: <op>_module<suffix>_wrapper(*primary_inputs), or FUNCTION
  *   replay:DIR       DIR/<case>/<mode>/<name>.npy dumped by an earlier device run
  *
  * Each adapter is one file and one row of the ops table in impl/adapter.c (see
@@ -46,16 +49,41 @@ struct pg_impl {
   const char *serve_control;  /* lease processes from `phasegate serve` there (or NULL:
                                  $PHASEGATE_SERVE_CONTROL, else none) */
   const char *log_dir;        /* where process logs go (NULL: $TMPDIR) */
+  const char *python;         /* python: the interpreter (--python; NULL: $PHASEGATE_PYTHON,
+                                 else python3) */
 };
 
-/* Parses "plugin:PATH", "exec:COMMAND", "worker:COMMAND", "replay:DIR" (the prefixes of
- * the ops table); a
+/* Parses "plugin:PATH", "exec:COMMAND", "worker:COMMAND", "python:FILE.py[::FUNCTION]",
+ * "replay:DIR" (the prefixes of the ops table); a
  * bare path ending in .so is a plugin. PG_EINVAL / PG_ELIMIT with a message listing the
  * accepted forms. */
 int pg_impl_parse(const char *spec, struct pg_impl *impl, struct pg_error *err);
 
-/* The adapter's name: "plugin", "exec", "worker", "replay" ("" for an unparsed impl). */
+/* The adapter's name: "plugin", "exec", "worker", "python", "replay" ("" for an unparsed
+ * impl). */
 const char *pg_impl_kind(const struct pg_impl *impl);
+
+/* The `worker:`/`plugin:` spec of the persistent process behind the impl (python: the
+ * Python worker's command, built from impl->python), as the pool starts it and
+ * `phasegate serve` prestarts it; malloc'd. NULL when out of memory or not parsed. */
+char *pg_impl_process_spec(const struct pg_impl *impl);
+
+/* phasegate's Python package (tools/python, or where it is installed): the directory
+ * that holds phasegate/worker.py. $PHASEGATE_PYTHON_DIR, else the install location
+ * relative to the running executable, else the source tree (compile-time path). NULL
+ * when none exists. */
+const char *pg_python_package_dir(void);
+
+/* The interpreter of the Python worker: `python` if given, else $PHASEGATE_PYTHON, else
+ * "python3". */
+const char *pg_python_interpreter(const char *python);
+
+/* The `worker:` spec that runs phasegate's Python worker (`python -m phasegate.worker`,
+ * PYTHONPATH = the package dir ahead of the caller's): the persistent process of
+ * python: impls and of Python goldens (each request then carries a "call" object,
+ * docs/worker_protocol.md). `python` as for pg_python_interpreter. PG_OK and a
+ * malloc'd *spec; PG_ENOENT when the package is not found; PG_ENOMEM. */
+int pg_python_worker_spec(const char *python, char **spec, struct pg_error *err);
 
 /* Lets a persistent adapter start the process of (mode, device) ahead of the first call
  * (its start-up overlaps the caller's work). A no-op for the others; never fails (a
@@ -98,6 +126,9 @@ enum pg_impl_fact {
                                       handshake, a line that is not the answer, an unknown
                                       status, its protocol fds closed */
   PG_IMPL_FACT_WORKER_ERROR,       /* a worker answered "error" (message in the summary) */
+  PG_IMPL_FACT_WORKER_STRUCTURAL,  /* a worker answered "structural": the impl lacks the
+                                      function the phase calls, returned the wrong number of
+                                      outputs, … (message in the summary) */
   PG_IMPL_FACT_COUNT
 };
 
@@ -126,6 +157,11 @@ struct pg_impl_request {
   uint64_t rlimit_as;
   const char *work_dir;                  /* exec: where case dirs go (NULL: $TMPDIR) */
   int keep_work;                         /* exec: keep the case dir afterwards */
+  /* The Python worker's "call" object (tools/python/phasegate/worker.py): the file and
+   * function to call; cast_outputs: cast each returned leaf to its declared dtype (the
+   * goldens do, impls do not). call_file NULL: no "call" in the request. */
+  const char *call_file, *call_function;
+  int call_cast_outputs;
 };
 
 /* Coarse form of the fact: DONE = PG_IMPL_FACT_OK, UNAVAILABLE, FAILED = any other. */

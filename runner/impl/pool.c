@@ -122,7 +122,7 @@ static char *impl_spec(const struct pg_impl *impl, uint64_t rlimit_as, uint64_t 
   const char *kind = pg_impl_kind(impl);
   /* an ASan-built plugin host reserves terabytes of shadow memory: no RLIMIT_AS */
   *as = strcmp(kind, "plugin") == 0 && PG_SANDBOX_ASAN ? 0 : rlimit_as;
-  return pg_path_fmt("%s:%s", kind, impl->target);
+  return pg_impl_process_spec(impl);
 }
 
 struct pg_proc *pg__pool_acquire(const struct pg_impl *impl, const struct pg_impl_request *req,

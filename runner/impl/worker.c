@@ -5,7 +5,7 @@
  * warm from `phasegate serve`) and serves every call of the run: each call gets the
  * exec adapter's case directory (in/<name>.npy, empty out/) and its request object plus
  * an "id" as one line on the protocol socket; the worker writes out/<name>.npy and
- * answers ok / unavailable / error. Outputs are read back with the exec adapter's
+ * answers ok / unavailable / error / structural. Outputs are read back with the exec adapter's
  * checks. A call without a proper answer (timeout, crash, exit, a line that is not the
  * answer) ends the process; the next call starts a fresh one, so one bad case never
  * changes another case's verdict. Reports facts; run/classify.c decides.
@@ -23,6 +23,7 @@
 /* One call's state (pg_impl_pending.call). */
 struct worker_call {
   char *dir;            /* the case directory */
+  pg__worker_extend_fn extend; /* adds the adapter's fields to the request (or NULL) */
   struct pg_proc *proc; /* the pool's process serving the call */
   int64_t id;
   int retried;          /* sent once more after the process exited 0 (see resend) */
@@ -84,13 +85,24 @@ static void ended(struct pg_proc_result *r, const struct pg_impl_request *req, c
   }
 }
 
-static int worker_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
-                        struct pg_error *err) {
+/* The request object of the call: exec's, plus the adapter's fields. NULL: no memory. */
+static cJSON *request_json(const struct pg_impl_pending *p, const struct worker_call *c) {
+  cJSON *request = pg__exec_request_json(c->dir, p->req);
+  if (request && c->extend && c->extend(p, request) != PG_OK) {
+    cJSON_Delete(request);
+    request = NULL;
+  }
+  return request;
+}
+
+int pg__worker_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                     pg__worker_extend_fn extend, struct pg_error *err) {
   const struct pg_impl_request *req = p->req;
   struct worker_call *c = calloc(1, sizeof *c);
   if (!c) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  c->extend = extend;
   int rc = pg__exec_case_dir(req, 0, &c->dir, err);
-  cJSON *request = rc == PG_OK ? pg__exec_request_json(c->dir, req) : NULL;
+  cJSON *request = rc == PG_OK ? request_json(p, c) : NULL;
   if (rc == PG_OK && !request) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
   if (rc == PG_OK) {
     struct pg_proc_result sf;
@@ -121,7 +133,8 @@ static int worker_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
   return PG_OK;
 }
 
-/* An answer line: ok → outputs, unavailable → SKIPPED, error → a worker error. Returns 1
+/* An answer line: ok → outputs, unavailable → SKIPPED, error → a worker error, structural
+ * → the impl's shape is wrong (a missing function, an output too many). Returns 1
  * when it was one of those (the process may serve again). */
 static int answered(struct worker_call *c, const struct pg_impl_request *req, const cJSON *a,
                     struct pg_impl_outcome *out, int *rc, struct pg_error *err) {
@@ -139,6 +152,11 @@ static int answered(struct worker_call *c, const struct pg_impl_request *req, co
                   msg && *msg ? msg : "the worker answered \"unavailable\"");
     return 1;
   }
+  if (strcmp(status, "structural") == 0) {
+    pg__impl_fact(out, PG_IMPL_FACT_WORKER_STRUCTURAL, "the worker found the impl malformed in "
+                  "mode '%s': %.400s", req->mode, msg && *msg ? msg : "(no message)");
+    return 1;
+  }
   if (strcmp(status, "error") == 0) {
     int oom = pg_sandbox_text_says_oom(msg) || out->sandbox.says_oom;
     pg__impl_fact(out, oom ? PG_IMPL_FACT_OOM : PG_IMPL_FACT_WORKER_ERROR,
@@ -147,7 +165,7 @@ static int answered(struct worker_call *c, const struct pg_impl_request *req, co
     return 1;
   }
   pg__impl_fact(out, PG_IMPL_FACT_WORKER_PROTOCOL, "the worker broke the protocol in mode '%s': "
-                "unknown status '%.60s' (expected ok, unavailable or error)", req->mode, status);
+                "unknown status '%.60s' (expected ok, unavailable, error or structural)", req->mode, status);
   return 0;
 }
 
@@ -171,14 +189,14 @@ static int resend(struct pg_impl_pending *p, struct worker_call *c, struct pg_er
     free(c->log_path);
     c->log_path = pg_strdup(c->proc->log_path);
   }
-  cJSON *request = c->proc ? pg__exec_request_json(c->dir, p->req) : NULL;
+  cJSON *request = c->proc ? request_json(p, c) : NULL;
   int rc = request ? pg_proc_send(c->proc, request, -1, &c->id, err) : PG_EIMPL;
   cJSON_Delete(request);
   return rc;
 }
 
-static int worker_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
-                         struct pg_error *err) {
+int pg__worker_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                      struct pg_error *err) {
   struct worker_call *c = p->call;
   const struct pg_impl_request *req = p->req;
   struct pg_proc_result r;
@@ -213,12 +231,17 @@ static int worker_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
   return rc;
 }
 
+static int worker_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
+                        struct pg_error *err) {
+  return pg__worker_start(p, out, NULL, err);
+}
+
 const struct pg_impl_ops pg__worker_ops = {
     .name = "worker",
     .usage = "worker:COMMAND",
     .probe_start = pg__command_probe,
     .start = worker_start,
-    .finish = worker_finish,
+    .finish = pg__worker_finish,
     .prestart = pg__pool_prestart,
     .close = pg__pool_close,
 };

@@ -6,6 +6,8 @@
  *                       quote it): every number that spells a value of the case's
  *                       inputs or goldens becomes "<redacted>"; run/ applies it through
  *                       the redact hook before anything is stored or shown
+ *   pg_redact_numbers   text a Python golden's worker wrote: every number outside a
+ *                       path becomes "<redacted>" (its values are no tensor we hold)
  *   pg_report_sanitize  the report as JSON, on every write: keys that could carry tensor
  *                       contents are dropped, tensor-sized numeric arrays and huge
  *                       strings cut
@@ -129,6 +131,51 @@ char *pg_redact_text(const char *text, const struct pg_tensor *const *tensors, i
   }
   out[o] = '\0';
   free(set.v);
+  return out;
+}
+
+/* A path starts with '/' at the start of the text or after a space, quote, '(' or
+ * '=' and runs to the next space, quote, ')' or ','. */
+static int path_start(const char *text, size_t i) {
+  if (text[i] != '/') return 0;
+  if (i == 0) return 1;
+  char p = text[i - 1];
+  return p == ' ' || p == '\t' || p == '\n' || p == '"' || p == '\'' || p == '(' || p == '=';
+}
+
+static int path_end(char c) {
+  return c == '\0' || c == ' ' || c == '\t' || c == '\n' || c == '"' || c == '\'' || c == ')' ||
+         c == ',';
+}
+
+char *pg_redact_numbers(const char *text) {
+  if (!text) return NULL;
+  size_t len = strlen(text);
+  char *out = malloc(len * 10 + 1); /* each digit may become "<redacted>" */
+  if (!out) return NULL;
+  size_t o = 0, i = 0;
+  while (i < len) {
+    if (path_start(text, i)) {
+      while (i < len && !path_end(text[i])) out[o++] = text[i++];
+      continue;
+    }
+    unsigned char c = (unsigned char)text[i];
+    int starts = isdigit(c) || (c == '.' && i + 1 < len && isdigit((unsigned char)text[i + 1]));
+    /* digits inside a word (float32, fp16, x_module123_golden) are names, not values */
+    int in_word = i > 0 && (isalnum((unsigned char)text[i - 1]) || text[i - 1] == '_');
+    if (!starts || in_word) {
+      out[o++] = (char)c;
+      i++;
+      continue;
+    }
+    while (i < len && (isalnum((unsigned char)text[i]) || text[i] == '.' ||
+                       ((text[i] == '+' || text[i] == '-') && (text[i - 1] == 'e' ||
+                                                                text[i - 1] == 'E'))))
+      i++;
+    memcpy(out + o, "<redacted>", 10);
+    o += 10;
+  }
+  out[o] = '\0';
   return out;
 }
 

@@ -530,6 +530,6 @@ int pg_report_persist(const char *path, const struct pg_run_phase *ph,
 
 struct pg_run_hooks pg_report_hooks(void) {
   struct pg_run_hooks h = {pg_report_persist, pg_report_case_lines, pg_report_summary_lines,
-                           pg_redact_text};
+                           pg_redact_text, pg_redact_numbers};
   return h;
 }

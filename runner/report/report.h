@@ -55,6 +55,13 @@ int pg_report_persist(const char *path, const struct pg_run_phase *ph,
  * output. Returns a new malloc'ed string (NULL on allocation failure). */
 char *pg_redact_text(const char *text, const struct pg_tensor *const *tensors, int n);
 
+/* The barrier for text from a Python golden's worker (an exception message, a crash
+ * line), whose values are no case tensor we hold: every number becomes "<redacted>",
+ * except inside a path (a token starting with '/' after a space, quote, '(' or the
+ * start), so the file names in the message stay usable. malloc'ed; NULL when out of
+ * memory. */
+char *pg_redact_numbers(const char *text);
+
 /* Applied on every write: drops keys that could carry reference or input contents
  * (golden, reference, expected, ref_value, data, values, …), replaces numeric arrays
  * longer than 16 elements (tensor dumps) and truncates strings longer than 64 KiB.

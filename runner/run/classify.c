@@ -60,7 +60,8 @@ enum hint {
   HINT_VALUES,    /* values outside the tolerance: HINT_NAN or HINT_INSPECT */
   HINT_NAN,       /* … with NaN where the reference has none */
   HINT_INSPECT,
-  HINT_PROTOCOL   /* a persistent process broke the worker protocol */
+  HINT_PROTOCOL,  /* a persistent process broke the worker protocol */
+  HINT_PY_EXPORT  /* a worker found the impl malformed (python: no such function, …) */
 };
 
 static const char *const hint_text[] = {
@@ -79,6 +80,9 @@ static const char *const hint_text[] = {
     [HINT_PROTOCOL] = "the worker must write the handshake, then exactly one answer line per "
                       "request with its id, on the fd pair of PHASEGATE_WORKER_FDS (never "
                       "stdout): see docs/worker_protocol.md and the worker log named above",
+    [HINT_PY_EXPORT] = "a python: impl module defines the function named above; it takes the "
+                       "primary inputs in contract order and returns the boundary outputs in "
+                       "declared order (a tensor, a tuple or list, or a dict by output name)",
     [HINT_INSPECT] = "use --inspect <output> for every metric and the first mismatching "
                      "indices, --save-data DIR to get the case's tensors",
 };
@@ -124,6 +128,7 @@ static const struct rule rules[] = {
     {IMPL(RUNNER_FAILURE), PG_VERDICT_ERROR, PG_CAT_INFRA, 0, HINT_NONE},
     {IMPL(WORKER_PROTOCOL), PG_VERDICT_FAIL, PG_CAT_RUNTIME, 0, HINT_PROTOCOL},
     {IMPL(WORKER_ERROR), PG_VERDICT_FAIL, PG_CAT_RUNTIME, 0, HINT_NONE},
+    {IMPL(WORKER_STRUCTURAL), PG_VERDICT_FAIL, PG_CAT_STRUCTURAL, 0, HINT_PY_EXPORT},
 };
 #undef IMPL
 #undef RUN

@@ -7,6 +7,7 @@
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "run/golden_cache.h"
@@ -26,6 +27,17 @@ int pg_case_golden(const struct pg_case_data *d, const struct pg_contract *c,
   env.golden_lib = g->golden_lib;
   env.n_threads = g->n_threads;
   *n_out = 0;
+  enum pg_phase_golden src = g->source ? g->source : pg_contract_phase_golden(c, k);
+  if (src == PG_PHASE_GOLDEN_PYTHON) {
+    if (!g->py) return pg_error_set(err, PG_EINVAL, "golden %d is a Python golden, but no Python "
+                                    "worker was given", k);
+    return pg_py_golden_call(g->py, c, k, cs, d, out, n_out, err);
+  }
+  if (src == PG_PHASE_GOLDEN_NONE) {
+    char why[768];
+    pg_contract_no_golden_reason(c, k, why, sizeof why);
+    return pg_error_set(err, PG_ENOTFOUND, "%s", why);
+  }
   if (k == 0) return pg_golden_op_level(&env, d->inputs, c->n_primary, out, n_out, err);
   return pg_golden_cumulative(&env, k, d->inputs, c->n_primary, out, n_out, err);
 }
@@ -39,9 +51,15 @@ static int cache_key(const struct pg__run *rc, int k, const struct pg_case *cs,
   const struct pg_run_opts *o = rc->o;
   hash[0] = '\0';
   if (!rc->cache_dir) return 0;
+  const struct pg_py_golden *py =
+      pg_contract_phase_golden(&rc->contract, k) == PG_PHASE_GOLDEN_PYTHON
+          ? pg_contract_py_golden(&rc->contract, k) : NULL;
+  const char *python = pg_python_interpreter(o->python);
   struct pg_golden_cache_key key = {rc->contract_path, o->golden_lib, cs->json, dims, k,
                                     o->reference_bits == 64 ? 64 : 32,
-                                    o->tool_version ? o->tool_version : "0"};
+                                    o->tool_version ? o->tool_version : "0",
+                                    py ? py->file : NULL, py ? py->function : NULL,
+                                    python};
   struct pg_error e;
   pg_error_clear(&e);
   return pg_golden_cache_key_hash(&key, hash, &e) == PG_OK && hash[0];
@@ -71,7 +89,8 @@ int pg__golden(struct pg__run *rc, int k, const struct pg_case *cs, const struct
   int keyed = cache_key(rc, k, cs, &d->dims, hash);
   *cached = keyed && cache_lookup(rc, hash, specs, n_out, goldens);
   if (*cached) return PG_OK;
-  struct pg_golden_opts g = {rc->plan, rc->o->reference_bits, rc->golden_lib, rc->n_threads};
+  struct pg_golden_opts g = {rc->plan, rc->o->reference_bits, rc->golden_lib, rc->n_threads,
+                             rc->py, PG_PHASE_GOLDEN_NONE};
   struct pg_tensor tmp[PG_MAX_BOUNDARY_OUTPUTS];
   for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_init(&tmp[i]);
   int n = 0;

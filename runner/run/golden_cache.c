@@ -186,6 +186,11 @@ int pg_golden_cache_key_hash(const struct pg_golden_cache_key *key,
     PG_RETURN_IF_ERROR(put_file(&s, 'L', key->golden_lib_path, "golden library", err));
   else
     put_str(&s, 'L', NULL);
+  if (key->py_golden_path) { /* absent for built-in goldens: their keys stay as they were */
+    PG_RETURN_IF_ERROR(put_file(&s, 'G', key->py_golden_path, "Python golden", err));
+    put_str(&s, 'F', key->py_function);
+    put_str(&s, 'I', key->python);
+  }
   put_str(&s, 'J', key->case_json);
   /* dims sorted by name: binding order must not matter */
   int nd = key->dims ? key->dims->count : 0;

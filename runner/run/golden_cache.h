@@ -51,6 +51,12 @@ struct pg_golden_cache_key {
   int phase;                          /* k */
   int precision_bits;                 /* 32 or 64 */
   const char *version;                /* phasegate version string */
+  /* A phase computed by a Python golden (DESIGN.md §5): the file (hashed by content,
+   * so an edited golden is computed again), its function and the interpreter. NULL
+   * file: a built-in golden. */
+  const char *py_golden_path;
+  const char *py_function;
+  const char *python;
 };
 
 /* The key's SHA-256 as 64 lowercase hex digits + NUL into hex. PG_ENOENT / PG_EIO when

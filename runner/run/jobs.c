@@ -50,6 +50,7 @@ static void worker(struct pg__run *rc, const int *sel, int n_sel, int jobs, int 
     if (write(fd, &cr, sizeof cr) != (ssize_t)sizeof cr) _exit(4);
   }
   pg_impl_close(&rc->impl); /* what this worker's calls kept (the parent closes its own) */
+  pg_py_golden_worker_close(rc->py); /* this worker's golden process (started after the fork) */
   fflush(NULL);
   _exit(0);
 }

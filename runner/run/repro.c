@@ -52,6 +52,7 @@ char *pg__repro(const struct pg_run_opts *o, int k, const char *contract, const 
     option(f, "--suite", suite);
   }
   option(f, "--impl", o->impl_spec);
+  if (o->python) option(f, "--python", o->python);
   snprintf(t, sizeof t, "%d", k);
   option(f, "--up-to-module", t);
   option(f, "--case", case_id);

@@ -255,6 +255,32 @@ static char *default_report_path(const struct pg__run *rc) {
                      dir_given ? o->report_dir : "phasegate-reports", rc->contract.op, rc->k);
 }
 
+/* Phase k has a golden (DESIGN.md §3, §5): one clear error before any case instead of
+ * an ERROR per case. --golden-data brings its own references. */
+static int check_golden(struct pg__run *rc, struct pg_error *err) {
+  const struct pg_contract *c = &rc->contract;
+  if (rc->o->golden_data || pg_contract_phase_golden(c, rc->k) != PG_PHASE_GOLDEN_NONE)
+    return PG_OK;
+  char why[768];
+  pg_contract_no_golden_reason(c, rc->k, why, sizeof why);
+  return pg_error_set(err, PG_EVALIDATE, "%s: phase %d of op '%s' has no golden: %s; give the "
+                      "module a `golden:` or a Python golden (docs/goldens.md), or pass "
+                      "--golden-data", rc->contract_path, rc->k, c->op, why);
+}
+
+/* The Python goldens' worker, when any golden up to phase k is Python (bisection runs
+ * the earlier phases too). Its process starts with the first golden computed. */
+static int open_py_golden(struct pg__run *rc, struct pg_error *err) {
+  const struct pg_run_opts *o = rc->o;
+  int any = 0;
+  for (int j = 1; j <= rc->k; j++)
+    any |= pg_contract_phase_golden(&rc->contract, j) == PG_PHASE_GOLDEN_PYTHON;
+  if (!any || o->golden_data) return PG_OK;
+  struct pg_py_golden_worker_opts po = {o->python, o->work_dir, o->work_dir, rc->timeout_s,
+                                        o->hooks.redact_numbers};
+  return pg_py_golden_worker_open(&po, &rc->py, err);
+}
+
 /* The impl (its load probe started), the contract, the phase, the suite. */
 static int load(struct pg__run *rc, struct pg_run_summary *s, struct pg_diags *diags,
                 struct pg_error *err) {
@@ -265,6 +291,7 @@ static int load(struct pg__run *rc, struct pg_run_summary *s, struct pg_diags *d
   rc->impl.fresh_process = o->fresh_process;
   rc->impl.max_calls = o->worker_max_calls;
   rc->impl.serve_control = o->serve_control;
+  rc->impl.python = o->python;
   rc->impl.log_dir = o->work_dir;
   /* The plugin's load probe (a fork + dlopen) runs while the contract and suite load;
    * its verdict is collected in check_before_cases. Forked before any thread exists. */
@@ -288,6 +315,7 @@ static int load(struct pg__run *rc, struct pg_run_summary *s, struct pg_diags *d
   }
   PG_RETURN_IF_ERROR(pg_golden_plan_build(&rc->contract.graph, &rc->plan, err));
   PG_RETURN_IF_ERROR(check_phase(rc, err));
+  PG_RETURN_IF_ERROR(check_golden(rc, err));
   if (o->inspect) PG_RETURN_IF_ERROR(check_inspect(rc, rc->k, err));
   /* Without a golden cache every case computes its golden: load OpenBLAS (if a golden
    * step needs it) while the inputs are generated. */
@@ -312,6 +340,7 @@ static int configure(struct pg__run *rc, struct pg_error *err) {
   rc->timeout_s = o->timeout_s > 0 ? o->timeout_s : 120;
   rc->device_id = o->device_id >= 0 ? o->device_id : pg_run_device_from_env();
   if (rc->device_id < 0) rc->device_id = 0;
+  PG_RETURN_IF_ERROR(open_py_golden(rc, err));
   if (o->golden_lib) PG_RETURN_IF_ERROR(pg_golden_lib_open(o->golden_lib, &rc->golden_lib, err));
   if (!o->no_golden_cache && !o->golden_data) {
     char dir[4096];
@@ -423,6 +452,7 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
   pg_impl_check_cancel(&rc->probe); /* a refused run does not wait for the probe */
   pg__blas_preload_join(rc);
   pg_impl_close(&rc->impl);
+  pg_py_golden_worker_close(rc->py);
   if (ret != PG_OK) {
     s->exit_code = 2;
     s->status = PG_VERDICT_ERROR;

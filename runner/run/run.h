@@ -163,6 +163,10 @@ struct pg_run_hooks {
    * every number that spells a value of tensors[0..n) is replaced (NULL: out of
    * memory). Required: pg_run refuses to run without it. */
   char *(*redact)(const char *text, const struct pg_tensor *const *tensors, int n);
+  /* The barrier for text a Python golden's worker wrote (an exception message may
+   * print any intermediate tensor): a malloc'ed copy with every number replaced.
+   * NULL: such text is withheld. */
+  char *(*redact_numbers)(const char *text);
 };
 
 struct pg_run_opts {
@@ -188,6 +192,8 @@ struct pg_run_opts {
   int fresh_process;          /* one impl process per call (plugin: forked child) */
   int worker_max_calls;       /* recycle a persistent process after N calls; 0 = never */
   const char *serve_control;  /* `phasegate serve` control directory to lease from */
+  const char *python;         /* the interpreter of python: impls and Python goldens
+                                 (NULL: $PHASEGATE_PYTHON, python3) */
   int no_bisect;              /* do not search earlier boundaries on failure */
   int jobs;                   /* > 1: run cases in that many worker processes */
   const char *self_exe;       /* for repro lines; NULL = "phasegate" */
@@ -242,14 +248,47 @@ int pg_case_data_generate(struct pg_case_data *d, const struct pg_contract *c,
                           struct pg_error *err);
 void pg_case_data_reset(struct pg_case_data *d);
 
+/* ---- Python goldens (run/py_golden.c, DESIGN.md §5) ---- */
+
+/* The persistent Python worker that computes Python goldens: one process, started on
+ * the first call, reused for every later one, ended by close. */
+struct pg_py_golden_worker;
+struct pg_py_golden_worker_opts {
+  const char *python;         /* the interpreter (NULL: $PHASEGATE_PYTHON, else python3) */
+  const char *log_dir;        /* the worker's log (NULL: $TMPDIR) */
+  const char *work_dir;       /* call directories (NULL: $TMPDIR) */
+  double timeout_s;           /* per call, and for the start (<= 0: 120) */
+  /* The number barrier (pg_redact_numbers) every message of the worker passes before
+   * it is returned; NULL: the messages are withheld. */
+  char *(*redact)(const char *text);
+};
+#define PG_PY_GOLDEN_MAX_DIMS 64
+int pg_py_golden_worker_open(const struct pg_py_golden_worker_opts *o,
+                             struct pg_py_golden_worker **w, struct pg_error *err);
+void pg_py_golden_worker_close(struct pg_py_golden_worker *w); /* NULL is fine */
+
+struct pg_case_data;
+/* Python golden k of the contract (k = 0: the op level; outputs: the final outputs)
+ * on the case's primary inputs, into out[0..*n_out) named after the outputs. A golden
+ * that fails (an exception, a crash, a timeout, a missing function) is PG_EIMPL with a
+ * message naming its file and function, the worker's words behind the barrier. */
+int pg_py_golden_call(struct pg_py_golden_worker *w, const struct pg_contract *c, int k,
+                      const struct pg_case *cs, const struct pg_case_data *d,
+                      struct pg_tensor *out, int *n_out, struct pg_error *err);
+
 struct pg_golden_opts {
   const struct pg_golden_plan *plan; /* the contract's compiled golden steps */
   int precision_bits;         /* 32 or 64 */
   void *golden_lib;           /* pg_golden_lib_open, or NULL */
   int n_threads;              /* 0: all cores */
+  struct pg_py_golden_worker *py; /* computes Python goldens; NULL: none can run */
+  enum pg_phase_golden source;  /* NONE: the contract's choice (pg_contract_phase_golden);
+                                   BUILTIN / PYTHON: that one (selftest compares both) */
 };
-/* Cumulative golden k of the case (k = 0: the op-level golden) into out[0..*n_out)
- * (initialised by the caller, PG_MAX_BOUNDARY_OUTPUTS of them). */
+/* Golden k of the case (k = 0: the op-level golden, else cumulative golden k) into
+ * out[0..*n_out) (initialised by the caller, PG_MAX_BOUNDARY_OUTPUTS of them): a Python
+ * golden through g->py, else composed from the built-in steps / plugins. PG_ENOTFOUND
+ * with the reason when the phase has no golden. */
 int pg_case_golden(const struct pg_case_data *d, const struct pg_contract *c,
                    const struct pg_case *cs, const struct pg_golden_opts *g, int k,
                    struct pg_tensor *out, int *n_out, struct pg_error *err);

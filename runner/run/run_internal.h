@@ -37,6 +37,7 @@ struct pg__run {
   int n_modes;
   int device_id;
   char *cache_dir;            /* NULL: no golden cache */
+  struct pg_py_golden_worker *py; /* Python goldens' worker (NULL: the op has none) */
   double timeout_s;
   int n_threads;              /* for the current case: 1 for small cases, 0 (all cores) */
   pthread_t preload;          /* loads OpenBLAS while inputs are generated (golden.c) */

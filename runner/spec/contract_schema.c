@@ -10,6 +10,7 @@
  * contract_decls.c's. Not for: YAML syntax (contract_yaml.c) or golden-step semantics
  * (the golden plan in goldens/).
  */
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,6 +159,25 @@ static void parse_tolerance(struct pg__sctx *s, const struct pg__ynode *n, const
   *has = ok;
 }
 
+/* The Pro workflow's `golden_stage_fn: <op>_golden_stage<suffix>` (DESIGN.md §5): kept
+ * for spec/py_golden.c, which looks for the file of that name. */
+static void parse_stage_fn(struct pg__sctx *s, const struct pg__ynode *t, int pos,
+                           const char *what) {
+  struct pg_contract *c = s->c;
+  if (!c->py_goldens || pos + 1 >= c->n_py_goldens) return;
+  int ok = t->kind == PG__Y_SCALAR && t->len > 0 &&
+           (isalpha((unsigned char)t->value[0]) || t->value[0] == '_');
+  for (size_t i = 0; ok && i < t->len; i++)
+    ok = isalnum((unsigned char)t->value[i]) || t->value[i] == '_';
+  if (!ok) {
+    PG__WARN(t, "golden_stage_fn of %s is not a Python function name; ignored", what);
+    return;
+  }
+  struct pg_py_golden *g = &c->py_goldens[pos + 1];
+  g->stage_fn = pg__sdup(s, t->value);
+  g->stage_fn_mark = (struct pg_mark){t->line, pg__ytext_column(t)};
+}
+
 static void parse_module(struct pg__sctx *s, struct pg_module *m, const struct pg__ynode *n,
                          int pos) {
   static const char *const keys[] = {"id", "name", "description", "inputs", "outputs", "golden",
@@ -213,6 +233,7 @@ static void parse_module(struct pg__sctx *s, struct pg_module *m, const struct p
     snprintf(w, sizeof w, "the golden of %s", what);
     parse_golden(s, &m->golden, t, w);
   }
+  if ((t = pg__ymap_get(n, "golden_stage_fn")) && !pg__ynull(t)) parse_stage_fn(s, t, pos, what);
 }
 
 /* ------------------------------------------------------------------ cross rules */
@@ -371,6 +392,8 @@ static void parse_modules(struct pg__sctx *s, const struct pg__ynode *root) {
   } else {
     int len = pg__list_len(s, t, "'modules'");
     c->modules = pg__scalloc(s, (size_t)len, sizeof *c->modules);
+    c->py_goldens = pg__scalloc(s, (size_t)len + 1, sizeof *c->py_goldens);
+    if (c->py_goldens) c->n_py_goldens = len + 1;
     s->id_marks = pg__scalloc(s, (size_t)len, sizeof *s->id_marks);
     if (c->modules && s->id_marks) {
       c->n_modules = len;

@@ -427,6 +427,14 @@ void pg_contract_reset(struct pg_contract *c) {
   decls_free(c->final_outputs, c->n_final);
   golden_free(&c->op_golden);
   free(c->comp_seeds);
+  for (int i = 0; c->py_goldens && i < c->n_py_goldens; i++) {
+    free(c->py_goldens[i].file);
+    free(c->py_goldens[i].function);
+    free(c->py_goldens[i].expected);
+    free(c->py_goldens[i].stage_fn);
+  }
+  free(c->py_goldens);
+  free(c->op_dir);
   if (c->comp_shapes) {
     for (int i = 0; i < c->n_comp_shapes; i++) pg_bindings_reset(&c->comp_shapes[i]);
     free(c->comp_shapes);
@@ -553,5 +561,8 @@ int pg_contract_load(const char *path, struct pg_contract *c, struct pg_diags *d
   }
   int rc = load(path, buf, n, c, diags, err);
   free(buf);
+  /* Python goldens live next to the file (DESIGN.md §5): only a file has neighbours. */
+  if (rc == PG_OK && pg_contract_discover_py_goldens(c, path, diags) != PG_OK)
+    rc = pg_error_set(err, PG_ENOMEM, "%s: out of memory looking for Python goldens", path);
   return rc;
 }

@@ -68,6 +68,19 @@ int pg_spec_placeholder(const char *text, size_t len);
 
 /* ---------------------------------------------------------------- contract */
 
+/* A Python golden found next to the contract (DESIGN.md §5, spec/py_golden.c): a
+ * self-contained function of the primary inputs (contract order) returning the
+ * boundary outputs of its phase, run by the Python worker, never by the runner. */
+struct pg_py_golden {
+  char *file;                    /* absolute path of the .py file; NULL: none found */
+  char *function;                /* the function it must export (set even when file is
+                                    NULL: the name that was looked for) */
+  char *expected;                /* where it was looked for first, relative to the op
+                                    directory ("modules/x_module12_golden.py") */
+  char *stage_fn;                /* module k's `golden_stage_fn:` as written, or NULL */
+  struct pg_mark stage_fn_mark;
+};
+
 /* The contract: the module graph goldens/ composes (path as given to the loader, `op`
  * or `op_name`, `dims:` defaults, primary inputs, modules, final outputs, the op-level
  * golden), reachable member by member (c->modules) or as one struct for goldens/
@@ -90,6 +103,12 @@ struct pg_contract {
   int n_comp_seeds;
   struct pg_bindings *comp_shapes;
   int n_comp_shapes;
+  /* Python goldens (spec/py_golden.c, filled by pg_contract_load): [0] the op-level
+   * one, [k] cumulative golden k; n_py_goldens = n_modules + 1 (0 when not allocated). */
+  struct pg_py_golden *py_goldens;
+  int n_py_goldens;
+  char *op_dir;                  /* the op directory (the parent of eval/), absolute;
+                                    NULL when the contract was not loaded from a file */
 };
 
 void pg_contract_init(struct pg_contract *c);
@@ -107,11 +126,40 @@ int pg_contract_load_buffer(const char *path, const char *data, size_t size,
                             struct pg_contract *c, struct pg_diags *diags,
                             struct pg_error *err);
 
+/* Finds the Python goldens of a contract loaded from `contract_path` (pg_contract_load
+ * calls it): for phase k, module k's golden_stage_fn file (Pro workflow) or
+ * modules/<op>_module<suffix>_golden.py (verifier workflow); for the op level
+ * <op>_golden.py / <op>_golden_cpu.py; each looked for in <op dir>/modules, next to the
+ * contract and in the op directory (the parent of eval/). Warns (into diags) about a
+ * golden_stage_fn whose file is missing and about every module whose phase has no
+ * golden at all. PG_OK or PG_ENOMEM. (spec/py_golden.c) */
+int pg_contract_discover_py_goldens(struct pg_contract *c, const char *contract_path,
+                                    struct pg_diags *diags);
+
 /* The module (1-based id) or NULL. */
 const struct pg_module *pg_contract_module(const struct pg_contract *c, int id);
 
 /* Phase suffix "1", "12", …, "12345678910" for phase k into buf. */
 void pg_phase_suffix(int k, char *buf, size_t size);
+
+/* How golden k (k = 0: the op-level golden, else cumulative golden k) is computed: a
+ * Python golden when one was found (used directly, no composition), else the built-in
+ * steps / plugins of M1..Mk (k = 0: the op-level `golden:`), else none. */
+enum pg_phase_golden {
+  PG_PHASE_GOLDEN_NONE = 0,
+  PG_PHASE_GOLDEN_BUILTIN,
+  PG_PHASE_GOLDEN_PYTHON
+};
+enum pg_phase_golden pg_contract_phase_golden(const struct pg_contract *c, int k);
+/* 1 when golden k can be composed from built-in steps / plugins (k = 0: an op-level
+ * `golden:`), whether or not a Python golden exists too. */
+int pg_contract_has_builtin_golden(const struct pg_contract *c, int k);
+/* The Python golden of k (0: op level) when a file was found, else NULL. */
+const struct pg_py_golden *pg_contract_py_golden(const struct pg_contract *c, int k);
+/* Why golden k cannot be computed (for the error `run` gives before any case):
+ * "module 2 'softmax' has no golden (no `golden:` steps or plugin, no
+ * modules/x_module12_golden.py)". */
+void pg_contract_no_golden_reason(const struct pg_contract *c, int k, char *buf, size_t size);
 
 /* ---------------------------------------------------------------- suite */
 

@@ -75,7 +75,7 @@ r1 "impl plugin 'nowhere.so' does not exist" --impl plugin:nowhere.so --up-to-mo
 r1 "impl plugin 'adir' is a directory, not a shared library" --impl plugin:adir --up-to-module 1
 r1 "impl plugin 'afile' cannot be loaded: ./afile: " --impl plugin:afile --up-to-module 1
 r1 "crashed with SIGSEGV while loading (in a library constructor)" --impl "plugin:$ctor_crash" --up-to-module 1
-r1 "--impl 'foo:bar': unknown scheme 'foo:'; expected plugin:PATH.so, exec:COMMAND, worker:COMMAND or replay:DIR" --impl foo:bar --up-to-module 1
+r1 "--impl 'foo:bar': unknown scheme 'foo:'; expected plugin:PATH.so, exec:COMMAND, worker:COMMAND, python:FILE.py[::FUNCTION] or replay:DIR" --impl foo:bar --up-to-module 1
 r1 "--impl 'exec:': nothing after 'exec:'" --impl exec: --up-to-module 1
 r1 "--impl 'exec:  ': the command is empty" --impl "exec:  " --up-to-module 1
 r1 "replay directory 'nowhere' does not exist" --impl replay:nowhere --up-to-module 1

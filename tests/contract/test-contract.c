@@ -115,9 +115,22 @@ PG_TEST(pypto_schema_loads_unchanged) {
   int rc = pg_contract_load(pg_test_data("good/contract/pypto_demo.yaml"), &c, &d, &e);
   PG_CHECK_MSG(rc == PG_OK, "%s", e.message);
   PG_CHECK_EQ_INT(0, d.n_errors);
-  PG_CHECK_EQ_INT(0, d.n_warnings);
-  PG_CHECK_EQ_INT(3, d.count); /* one note per dim without a default: T, H, N */
+  /* the golden_stage_fn files are not next to it, and it has no phasegate golden: two
+   * warnings naming the missing files, one per module that has no golden at all
+   * (tests/python_golden/ has the directories where they are) */
+  PG_CHECK_EQ_INT(4, d.n_warnings);
+  PG_CHECK_EQ_INT(7, d.count); /* plus one note per dim without a default: T, H, N */
   PG_CHECK_EQ_INT(PG_SEV_NOTE, d.items[0].severity);
+  PG_CHECK(strstr(d.items[3].message, "golden_stage_fn 'rmsnorm_matmul_golden_stage1' of module 1: "
+                  "no file ") != NULL);
+  PG_CHECK(strstr(d.items[3].message, "/modules/rmsnorm_matmul_golden_stage1.py") != NULL);
+  PG_CHECK_EQ_INT(27, d.items[3].line);
+  PG_CHECK(strstr(d.items[5].message, "module 1 'rmsnorm' has no golden: no `golden:` steps or "
+                  "plugin, no modules/rmsnorm_matmul_golden_stage1.py; run --up-to-module 1, 2 "
+                  "will fail") != NULL);
+  PG_CHECK(c.py_goldens && c.n_py_goldens == 3);
+  PG_CHECK(c.py_goldens[1].file == NULL);
+  PG_CHECK_EQ_STR("rmsnorm_matmul_golden_stage12", c.py_goldens[2].stage_fn);
   PG_CHECK_EQ_INT(12, d.items[0].line);
   PG_CHECK_EQ_INT(24, d.items[0].column);
   PG_CHECK_EQ_STR("rmsnorm_matmul", c.op);

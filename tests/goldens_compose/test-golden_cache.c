@@ -68,7 +68,7 @@ static void keyfix_init(struct keyfix *k) {
   k->dv[1] = (struct pg_dim_value){"S", 64, {0, 0}};
   k->dims.items = k->dv;
   k->dims.count = 2;
-  k->key = (struct pg_golden_cache_key){k->contract, k->lib, "{\"id\":\"L1\"}", &k->dims, 2, 32, "0.1.0"};
+  k->key = (struct pg_golden_cache_key){k->contract, k->lib, "{\"id\":\"L1\"}", &k->dims, 2, 32, "0.1.0", NULL, NULL, NULL};
 }
 
 static void hash_of(const struct pg_golden_cache_key *key, char *hex) {

@@ -91,7 +91,7 @@ PG_TEST(impl_parse) {
   PG_CHECK(pg_impl_parse("exec:", &impl, &err) == PG_EINVAL);
   PG_CHECK(pg_impl_parse("foo:bar", &impl, &err) == PG_EINVAL);
   PG_CHECK_MSG(strstr(err.message, "unknown scheme 'foo:'") &&
-               strstr(err.message, "plugin:PATH.so, exec:COMMAND, worker:COMMAND or replay:DIR"), "%s",
+               strstr(err.message, "plugin:PATH.so, exec:COMMAND, worker:COMMAND, python:FILE.py[::FUNCTION] or replay:DIR"), "%s",
                err.message);
 }
 

@@ -3,6 +3,7 @@
  * per adapter), and the hooks pg_run needs from the report room (the information
  * barrier cannot be left out). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pg_test.h"
@@ -42,6 +43,7 @@ PG_TEST(impl_fact_categories) {
       {PG_IMPL_FACT_RUNNER_FAILURE, PG_CAT_INFRA},
       {PG_IMPL_FACT_WORKER_PROTOCOL, PG_CAT_RUNTIME},
       {PG_IMPL_FACT_WORKER_ERROR, PG_CAT_RUNTIME},
+      {PG_IMPL_FACT_WORKER_STRUCTURAL, PG_CAT_STRUCTURAL},
   };
   PG_CHECK_EQ_INT(PG_IMPL_FACT_COUNT, (int)(sizeof want / sizeof *want));
   for (size_t i = 0; i < sizeof want / sizeof *want; i++)
@@ -67,7 +69,17 @@ PG_TEST(impl_ops_table) {
   PG_CHECK_EQ_STR("worker", pg_impl_kind(&impl));
   PG_CHECK(pg_impl_parse("serve:x", &impl, &err) == PG_EINVAL);
   PG_CHECK_EQ_STR("--impl 'serve:x': unknown scheme 'serve:'; expected plugin:PATH.so, "
-                  "exec:COMMAND, worker:COMMAND or replay:DIR", err.message);
+                  "exec:COMMAND, worker:COMMAND, python:FILE.py[::FUNCTION] or replay:DIR",
+                  err.message);
+  PG_CHECK_OK(pg_impl_parse("python:/x/impl.py::f", &impl, &err));
+  PG_CHECK_EQ_STR("python", pg_impl_kind(&impl));
+  PG_CHECK_EQ_STR("/x/impl.py::f", impl.target);
+  impl.python = "/opt/py bin/python3";
+  char *spec = pg_impl_process_spec(&impl);
+  PG_CHECK_MSG(spec && strncmp(spec, "worker:", 7) == 0 &&
+               strstr(spec, "exec '/opt/py bin/python3' -m phasegate.worker") != NULL,
+               "%s", spec ? spec : "(null)");
+  free(spec);
 }
 
 PG_TEST(report_hooks) {
@@ -76,6 +88,7 @@ PG_TEST(report_hooks) {
   PG_CHECK(h.case_lines == pg_report_case_lines);
   PG_CHECK(h.summary_lines == pg_report_summary_lines);
   PG_CHECK(h.redact == pg_redact_text);
+  PG_CHECK(h.redact_numbers == pg_redact_numbers);
 }
 
 /* pg_run refuses to run without the barrier, before touching anything. */

@@ -136,6 +136,24 @@ PG_TEST(redaction) {
   pg_tensor_reset(&t);
 }
 
+/* A Python golden's message: every number goes, names and paths stay. */
+PG_TEST(redaction_of_golden_messages) {
+  char *r = pg_redact_numbers("ValueError: tensor([[ 1.2345, -0.5678],\n [3, 4e-05]]) in "
+                              "x_module123_golden (float16) at /tmp/pg-12/x_module12_golden.py:7 "
+                              "(worker log: /tmp/log-3)");
+  PG_CHECK(r != NULL);
+  PG_CHECK_MSG(strstr(r, "tensor([[ <redacted>, -<redacted>],\n [<redacted>, <redacted>]])") != NULL,
+               "%s", r);
+  PG_CHECK_MSG(strstr(r, "x_module123_golden (float16)") != NULL, "%s", r);
+  PG_CHECK_MSG(strstr(r, "/tmp/pg-12/x_module12_golden.py:7 ") != NULL, "%s", r);
+  PG_CHECK_MSG(strstr(r, "(worker log: /tmp/log-3)") != NULL, "%s", r);
+  free(r);
+  r = pg_redact_numbers("");
+  PG_CHECK(r && !*r);
+  free(r);
+  PG_CHECK(pg_redact_numbers(NULL) == NULL);
+}
+
 PG_TEST(sanitize_drops_tensor_contents) {
   cJSON *r = cJSON_Parse("{\"checks\":[{\"id\":\"a\",\"golden\":[1,2,3],\"expected\":5,"
                          "\"shape\":[1,2,3],\"dump\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17],"

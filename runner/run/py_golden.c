@@ -1,0 +1,149 @@
+/* phasegate runner — Python goldens (DESIGN.md §5): a phase whose cumulative golden is
+ * a Python function (spec/py_golden.c found it) is computed by phasegate's Python worker
+ * (tools/python/phasegate/worker.py), never inside the runner.
+ *
+ * The worker is an ordinary `worker:` impl of the impl room (impl/worker.c, the pool of
+ * impl/pool.c, the protocol engine of impl/proc.c): one process per run (per --jobs
+ * worker), started on the first golden call and reused for every case, in mode "cpu",
+ * each request carrying the "call" object (file, function, cast_outputs: true: each leaf
+ * is cast to the declared dtype, as a torch golden's result is rounded). Never leased
+ * from `phasegate serve` (that daemon holds the impl's processes, not ours).
+ *
+ * What the worker says when the golden fails may print any tensor: it passes the
+ * number barrier (pg_redact_numbers, through the caller's hook) before it reaches a
+ * message, and the message names the golden's file and function.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "run/run.h"
+
+struct pg_py_golden_worker {
+  struct pg_impl impl;                   /* worker:<python -m phasegate.worker> */
+  double timeout_s;
+  const char *work_dir;
+  char *(*redact)(const char *text);
+  int calls;                             /* golden calls made */
+};
+
+int pg_py_golden_worker_open(const struct pg_py_golden_worker_opts *o,
+                             struct pg_py_golden_worker **out, struct pg_error *err) {
+  *out = NULL;
+  struct pg_py_golden_worker *w = calloc(1, sizeof *w);
+  char *spec = NULL;
+  int rc = w ? pg_python_worker_spec(o->python, &spec, err)
+             : pg_error_set(err, PG_ENOMEM, "out of memory");
+  if (rc == PG_OK) rc = pg_impl_parse(spec, &w->impl, err);
+  free(spec);
+  if (rc != PG_OK) {
+    free(w);
+    return rc;
+  }
+  w->impl.serve_control = ""; /* our own process, never the daemon's */
+  w->impl.log_dir = o->log_dir;
+  w->timeout_s = o->timeout_s > 0 ? o->timeout_s : 120;
+  w->work_dir = o->work_dir;
+  w->redact = o->redact;
+  *out = w;
+  return PG_OK;
+}
+
+void pg_py_golden_worker_close(struct pg_py_golden_worker *w) {
+  if (!w) return;
+  pg_impl_close(&w->impl);
+  free(w);
+}
+
+/* The outputs golden k returns (k = 0: the op level, the final outputs), with the
+ * case's dtypes and shapes under the bound dims. */
+static int golden_outputs(const struct pg_contract *c, int k, const struct pg_case *cs,
+                          const struct pg_bindings *dims, struct pg_impl_output_spec *specs,
+                          struct pg_error *err) {
+  const struct pg_tensor_decl *decls[PG_IMPL_MAX_OUTPUTS];
+  int n = pg_contract_boundary(c, k ? k : c->n_modules, decls, PG_IMPL_MAX_OUTPUTS, err);
+  for (int i = 0; i < n; i++) {
+    specs[i].name = decls[i]->name;
+    specs[i].dtype = pg_case_dtype(cs, decls[i]);
+    int r = pg_decl_shape(decls[i], dims, &specs[i].ndim, specs[i].shape, err);
+    if (r != PG_OK) {
+      pg_error_prefix(err, "output '%s': ", decls[i]->name);
+      return r;
+    }
+  }
+  return n;
+}
+
+/* err = "Python golden FILE::FUNCTION: <what>", with what the worker wrote behind the
+ * number barrier. */
+static int golden_failed(const struct pg_py_golden_worker *w, const struct pg_py_golden *g,
+                         int code, const char *what, struct pg_error *err) {
+  char *safe = w->redact ? w->redact(what) : NULL;
+  pg_error_set(err, code, "Python golden %.1500s::%.200s: %.1200s", g->file, g->function,
+               safe ? safe : "failed (the worker's message is withheld: no barrier to pass it "
+                             "through)");
+  free(safe);
+  return code;
+}
+
+int pg_py_golden_call(struct pg_py_golden_worker *w, const struct pg_contract *c, int k,
+                      const struct pg_case *cs, const struct pg_case_data *d,
+                      struct pg_tensor *out, int *n_out, struct pg_error *err) {
+  *n_out = 0;
+  const struct pg_py_golden *g = pg_contract_py_golden(c, k);
+  if (!g) return pg_error_set(err, PG_ENOTFOUND, "golden %d has no Python golden", k);
+  if (d->dims.count > PG_PY_GOLDEN_MAX_DIMS)
+    return pg_error_set(err, PG_ELIMIT, "more than %d dims", PG_PY_GOLDEN_MAX_DIMS);
+  struct pg_impl_output_spec specs[PG_IMPL_MAX_OUTPUTS];
+  int n = golden_outputs(c, k, cs, &d->dims, specs, err);
+  if (n < 0) return n;
+  const char *names[PG_PY_GOLDEN_MAX_DIMS];
+  int64_t values[PG_PY_GOLDEN_MAX_DIMS];
+  for (int i = 0; i < d->dims.count; i++) {
+    names[i] = d->dims.items[i].name;
+    values[i] = d->dims.items[i].value;
+  }
+  char suffix[64] = "op";
+  if (k > 0) pg_phase_suffix(k, suffix, sizeof suffix);
+  struct pg_impl_request req;
+  memset(&req, 0, sizeof req);
+  req.op = c->op;
+  req.suffix = suffix;
+  req.up_to_module = k;
+  req.total_modules = c->n_modules;
+  req.mode = "cpu";
+  req.case_id = cs && cs->id ? cs->id : "golden";
+  req.n_dims = d->dims.count;
+  req.dim_names = names;
+  req.dim_values = values;
+  req.knobs_json = cs && cs->json ? cs->json : "{}";
+  req.inputs = d->inputs;
+  req.n_inputs = c->n_primary;
+  req.outputs = specs;
+  req.n_outputs = n;
+  req.timeout_s = w->timeout_s;
+  req.work_dir = w->work_dir;
+  req.call_file = g->file;
+  req.call_function = g->function;
+  req.call_cast_outputs = 1;
+  struct pg_impl_outcome o;
+  pg_impl_outcome_init(&o);
+  struct pg_error ie;
+  pg_error_clear(&ie);
+  w->calls++;
+  int rc = pg_impl_invoke(&w->impl, &req, &o, &ie);
+  if (rc != PG_OK) {
+    golden_failed(w, g, rc, ie.message, err);
+  } else if (o.status == PG_IMPL_DONE) {
+    for (int i = 0; i < n; i++) {
+      pg_tensor_move(&out[i], &o.outputs[i]);
+      pg_tensor_set_name(&out[i], specs[i].name);
+    }
+    *n_out = n;
+  } else {
+    rc = golden_failed(w, g, PG_EIMPL, o.summary[0] ? o.summary : "failed", err);
+  }
+  pg_impl_outcome_reset(&o);
+  return rc;
+}

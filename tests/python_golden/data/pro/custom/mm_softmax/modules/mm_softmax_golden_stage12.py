@@ -1,0 +1,14 @@
+"""Stage golden of phase 12 (Pro workflow): M1 then M2."""
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _trace import trace  # noqa: E402
+
+
+def mm_softmax_golden_stage12(x, w, g):
+    trace("mm_softmax_golden_stage12")
+    y = torch.matmul(x, w)
+    return torch.softmax(y, dim=-1)

@@ -1,0 +1,14 @@
+"""Stage golden of phase 123 (Pro workflow): the whole op, as a dict."""
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _trace import trace  # noqa: E402
+
+
+def mm_softmax_golden_stage123(x, w, g):
+    trace("mm_softmax_golden_stage123")
+    p = torch.softmax(torch.matmul(x, w), dim=-1)
+    return {"out": p * g}
