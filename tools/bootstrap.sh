@@ -12,6 +12,7 @@ packages=(
   clang                                          # asan preset and libFuzzer harnesses
   python3 python3-numpy                          # differential tests, exec example impl
   python3-torch                                  # attention_torch.py example impl + its tests (CPU)
+  python3-venv                                   # the installed wheel into a venv (python_impl/install)
 )
 
 sudo=""
