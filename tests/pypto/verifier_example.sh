@@ -1,5 +1,5 @@
 #!/bin/sh
-# The bundled pypto verifier-layout op (suites/pypto/custom/ln_ffn_gelu, docs/pypto.md)
+# The bundled pypto verifier-layout op (suites/pypto/custom/ln_ffn_silu, docs/pypto.md)
 # through phasegate exactly as its files are: on a copy of the workspace (the source
 # tree stays clean), `validate`, `list`, `selftest` and the seed's `--self-test`, then
 # `run --impl python:modules/<op>_module<suffix>_impl.py --up-to-module k` for k = 1..3
@@ -12,7 +12,7 @@
 #   verifier_example.sh PHASEGATE PYTHON WORKSPACE OUT_DIR
 set -u
 pg=$1 py=$2 src=$3 out=$4
-op=ln_ffn_gelu
+op=ln_ffn_silu
 rm -rf "$out" && mkdir -p "$out/ws" "$out/bug" || exit 1
 cp -R "$src/custom" "$out/ws/" && cp -R "$src/custom" "$out/bug/" || exit 1
 export PHASEGATE_PYTHON="$py" PYTHONDONTWRITEBYTECODE=1
@@ -51,7 +51,7 @@ done
 # The seed's spelling, no subcommand; one case.
 step 0 "1 passed" --op-dir custom/$op --impl "$(impl 12)" --up-to-module 2 --case L3_tail_rows \
   --report "$out/seed_spelling.json"
-# The naming contract: phase 3 needs ln_ffn_gelu_module123_wrapper, the phase-2 file lacks it.
+# The naming contract: phase 3 needs ln_ffn_silu_module123_wrapper, the phase-2 file lacks it.
 step 1 "${op}_module123_wrapper" run --op-dir custom/$op --impl "$(impl 12)" --up-to-module 3 \
   --case L2_canonical --report "$out/structural.json"
 # The copy is unchanged apart from the report phasegate wrote into eval/.
@@ -85,7 +85,7 @@ check = {"id": str, "level": int, "precision_checked": bool, "all_close": bool,
          "per_mode_status": dict}
 first = {"case_id": str, "failing_module_boundary": int, "failure_category": str,
          "divergence_fingerprint": (str, type(None)), "summary": str}
-forbidden = ["layer_norm", "rsqrt", "0.044715", "_golden("]  # golden source must not leak
+forbidden = ["layer_norm", "rsqrt", "torch.sigmoid", "F.silu", "_golden("]  # golden source must not leak
 bad = []
 def typed(where, obj, spec):
     for key, t in spec.items():
@@ -94,7 +94,11 @@ def typed(where, obj, spec):
         elif not isinstance(obj[key], t) or (t is int and isinstance(obj[key], bool)):
             bad.append(f"{where}: {key} is {type(obj[key]).__name__}: {obj[key]!r}")
 def load(name):
-    text = open(f"{out}/{name}.json").read()
+    try:
+        text = open(f"{out}/{name}.json").read()
+    except OSError as e:
+        bad.append(f"{name}: {e}")
+        return None
     bad.extend(f"{name}: report contains '{f}'" for f in forbidden if f in text)
     r = json.loads(text)
     typed(name, r, seed)
@@ -103,6 +107,8 @@ def load(name):
     return r
 for k in (1, 2, 3):
     r = load(f"M{k}")
+    if r is None:
+        continue
     head = (r["op_name"], r["up_to_module"], r["total_modules"], r["status"])
     if head != (op, k, 3, "PASS"):
         bad.append(f"M{k}: {head}")
@@ -115,19 +121,22 @@ for k in (1, 2, 3):
         bad.append(f"M{k}: levels / precision {lv}")
 for k in (2, 3):
     r = load(f"bug_M{k}")
+    if r is None:
+        continue
     ff = r.get("first_failure") or {}
     typed(f"bug_M{k} first_failure", ff, first)
     got = (r["status"], ff.get("case_id"), ff.get("failing_module_boundary"), ff.get("failure_category"))
     if got != ("FAIL", "smoke", k, "precision"):
         bad.append(f"bug_M{k}: {got}")
-    failed = sorted(c["id"] for c in r["checks"] if not c["all_close"])
+    failed = sorted(c["id"] for c in r["checks"] if c.get("status") != "PASS")
     want = ["L3_tail_rows", "L5_odd_everything", "L5_width_one", "smoke"]
     if failed != want:
         bad.append(f"bug_M{k}: failing cases {failed}, want {want}")
-    e = ff.get("earliest_failing_boundary", k)
-    if not isinstance(e, int) or isinstance(e, bool) or not 2 <= e <= k:
+    # j from bisection; null when the phase's file has no earlier wrapper to re-run
+    e = ff.get("earliest_failing_boundary")
+    if e is not None and (not isinstance(e, int) or isinstance(e, bool) or not 2 <= e <= k):
         bad.append(f"bug_M{k}: earliest_failing_boundary {e!r}")
-s = json.load(open(f"{out}/structural.json"))
+s = load("structural") or {}
 if (s.get("first_failure") or {}).get("failure_category") != "structural":
     bad.append(f"structural: {s.get('first_failure')}")
 print("\n".join(bad) or "reports ok")

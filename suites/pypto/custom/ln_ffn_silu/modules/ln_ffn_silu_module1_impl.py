@@ -1,6 +1,6 @@
-# Staged set 1 of ln_ffn_gelu: module 1 (layernorm), the way the kernel computes it:
+# Staged set 1 of ln_ffn_silu: module 1 (layernorm), the way the kernel computes it:
 # 16-row tiles, sums accumulated in fp32 over H, centred second pass for the variance.
-# Exports ln_ffn_gelu_module1_wrapper(*primary_inputs) -> (xn, rstd).
+# Exports ln_ffn_silu_module1_wrapper(*primary_inputs) -> (xn, rstd).
 import torch
 
 ROW_TILE = 16
@@ -16,7 +16,7 @@ def _layernorm_tile(xt, gamma, beta):
     return centred * rstd * gamma + beta, rstd[:, 0]
 
 
-def ln_ffn_gelu_module1_wrapper(x, gamma, beta, w_up, b_up):
+def ln_ffn_silu_module1_wrapper(x, gamma, beta, w_up, b_up):
     m = x.shape[0]
     xn = torch.empty_like(x)
     rstd = torch.empty(m, dtype=x.dtype, device=x.device)

@@ -1,6 +1,6 @@
-# Staged set 12 of ln_ffn_gelu: modules 1..2 (layernorm -> up_proj) fused per row tile.
-# The up projection accumulates 64-wide K slices into an fp32 accumulator that starts
-# from the bias, as the cube kernel does. Exports ln_ffn_gelu_module12_wrapper.
+# Staged set 123 of ln_ffn_silu: the whole op (layernorm -> up_proj -> silu) fused per
+# row tile; SiLU applied to the accumulator in place through tanh, the form the vector
+# unit evaluates (sigmoid(a) = 0.5 * (1 + tanh(a / 2))). Exports ln_ffn_silu_module123_wrapper.
 import torch
 
 ROW_TILE = 16
@@ -24,10 +24,15 @@ def _up_proj_tile(xn, w_up, b_up):
     return acc
 
 
-def ln_ffn_gelu_module12_wrapper(x, gamma, beta, w_up, b_up):
+def _silu_(acc):
+    return acc.mul_(0.5 * (1.0 + torch.tanh(0.5 * acc)))
+
+
+def ln_ffn_silu_module123_wrapper(x, gamma, beta, w_up, b_up):
     m = x.shape[0]
-    h = torch.empty(m, w_up.shape[1], dtype=x.dtype, device=x.device)
+    y = torch.empty(m, w_up.shape[1], dtype=x.dtype, device=x.device)
     for r0 in range(0, m, ROW_TILE):
         r1 = min(r0 + ROW_TILE, m)
-        h[r0:r1] = _up_proj_tile(_layernorm_tile(x[r0:r1], gamma, beta), w_up, b_up)
-    return h
+        xn = _layernorm_tile(x[r0:r1], gamma, beta)
+        y[r0:r1] = _silu_(_up_proj_tile(xn, w_up, b_up))
+    return y
