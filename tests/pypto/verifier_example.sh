@@ -7,7 +7,9 @@
 # custom/<op>/eval/evaluation_report.json by default with the seed's keys and types.
 # A planted bug (the last partial K tile of the up projection dropped, in the staged
 # sets 12 and 123 of a second copy) must PASS at M1 and FAIL at the integer boundaries
-# 2 and 3; a phase-3 run of the phase-2 file is `structural`, naming the wrapper it lacks.
+# 2 and 3 (and, through python:DIR, bisect to the earliest boundary 2); a phase-3 run of
+# the phase-2 file and python:DIR without a phase's file are `structural`, naming what
+# is missing.
 # No golden source or golden value may reach a report.
 #   verifier_example.sh PHASEGATE PYTHON WORKSPACE OUT_DIR
 set -u
@@ -54,6 +56,11 @@ step 0 "1 passed" --op-dir custom/$op --impl "$(impl 12)" --up-to-module 2 --cas
 # The naming contract: phase 3 needs ln_ffn_silu_module123_wrapper, the phase-2 file lacks it.
 step 1 "${op}_module123_wrapper" run --op-dir custom/$op --impl "$(impl 12)" --up-to-module 3 \
   --case L2_canonical --report "$out/structural.json"
+# python:DIR, the staged files of every phase from modules/ (what IMPL_PYTHON registers).
+for k in 1 2 3; do
+  step 0 "$op M$k: PASS" run --op-dir custom/$op --impl python:custom/$op/modules \
+    --up-to-module $k --levels L0,L2,L3 --report "$out/dir_M$k.json"
+done
 # The copy is unchanged apart from the report phasegate wrote into eval/.
 diff -r -x evaluation_report.json -x evaluation_report.json.lock -x __pycache__ \
   "$src/custom" custom >"$out/diff.txt" 2>&1 || { echo "FAIL: the op directory changed:"; cat "$out/diff.txt"; fails=1; }
@@ -73,6 +80,13 @@ for suffix in 12 123; do
   step 1 "$op M$k: FAIL" run --op-dir custom/$op --impl "$(impl $suffix)" --up-to-module $k
   cp "$report" "$out/bug_M$k.json" 2>/dev/null || { echo "FAIL: bug M$k: no $report"; fails=1; }
 done
+# Through python:DIR bisection reaches the staged set 12: the earliest failing boundary is 2.
+step 1 "$op M3: FAIL" run --op-dir custom/$op --impl python:custom/$op/modules --up-to-module 3 \
+  --report "$out/bug_dir_M3.json"
+# A phase without its staged file is structural, naming the file.
+mv custom/$op/modules/${op}_module1_impl.py "$out/"
+step 1 "${op}_module1_impl.py does not exist" run --op-dir custom/$op \
+  --impl python:custom/$op/modules --up-to-module 1 --case smoke --report "$out/missing.json"
 
 "$py" - "$out" "$op" <<'PY' || fails=1
 import json, sys
@@ -136,9 +150,18 @@ for k in (2, 3):
     e = ff.get("earliest_failing_boundary")
     if e is not None and (not isinstance(e, int) or isinstance(e, bool) or not 2 <= e <= k):
         bad.append(f"bug_M{k}: earliest_failing_boundary {e!r}")
-s = load("structural") or {}
-if (s.get("first_failure") or {}).get("failure_category") != "structural":
-    bad.append(f"structural: {s.get('first_failure')}")
+for name in ("structural", "missing"):
+    s = load(name) or {}
+    if (s.get("first_failure") or {}).get("failure_category") != "structural":
+        bad.append(f"{name}: {s.get('first_failure')}")
+for k in (1, 2, 3):
+    r = load(f"dir_M{k}")
+    if r and (r["status"], r["up_to_module"], r["cases_total"]) != ("PASS", k, 5):
+        bad.append(f"dir_M{k}: {r['status']} {r['up_to_module']} {r['cases_total']}")
+r = load("bug_dir_M3") or {}
+ff = r.get("first_failure") or {}
+if (ff.get("failing_module_boundary"), ff.get("earliest_failing_boundary")) != (3, 2):
+    bad.append(f"bug_dir_M3: {ff}")
 print("\n".join(bad) or "reports ok")
 sys.exit(1 if bad else 0)
 PY
