@@ -52,6 +52,8 @@ struct pg_impl {
   const char *log_dir;        /* where process logs go (NULL: $TMPDIR) */
   const char *python;         /* python: the interpreter (--python; NULL: $PHASEGATE_PYTHON,
                                  else python3) */
+  int cast_outputs;           /* python: cast every returned leaf to its declared dtype
+                                 (Python goldens); 0: written as returned (impls) */
 };
 
 /* Parses "plugin:PATH", "exec:COMMAND", "worker:COMMAND", "python:FILE.py[::FUNCTION]",

@@ -9,7 +9,8 @@
  * (pg_impl_symbol) or FUNCTION for every phase. The worker imports the module, calls the
  * function with the primary inputs and writes the returned leaves as the outputs; a
  * missing function or a wrong leaf count comes back as "structural". Reports facts;
- * run/classify.c decides.
+ * run/classify.c decides. A Python golden is the same call with impl->cast_outputs set
+ * (`python:GOLDEN.py::<op>_module<suffix>_golden`): leaves cast to the declared dtypes.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -203,7 +204,7 @@ static int add_call(const struct pg_impl_pending *p, cJSON *request) {
   cJSON *call = cJSON_AddObjectToObject(request, "call");
   if (!call || !cJSON_AddStringToObject(call, "file", abs) ||
       !cJSON_AddStringToObject(call, "function", sym) ||
-      !cJSON_AddFalseToObject(call, "cast_outputs"))
+      !cJSON_AddBoolToObject(call, "cast_outputs", p->impl->cast_outputs))
     return PG_ENOMEM;
   return PG_OK;
 }

@@ -9,7 +9,8 @@ Python goldens. Each request is the worker request plus
 
 The worker imports the file (once per path), converts the primary inputs (request
 order) to torch tensors on the mode's device (cpu/sim: CPU, cuda: cuda:<id>, npu:
-npu:<id> with torch_npu; numpy arrays when torch is not importable), sets
+npu:<id> with torch_npu, CPU for a pypto impl without it; numpy arrays when torch is
+not importable), sets
 `module.__pypto_run_mode__ = pypto.RunMode.SIM / .NPU` for pypto impls in modes sim /
 npu as the seed's dispatcher does, calls the function and writes the returned tensor /
 tuple / list / dict leaves as the request's outputs in declared order (a dict whose keys
