@@ -216,7 +216,7 @@ static int python_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
 
 const struct pg_impl_ops pg__python_ops = {
     .name = "python",
-    .usage = "python:FILE.py[::FUNCTION] | python:DIR",
+    .usage = "python:FILE.py[::FUNCTION]",
     .probe_start = python_probe,
     .start = python_start,
     .finish = pg__worker_finish,
