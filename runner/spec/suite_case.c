@@ -279,7 +279,8 @@ static void load_default_dtype(struct pg__sload *x, int n, const char *path, con
     int named = 0;
     for (int j = 0; j < cs->n_dtypes && !named; j++) named = strcmp(cs->dtypes[j].name, d->name) == 0;
     if (!named &&
-        name_value_add(&cs->dtypes, &cs->n_dtypes, c->n_primary, d->name, sval(x, n), mk) != PG_OK)
+        /* cap = count: the array grows by one (it was sized by the map's members) */
+        name_value_add(&cs->dtypes, &cs->n_dtypes, cs->n_dtypes, d->name, sval(x, n), mk) != PG_OK)
       x->oom = 1;
   }
 }

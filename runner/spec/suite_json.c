@@ -274,9 +274,12 @@ static void placeholder_at(struct pg__sload *x, int line, int col, int len, cons
                            const char *text) {
   if (x->n_spans == x->cap_spans) {
     int cap = x->cap_spans ? x->cap_spans * 2 : 8;
-    struct pg__sspan *sp = cap <= SUITE_MAX_FINDINGS ? realloc(x->spans, (size_t)cap * sizeof *sp)
-                                                     : NULL;
-    if (!sp) return;
+    if (cap > 2 * SUITE_MAX_FINDINGS) return; /* findings are capped there anyway */
+    struct pg__sspan *sp = realloc(x->spans, (size_t)cap * sizeof *sp);
+    if (!sp) {
+      x->oom = 1;
+      return;
+    }
     x->spans = sp;
     x->cap_spans = cap;
   }

@@ -53,6 +53,13 @@ static int load_once(void *vctx, int reference, struct pg_error *err) {
   return rc;
 }
 
+/* The real-file forms: a dtype default and string, comment keys, placeholders. */
+static const char real_text[] =
+    "{\"op\": \"attention\", \"_c\": 1, \"test_cases\": [\n"
+    "  {\"id\": \"a\", \"level\": \"l0\", \"dtype\": {\"default\": \"fp32\", \"k\": \"bf16\"}},\n"
+    "  {\"id\": \"b\", \"level\": 2, \"dtype\": \"half\", \"_why\": \"x\"},\n"
+    "  {\"id\": \"TODO\", \"level\": \"TODO\", \"fill\": {\"q\": \"TODO\"}}]}\n";
+
 int main(void) {
   cJSON_Hooks hooks = {pg_oom_malloc, free};
   cJSON_InitHooks(&hooks);
@@ -61,5 +68,7 @@ int main(void) {
   int bad = 0;
   bad |= pg_oom_sweep_ex("valid", load_once, &valid, &o);
   bad |= pg_oom_sweep_ex("invalid", load_once, &invalid, &o);
+  struct load_ctx real = {real_text, PG_EVALIDATE};
+  bad |= pg_oom_sweep_ex("real", load_once, &real, &o);
   return bad;
 }
