@@ -99,8 +99,10 @@ impl's output at the Mk boundary with the cumulative golden. The cases are liste
     An impl module written for the pypto op workflow (``python:`` adapter,
     docs/python.md): phasegate's Python worker imports ``<file.py>`` (relative to the
     current source dir) and calls ``<op>_module<suffix>_wrapper(*primary_inputs)`` for
-    each phase, or ``<name>`` for every phase. Persistent like ``IMPL_WORKER``. The
-    interpreter is ``PHASEGATE_PYTHON`` (a cache variable), else ``Python3_EXECUTABLE``
+    each phase, or ``<name>`` for every phase. ``<file.py>`` may be a directory: the
+    verifier workflow's ``custom/<op>/modules/`` with one staged file per phase, phase
+    ``<suffix>`` imported from ``<dir>/<op>_module<suffix>_impl.py``. Persistent like
+    ``IMPL_WORKER``. The interpreter is ``PHASEGATE_PYTHON`` (a cache variable), else ``Python3_EXECUTABLE``
     when the project found Python, else the runner's default (``$PHASEGATE_PYTHON``,
     ``python3``); it is passed as ``--python`` to ``run`` and ``serve``.
 
@@ -627,7 +629,7 @@ function(phasegate_add_op op)
     string(APPEND q_run_extra " ${q}")
   endforeach()
   set(selftest_extra "")
-  foreach(a IN LISTS golden_args)
+  foreach(a IN LISTS golden_args python_args) # python: the interpreter of Python goldens too
     _phasegate_bracket(q "${a}")
     string(APPEND selftest_extra " ${q}")
   endforeach()

@@ -28,7 +28,7 @@ static void usage(FILE *out) {
           "  --contract FILE            the contract, explicitly (suite defaults to its directory)\n"
           "  --suite FILE               the suite, explicitly\n"
           "  --impl SPEC                plugin:PATH.so | exec:COMMAND | worker:COMMAND |\n"
-          "                             python:FILE.py[::FUNCTION] | replay:DIR\n"
+          "                             python:FILE.py[::FUNCTION] | python:DIR | replay:DIR\n"
           "  --python PATH              interpreter of python: impls (default $PHASEGATE_PYTHON,\n"
           "                             else python3)\n"
           "  --up-to-module K           the phase (1..N, N = the op's module count)\n"

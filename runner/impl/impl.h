@@ -11,7 +11,8 @@
  *                    (impl/worker.c, impl/proc.h)
  *   python:FILE.py[::FUNCTION]  a pypto-workflow impl module called by phasegate's own
  *                    Python worker (tools/python/phasegate/worker.py) over the same
- *                    protocol: <op>_module<suffix>_wrapper(*primary_inputs), or FUNCTION
+ *                    protocol: <op>_module<suffix>_wrapper(*primary_inputs), or FUNCTION;
+ *                    python:DIR takes phase <suffix> from DIR/<op>_module<suffix>_impl.py
  *   replay:DIR       DIR/<case>/<mode>/<name>.npy dumped by an earlier device run
  *
  * Each adapter is one file and one row of the ops table in impl/adapter.c (see

@@ -1,5 +1,6 @@
 /* phasegate runner — the python adapter: `python:PATH.py[::FUNCTION]`, an impl module
- * written for the pypto op workflow, unchanged (DESIGN.md §6, docs/python.md).
+ * written for the pypto op workflow, unchanged (DESIGN.md §6, docs/python.md), or
+ * `python:DIR`, a directory of the workflow's staged files, one per phase.
  *
  * It is the worker adapter (impl/worker.c, the same pool, serve leases and checks) with
  * phasegate's own Python worker as the command — `<python> -m phasegate.worker`, the
@@ -118,6 +119,20 @@ static int split_target(const char *target, char *file, size_t fsize, char *fn, 
   return 0;
 }
 
+/* The module of one phase. PATH a directory is the verifier workflow's modules/ with one
+ * staged file per phase: phase <suffix> is DIR/<op>_module<suffix>_impl.py (a missing one
+ * is the worker's "structural", naming it), so bisection reaches the earlier phases. */
+static int phase_file(const char *target, const char *op, const char *suffix, char *file,
+                      size_t fsize, char *fn, size_t nsize) {
+  if (split_target(target, file, fsize, fn, nsize) != 0) return -1;
+  struct stat st;
+  if (stat(file, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
+  size_t len = strlen(file);
+  while (len > 1 && file[len - 1] == '/') file[--len] = '\0';
+  int n = snprintf(file + len, fsize - len, "/%s_module%s_impl.py", op, suffix);
+  return n > 0 && (size_t)n < fsize - len ? 0 : -1;
+}
+
 /* Is `python` an executable file, directly or found on PATH? */
 static int interpreter_found(const char *python) {
   if (strchr(python, '/')) return access(python, X_OK) == 0;
@@ -148,8 +163,9 @@ static int python_probe(struct pg_impl_probe *p, struct pg_error *err) {
   if (stat(file, &st) != 0)
     return pg_error_set(err, PG_ENOENT, "impl python file '%s' does not exist (%s)", file,
                         strerror(errno));
-  if (!S_ISREG(st.st_mode))
-    return pg_error_set(err, PG_EINVAL, "impl python file '%s' is not a regular file", file);
+  if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+    return pg_error_set(err, PG_EINVAL, "impl python file '%s' is neither a regular file nor "
+                        "a directory of staged files", file);
   size_t ok = strspn(fn, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
   if (strstr(impl->target, "::") && (!fn[0] || fn[ok] || (fn[0] >= '0' && fn[0] <= '9')))
     return pg_error_set(err, PG_EINVAL, "--impl 'python:%s': '%s' after '::' is not a Python "
@@ -179,7 +195,9 @@ static char *python_process_spec(const struct pg_impl *impl) {
 /* The "call" object: the module by absolute path, the phase's function. */
 static int add_call(const struct pg_impl_pending *p, cJSON *request) {
   char file[PATH_MAX], fn[256], abs[PATH_MAX], sym[320];
-  if (split_target(p->impl->target, file, sizeof file, fn, sizeof fn) != 0) return PG_ELIMIT;
+  if (phase_file(p->impl->target, p->req->op, p->req->suffix, file, sizeof file, fn,
+                 sizeof fn) != 0)
+    return PG_ELIMIT;
   if (!realpath(file, abs)) snprintf(abs, sizeof abs, "%s", file); /* the worker names it */
   if (fn[0]) snprintf(sym, sizeof sym, "%s", fn);
   else pg_impl_symbol(p->req->op, p->req->suffix, sym, sizeof sym);

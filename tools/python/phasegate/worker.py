@@ -177,6 +177,9 @@ class Worker:
                              'serves python: impls and Python goldens)')
         fname = call.get("function") or f"{req.op}_module{req.suffix}_wrapper"
         cast = bool(call.get("cast_outputs", False))
+        if not os.path.isfile(call["file"]):   # python:DIR without this phase's staged file
+            raise Structural(f"{call['file']} does not exist (phase {req.suffix} calls "
+                             f"{fname}(*primary_inputs) in it)")
         mod = self.module(call["file"])
         fn = getattr(mod, fname, None)
         if not callable(fn):
