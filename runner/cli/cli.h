@@ -52,8 +52,10 @@ int pg_cli_parse_bytes(const char *s, uint64_t *out);
 int pg_cli_parse_number(const char *cmd, const char *opt, const char *s, int positive,
                         double *out);
 
-/* Every finding of `d`, formatted, one per line on stderr. */
-void pg_cli_print_diags(const struct pg_diags *d);
+/* The findings of `d` of severity >= min, formatted, one per line on stderr. Notes
+ * (e.g. a dim without a default, normal in real pypto contracts) are `validate`'s;
+ * the other commands print warnings and errors. */
+void pg_cli_print_diags(const struct pg_diags *d, enum pg_severity min);
 
 /* Loads the contract, then the suite against it when suite_path is non-NULL, and
  * prints the findings (warnings too); when a load fails without a finding (missing

@@ -31,9 +31,10 @@ int pg_cli_parse_opts(const char *cmd, int argc, char **argv, const struct pg_cl
   return 0;
 }
 
-void pg_cli_print_diags(const struct pg_diags *d) {
+void pg_cli_print_diags(const struct pg_diags *d, enum pg_severity min) {
   char line[2 * PG_ERROR_MESSAGE_MAX];
   for (int i = 0; i < d->count; i++) {
+    if (d->items[i].severity < min) continue;
     pg_diag_format(&d->items[i], line, sizeof line);
     fprintf(stderr, "%s\n", line);
   }
@@ -45,7 +46,7 @@ int pg_cli_load_op(const char *cmd, const char *contract_path, const char *suite
   pg_error_clear(&err);
   /* the one validation `validate` runs too: list, gen and validate never disagree */
   int rc = pg_op_load(contract_path, suite_path, c, s, d, &err);
-  pg_cli_print_diags(d); /* warnings of a valid pair, or every finding */
+  pg_cli_print_diags(d, PG_SEV_WARNING); /* warnings of a valid pair, or every finding */
   if (rc == PG_OK) return PG_EXIT_PASS;
   if (d->n_errors == 0)
     fprintf(stderr, "phasegate %s: error: %s\n", cmd,

@@ -347,7 +347,7 @@ int pg_cmd_selftest(int argc, char **argv) {
     int ge = pg_golden_plan_validate(plan, pg_diags_add_finding, &diags);
     if (ge != 0) rc = ge < 0 ? ge : PG_EVALIDATE;
   }
-  pg_cli_print_diags(&diags);
+  pg_cli_print_diags(&diags, PG_SEV_WARNING);
   struct selftest *st = rc == PG_OK ? calloc(1, sizeof *st) : NULL;
   struct pg_py_golden_worker *py = NULL;
   if (st) {

@@ -124,7 +124,7 @@ int pg_cmd_validate(int argc, char **argv) {
   if (json) {
     print_json(&diags, &c, ok, fatal);
   } else {
-    pg_cli_print_diags(&diags);
+    pg_cli_print_diags(&diags, PG_SEV_NOTE);
     if (fatal) fprintf(stderr, "phasegate validate: error: %s\n", fatal);
     if (ok) {
       char cases[48] = ", no suite checked";

@@ -146,6 +146,7 @@ static int check_before_cases(struct pg__run *rc, const int *sel, int n_sel,
 static void print_diags(const struct pg__run *rc, const struct pg_diags *d, int *printed) {
   for (; *printed < d->count; (*printed)++) {
     char buf[2048];
+    if (d->items[*printed].severity == PG_SEV_NOTE) continue; /* notes are validate's */
     pg_diag_format(&d->items[*printed], buf, sizeof buf);
     pg__line(rc, 1, "%s", buf);
   }

@@ -38,6 +38,10 @@ impl() { echo "python:custom/$op/modules/${op}_module$1_impl.py"; }
 
 cd "$out/ws" || exit 1
 step 0 "$op: 3 modules, 5 primary inputs, 11 cases" validate --op-dir custom/$op
+# a real contract has no dims: section: validate notes it, the other commands stay quiet
+grep -qF "has no default value" "$out/o.txt" || { echo "FAIL: validate lost its notes"; fails=1; }
+"$pg" run --op-dir custom/$op --impl "$(impl 1)" --up-to-module 1 --case smoke >"$out/o.txt" 2>&1
+! grep -qF "note:" "$out/o.txt" || { echo "FAIL: run prints validate's notes:"; cat "$out/o.txt"; fails=1; }
 step 0 "\"$op/M3/L5/L5_odd_everything\"" list --op-dir custom/$op --format json
 [ "$(grep -c "\"$op/M" "$out/o.txt")" -eq 33 ] || { echo "FAIL: want 33 tests"; fails=1; }
 step 0 "PASS" selftest --op-dir custom/$op
