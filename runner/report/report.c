@@ -390,27 +390,24 @@ static char *read_file(const char *path, int *oom) {
   return buf;
 }
 
-/* Creates the report's directory, opens <path>.lock and takes it into *lfd. */
+/* Creates the report's directory and takes an exclusive flock on the directory itself
+ * into *lfd: concurrent writers of one phase serialise there, and no lock file is left
+ * beside the report (a pypto op's eval/ directory stays as the user wrote it). */
 static int lock_report(const char *path, int *lfd, struct pg_error *err) {
   *lfd = -1;
   const char *slash = strrchr(path, '/');
-  if (slash && slash != path) {
-    char *dir = pg_path_fmt("%.*s", (int)(slash - path), path);
-    if (!dir) return pg_error_set(err, PG_ENOMEM, "out of memory");
-    int rc = PG_OK;
-    if (pg_mkdir_p(dir) != 0)
-      rc = pg_error_set(err, errno == ENOMEM ? PG_ENOMEM : PG_EIO,
-                        "%s: cannot create directory: %s", dir, strerror(errno));
-    free(dir);
-    PG_RETURN_IF_ERROR(rc);
-  }
-  char *lock = pg_path_fmt("%s.lock", path);
-  if (!lock) return pg_error_set(err, PG_ENOMEM, "out of memory");
-  int rc = PG_OK, fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0) rc = pg_error_set(err, PG_EIO, "%s: %s", lock, strerror(errno));
+  char *dir = slash ? pg_path_fmt("%.*s", slash == path ? 1 : (int)(slash - path), path)
+                    : pg_strdup(".");
+  if (!dir) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  int rc = PG_OK, fd = -1;
+  if (pg_mkdir_p(dir) != 0)
+    rc = pg_error_set(err, errno == ENOMEM ? PG_ENOMEM : PG_EIO,
+                      "%s: cannot create directory: %s", dir, strerror(errno));
+  if (rc == PG_OK && (fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+    rc = pg_error_set(err, PG_EIO, "%s: %s", dir, strerror(errno));
   while (rc == PG_OK && flock(fd, LOCK_EX) != 0)
-    if (errno != EINTR) rc = pg_error_set(err, PG_EIO, "%s: flock: %s", lock, strerror(errno));
-  free(lock);
+    if (errno != EINTR) rc = pg_error_set(err, PG_EIO, "%s: flock: %s", dir, strerror(errno));
+  free(dir);
   if (rc != PG_OK && fd >= 0) close(fd);
   if (rc == PG_OK) *lfd = fd;
   return rc;

@@ -38,7 +38,7 @@ void pg_report_add_metrics(cJSON *o, const struct pg_cmp_result *c);
  * cases_total/passed, status, per_mode_status, first_failure and stdout. */
 cJSON *pg_report_build(const struct pg_run_phase *m, cJSON *checks);
 
-/* Locks <path>.lock, reads an existing report for the same op and phase, replaces or
+/* Locks the report's directory (flock), reads an existing report for the same op and phase, replaces or
  * adds the checks of `cases` by case id, rebuilds the aggregates, sanitizes, writes
  * <path> atomically (temp + rename). Creates parent directories. */
 int pg_report_merge_write(const char *path, const struct pg_run_phase *m,
