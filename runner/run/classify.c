@@ -268,7 +268,9 @@ const char *pg_divergence_fingerprint(const enum pg_verdict *modes, int n) {
   return "mixed";
 }
 
-/* Worst status, all_close and the largest differences over every mode. */
+/* Worst status, all_close and the largest differences over every mode. all_close is
+ * the seed's: every mode PASS or SKIPPED (a precision: false case whose values are off
+ * still passes; per_tensor[].passed says what the values did). */
 static void aggregate(struct pg_case_result *r) {
   r->status = PG_VERDICT_SKIPPED;
   r->all_close = 1;
@@ -279,7 +281,6 @@ static void aggregate(struct pg_case_result *r) {
     for (int i = 0; i < m->n_tensors; i++) {
       const struct pg_tensor_check *t = &m->tensors[i];
       if (!t->compared || t->cmp.structural) continue;
-      if (!t->cmp.passed) r->all_close = 0;
       if (t->cmp.max_abs_diff > r->max_abs_diff || isnan(t->cmp.max_abs_diff))
         r->max_abs_diff = t->cmp.max_abs_diff;
       if (t->cmp.max_rel_diff > r->max_rel_diff || isnan(t->cmp.max_rel_diff))
@@ -288,7 +289,6 @@ static void aggregate(struct pg_case_result *r) {
       r->cpu_reproducer_candidate |= t->cmp.cpu_reproducer_candidate && !t->cmp.passed;
     }
   }
-  if (r->status == PG_VERDICT_SKIPPED) r->all_close = 0;
 }
 
 /* The hint of a failing mode's fact (the case's first failing mode). */

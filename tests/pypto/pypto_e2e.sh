@@ -64,6 +64,12 @@ for k in (1, 2, 3):
     if lv.get("L1_structural", (0, 1))[1] or lv.get("L3_odd_tokens", (0,))[0] != 3:
         bad.append(f"M{k}: levels / precision {lv}")
 r = json.load(open(f"{out}/bug.json"))
+# all_close is the seed's (every mode PASS or SKIPPED): the structure-only L1 case passes
+# with values the bug put off, which per_tensor shows
+l1 = next(c for c in r["checks"] if c["id"] == "L1_structural")
+if (l1["status"], l1["all_close"], l1["per_tensor"][0]["all_close"]) != ("PASS", True, False):
+    bad.append(f"bug: L1_structural {l1['status']} all_close {l1['all_close']} "
+               f"per_tensor {l1['per_tensor'][0]['all_close']}")
 ff = r["first_failure"] or {}
 bad += [f"bug: missing first_failure.{key}" for key in first - ff.keys()]
 # the seed's types: failing_module_boundary is the integer k; bisection's j apart
