@@ -295,7 +295,7 @@ static int open_python(const struct pg_contract *c, const char *python,
   int any = 0;
   for (int k = 0; k <= c->n_modules; k++) any |= pg_contract_py_golden(c, k) != NULL;
   if (!any) return PG_OK;
-  struct pg_py_golden_worker_opts o = {python, NULL, NULL, 300, pg_redact_numbers};
+  struct pg_py_golden_worker_opts o = {python, NULL, NULL, 300, "", pg_redact_numbers};
   return pg_py_golden_worker_open(&o, py, err);
 }
 

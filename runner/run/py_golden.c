@@ -6,8 +6,9 @@
  * impl/pool.c, the protocol engine of impl/proc.c): one process per run (per --jobs
  * worker), started on the first golden call and reused for every case, in mode "cpu",
  * each request carrying the "call" object (file, function, cast_outputs: true: each leaf
- * is cast to the declared dtype, as a torch golden's result is rounded). Never leased
- * from `phasegate serve` (that daemon holds the impl's processes, not ours).
+ * is cast to the declared dtype, as a torch golden's result is rounded). Under CTest it
+ * is leased from the op's `phasegate serve` daemon like the impl's processes, so
+ * Python and torch start once per daemon, not once per case test.
  *
  * What the worker says when the golden fails may print any tensor: it passes the
  * number barrier (pg_redact_numbers, through the caller's hook) before it reaches a
@@ -41,7 +42,9 @@ int pg_py_golden_worker_open(const struct pg_py_golden_worker_opts *o,
     free(w);
     return rc;
   }
-  w->impl.serve_control = ""; /* our own process, never the daemon's */
+  /* Under CTest the op's `phasegate serve` daemon keeps this worker warm across tests
+   * too (a lease keyed by its own command and mode "cpu", apart from the impl's). */
+  w->impl.serve_control = o->serve_control;
   w->impl.log_dir = o->log_dir;
   w->timeout_s = o->timeout_s > 0 ? o->timeout_s : 120;
   w->work_dir = o->work_dir;

@@ -278,7 +278,7 @@ static int open_py_golden(struct pg__run *rc, struct pg_error *err) {
     any |= pg_contract_phase_golden(&rc->contract, j) == PG_PHASE_GOLDEN_PYTHON;
   if (!any || o->golden_data) return PG_OK;
   struct pg_py_golden_worker_opts po = {o->python, o->work_dir, o->work_dir, rc->timeout_s,
-                                        o->hooks.redact_numbers};
+                                        o->serve_control, o->hooks.redact_numbers};
   return pg_py_golden_worker_open(&po, &rc->py, err);
 }
 

@@ -258,6 +258,8 @@ struct pg_py_golden_worker_opts {
   const char *log_dir;        /* the worker's log (NULL: $TMPDIR) */
   const char *work_dir;       /* call directories (NULL: $TMPDIR) */
   double timeout_s;           /* per call, and for the start (<= 0: 120) */
+  const char *serve_control;  /* lease from this `phasegate serve` (NULL: as an impl's,
+                                 $PHASEGATE_SERVE_CONTROL; "": never) */
   /* The number barrier (pg_redact_numbers) every message of the worker passes before
    * it is returned; NULL: the messages are withheld. */
   char *(*redact)(const char *text);

@@ -254,6 +254,22 @@ def scenario_one_process():
     lines = open(trace).read().splitlines() if os.path.exists(trace) else []
     check(rc == 0 and len(lines) == 4 and len({ln.split()[0] for ln in lines}) <= 2,
           "with --jobs 2: at most one golden worker per job", out + "\n".join(lines))
+    # Under CTest: the op's `phasegate serve` daemon keeps the golden worker warm, so two
+    # runs (two case tests) share one golden process; stopping the daemon ends it.
+    ctl = os.path.join(OUT, "serve_ctl")
+    shutil.rmtree(ctl, ignore_errors=True)
+    rc, out = pg("serve", "--control", ctl)   # the fixture's impl is exec: (not kept)
+    check(rc == 0, "serve starts", out)
+    os.remove(trace)
+    for case_run in range(2):
+        rc2, out2, rep = run(op, 2, "--no-golden-cache", "--serve-control", ctl,
+                             PG_GOLDEN_TRACE=trace)
+        check(rc2 == 0, f"served run {case_run + 1} passes", out2)
+    lines = trace_lines(trace)
+    pg("serve", "--control", ctl, "--stop")
+    check(len(lines) == 8 and len({ln.split()[0] for ln in lines}) == 1,
+          "two runs through one serve daemon: one golden worker served all 8 golden calls",
+          "\n".join(lines))
 
 
 def main():
