@@ -113,6 +113,13 @@ void pg_report_case_lines(const struct pg_run_phase *ph, const struct pg_case_re
   for (int mi = 0; mi < r->n_modes; mi++) {
     const struct pg_mode_result *m = &r->modes[mi];
     mode_line(ph, r, m, line, user);
+    /* the diagnosis, strongest first, right under the line it explains */
+    for (int i = 0; i < m->n_tensors; i++)
+      for (int h = 0; h < m->tensors[i].n_hints; h++) {
+        const struct pg_hint *hint = &m->tensors[i].hints[h];
+        pg_run_linef(line, user, 1, "    %s: looks %s (confidence %.2f): %s", m->tensors[i].name,
+                     pg_hint_kind_name(hint->kind), hint->confidence, hint->detail);
+      }
     if (m->status == PG_VERDICT_FAIL || m->status == PG_VERDICT_ERROR)
       captured_tail(m, line, user);
   }

@@ -149,6 +149,15 @@ static cJSON *tensor_json(const struct pg_tensor_check *t, const char *mode) {
     return o;
   }
   pg_report_add_metrics(o, c);
+  cJSON *hints = cJSON_AddArrayToObject(o, "hints");
+  for (int i = 0; hints && i < t->n_hints; i++) {
+    cJSON *h = cJSON_CreateObject();
+    if (!h) break;
+    cJSON_AddStringToObject(h, "kind", pg_hint_kind_name(t->hints[i].kind));
+    cJSON_AddNumberToObject(h, "confidence", t->hints[i].confidence);
+    cJSON_AddStringToObject(h, "detail", t->hints[i].detail);
+    cJSON_AddItemToArray(hints, h);
+  }
   return o;
 }
 

@@ -11,6 +11,7 @@
  * comparison facts are written here.
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,6 +43,55 @@ const char *pg_category_name(enum pg_category c) {
       [PG_CAT_RUNTIME] = "runtime",     [PG_CAT_INFRA] = "infra",
       [PG_CAT_OTHER] = "other"};
   return c > PG_CAT_NONE && (size_t)c < sizeof names / sizeof *names ? names[c] : NULL;
+}
+
+const char *pg_hint_kind_name(enum pg_hint_kind kind) {
+  static const char *const names[] = {
+      [PG_HINT_TRANSPOSED] = "transposed",
+      [PG_HINT_SCALED] = "scaled",
+      [PG_HINT_WRONG_AXIS] = "wrong_axis",
+      [PG_HINT_REDUCTION_TAIL_DROPPED] = "reduction_tail_dropped",
+      [PG_HINT_TILE_EDGE] = "tile_edge",
+      [PG_HINT_PERIODIC] = "periodic",
+      [PG_HINT_SHIFTED] = "shifted",
+      [PG_HINT_SIGN_FLIP] = "sign_flip",
+      [PG_HINT_ZEROS] = "zeros",
+      [PG_HINT_UNWRITTEN] = "unwritten",
+      [PG_HINT_INPUT_ECHO] = "input_echo",
+      [PG_HINT_LOW_PRECISION_INPUTS] = "low_precision_inputs",
+      [PG_HINT_LOW_PRECISION_ACCUMULATION] = "low_precision_accumulation",
+      [PG_HINT_NAN_ORIGIN] = "nan_origin",
+      [PG_HINT_SUITE_CALIBRATION] = "suite_calibration",
+      [PG_HINT_GOLDEN_FALLBACK] = "golden_fallback",
+      [PG_HINT_NONDETERMINISTIC] = "nondeterministic",
+      [PG_HINT_APPROXIMATION] = "approximation",
+  };
+  _Static_assert(sizeof names / sizeof *names == PG_HINT_KIND_COUNT,
+                 "every hint kind has a report name");
+  return (unsigned)kind < PG_HINT_KIND_COUNT ? names[kind] : "unknown";
+}
+
+void pg_tensor_check_add_hint(struct pg_tensor_check *t, enum pg_hint_kind kind,
+                              double confidence, const char *fmt, ...) {
+  struct pg_hint h = {kind, confidence, ""};
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(h.detail, sizeof h.detail, fmt, ap);
+  va_end(ap);
+  for (int i = 0; i < t->n_hints; i++) {
+    if (t->hints[i].kind != kind) continue;
+    if (t->hints[i].confidence >= confidence) return;
+    memmove(&t->hints[i], &t->hints[i + 1], (size_t)(t->n_hints - i - 1) * sizeof h);
+    t->n_hints--;
+    break;
+  }
+  int at = t->n_hints;
+  while (at > 0 && t->hints[at - 1].confidence < confidence) at--;
+  if (at >= PG_MAX_HINTS) return;
+  int n = t->n_hints < PG_MAX_HINTS ? t->n_hints : PG_MAX_HINTS - 1;
+  memmove(&t->hints[at + 1], &t->hints[at], (size_t)(n - at) * sizeof h);
+  t->hints[at] = h;
+  t->n_hints = n + 1;
 }
 
 /* ------------------------------------------------------------------ the rules */

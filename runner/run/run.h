@@ -53,6 +53,53 @@ enum pg_run_fact {
  * UNAVAILABLE). */
 enum pg_category pg_classify_category(const struct pg_impl_outcome *out);
 
+/* Diagnosis hints (DESIGN.md §8 "Hints"): what kind of bug a failing tensor looks like,
+ * each backed by a check that could have come out the other way (a counterfactual
+ * golden the impl matches, a pattern in the mismatch mask). The kinds and their report
+ * names live in run/classify.c (pg_hint_kind_name); adding a kind is one enum value + one
+ * name there. */
+enum pg_hint_kind {
+  PG_HINT_TRANSPOSED = 0,
+  PG_HINT_SCALED,                   /* detail: the factor, e.g. 1/sqrt(D) */
+  PG_HINT_WRONG_AXIS,               /* softmax / norm / reduction over another axis */
+  PG_HINT_REDUCTION_TAIL_DROPPED,   /* the last partial tile of a reduction axis ignored */
+  PG_HINT_TILE_EDGE,                /* mismatches confined to the last partial tile of an axis */
+  PG_HINT_PERIODIC,                 /* mismatches repeat with a period along an axis */
+  PG_HINT_SHIFTED,                  /* off by one along an axis */
+  PG_HINT_SIGN_FLIP,
+  PG_HINT_ZEROS,
+  PG_HINT_UNWRITTEN,                /* the NaN prefill survived */
+  PG_HINT_INPUT_ECHO,               /* an input, or a slice of one, copied out */
+  PG_HINT_LOW_PRECISION_INPUTS,     /* matches a golden fed fp16/bf16/tf32-rounded inputs */
+  PG_HINT_LOW_PRECISION_ACCUMULATION,
+  PG_HINT_NAN_ORIGIN,               /* where the first non-finite value appears, from which input */
+  PG_HINT_SUITE_CALIBRATION,        /* within what another summation order gives */
+  PG_HINT_GOLDEN_FALLBACK,          /* bit-exact on a transcendental output */
+  PG_HINT_NONDETERMINISTIC,         /* two runs differ bitwise */
+  PG_HINT_APPROXIMATION,            /* another formula of the same function */
+  PG_HINT_KIND_COUNT
+};
+
+#define PG_MAX_HINTS 8              /* per tensor check, strongest first */
+
+struct pg_hint {
+  enum pg_hint_kind kind;
+  double confidence;                /* 0..1: how much better the hypothesis fits */
+  char detail[256];                 /* metrics and indices only: never a value */
+};
+
+/* The report name of a hint kind ("transposed", "reduction_tail_dropped", …). */
+const char *pg_hint_kind_name(enum pg_hint_kind kind);
+
+struct pg_tensor_check;
+/* Adds a hint to t, keeping t->hints sorted by confidence (strongest first) and at most
+ * PG_MAX_HINTS (the weakest dropped); a kind already present keeps the stronger one. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+void pg_tensor_check_add_hint(struct pg_tensor_check *t, enum pg_hint_kind kind,
+                              double confidence, const char *fmt, ...);
+
 struct pg_tensor_check {
   char name[PG_NAME_MAX];
   enum pg_dtype dtype;
@@ -64,6 +111,8 @@ struct pg_tensor_check {
   char rule[32];
   double atol, rtol;
   struct pg_cmp_result cmp;
+  struct pg_hint hints[PG_MAX_HINTS]; /* strongest first (pg_tensor_check_add_hint) */
+  int n_hints;
 };
 
 struct pg_mode_result {

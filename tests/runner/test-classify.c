@@ -106,3 +106,27 @@ PG_TEST(run_needs_redact_hook) {
   PG_CHECK_EQ_INT(2, s.exit_code);
   pg_run_summary_reset(&s);
 }
+
+/* Hints stay strongest first, one per kind (the stronger kept), at most PG_MAX_HINTS. */
+PG_TEST(hint_list_order) {
+  struct pg_tensor_check t;
+  memset(&t, 0, sizeof t);
+  pg_tensor_check_add_hint(&t, PG_HINT_TILE_EDGE, 0.5, "axis %d", 1);
+  pg_tensor_check_add_hint(&t, PG_HINT_TRANSPOSED, 0.9, "output");
+  pg_tensor_check_add_hint(&t, PG_HINT_TILE_EDGE, 0.4, "weaker, dropped");
+  pg_tensor_check_add_hint(&t, PG_HINT_SCALED, 0.7, "x%g", 0.125);
+  PG_CHECK_EQ_INT(3, t.n_hints);
+  PG_CHECK_EQ_INT(PG_HINT_TRANSPOSED, t.hints[0].kind);
+  PG_CHECK_EQ_INT(PG_HINT_SCALED, t.hints[1].kind);
+  PG_CHECK_EQ_STR("x0.125", t.hints[1].detail);
+  PG_CHECK_EQ_STR("axis 1", t.hints[2].detail);
+  pg_tensor_check_add_hint(&t, PG_HINT_TILE_EDGE, 0.95, "stronger, replaces");
+  PG_CHECK_EQ_INT(3, t.n_hints);
+  PG_CHECK_EQ_INT(PG_HINT_TILE_EDGE, t.hints[0].kind);
+  for (int i = 0; i < PG_HINT_KIND_COUNT; i++)
+    pg_tensor_check_add_hint(&t, (enum pg_hint_kind)i, 0.01 * i, "k%d", i);
+  PG_CHECK_EQ_INT(PG_MAX_HINTS, t.n_hints);
+  for (int i = 1; i < t.n_hints; i++) PG_CHECK(t.hints[i - 1].confidence >= t.hints[i].confidence);
+  PG_CHECK_EQ_STR("reduction_tail_dropped", pg_hint_kind_name(PG_HINT_REDUCTION_TAIL_DROPPED));
+  PG_CHECK_EQ_STR("approximation", pg_hint_kind_name(PG_HINT_APPROXIMATION));
+}
