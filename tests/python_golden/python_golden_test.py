@@ -43,6 +43,8 @@ def env(**extra):
     e = dict(os.environ)
     e["PHASEGATE_PYTHON"] = sys.executable
     e["PG_TOOLS_DIR"] = TOOLS
+    # the fixtures' goldens import _trace (test instrumentation shared by both layouts)
+    e["PYTHONPATH"] = DATA + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
     e.setdefault("PHASEGATE_CACHE_DIR", os.path.join(OUT, "cache"))
     e.pop("PHASEGATE_SERVE_CONTROL", None)
     e.update(extra)
@@ -56,7 +58,7 @@ def pg(*args, **extra):
 
 
 def run(op_dir, k, *more, bug=False, **extra):
-    impl = f"exec:{sys.executable} {op_dir}/impl.py" + (" --bug" if bug else "")
+    impl = f"exec:{sys.executable} {DATA}/mm_softmax_impl.py" + (" --bug" if bug else "")
     report = os.path.join(OUT, f"report-M{k}.json")
     if os.path.exists(report):
         os.remove(report)
@@ -185,6 +187,7 @@ def scenario_golden_errors():
     op = fixture("verifier", "errors")
     leak = os.path.join(OUT, "leak.txt")
     edit(f"{op}/modules/mm_softmax_module1_golden.py", "    return torch.matmul(x, w)\n",
+         "    import os\n"
          "    s = str(torch.matmul(x, w))\n"
          "    open(os.environ['PG_LEAK_FILE'], 'w').write(s)\n"
          "    raise ValueError(s)\n")
@@ -202,10 +205,11 @@ def scenario_golden_errors():
           "the case is ERROR / infra naming the golden's file and function", out)
     # a golden that kills its worker: every case an ERROR, the runner carries on
     edit(f"{op}/modules/mm_softmax_module12_golden.py", "    y = torch.matmul(x, w)\n",
-         "    import signal\n    os.kill(os.getpid(), signal.SIGKILL)\n")
+         "    import os, signal\n    os.kill(os.getpid(), signal.SIGKILL)\n")
     rc, out, rep = run(op, 2, "--no-golden-cache")
     check(rc == 2 and rep is not None and rep.get("cases_total") == 4 and
           out.count("mm_softmax_module12_golden.py::mm_softmax_module12_golden") >= 4 and
+          "crashed with SIGKILL" in out and
           (rep.get("first_failure") or {}).get("failure_category") == "infra",
           "a golden that crashes its worker is an ERROR per case, not a crash", out)
     # a golden file without the function the convention names

@@ -1,10 +1,7 @@
 """Stage golden of phase 1 (Pro workflow): primary inputs in, M1's outputs out."""
-import os
-import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _trace import trace  # noqa: E402
 
 

@@ -1,10 +1,7 @@
 """Cumulative golden of phase 123 (verifier workflow): the whole op, as a dict."""
-import os
-import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _trace import trace  # noqa: E402
 
 
