@@ -389,9 +389,10 @@ void pg__classify_case(struct pg_case_result *r, int k, double timeout_s, const 
     snprintf(r->hint, sizeof r->hint, "the golden is mostly exact zeros: this case is too weak "
              "to trust a PASS; change its fill or shape");
   else if (r->cpu_reproducer_candidate)
-    snprintf(r->hint, sizeof r->hint, "max_rel_diff is far below rtol and only small-|golden| "
-             "cells trip atol: likely accumulation-order noise; reproduce on CPU before blaming "
-             "the kernel");
+    snprintf(r->hint, sizeof r->hint, "where rtol governs (|golden| >= atol/rtol) every cell is "
+             "100x inside rtol, and only near-zero cells trip atol, each off by less than rtol "
+             "x the golden's RMS: likely accumulation-order noise; reproduce on CPU before "
+             "blaming the kernel");
   else if (r->earliest_boundary && r->earliest_boundary < k)
     snprintf(r->hint, sizeof r->hint, "the impl already diverges at the M%d boundary: fix "
              "module %d first", r->earliest_boundary, r->earliest_boundary);
