@@ -429,6 +429,8 @@ void pg__classify_mutant_fit(struct pg_tensor_check *t, enum pg_hint_kind kind,
   /* orders of magnitude by which the mutant explains the impl better than the
    * reference: at least one, with at most a tenth of the mismatches */
   double orders = log10((ref->rmse + 1e-300) / (mut->rmse + 1e-300));
+  double fewer = log10((double)(ref->mismatches + 1) / (double)(mut->mismatches + 1));
+  if (fewer > orders && mut->rmse < ref->rmse) orders = fewer; /* e.g. a shift: one edge row off */
   if (!(orders >= 1.0) || mut->mismatches * 10 > ref->mismatches) return;
   double conf = 0.5 + 0.5 * fmin(1.0, (orders - 1.0) / 3.0);
   if (ref->mismatches > 0) conf *= 1.0 - (double)mut->mismatches / (double)ref->mismatches;
