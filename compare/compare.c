@@ -545,9 +545,13 @@ static void set_trust(struct pg_cmp_result *out, const struct pg_cmp_rule *rule,
   }
 
   /* Failed only where |golden| is small enough for atol to govern, while every cell
-   * where rtol governs is 100x inside rtol: the golden itself is suspect. */
-  out->cpu_reproducer_candidate =
-      reproducer_possible(rule, tr, total, out->passed) && total->large_bad == 0;
+   * where rtol governs is 100x inside rtol, and no difference exceeds rtol times the
+   * golden's RMS (accumulation-order noise scales with the tensor, not the cell; a
+   * mismatch larger than that is a real error however small its cell): the golden
+   * itself is suspect. */
+  double rms_b = total->n_finite > 0 ? sqrt(total->sum_bb / (double)total->n_finite) : 0.0;
+  out->cpu_reproducer_candidate = reproducer_possible(rule, tr, total, out->passed) &&
+                                  total->large_bad == 0 && total->max_abs <= rule->rtol * rms_b;
 }
 
 /* The first mismatches: flat and N-d index, values and differences. */

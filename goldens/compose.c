@@ -235,7 +235,7 @@ static int run_module(const struct pg_golden_env *env, const struct pg__pspec *s
   int rc;
   if (m->golden.kind == PG_GOLDEN_STEPS) {
     struct pg__run_ctx rcx = {c,         env->dims, env->precision_bits,         env->n_threads,
-                              tab->pool, live ? read_later : NULL, live};
+                              tab->pool, live ? read_later : NULL, live, NULL};
     rc = pg__steps_run(&rcx, sp, tab, err);
   } else if (m->golden.kind == PG_GOLDEN_PLUGIN) {
     rc = run_plugin(env, sp, tab, err);
@@ -466,7 +466,7 @@ int pg_golden_op_level(const struct pg_golden_env *env, const struct pg_tensor *
   pg__gtable_init(&tab);
   int rc = load_primaries(&e, primary, n_primary, &tab, err);
   if (rc == PG_OK && c->op_golden.kind == PG_GOLDEN_STEPS) {
-    struct pg__run_ctx rcx = {c, e.dims, e.precision_bits, e.n_threads, NULL, NULL, NULL};
+    struct pg__run_ctx rcx = {c, e.dims, e.precision_bits, e.n_threads, NULL, NULL, NULL, NULL};
     rc = pg__steps_run(&rcx, &e.plan->op, &tab, err);
   } else if (rc == PG_OK) {
     rc = run_plugin(&e, &e.plan->op, &tab, err);
@@ -475,5 +475,99 @@ int pg_golden_op_level(const struct pg_golden_env *env, const struct pg_tensor *
   if (rc == PG_OK) rc = check_op_level_outputs(&e, &tab, decls, nd, err);
   if (rc == PG_OK) rc = emit_outputs(&e, &tab, decls, mods, nd, outputs, n_outputs, err);
   pg__gtable_reset(&tab);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- counterfactual prefix */
+
+struct pg_golden_prefix {
+  struct pg_golden_env env;
+  int k, nd;
+  const struct pg_tensor_decl *decls[PG_MAX_BOUNDARY_OUTPUTS];
+  int mods[PG_MAX_BOUNDARY_OUTPUTS];
+  struct pg__gtable tab; /* primaries and the outputs of modules 1..k-1, kept */
+};
+
+void pg_golden_prefix_free(struct pg_golden_prefix *p) {
+  if (!p) return;
+  pg__gtable_reset(&p->tab);
+  free(p);
+}
+
+int pg_golden_prefix_build(const struct pg_golden_env *env, int k, const struct pg_tensor *primary,
+                           int n_primary, struct pg_golden_prefix **out, struct pg_error *err) {
+  struct pg_tensor dummy;
+  int nd0;
+  *out = NULL;
+  PG_RETURN_IF_ERROR(check_env(env, primary, n_primary, &dummy, &nd0, err));
+  const struct pg_op_graph *c = env->plan->graph;
+  if (k < 1 || k > c->n_modules)
+    return pg_error_set(err, PG_EINVAL, "phase %d outside 1..%d", k, c->n_modules);
+  struct pg_golden_prefix *p = calloc(1, sizeof *p);
+  if (!p) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  p->env = *env;
+  if (!p->env.precision_bits) p->env.precision_bits = 32;
+  p->k = k;
+  pg__gtable_init(&p->tab);
+  int rc = PG_OK;
+  p->nd = pg_graph_boundary(c, k, p->decls, PG_MAX_BOUNDARY_OUTPUTS, err);
+  if (p->nd < 0) rc = p->nd;
+  for (int i = 0; rc == PG_OK && i < p->nd; i++) p->mods[i] = owner_module(c, p->decls[i]);
+  if (rc == PG_OK) rc = load_primaries(&p->env, primary, n_primary, &p->tab, err);
+  for (int id = 1; id < k && rc == PG_OK; id++) {
+    const struct pg__pspec *sp = pg__plan_spec(p->env.plan, id);
+    rc = sp ? run_module(&p->env, sp, NULL, &p->tab, err)
+            : pg_error_set(err, PG_ENOTFOUND, "contract has no module %d", id);
+  }
+  if (rc != PG_OK) {
+    pg_golden_prefix_free(p);
+    return rc;
+  }
+  *out = p;
+  return PG_OK;
+}
+
+/* Drops module k's results (and any step-locals) so the next run starts from the
+ * prefix again. */
+static void prefix_restore(struct pg_golden_prefix *p) {
+  for (int i = p->tab.count - 1; i >= 0; i--)
+    if (p->tab.items[i]->module == p->k || p->tab.items[i]->module < 0)
+      pg__gtable_remove_at(&p->tab, i);
+}
+
+int pg_golden_prefix_run(struct pg_golden_prefix *p, const struct pg_golden_mutation *mut,
+                         struct pg_tensor *outputs, int *n_outputs, struct pg_error *err) {
+  const struct pg__pspec *sp = pg__plan_spec(p->env.plan, p->k);
+  *n_outputs = 0;
+  if (!sp) return pg_error_set(err, PG_ENOTFOUND, "contract has no module %d", p->k);
+  int rc;
+  if (mut && mut->kind != PG_MUT_NONE && sp->m->golden.kind != PG_GOLDEN_STEPS) {
+    rc = pg_error_set(err, PG_ENOTSUP, "module %d's golden has no built-in steps", p->k);
+  } else if (sp->m->golden.kind == PG_GOLDEN_STEPS) {
+    struct pg__run_ctx rcx = {p->env.plan->graph, p->env.dims, p->env.precision_bits,
+                              p->env.n_threads, NULL, NULL, NULL, mut};
+    rc = pg__steps_run(&rcx, sp, &p->tab, err);
+    if (rc == PG_OK) rc = finish_module(&p->env, sp->m, &p->tab, err);
+  } else {
+    rc = run_module(&p->env, sp, NULL, &p->tab, err);
+  }
+  for (int i = 0; rc == PG_OK && i < p->nd; i++) {
+    struct pg__gtensor *t = pg__gtable_find(&p->tab, p->mods[i], p->decls[i]->name);
+    if (!t) {
+      rc = pg_error_set(err, PG_ENOTFOUND, "golden: output '%s' was not computed",
+                        p->decls[i]->name);
+      break;
+    }
+    enum pg_dtype dt = effective_dtype(&p->env, p->decls[i]);
+    if (dt == PG_DTYPE_INVALID) dt = t->t.dtype;
+    pg_tensor_set_name(&outputs[i], p->decls[i]->name);
+    rc = convert(&outputs[i], &t->t, dt, p->env.n_threads, err); /* a copy: the prefix stays */
+    if (rc == PG_OK) *n_outputs = i + 1;
+  }
+  if (rc != PG_OK) {
+    for (int j = 0; j < *n_outputs; j++) pg_tensor_reset(&outputs[j]);
+    *n_outputs = 0;
+  }
+  prefix_restore(p);
   return rc;
 }

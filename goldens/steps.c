@@ -153,6 +153,27 @@ static int make_outputs(const struct pg__run_ctx *rc, const struct pg__pstep *ps
   return PG_OK;
 }
 
+/* A step under a mutation: never in place (the prefix's tensors are shared by every
+ * mutant); a mutation whose shapes no longer fit is "does not apply" (PG_ENOTSUP). */
+static int mutated_step(const struct pg__run_ctx *rc, const struct pg__pspec *sp, int s,
+                        struct pg__gtable *tab, struct pg_kernel_args *args,
+                        const struct pg_tensor_meta *in_meta, int override,
+                        struct pg_error *err) {
+  const struct pg__pstep *ps = &sp->steps[s];
+  const struct pg_kernel_def *def = ps->pub.kernel;
+  struct pg_tensor_meta out_meta[PG_KERNEL_MAX_OUTPUTS];
+  memset(out_meta, 0, sizeof out_meta);
+  struct pg_error e;
+  pg_error_clear(&e);
+  if (!def->infer || def->infer(in_meta, ps->pub.n_inputs, args->attrs, out_meta, &e) != PG_OK)
+    return pg_error_set(err, PG_ENOTSUP, "mutation does not fit the shapes of %s", def->name);
+  struct pg_tensor *outs[PG_KERNEL_MAX_OUTPUTS];
+  PG_RETURN_IF_ERROR(make_outputs(rc, ps, tab, out_meta, NULL, outs, err));
+  int r = override ? pg__mutation_run(rc->mut, args, outs, &e) : def->run(args, outs, &e);
+  if (r == PG_ENOTSUP) return pg_error_set(err, r, "%s", e.message);
+  return r == PG_OK ? PG_OK : kernel_error(rc, ps, r, ps->op_offset, &e, err);
+}
+
 static int run_step(const struct pg__run_ctx *rc, const struct pg__pspec *sp, int s,
                     struct pg__gtable *tab, struct pg_error *err) {
   const struct pg__pstep *ps = &sp->steps[s];
@@ -162,6 +183,17 @@ static int run_step(const struct pg__run_ctx *rc, const struct pg__pspec *sp, in
   struct pg_tensor_meta in_meta[PG_KERNEL_MAX_INPUTS], out_meta[PG_KERNEL_MAX_OUTPUTS];
   struct pg__gtensor *src0;
   PG_RETURN_IF_ERROR(gather_args(rc, ps, tab, &args, in_meta, &src0, err));
+  const struct pg_golden_mutation *mu = rc->mut;
+  if (mu && (mu->module_id != (sp->m ? sp->m->id : 0) || mu->step != s)) mu = NULL;
+  struct pg_tensor tmp[PG_KERNEL_MAX_INPUTS];
+  int override = 0;
+  if (mu) {
+    for (int i = 0; i < PG_KERNEL_MAX_INPUTS; i++) pg_tensor_init(&tmp[i]);
+    int r = pg__mutation_apply(mu, ps, &args, tmp, &override, err);
+    if (r == PG_OK) r = mutated_step(rc, sp, s, tab, &args, in_meta, override, err);
+    for (int i = 0; i < PG_KERNEL_MAX_INPUTS; i++) pg_tensor_reset(&tmp[i]);
+    return r;
+  }
   memset(out_meta, 0, sizeof out_meta);
   struct pg_error e;
   pg_error_clear(&e);

@@ -56,6 +56,11 @@ static void usage(FILE *out) {
           "  --no-bisect                do not look for the earliest failing boundary\n"
           "  --jobs N                   run cases in N worker processes (default 1)\n"
           "  --inspect NAME             print every metric of output NAME per case and mode\n"
+          "  --diagnose-budget S        seconds of counterfactual goldens per case (default 30,\n"
+          "                             0 = no diagnosis; docs/diagnosis.md)\n"
+          "  --diagnose-max-mib N       diagnose failing outputs up to N MiB each (default 512)\n"
+          "  --suite-strength-max-elems N  suite strength for outputs up to N elements\n"
+          "                             (default 65536, 0 = off)\n"
           "\n"
           "Exit: 0 PASS, 1 FAIL, 2 ERROR, 77 every requested mode SKIPPED\n"
           "(prints a line starting with \"[phasegate] SKIPPED\").\n");
@@ -140,7 +145,16 @@ static int set_option(struct pg_run_opts *o, const char *name, const char *val) 
   } else if (strcmp(name, "--serve-control") == 0) o->serve_control = val;
   else if (strcmp(name, "--python") == 0) o->python = val;
   else if (strcmp(name, "--inspect") == 0) o->inspect = val;
-  else return pg_cli_usage_error("run", "unknown option '%s' (see --help)", name);
+  else if (strcmp(name, "--diagnose-budget") == 0 || strcmp(name, "--diagnose-max-mib") == 0 ||
+           strcmp(name, "--suite-strength-max-elems") == 0) {
+    double v = strtod(val, &end);
+    if (end == val || *end || !(v >= 0) || !isfinite(v) || v > 1e12)
+      return pg_cli_usage_error("run", "%s: expected a number >= 0, got '%s'", name, val);
+    /* 0 turns the diagnosis (or suite strength) off; the run options keep 0 = default */
+    if (name[2] == 's') o->strength_max_elems = v == 0 ? -1 : (int64_t)v;
+    else if (strcmp(name, "--diagnose-budget") == 0) o->diagnose_budget_s = v == 0 ? -1 : v;
+    else o->diagnose_max_mib = v == 0 ? 1e-9 : v;
+  } else return pg_cli_usage_error("run", "unknown option '%s' (see --help)", name);
   return 0;
 }
 

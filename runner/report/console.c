@@ -126,6 +126,18 @@ void pg_report_case_lines(const struct pg_run_phase *ph, const struct pg_case_re
   if (r->status == PG_VERDICT_FAIL || r->status == PG_VERDICT_ERROR)
     pg_run_linef(line, user, 1, "    repro: %s", r->repro ? r->repro : "");
   if (r->hint[0]) pg_run_linef(line, user, 1, "    hint: %s", r->hint);
+  /* Suite strength: what this case could not have seen (the same in every mode). */
+  for (int i = 0; r->n_modes > 0 && i < r->modes[0].n_tensors; i++) {
+    const struct pg_tensor_check *t = &r->modes[0].tensors[i];
+    if (!t->n_undetected) continue;
+    char list[1024];
+    size_t at = 0;
+    list[0] = '\0';
+    for (int u = 0; u < t->n_undetected && at + 4 < sizeof list; u++)
+      at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", u ? "; " : "", t->undetected[u]);
+    pg_run_linef(line, user, 1, "    warning: %s: weak suite, %d mutant%s would pass this case: %s",
+                 t->name, t->n_undetected, t->n_undetected == 1 ? "" : "s", list);
+  }
   /* Whether the stress found cancelling inputs decides how much a PASS means. */
   if (r->cancel.present) pg_run_linef(line, user, 0, "    %s", r->cancel.note);
 }

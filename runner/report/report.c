@@ -158,6 +158,11 @@ static cJSON *tensor_json(const struct pg_tensor_check *t, const char *mode) {
     cJSON_AddStringToObject(h, "detail", t->hints[i].detail);
     cJSON_AddItemToArray(hints, h);
   }
+  if (t->strength_checked) {
+    cJSON *um = cJSON_AddArrayToObject(o, "undetected_mutants");
+    for (int i = 0; um && i < t->n_undetected; i++)
+      cJSON_AddItemToArray(um, cJSON_CreateString(t->undetected[i]));
+  }
   return o;
 }
 
@@ -221,6 +226,7 @@ cJSON *pg_report_check_json(const struct pg_case_result *r, int k) {
   cJSON *d = cJSON_AddObjectToObject(o, "durations_ms");
   add_num(d, "inputs", r->inputs_ms);
   add_num(d, "reference_compute", r->golden_ms);
+  add_num(d, "diagnosis", r->diagnosis_ms);
   add_num(d, "total", r->total_ms);
   cJSON_AddBoolToObject(o, "golden_cached", r->golden_cached);
   cJSON_AddBoolToObject(o, "cpu_reproducer_candidate", r->cpu_reproducer_candidate);

@@ -127,9 +127,9 @@ void pg__call_init(const struct pg__run *rc, int k, const struct pg_case *cs,
 
 /* Comparison rule for one output: case > output declaration > contract > the default
  * (atol = rtol = 1e-3 for floats, pg_cmp_default_tolerance). */
-static int make_rule(const struct pg__run *rc, const struct pg_case *cs,
-                     const struct pg_tensor_decl *decl, enum pg_dtype dtype,
-                     struct pg_cmp_rule *rule, struct pg_error *err) {
+int pg__output_rule(const struct pg__run *rc, const struct pg_case *cs,
+                    const struct pg_tensor_decl *decl, enum pg_dtype dtype,
+                    struct pg_cmp_rule *rule, struct pg_error *err) {
   memset(rule, 0, sizeof *rule);
   rule->kind = PG_RULE_ALLCLOSE;
   pg_cmp_default_tolerance(dtype, &rule->atol, &rule->rtol);
@@ -180,7 +180,7 @@ void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *
     struct pg_error e;
     char msg[640];
     pg_error_clear(&e);
-    if (make_rule(rc, cs, decls[i], specs[i].dtype, &rule, &e) != PG_OK) {
+    if (pg__output_rule(rc, cs, decls[i], specs[i].dtype, &rule, &e) != PG_OK) {
       snprintf(msg, sizeof msg, "case '%s': bad compare rule: %.500s", cs->id, e.message);
       pg__classify_output(m, k, i, PG_RUN_FACT_RUNNER, msg);
       continue;
@@ -227,6 +227,7 @@ struct case_run {
   struct pg_impl_pending pend;
   struct pg_impl_outcome out0;
   struct pg_error pend_err;
+  struct pg__diag_case diag; /* counterfactual goldens, once the goldens are known */
 };
 
 /* A case-level error: every mode gets it, nothing more runs. Returns -1. */
@@ -428,10 +429,12 @@ static void run_mode(struct case_run *c, int mi) {
     m->signo = op->sandbox.signo;
     m->timed_out = op->sandbox.timed_out;
     m->captured = captured_text(c, &op->sandbox);
-    if (op->status == PG_IMPL_DONE)
+    if (op->status == PG_IMPL_DONE) {
       pg__compare_outputs(rc, c->k, c->cs, c->decls, c->specs, c->n_out, op->outputs, c->goldens,
                           m);
-    else
+      if (m->status == PG_VERDICT_FAIL && m->category == PG_CAT_PRECISION)
+        pg__diagnose_mode(&c->diag, m, op->outputs);
+    } else
       pg__classify_impl(m, op, c->k);
   }
   /* Adapter summaries may quote the impl's stderr: same barrier as the captured
@@ -454,7 +457,11 @@ static int case_modes(struct case_run *c) {
   for (int i = 0; i < c->n_out; i++) c->barrier[c->n_barrier++] = &c->goldens[i];
   if (rc->n_modes > 0 && c->d.dims.count > PG_MAX_DIMS)
     return case_error(c, PG_RUN_FACT_RUNNER, "more than 64 dims");
+  struct pg__diag_case dc = {rc, c->k, c->cs, &c->d, c->decls, c->goldens, c->n_out, 0, 0};
+  c->diag = dc;
   for (int mi = 0; mi < rc->n_modes; mi++) run_mode(c, mi);
+  pg__suite_strength(&c->diag, c->r);
+  c->r->diagnosis_ms = c->diag.spent_ms;
   int bm = rc->o->no_bisect ? -1 : pg__classify_bisect_mode(c->r, c->k);
   if (bm >= 0) {
     int j = pg__find_earliest_boundary(rc, c->k, c->cs, &c->d, c->r->modes[bm].mode);

@@ -389,9 +389,10 @@ void pg__classify_case(struct pg_case_result *r, int k, double timeout_s, const 
     snprintf(r->hint, sizeof r->hint, "the golden is mostly exact zeros: this case is too weak "
              "to trust a PASS; change its fill or shape");
   else if (r->cpu_reproducer_candidate)
-    snprintf(r->hint, sizeof r->hint, "max_rel_diff is far below rtol and only small-|golden| "
-             "cells trip atol: likely accumulation-order noise; reproduce on CPU before blaming "
-             "the kernel");
+    snprintf(r->hint, sizeof r->hint, "where rtol governs (|golden| >= atol/rtol) every cell is "
+             "100x inside rtol, and only near-zero cells trip atol, each off by less than rtol "
+             "x the golden's RMS: likely accumulation-order noise; reproduce on CPU before "
+             "blaming the kernel");
   else if (r->earliest_boundary && r->earliest_boundary < k)
     snprintf(r->hint, sizeof r->hint, "the impl already diverges at the M%d boundary: fix "
              "module %d first", r->earliest_boundary, r->earliest_boundary);
@@ -416,4 +417,48 @@ void pg__classify_run(struct pg_run_summary *s, const struct pg_case_result *res
                  : s->status == PG_VERDICT_FAIL ? 1
                  : s->status == PG_VERDICT_PASS ? 0
                                                 : 77;
+}
+
+/* ------------------------------------------------------------------ counterfactual goldens */
+
+void pg__classify_mutant_fit(struct pg_tensor_check *t, enum pg_hint_kind kind,
+                             const char *detail, const struct pg_cmp_result *mut) {
+  const struct pg_cmp_result *ref = &t->cmp;
+  if (ref->passed || ref->n_finite == 0 || mut->nan_impl + mut->inf_impl > ref->nan_impl + ref->inf_impl)
+    return;
+  /* orders of magnitude by which the mutant explains the impl better than the
+   * reference: at least one, with at most a tenth of the mismatches */
+  double orders = log10((ref->rmse + 1e-300) / (mut->rmse + 1e-300));
+  double fewer = log10((double)(ref->mismatches + 1) / (double)(mut->mismatches + 1));
+  if (fewer > orders && mut->rmse < ref->rmse) orders = fewer; /* e.g. a shift: one edge row off */
+  if (!(orders >= 1.0) || mut->mismatches * 10 > ref->mismatches) return;
+  double conf = 0.5 + 0.5 * fmin(1.0, (orders - 1.0) / 3.0);
+  if (ref->mismatches > 0) conf *= 1.0 - (double)mut->mismatches / (double)ref->mismatches;
+  pg_tensor_check_add_hint(t, kind, conf,
+                           "%s: against it %lld of %lld elements mismatch (%lld against the "
+                           "reference), rmse %.3g (%.3g)",
+                           detail, (long long)mut->mismatches, (long long)mut->n,
+                           (long long)ref->mismatches, mut->rmse, ref->rmse);
+}
+
+void pg__classify_mutant_strength(struct pg_tensor_check *t, enum pg_hint_kind kind,
+                                  const char *detail, const struct pg_cmp_result *mut_vs_ref) {
+  if (!mut_vs_ref->passed || t->n_undetected >= PG_MAX_UNDETECTED) return;
+  char line[sizeof t->undetected[0]];
+  snprintf(line, sizeof line, "%s: %s", pg_hint_kind_name(kind), detail);
+  for (int i = 0; i < t->n_undetected; i++)
+    if (strcmp(t->undetected[i], line) == 0) return;
+  snprintf(t->undetected[t->n_undetected++], sizeof t->undetected[0], "%s", line);
+}
+
+void pg__classify_reproducer(struct pg_tensor_check *t, double spread, int n_orders,
+                             const char *orders) {
+  (void)n_orders;
+  /* the impl's error within what another summation order of the same maths gives:
+   * the kernel is probably innocent, the tolerance (or input scale) is not */
+  if (!(spread > 0) || t->cmp.max_abs_diff > 1.5 * spread) return;
+  pg_tensor_check_add_hint(t, PG_HINT_SUITE_CALIBRATION, 0.8,
+                           "max_abs_diff %.3g is within the %.3g that other summation orders "
+                           "(%s) differ from the reference by",
+                           t->cmp.max_abs_diff, spread, orders);
 }

@@ -113,6 +113,12 @@ struct pg_tensor_check {
   struct pg_cmp_result cmp;
   struct pg_hint hints[PG_MAX_HINTS]; /* strongest first (pg_tensor_check_add_hint) */
   int n_hints;
+  /* Suite strength (DESIGN.md §8): counterfactual goldens that would pass this case's
+   * tolerance, as "<kind>: <detail>" (no values). */
+#define PG_MAX_UNDETECTED 8
+  char undetected[PG_MAX_UNDETECTED][160];
+  int n_undetected;
+  int strength_checked;      /* the suite-strength check ran for this output */
 };
 
 struct pg_mode_result {
@@ -150,6 +156,7 @@ struct pg_case_result {
   char *repro;                /* owned */
   char *knobs_json;           /* owned */
   double inputs_ms, golden_ms, total_ms;
+  double diagnosis_ms;        /* counterfactual goldens, CPU reproducer, suite strength */
   int golden_cached;
   int mistrusted, cpu_reproducer_candidate;
   char hint[512];
@@ -248,6 +255,12 @@ struct pg_run_opts {
   const char *self_exe;       /* for repro lines; NULL = "phasegate" */
   const char *tool_version;
   const char *inspect;        /* print every metric of this output per case and mode */
+  /* Diagnosis bounds (docs/diagnosis.md): counterfactual goldens of a failing output
+   * only up to diagnose_max_mib MiB per output (0: 512) and diagnose_budget_s seconds
+   * per case (0: 30; < 0: no diagnosis); suite strength for outputs of at most
+   * strength_max_elems elements (0: 65536; < 0: off). */
+  double diagnose_max_mib, diagnose_budget_s;
+  int64_t strength_max_elems;
   pg_run_line_fn on_line;
   void *user;
   struct pg_run_hooks hooks;  /* pg_report_hooks() */

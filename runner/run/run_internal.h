@@ -58,6 +58,28 @@ struct pg__call {
 #define pg__line(rc, to_stderr, ...) \
   pg_run_linef((rc)->o->on_line, (rc)->o->user, (to_stderr), __VA_ARGS__)
 
+/* diagnose.c: counterfactual goldens (hints on a failing tensor of mode m, whose impl
+ * outputs are impl_out), the CPU reproducer, and suite strength (undetected mutants of
+ * every precision-checked output, into every mode's tensor checks). */
+struct pg__diag_case {
+  struct pg__run *rc;
+  int k;
+  const struct pg_case *cs;
+  const struct pg_case_data *d;
+  const struct pg_tensor_decl *const *decls;
+  const struct pg_tensor *goldens;
+  int n_out;
+  double t0_ms;               /* when the case's diagnosis began (budget) */
+  double spent_ms;
+};
+void pg__diagnose_mode(struct pg__diag_case *dc, struct pg_mode_result *m,
+                       const struct pg_tensor *impl_out);
+void pg__suite_strength(struct pg__diag_case *dc, struct pg_case_result *r);
+/* The comparison rule of one output (case > output > contract > default). */
+int pg__output_rule(const struct pg__run *rc, const struct pg_case *cs,
+                    const struct pg_tensor_decl *decl, enum pg_dtype dtype,
+                    struct pg_cmp_rule *rule, struct pg_error *err);
+
 /* case.c */
 void pg__run_case(struct pg__run *rc, const struct pg_case *cs, struct pg_case_result *r);
 /* The boundary outputs of phase k for a case: their declarations and specs (n, or a
@@ -127,6 +149,19 @@ int pg__classify_bisect_mode(const struct pg_case_result *r, int k);
 int pg__classify_boundary(const struct pg_mode_result *m);
 /* The case's status, all_close, maxima, fingerprint, category, boundary, summary, hint. */
 void pg__classify_case(struct pg_case_result *r, int k, double timeout_s, const char *op);
+/* Counterfactual goldens: the impl against a mutant golden (mut, same rule) compared
+ * with the impl against the reference (t->cmp): a hint of `kind` when the mutant fits
+ * by orders of magnitude better. */
+void pg__classify_mutant_fit(struct pg_tensor_check *t, enum pg_hint_kind kind,
+                             const char *detail, const struct pg_cmp_result *mut);
+/* Suite strength: a mutant compared with the reference under the case's rule; listed
+ * as undetected when it passes. */
+void pg__classify_mutant_strength(struct pg_tensor_check *t, enum pg_hint_kind kind,
+                                  const char *detail, const struct pg_cmp_result *mut_vs_ref);
+/* The CPU reproducer: the impl's max_abs_diff against the largest difference another
+ * summation order makes (spread); suite_calibration when within it. */
+void pg__classify_reproducer(struct pg_tensor_check *t, double spread, int n_orders,
+                             const char *orders);
 /* The run's counts, status (worst case wins) and exit code; a report that could not be
  * written makes it an ERROR. */
 void pg__classify_run(struct pg_run_summary *s, const struct pg_case_result *results, int n,

@@ -163,7 +163,8 @@ static int check_ref(enum pg_dtype t, void *pa, void *pb, int64_t n, const struc
   int passed = r->kind == PG_RULE_RATIO ? (double)o.mism <= r->ratio * (double)n : o.mism == 0;
   bad += res.passed != passed;
   int cand = !passed && (r->kind == PG_RULE_ALLCLOSE || r->kind == PG_RULE_RATIO) && r->rtol > 0 &&
-             o.mism > 0 && o.mism_nf == 0 && o.large && !o.large_bad;
+             o.mism > 0 && o.mism_nf == 0 && o.large && !o.large_bad &&
+             o.max_abs <= r->rtol * sqrt(o.sum_bb / (double)o.n_finite);
   bad += res.cpu_reproducer_candidate != cand;
   int mistrust = n >= 10 && (o.zeros * 10 >= n * 3 || (o.nan_b == 0 && !o.nonconst));
   bad += res.mistrusted != mistrust;

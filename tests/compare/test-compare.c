@@ -442,6 +442,26 @@ PG_TEST(cpu_reproducer_candidate) {
   PG_CHECK(res.passed && !res.cpu_reproducer_candidate);
 }
 
+/* Issue 13: the flag fired on a case whose max_rel_diff was 3.55 at rtol 1e-3 (a real
+ * error at near-zero cells of a unit-scale tensor). A difference above rtol x the
+ * golden's RMS is never accumulation noise: not flagged, so "the relative error is far
+ * below rtol where rtol governs" and the printed numbers never disagree. */
+PG_TEST(cpu_reproducer_not_on_real_error) {
+  double b[8] = {1.5, -2.0, 0.8, 1e-3, 3.0, -1.2, 2.2, 0.9}, a[8];
+  for (int i = 0; i < 8; i++) a[i] = b[i] * (1 + 1e-7);
+  a[3] = 1e-3 + 3.55e-3; /* rel diff 3.55, abs diff 3.55e-3 > atol */
+  struct pg_cmp_rule r = rule_close(1e-3, 1e-3);
+  struct pg_cmp_result res;
+  cmp1(PG_DTYPE_F64, 8, a, b, &r, &res);
+  PG_CHECK(!res.passed && res.mismatches == 1);
+  PG_CHECK(fabs(res.max_rel_diff - 3.55) < 1e-3);
+  PG_CHECK(!res.cpu_reproducer_candidate);
+  /* the same cell off by noise-sized 1.1e-3 (under rtol x RMS ~ 1.8e-3): flagged */
+  a[3] = 1e-3 + 1.1e-3;
+  cmp1(PG_DTYPE_F64, 8, a, b, &r, &res);
+  PG_CHECK(!res.passed && res.cpu_reproducer_candidate);
+}
+
 /* A 3 x 100 000 fp32 pair (several chunks) with mismatches scattered over chunks. */
 static void big_pair(struct pg_tensor *ta, struct pg_tensor *tb, enum pg_dtype t) {
   int64_t shape[2] = {3, 100000};

@@ -168,6 +168,76 @@ int pg_golden_op_level(const struct pg_golden_env *env, const struct pg_tensor *
                        int n_primary, struct pg_tensor *outputs, int *n_outputs,
                        struct pg_error *err);
 
+/* ---------------------------------------------------------------- counterfactual goldens */
+
+/* A bug hypothesis applied to one built-in step while a golden runs (DESIGN.md §8
+ * "Hints"): the step's attributes, inputs or kernel changed as a buggy kernel would
+ * have them. The diagnosis compares the impl with such a mutant golden; suite strength
+ * compares the mutant with the reference. Enumerated by pg_golden_mutations, executed
+ * by pg_golden_prefix_run (never from step text). */
+enum pg_golden_mutation_kind {
+  PG_MUT_NONE = 0,
+  PG_MUT_FLIP_BOOL,    /* bool attribute `attr` negated (matmul trans_a / trans_b) */
+  PG_MUT_SCALE_ATTR,   /* float attribute `attr` multiplied by `param` */
+  PG_MUT_SET_AXIS,     /* int attribute `attr` (an axis) set to `iparam` (absolute) */
+  PG_MUT_SET_STRING,   /* string attribute `attr` set to `sparam` (gelu approximate) */
+  PG_MUT_ROUND_INPUTS, /* float inputs rounded through `iparam`: PG_DTYPE_F16, _BF16, or
+                          0 for tf32 (10 mantissa bits) */
+  PG_MUT_TAIL_DROP,    /* matmul: the last partial tile (size `iparam`) of K ignored */
+  PG_MUT_ACCUMULATE,   /* matmul recomputed with summation order `iparam`
+                          (enum pg_golden_sum_order), tile `param` for BLOCKED */
+  PG_MUT_FAST_EXP      /* exp / sigmoid / silu / softmax inputs' exp through a fast
+                          (Schraudolph-style, ~4 % off) approximation: not modelled, never
+                          enumerated (documented) */
+};
+
+/* Summation orders of PG_MUT_ACCUMULATE: the CPU reproducer's spread and
+ * low-precision accumulation. */
+enum pg_golden_sum_order {
+  PG_SUM_FORWARD = 0, PG_SUM_REVERSED, PG_SUM_BLOCKED, PG_SUM_PAIRWISE, PG_SUM_KAHAN,
+  PG_SUM_FP64, PG_SUM_FP16_ACC, PG_SUM_BF16_ACC
+};
+
+/* Which hint a mutant stands for (the runner maps it to its hint kind). */
+enum pg_mutation_family {
+  PG_MUTF_TRANSPOSED = 0, PG_MUTF_SCALED, PG_MUTF_WRONG_AXIS, PG_MUTF_TAIL_DROPPED,
+  PG_MUTF_LOW_PRECISION_INPUTS, PG_MUTF_LOW_PRECISION_ACCUMULATION, PG_MUTF_APPROXIMATION,
+  PG_MUTF_SUMMATION_ORDER
+};
+
+struct pg_golden_mutation {
+  int module_id;                       /* the module whose step is changed */
+  int step;                            /* 0-based step of that module */
+  enum pg_golden_mutation_kind kind;
+  int attr;                            /* index in the step kernel's attrs */
+  double param;
+  int64_t iparam;
+  char sparam[16];
+  enum pg_mutation_family family;
+  char detail[128];                    /* "matmul trans_b flipped (step 2)": no values */
+};
+
+/* The mutations that apply to the built-in steps of module `module_id`, at most `max`
+ * into out; returns the count (0 when its golden is no steps). Whether one really
+ * applies (an axis the tensor has, a K with a partial tile) is known only when it
+ * runs: pg_golden_prefix_run then returns PG_ENOTSUP. */
+int pg_golden_mutations(const struct pg_golden_plan *p, int module_id,
+                        struct pg_golden_mutation *out, int max);
+
+/* Cumulative golden k computed up to module k-1 once, then module k's steps run any
+ * number of times, each with one mutation (or none), over that shared prefix: the
+ * counterfactual goldens of boundary k cost module k's steps only. The env (and its
+ * dims) and the primary inputs must outlive the prefix. */
+struct pg_golden_prefix;
+int pg_golden_prefix_build(const struct pg_golden_env *env, int k,
+                           const struct pg_tensor *primary, int n_primary,
+                           struct pg_golden_prefix **out, struct pg_error *err);
+/* Module k under `mut` (NULL: as written): outputs as pg_golden_cumulative's.
+ * PG_ENOTSUP when the mutation does not apply to these shapes or to a plugin golden. */
+int pg_golden_prefix_run(struct pg_golden_prefix *p, const struct pg_golden_mutation *mut,
+                         struct pg_tensor *outputs, int *n_outputs, struct pg_error *err);
+void pg_golden_prefix_free(struct pg_golden_prefix *p); /* NULL is fine */
+
 /* Loads the BLAS behind the `matmul` kernel now (it is dlopen()ed on first use, ~1.5 ms),
  * so a caller that knows a matmul is coming can take that cost off its critical path,
  * e.g. on a helper thread while it generates inputs. Thread-safe and idempotent;

@@ -1,0 +1,335 @@
+/* phasegate runner — counterfactual goldens (DESIGN.md §8 "Hints", "Suite strength"):
+ * the reference recomputed under each bug hypothesis that applies to boundary k.
+ *
+ * Two sources of mutants: the golden plan's (goldens/mutate.c: a step's attribute,
+ * inputs or summation changed, run over the M1..M(k-1) prefix computed once), only for
+ * built-in goldens; and output-level ones built here from the reference already
+ * computed (transposed, scaled, sign, shifted, zeros, an input echoed), which apply to
+ * Python goldens too. On a precision failure each mutant is compared with the impl
+ * (pg__diagnose_mode), for a CPU-reproducer candidate the summation orders are too;
+ * for suite strength each is compared with the reference (pg__suite_strength). What
+ * the comparisons mean is classify.c's. Bounded per output by size and per case by
+ * time (pg_run_opts.diagnose_*), the time spent goes to the case's diagnosis_ms.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "phasegate/goldens.h"
+#include "run/run_internal.h"
+
+#define MAX_PLAN_MUTANTS 96
+
+static double budget_ms(const struct pg__run *rc) {
+  double s = rc->o->diagnose_budget_s;
+  return s > 0 ? s * 1000.0 : 30000.0;
+}
+
+static int over_budget(const struct pg__diag_case *dc) {
+  return pg_now_ms() - dc->t0_ms > budget_ms(dc->rc);
+}
+
+static enum pg_hint_kind family_kind(enum pg_mutation_family f) {
+  switch (f) {
+    case PG_MUTF_TRANSPOSED: return PG_HINT_TRANSPOSED;
+    case PG_MUTF_SCALED: return PG_HINT_SCALED;
+    case PG_MUTF_WRONG_AXIS: return PG_HINT_WRONG_AXIS;
+    case PG_MUTF_TAIL_DROPPED: return PG_HINT_REDUCTION_TAIL_DROPPED;
+    case PG_MUTF_LOW_PRECISION_INPUTS: return PG_HINT_LOW_PRECISION_INPUTS;
+    case PG_MUTF_LOW_PRECISION_ACCUMULATION: return PG_HINT_LOW_PRECISION_ACCUMULATION;
+    case PG_MUTF_APPROXIMATION: return PG_HINT_APPROXIMATION;
+    default: return PG_HINT_SUITE_CALIBRATION;
+  }
+}
+
+/* What to do with each mutant of output i. */
+struct judge {
+  struct pg__diag_case *dc;
+  struct pg_mode_result *m;          /* diagnosis: the mode; NULL: suite strength */
+  const struct pg_tensor *impl_out;
+  struct pg_case_result *r;          /* suite strength: every mode's checks */
+  const int *want;                   /* want[i]: output i is judged */
+};
+
+static void judge_one(struct judge *j, int i, enum pg_hint_kind kind, const char *detail,
+                      const struct pg_tensor *mutant) {
+  struct pg__diag_case *dc = j->dc;
+  struct pg_cmp_rule rule;
+  struct pg_error e;
+  pg_error_clear(&e);
+  if (pg__output_rule(dc->rc, dc->cs, dc->decls[i], dc->goldens[i].dtype, &rule, &e) != PG_OK)
+    return;
+  struct pg_cmp_result res;
+  if (j->m) {
+    struct pg_tensor_check *t = &j->m->tensors[i];
+    if (pg_case_compare(&j->impl_out[i], mutant, &rule, dc->rc->n_threads, &res, &e) != PG_OK ||
+        res.structural)
+      return;
+    pg__classify_mutant_fit(t, kind, detail, &res);
+    return;
+  }
+  if (pg_case_compare(mutant, &dc->goldens[i], &rule, dc->rc->n_threads, &res, &e) != PG_OK ||
+      res.structural)
+    return;
+  for (int mi = 0; mi < j->r->n_modes; mi++)
+    if (i < j->r->modes[mi].n_tensors)
+      pg__classify_mutant_strength(&j->r->modes[mi].tensors[i], kind, detail, &res);
+}
+
+/* ------------------------------------------------------------------ plan mutants */
+
+static int plan_applies(const struct pg__diag_case *dc) {
+  return dc->rc->plan &&
+         pg_contract_phase_golden(&dc->rc->contract, dc->k) == PG_PHASE_GOLDEN_BUILTIN;
+}
+
+static int build_prefix(const struct pg__diag_case *dc, struct pg_golden_env *env,
+                        struct pg_golden_prefix **pre) {
+  memset(env, 0, sizeof *env);
+  env->plan = dc->rc->plan;
+  env->dims = &dc->d->dims;
+  env->dtype_overrides = dc->cs->dtypes;
+  env->n_dtype_overrides = dc->cs->n_dtypes;
+  env->precision_bits = dc->rc->o->reference_bits == 64 ? 64 : 32;
+  env->golden_lib = dc->rc->golden_lib;
+  env->n_threads = dc->rc->n_threads;
+  struct pg_error e;
+  pg_error_clear(&e);
+  return pg_golden_prefix_build(env, dc->k, dc->d->inputs, dc->rc->contract.n_primary, pre, &e);
+}
+
+/* Each plan mutant of module k (families in `fams` mask), judged on the wanted outputs. */
+static void plan_mutants(struct judge *j, unsigned fams) {
+  struct pg__diag_case *dc = j->dc;
+  if (!plan_applies(dc)) return;
+  struct pg_golden_mutation *muts = calloc(MAX_PLAN_MUTANTS, sizeof *muts);
+  if (!muts) return;
+  int n = pg_golden_mutations(dc->rc->plan, dc->k, muts, MAX_PLAN_MUTANTS);
+  struct pg_golden_env env;
+  struct pg_golden_prefix *pre = NULL;
+  if (n > 0 && build_prefix(dc, &env, &pre) != PG_OK) n = 0;
+  struct pg_tensor outs[PG_MAX_BOUNDARY_OUTPUTS];
+  for (int o = 0; o < PG_MAX_BOUNDARY_OUTPUTS; o++) pg_tensor_init(&outs[o]);
+  for (int q = 0; q < n && !over_budget(dc); q++) {
+    if (!(fams & (1u << muts[q].family))) continue;
+    int no = 0;
+    struct pg_error e;
+    pg_error_clear(&e);
+    if (pg_golden_prefix_run(pre, &muts[q], outs, &no, &e) != PG_OK) continue;
+    for (int i = 0; i < no && i < dc->n_out; i++)
+      if (j->want[i]) judge_one(j, i, family_kind(muts[q].family), muts[q].detail, &outs[i]);
+    for (int o = 0; o < no; o++) pg_tensor_reset(&outs[o]);
+  }
+  pg_golden_prefix_free(pre);
+  free(muts);
+}
+
+/* ------------------------------------------------------------------ output mutants */
+
+enum omut { O_TRANSPOSE, O_SCALE, O_SIGN, O_SHIFT, O_ZEROS, O_ECHO };
+
+/* dst (ref's dtype and shape) = the mutant of ref. */
+static int make_output_mutant(const struct pg_tensor *ref, enum omut kind, double factor, int axis,
+                              int dir, const struct pg_tensor *echo, struct pg_tensor *dst) {
+  struct pg_error e;
+  if (pg_tensor_alloc(dst, ref->dtype, ref->dl.ndim, ref->shape, &e) != PG_OK) return 0;
+  int64_t n = ref->numel;
+  int nd = ref->dl.ndim;
+  const void *src = ref->dl.data;
+  void *out = dst->dl.data;
+  if (kind == O_ZEROS) {
+    memset(out, 0, ref->nbytes);
+    return 1;
+  }
+  int64_t stride = 1, size = 1, rows = 0, cols = 0;
+  if (kind == O_SHIFT) {
+    for (int a = axis + 1; a < nd; a++) stride *= ref->shape[a];
+    size = ref->shape[axis];
+  }
+  if (kind == O_TRANSPOSE) rows = ref->shape[nd - 2], cols = ref->shape[nd - 1];
+  for (int64_t f = 0; f < n; f++) {
+    double v;
+    if (kind == O_TRANSPOSE) {
+      int64_t mat = f / (rows * cols), r = f / cols % rows, c = f % cols;
+      v = pg_load_f64(src, ref->dtype, (size_t)(mat * rows * cols + c * cols + r));
+    } else if (kind == O_SHIFT) {
+      int64_t c = f / stride % size, at = c - dir >= 0 && c - dir < size ? f - dir * stride : f;
+      v = pg_load_f64(src, ref->dtype, (size_t)at);
+    } else if (kind == O_ECHO) {
+      v = pg_load_f64(echo->dl.data, echo->dtype, (size_t)f);
+    } else {
+      v = pg_load_f64(src, ref->dtype, (size_t)f);
+      v = kind == O_SIGN ? -v : v * factor;
+    }
+    pg_store_f64(out, ref->dtype, (size_t)f, v);
+  }
+  return 1;
+}
+
+static void output_one(struct judge *j, int i, enum pg_hint_kind kind, enum omut ok, double factor,
+                       int axis, int dir, const struct pg_tensor *echo, const char *detail) {
+  if (over_budget(j->dc)) return;
+  struct pg_tensor mt;
+  pg_tensor_init(&mt);
+  if (make_output_mutant(&j->dc->goldens[i], ok, factor, axis, dir, echo, &mt))
+    judge_one(j, i, kind, detail, &mt);
+  pg_tensor_reset(&mt);
+}
+
+/* The scale factors worth a hypothesis: 2, 1/2, and sqrt(d), 1/sqrt(d) for each bound
+ * dim d > 1 (attention's 1/sqrt(D) missing or doubled). */
+static void scale_mutants(struct judge *j, int i) {
+  output_one(j, i, PG_HINT_SCALED, O_SCALE, 2.0, 0, 0, NULL, "output x 2");
+  output_one(j, i, PG_HINT_SCALED, O_SCALE, 0.5, 0, 0, NULL, "output x 1/2");
+  const struct pg_bindings *dims = &j->dc->d->dims;
+  int64_t seen[8];
+  int n_seen = 0;
+  for (int q = 0; q < dims->count && n_seen < 8; q++) {
+    int64_t d = dims->items[q].value;
+    int dup = d <= 1 || d == 4;
+    for (int s = 0; s < n_seen; s++) dup |= seen[s] == d;
+    if (dup) continue;
+    seen[n_seen++] = d;
+    char det[128];
+    snprintf(det, sizeof det, "output x 1/sqrt(%s=%lld)", dims->items[q].name, (long long)d);
+    output_one(j, i, PG_HINT_SCALED, O_SCALE, 1.0 / sqrt((double)d), 0, 0, NULL, det);
+    snprintf(det, sizeof det, "output x sqrt(%s=%lld)", dims->items[q].name, (long long)d);
+    output_one(j, i, PG_HINT_SCALED, O_SCALE, sqrt((double)d), 0, 0, NULL, det);
+  }
+}
+
+static void output_mutants(struct judge *j, int i) {
+  const struct pg_tensor *g = &j->dc->goldens[i];
+  if (!pg_dtype_is_float(g->dtype) || g->numel == 0) return;
+  int nd = g->dl.ndim;
+  char det[160];
+  if (nd >= 2 && g->shape[nd - 1] == g->shape[nd - 2] && g->shape[nd - 1] > 1)
+    output_one(j, i, PG_HINT_TRANSPOSED, O_TRANSPOSE, 0, 0, 0, NULL, "output, last two axes");
+  scale_mutants(j, i);
+  output_one(j, i, PG_HINT_SIGN_FLIP, O_SIGN, 0, 0, 0, NULL, "output negated");
+  for (int a = 0; a < nd; a++) {
+    if (g->shape[a] < 2) continue;
+    for (int dir = -1; dir <= 1; dir += 2) {
+      snprintf(det, sizeof det, "by %+d along axis %d", dir, a);
+      output_one(j, i, PG_HINT_SHIFTED, O_SHIFT, 0, a, dir, NULL, det);
+    }
+  }
+  output_one(j, i, PG_HINT_ZEROS, O_ZEROS, 0, 0, 0, NULL, "all zeros");
+  const struct pg_case_data *d = j->dc->d;
+  for (int q = 0; q < d->n_inputs; q++) {
+    const struct pg_tensor *in = &d->inputs[q];
+    if (!pg_dtype_is_float(in->dtype) || in->numel < g->numel || in->numel % g->numel) continue;
+    snprintf(det, sizeof det, in->numel == g->numel ? "input '%.60s'" : "input '%.60s', first slice",
+             j->dc->rc->contract.primary_inputs[q].name);
+    output_one(j, i, PG_HINT_INPUT_ECHO, O_ECHO, 0, 0, 0, in, det);
+  }
+}
+
+/* ------------------------------------------------------------------ the CPU reproducer */
+
+/* The largest difference from the reference that another summation order of module
+ * k's matmuls (and the whole golden in fp64) makes on output i. */
+static double order_spread(struct pg__diag_case *dc, int i, char *orders, size_t size) {
+  static const struct {
+    enum pg_golden_sum_order o;
+    const char *name;
+  } k_orders[] = {{PG_SUM_REVERSED, "reversed"}, {PG_SUM_BLOCKED, "blocked by 32"},
+                  {PG_SUM_PAIRWISE, "pairwise"}, {PG_SUM_KAHAN, "Kahan"}, {PG_SUM_FP64, "fp64"}};
+  double spread = 0.0;
+  orders[0] = '\0';
+  if (!plan_applies(dc)) return -1.0;
+  struct pg_golden_env env;
+  struct pg_golden_prefix *pre = NULL;
+  if (build_prefix(dc, &env, &pre) != PG_OK) return -1.0;
+  struct pg_cmp_rule rule;
+  struct pg_error e;
+  pg_error_clear(&e);
+  pg_cmp_rule_init(&rule, dc->goldens[i].dtype);
+  int n_steps = pg_golden_plan_n_steps(dc->rc->plan, dc->k);
+  struct pg_tensor outs[PG_MAX_BOUNDARY_OUTPUTS];
+  for (int o = 0; o < PG_MAX_BOUNDARY_OUTPUTS; o++) pg_tensor_init(&outs[o]);
+  unsigned used = 0;
+  for (int s = 0; s < n_steps; s++) {
+    const struct pg_golden_plan_step *st = pg_golden_plan_step(dc->rc->plan, dc->k, s);
+    if (!st || !st->kernel || strcmp(st->kernel->name, "matmul") != 0) continue;
+    for (unsigned q = 0; q < sizeof k_orders / sizeof k_orders[0] && !over_budget(dc); q++) {
+      struct pg_golden_mutation mu = {dc->k, s, PG_MUT_ACCUMULATE, -1, 32, k_orders[q].o,
+                                      "", PG_MUTF_SUMMATION_ORDER, ""};
+      int no = 0;
+      if (pg_golden_prefix_run(pre, &mu, outs, &no, &e) == PG_OK && i < no) {
+        struct pg_cmp_result res;
+        if (pg_case_compare(&outs[i], &dc->goldens[i], &rule, dc->rc->n_threads, &res, &e) ==
+                PG_OK && !res.structural && res.max_abs_diff > spread)
+          spread = res.max_abs_diff;
+        if (!(used & (1u << q)) && strlen(orders) + 16 < size)
+          snprintf(orders + strlen(orders), size - strlen(orders), "%s%s", used ? ", " : "",
+                   k_orders[q].name);
+        used |= 1u << q;
+      }
+      for (int o = 0; o < no; o++) pg_tensor_reset(&outs[o]);
+    }
+  }
+  pg_golden_prefix_free(pre);
+  return orders[0] ? spread : -1.0;
+}
+
+/* ------------------------------------------------------------------ entry points */
+
+static int64_t max_bytes(const struct pg__run *rc) {
+  double mib = rc->o->diagnose_max_mib > 0 ? rc->o->diagnose_max_mib : 512.0;
+  return (int64_t)(mib * 1024.0 * 1024.0);
+}
+
+void pg__diagnose_mode(struct pg__diag_case *dc, struct pg_mode_result *m,
+                       const struct pg_tensor *impl_out) {
+  if (dc->rc->o->diagnose_budget_s < 0 || !dc->cs->precision) return;
+  double t0 = pg_now_ms();
+  int want[PG_IMPL_MAX_OUTPUTS] = {0}, any = 0;
+  for (int i = 0; i < m->n_tensors && i < dc->n_out; i++) {
+    const struct pg_tensor_check *t = &m->tensors[i];
+    want[i] = t->compared && !t->cmp.structural && !t->passed && t->values_checked &&
+              pg_dtype_is_float(dc->goldens[i].dtype) &&
+              (int64_t)dc->goldens[i].nbytes <= max_bytes(dc->rc);
+    any |= want[i];
+  }
+  if (!any) return;
+  if (dc->t0_ms == 0) dc->t0_ms = t0;
+  struct judge j = {dc, m, impl_out, NULL, want};
+  unsigned all = ~(1u << PG_MUTF_SUMMATION_ORDER);
+  plan_mutants(&j, all);
+  for (int i = 0; i < dc->n_out; i++) {
+    if (!want[i]) continue;
+    output_mutants(&j, i);
+    struct pg_tensor_check *t = &m->tensors[i];
+    if (t->cmp.cpu_reproducer_candidate && !over_budget(dc)) {
+      char orders[128];
+      double spread = order_spread(dc, i, orders, sizeof orders);
+      if (spread >= 0) pg__classify_reproducer(t, spread, 1, orders);
+    }
+  }
+  dc->spent_ms += pg_now_ms() - t0;
+}
+
+void pg__suite_strength(struct pg__diag_case *dc, struct pg_case_result *r) {
+  int64_t cap = dc->rc->o->strength_max_elems;
+  if (cap < 0 || !dc->cs->precision || dc->rc->o->diagnose_budget_s < 0) return;
+  if (cap == 0) cap = 65536;
+  double t0 = pg_now_ms();
+  int want[PG_IMPL_MAX_OUTPUTS] = {0}, any = 0;
+  for (int i = 0; i < dc->n_out; i++) {
+    want[i] = pg_dtype_is_float(dc->goldens[i].dtype) && dc->goldens[i].numel > 0 &&
+              dc->goldens[i].numel <= cap && dc->goldens[i].dl.data;
+    for (int mi = 0; want[i] && mi < r->n_modes; mi++)
+      if (i < r->modes[mi].n_tensors) r->modes[mi].tensors[i].strength_checked = 1;
+    any |= want[i];
+  }
+  if (!any) return;
+  if (dc->t0_ms == 0) dc->t0_ms = t0;
+  struct judge j = {dc, NULL, NULL, r, want};
+  plan_mutants(&j, ~(1u << PG_MUTF_SUMMATION_ORDER));
+  for (int i = 0; i < dc->n_out; i++)
+    if (want[i]) output_mutants(&j, i);
+  dc->spent_ms += pg_now_ms() - t0;
+}
