@@ -4,6 +4,7 @@
  * first boundary that already diverges. What each phase's outcome means is
  * classify.c's decision (pg__classify_boundary); this file only runs them.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,7 @@ static int boundary_verdict(struct pg__run *rc, int j, const struct pg_case *cs,
   if (grc == PG_OK && irc == PG_OK) {
     struct pg_mode_result m;
     memset(&m, 0, sizeof m);
+    snprintf(m.mode, sizeof m.mode, "%s", mode);
     if (out.status == PG_IMPL_DONE)
       pg__compare_outputs(rc, j, cs, decls, specs, n, out.outputs, gold, &m);
     else

@@ -169,13 +169,16 @@ void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *
   m->status = PG_VERDICT_PASS;
   m->fact = PG_RUN_FACT_NONE;
   m->fact_output = -1;
+  const char *from = "";
+  int mode_precision = pg_mode_precision(&rc->contract, &rc->suite, cs, m->mode, &from);
+  m->values_gating = mode_precision;
+  snprintf(m->policy_from, sizeof m->policy_from, "%s", from);
   for (int i = 0; i < n_out; i++) {
     struct pg_tensor_check *t = &m->tensors[i];
     snprintf(t->name, sizeof t->name, "%s", specs[i].name);
     t->dtype = specs[i].dtype;
     t->ndim = specs[i].ndim;
     memcpy(t->shape, specs[i].shape, sizeof t->shape);
-    t->values_checked = cs->precision;
     struct pg_cmp_rule rule;
     struct pg_error e;
     char msg[640];
@@ -200,8 +203,7 @@ void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *
       pg__classify_output(m, k, i, PG_RUN_FACT_LAYOUT, NULL);
       continue;
     }
-    t->passed = cs->precision ? t->cmp.passed : 1;
-    if (!t->passed) pg__classify_output(m, k, i, PG_RUN_FACT_VALUES, NULL);
+    pg__classify_values(m, k, i, cs->precision, mode_precision);
   }
 }
 
@@ -264,6 +266,9 @@ static int case_begin(struct case_run *c) {
   for (int i = 0; i < rc->n_modes; i++) {
     snprintf(r->modes[i].mode, sizeof r->modes[i].mode, "%s", rc->modes[i]);
     r->modes[i].fact_output = -1;
+    const char *from = "";
+    r->modes[i].values_gating = pg_mode_precision(&rc->contract, &rc->suite, cs, rc->modes[i], &from);
+    snprintf(r->modes[i].policy_from, sizeof r->modes[i].policy_from, "%s", from);
   }
   return 1;
 }

@@ -266,6 +266,17 @@ void pg__classify_output(struct pg_mode_result *m, int k, int i, enum pg_run_fac
   output_summary(m, k, &m->tensors[i], fact, runner_msg);
 }
 
+void pg__classify_values(struct pg_mode_result *m, int k, int i, int case_precision,
+                         int mode_precision) {
+  struct pg_tensor_check *t = &m->tensors[i];
+  /* A structure-only mode (the seed's simulator lesson) is told apart from a
+   * structural case: its values were meant to be seen, just not to gate. */
+  m->values_gating = mode_precision != 0;
+  t->values_checked = case_precision && mode_precision;
+  t->passed = t->values_checked ? t->cmp.passed : 1;
+  if (!t->passed) pg__classify_output(m, k, i, PG_RUN_FACT_VALUES, NULL);
+}
+
 /* ------------------------------------------------------------------ one case */
 
 void pg__classify_case_error(struct pg_case_result *r, enum pg_run_fact fact, const char *msg) {

@@ -120,6 +120,11 @@ void pg__classify_impl(struct pg_mode_result *m, const struct pg_impl_outcome *o
 void pg__classify_output(struct pg_mode_result *m, int k, int i, enum pg_run_fact fact,
                          const char *runner_msg);
 void pg__classify_mode_error(struct pg_mode_result *m, const char *msg);
+/* Output i's values were compared (cmp filled, layout right): whether they decide the
+ * verdict — only when the case checks precision and the mode's policy gates on values
+ * (pg_mode_precision) — and the mode's verdict from them. */
+void pg__classify_values(struct pg_mode_result *m, int k, int i, int case_precision,
+                         int mode_precision);
 void pg__classify_case_error(struct pg_case_result *r, enum pg_run_fact fact, const char *msg);
 /* The mode to bisect (first FAIL, precision, k > 1), or -1. */
 int pg__classify_bisect_mode(const struct pg_case_result *r, int k);
