@@ -274,6 +274,10 @@ struct pg__run_ctx {
    * boundary output? */
   int (*read_later)(const void *live, const struct pg__gtensor *g, int module);
   const void *live;
+  /* Step-locals whose values must survive the module (inspection probes): never
+   * overwritten in place by a later step. */
+  const char *const *keep;
+  int n_keep;
 };
 
 /* Runs the compiled steps of ps (module ps->m, NULL: op level), adding step-locals to

@@ -27,6 +27,8 @@ void pg_case_result_reset(struct pg_case_result *r) {
   for (int i = 0; i < r->n_modes; i++) {
     free(r->modes[i].tensors);
     free(r->modes[i].captured);
+    for (int p = 0; p < r->modes[i].n_probes; p++) free(r->modes[i].probes[p].iters);
+    free(r->modes[i].probes);
   }
   free(r->modes);
   free(r->repro);
@@ -127,9 +129,9 @@ void pg__call_init(const struct pg__run *rc, int k, const struct pg_case *cs,
 
 /* Comparison rule for one output: case > output declaration > contract > the default
  * (atol = rtol = 1e-3 for floats, pg_cmp_default_tolerance). */
-static int make_rule(const struct pg__run *rc, const struct pg_case *cs,
-                     const struct pg_tensor_decl *decl, enum pg_dtype dtype,
-                     struct pg_cmp_rule *rule, struct pg_error *err) {
+int pg__make_rule(const struct pg__run *rc, const struct pg_case *cs,
+                  const struct pg_tensor_decl *decl, enum pg_dtype dtype,
+                  struct pg_cmp_rule *rule, struct pg_error *err) {
   memset(rule, 0, sizeof *rule);
   rule->kind = PG_RULE_ALLCLOSE;
   pg_cmp_default_tolerance(dtype, &rule->atol, &rule->rtol);
@@ -146,7 +148,7 @@ static int make_rule(const struct pg__run *rc, const struct pg_case *cs,
   return PG_OK;
 }
 
-static const char *rule_text(const struct pg_cmp_rule *r, char *buf, size_t size) {
+const char *pg__rule_text(const struct pg_cmp_rule *r, char *buf, size_t size) {
   switch (r->kind) {
     case PG_RULE_EXACT: return "exact";
     case PG_RULE_ULP: snprintf(buf, size, "ulp:%lld", (long long)r->ulp); return buf;
@@ -183,13 +185,13 @@ void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *
     struct pg_error e;
     char msg[640];
     pg_error_clear(&e);
-    if (make_rule(rc, cs, decls[i], specs[i].dtype, &rule, &e) != PG_OK) {
+    if (pg__make_rule(rc, cs, decls[i], specs[i].dtype, &rule, &e) != PG_OK) {
       snprintf(msg, sizeof msg, "case '%s': bad compare rule: %.500s", cs->id, e.message);
       pg__classify_output(m, k, i, PG_RUN_FACT_RUNNER, msg);
       continue;
     }
     char rb[32];
-    snprintf(t->rule, sizeof t->rule, "%s", rule_text(&rule, rb, sizeof rb));
+    snprintf(t->rule, sizeof t->rule, "%s", pg__rule_text(&rule, rb, sizeof rb));
     t->atol = rule.atol;
     t->rtol = rule.rtol;
     if (pg_case_compare(&impl_out[i], &goldens[i], &rule, rc->n_threads, &t->cmp, &e) != PG_OK) {
@@ -218,8 +220,10 @@ struct case_run {
   struct pg_case_data d;
   struct pg_tensor goldens[PG_IMPL_MAX_OUTPUTS];
   const struct pg_tensor_decl *decls[PG_IMPL_MAX_OUTPUTS];
-  struct pg_impl_output_spec specs[PG_IMPL_MAX_OUTPUTS];
+  struct pg_impl_output_spec specs[PG_IMPL_MAX_OUTPUTS]; /* outputs, then probes */
   int n_out;
+  struct pg__probes probes;   /* module k's inspection probes (specs[n_out..]) */
+  struct pg_tensor probe_refs[PG_IMPL_MAX_OUTPUTS];
   /* the tensors whose values captured text must not show (inputs, then goldens) */
   const struct pg_tensor *barrier[PG_IMPL_MAX_OUTPUTS + 64];
   int n_barrier;
@@ -255,6 +259,7 @@ static int case_begin(struct case_run *c) {
   r->index = cs->index;
   r->level = cs->level;
   r->precision_checked = cs->precision;
+  r->drift_onset_iter = -1;
   r->knobs_json = pg_strdup(cs->json ? cs->json : "{}");
   r->repro = pg__repro(rc->o, c->k, rc->contract_path, rc->suite_path, cs->id, rc->modes_buf);
   r->modes = calloc((size_t)rc->n_modes, sizeof *r->modes);
@@ -326,6 +331,10 @@ static int case_goldens(struct case_run *c, const char *gd_dir, int golden_hit) 
     return case_error(c, PG_RUN_FACT_RUNNER, "case '%s': cumulative golden M1..M%d failed: %.700s",
                       c->cs->id, c->k, e.message);
   }
+  if (c->probes.n > 0 &&
+      pg__golden_probes(c->rc, c->k, c->cs, &c->d, &c->probes, c->probe_refs, &e) != PG_OK)
+    return case_error(c, PG_RUN_FACT_RUNNER, "case '%s': the reference inspection probes of "
+                      "M%d: %.700s", c->cs->id, c->k, e.message);
   return PG_OK;
 }
 
@@ -348,6 +357,11 @@ static int case_prepare(struct case_run *c) {
     return case_error(c, PG_RUN_FACT_RUNNER, "case '%s': boundary of M%d: %.700s", cs->id, c->k,
                       e.message);
   }
+  if (pg__phase_probes(&rc->contract, c->k, cs, &c->d.dims, c->n_out, &c->probes,
+                       c->specs + c->n_out, &e) < 0)
+    return case_error(c, PG_RUN_FACT_RUNNER, "case '%s': inspection probes of M%d: %.700s",
+                      cs->id, c->k, e.message);
+  c->r->has_probes = c->probes.n > 0;
   case_threads(c);
   /* A cached golden is looked up first: on a miss OpenBLAS loads while the inputs are
    * generated. */
@@ -364,7 +378,8 @@ static int case_prepare(struct case_run *c) {
   if (r == PG_OK) {
     pg__blas_preload_join(rc); /* before the fork */
     if (rc->n_modes > 0 && c->d.dims.count <= PG_MAX_DIMS) {
-      pg__call_init(rc, c->k, cs, &c->d, c->specs, c->n_out, c->r->modes[0].mode, &c->call0);
+      pg__call_init(rc, c->k, cs, &c->d, c->specs, c->n_out + c->probes.n, c->r->modes[0].mode,
+                    &c->call0);
       pg_error_clear(&c->pend_err);
       pg_impl_start(&rc->impl, &c->call0.req, &c->pend, &c->out0, &c->pend_err);
       c->pending = 1;
@@ -419,7 +434,7 @@ static void run_mode(struct case_run *c, int mi) {
     e = c->pend_err;
   } else {
     struct pg__call call;
-    pg__call_init(rc, c->k, c->cs, &c->d, c->specs, c->n_out, m->mode, &call);
+    pg__call_init(rc, c->k, c->cs, &c->d, c->specs, c->n_out + c->probes.n, m->mode, &call);
     irc = pg_impl_invoke(&rc->impl, &call.req, op, &e);
   }
   if (irc != PG_OK) {
@@ -433,10 +448,12 @@ static void run_mode(struct case_run *c, int mi) {
     m->signo = op->sandbox.signo;
     m->timed_out = op->sandbox.timed_out;
     m->captured = captured_text(c, &op->sandbox);
-    if (op->status == PG_IMPL_DONE)
+    if (op->status == PG_IMPL_DONE) {
       pg__compare_outputs(rc, c->k, c->cs, c->decls, c->specs, c->n_out, op->outputs, c->goldens,
                           m);
-    else
+      pg__compare_probes(rc, c->cs, &c->probes, c->specs + c->n_out, op->outputs + c->n_out,
+                         c->probe_refs, m);
+    } else
       pg__classify_impl(m, op, c->k);
   }
   /* Adapter summaries may quote the impl's stderr: same barrier as the captured
@@ -457,6 +474,7 @@ static int case_modes(struct case_run *c) {
   for (int i = 0; i < rc->contract.n_primary && c->n_barrier < 64; i++)
     c->barrier[c->n_barrier++] = &c->d.inputs[i];
   for (int i = 0; i < c->n_out; i++) c->barrier[c->n_barrier++] = &c->goldens[i];
+  for (int i = 0; i < c->probes.n; i++) c->barrier[c->n_barrier++] = &c->probe_refs[i];
   if (rc->n_modes > 0 && c->d.dims.count > PG_MAX_DIMS)
     return case_error(c, PG_RUN_FACT_RUNNER, "more than 64 dims");
   for (int mi = 0; mi < rc->n_modes; mi++) run_mode(c, mi);
@@ -483,6 +501,7 @@ void pg__run_case(struct pg__run *rc, const struct pg_case *cs, struct pg_case_r
   c->r = r;
   c->k = rc->k;
   for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_init(&c->goldens[i]);
+  for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_init(&c->probe_refs[i]);
   if (!case_begin(c)) {
     free(c);
     return;
@@ -499,5 +518,6 @@ void pg__run_case(struct pg__run *rc, const struct pg_case *cs, struct pg_case_r
   if (h->case_lines) h->case_lines(&rc->phase, r, rc->o->on_line, rc->o->user);
   pg_case_data_reset(&c->d);
   for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&c->goldens[i]);
+  for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&c->probe_refs[i]);
   free(c);
 }

@@ -283,6 +283,7 @@ void pg__classify_case_error(struct pg_case_result *r, enum pg_run_fact fact, co
   const struct rule *ru = rule_for(fact, PG_IMPL_FACT_OK);
   r->status = ru->verdict;
   r->category = ru->category;
+  r->drift_onset_iter = -1;
   snprintf(r->summary, sizeof r->summary, "%.600s", msg);
   enum pg_verdict verdicts[PG_MAX_MODES];
   int n = r->n_modes < PG_MAX_MODES ? r->n_modes : PG_MAX_MODES;
@@ -377,6 +378,24 @@ static void fact_hint(struct pg_case_result *r, const struct pg_mode_result *m, 
   }
 }
 
+/* drift_onset_iter: the first probe iteration outside the tolerance, of the failing mode
+ * when it has one, else of the first mode that drifts (a PASS can drift inside). */
+static void drift_onset(struct pg_case_result *r, const struct pg_mode_result *failed) {
+  r->drift_onset_iter = -1;
+  for (int pass = 0; pass < 2 && r->drift_onset_iter < 0; pass++)
+    for (int mi = 0; mi < r->n_modes && r->drift_onset_iter < 0; mi++) {
+      const struct pg_mode_result *m = &r->modes[mi];
+      if (pass == 0 && m != failed) continue;
+      for (int p = 0; p < m->n_probes; p++) {
+        if (m->probes[p].drift_onset_iter < 0) continue;
+        r->drift_onset_iter = m->probes[p].drift_onset_iter;
+        snprintf(r->drift_probe, sizeof r->drift_probe, "%s", m->probes[p].name);
+        snprintf(r->drift_mode, sizeof r->drift_mode, "%s", m->mode);
+        break;
+      }
+    }
+}
+
 void pg__classify_case(struct pg_case_result *r, int k, double timeout_s, const char *op) {
   aggregate(r);
   enum pg_verdict verdicts[PG_MAX_MODES];
@@ -396,6 +415,7 @@ void pg__classify_case(struct pg_case_result *r, int k, double timeout_s, const 
     else
       snprintf(r->summary, sizeof r->summary, "[%.60s] %.560s", failed->mode, failed->summary);
   }
+  drift_onset(r, failed);
   if (r->mistrusted)
     snprintf(r->hint, sizeof r->hint, "the golden is mostly exact zeros: this case is too weak "
              "to trust a PASS; change its fill or shape");

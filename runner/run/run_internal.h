@@ -76,6 +76,37 @@ void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *
                          const struct pg_tensor *impl_out, const struct pg_tensor *goldens,
                          struct pg_mode_result *m);
 
+/* A comparison rule for a declared tensor (an output or a probe): case > declaration >
+ * contract > the default. */
+int pg__make_rule(const struct pg__run *rc, const struct pg_case *cs,
+                  const struct pg_tensor_decl *decl, enum pg_dtype dtype,
+                  struct pg_cmp_rule *rule, struct pg_error *err);
+const char *pg__rule_text(const struct pg_cmp_rule *r, char *buf, size_t size);
+
+/* inspect.c: inspection probes (module k's `inspect:`). */
+struct pg__probes {
+  int n;
+  const struct pg_tensor_decl *decls[PG_IMPL_MAX_OUTPUTS];
+  char names[PG_IMPL_MAX_OUTPUTS][PG_NAME_MAX + 16]; /* the impl's "inspection_<name>" */
+};
+/* Phase k's probes: their declarations, and their impl output specs (inspection_<name>)
+ * into specs[0..p->n). Returns p->n (0: none) or a negative code. */
+int pg__phase_probes(const struct pg_contract *c, int k, const struct pg_case *cs,
+                     const struct pg_bindings *dims, int n_out, struct pg__probes *p,
+                     struct pg_impl_output_spec *specs, struct pg_error *err);
+/* The reference probes of phase k into refs[0..p->n) (initialised by the caller): the
+ * built-in steps of module k record them during a cumulative golden, a Python golden's
+ * `..._inspect` function returns them. Never cached. */
+int pg__golden_probes(struct pg__run *rc, int k, const struct pg_case *cs,
+                      const struct pg_case_data *d, const struct pg__probes *p,
+                      struct pg_tensor *refs, struct pg_error *err);
+/* Each probe of the impl (impl[0..p->n)) against its reference, iteration by iteration,
+ * into m->probes (metrics only). */
+void pg__compare_probes(const struct pg__run *rc, const struct pg_case *cs,
+                        const struct pg__probes *p, const struct pg_impl_output_spec *specs,
+                        const struct pg_tensor *impl, const struct pg_tensor *refs,
+                        struct pg_mode_result *m);
+
 /* golden.c */
 /* The cached cumulative golden k, if the cache is on and has it: 1 (goldens filled). */
 int pg__golden_cached(struct pg__run *rc, int k, const struct pg_case *cs,

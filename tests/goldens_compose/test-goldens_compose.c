@@ -973,7 +973,7 @@ PG_TEST(steps_write_in_place_only_over_dead_tensors) {
   struct pg_tensor_decl s_out = mk_decl("s", "N", "N", PG_DTYPE_F32, 0, 10);
   f.mods[0].outputs = &s_out; /* s is module 1's output, as in table_with_s */
   struct pg_golden_step gs[2];
-  struct pg__run_ctx rc = {&f.c.graph, &f.c.dims, 32, 1, NULL, live_never, NULL};
+  struct pg__run_ctx rc = {&f.c.graph, &f.c.dims, 32, 1, NULL, live_never, NULL, NULL, 0};
   struct pg_error err;
   /* reference values from the kernels directly */
   struct pg__gtable ref;
