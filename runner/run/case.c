@@ -453,8 +453,16 @@ static void run_mode(struct case_run *c, int mi) {
                           m);
       pg__compare_probes(rc, c->cs, &c->probes, c->specs + c->n_out, op->outputs + c->n_out,
                          c->probe_refs, m);
-    } else
+    } else {
       pg__classify_impl(m, op, c->k);
+      char list[512] = "";
+      for (int i = 0; i < c->probes.n; i++) {
+        size_t l = strlen(list);
+        snprintf(list + l, sizeof list - l, "%s'%s' (probe '%s')", i ? ", " : "",
+                 c->probes.names[i], c->probes.decls[i]->name);
+      }
+      pg__classify_probe_note(m, c->k, list);
+    }
   }
   /* Adapter summaries may quote the impl's stderr: same barrier as the captured
    * output. (Comparison summaries carry metrics only and stay as they are.) */

@@ -220,6 +220,13 @@ void pg__classify_impl(struct pg_mode_result *m, const struct pg_impl_outcome *o
   snprintf(m->summary, sizeof m->summary, "%s", out->summary);
 }
 
+void pg__classify_probe_note(struct pg_mode_result *m, int k, const char *probes) {
+  if (m->category != PG_CAT_STRUCTURAL || !probes || !*probes) return;
+  size_t l = strlen(m->summary);
+  snprintf(m->summary + l, sizeof m->summary - l, "; module %d declares inspection probes: "
+           "the impl returns %s after the boundary outputs", k, probes);
+}
+
 void pg__classify_mode_error(struct pg_mode_result *m, const char *msg) {
   apply(m, rule_for(PG_RUN_FACT_RUNNER, PG_IMPL_FACT_OK), 0, -1);
   snprintf(m->summary, sizeof m->summary, "%s", msg);
@@ -426,6 +433,11 @@ void pg__classify_case(struct pg_case_result *r, int k, double timeout_s, const 
   else if (r->earliest_boundary && r->earliest_boundary < k)
     snprintf(r->hint, sizeof r->hint, "the impl already diverges at the M%d boundary: fix "
              "module %d first", r->earliest_boundary, r->earliest_boundary);
+  else if (r->status == PG_VERDICT_FAIL && failed && r->category == PG_CAT_PRECISION &&
+           r->drift_onset_iter >= 0)
+    snprintf(r->hint, sizeof r->hint, "inspection probe '%.100s' first leaves the tolerance at "
+             "iteration %d: look at what the loop does differently from there (--inspect %.100s "
+             "prints every iteration)", r->drift_probe, r->drift_onset_iter, r->drift_probe);
   else if (r->status == PG_VERDICT_FAIL && failed)
     fact_hint(r, failed, k, timeout_s, op);
 }

@@ -151,6 +151,9 @@ void pg__classify_impl(struct pg_mode_result *m, const struct pg_impl_outcome *o
 void pg__classify_output(struct pg_mode_result *m, int k, int i, enum pg_run_fact fact,
                          const char *runner_msg);
 void pg__classify_mode_error(struct pg_mode_result *m, const char *msg);
+/* A structural failure of a phase with inspection probes says what the impl owes:
+ * `probes` lists them ("'inspection_acc' (probe 'acc')"). */
+void pg__classify_probe_note(struct pg_mode_result *m, int k, const char *probes);
 /* Output i's values were compared (cmp filled, layout right): whether they decide the
  * verdict — only when the case checks precision and the mode's policy gates on values
  * (pg_mode_precision) — and the mode's verdict from them. */
