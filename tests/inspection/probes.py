@@ -89,6 +89,56 @@ rc, text, rep = run("phase2", "python:%s::chunk_accum_module12_wrapper" % impl_p
 check(rc == 0 and not probes_of(rep) and "inspection" not in rep["checks"][0],
       "phase 2 (no probes): PASS without an inspection key")
 
+# A Python golden gives the reference probes through its companion _inspect function
+pyop = os.path.join(out, "pyop")
+shutil.copytree(op, pyop)
+os.makedirs(os.path.join(pyop, "modules"))
+with open(os.path.join(pyop, "modules", "chunk_accum_module1_golden.py"), "w") as f:
+    f.write("""import numpy as np
+
+
+def chunk_accum_module1_golden(x, w):
+    return np.asarray(x, dtype=np.float64).sum(axis=0)
+
+
+def chunk_accum_module1_inspect(x, w):
+    return {"acc": np.cumsum(np.asarray(x, dtype=np.float64), axis=0)}
+""")
+op_saved = op
+op = pyop
+rc, text, rep = run("pygolden_drift", "plugin:" + p_drift)
+ff = rep["first_failure"] or {}
+check(rc == 1 and ff.get("drift_onset_iter") == 5, "Python golden _inspect: drift_onset_iter 5")
+rc, text, rep = run("pygolden_ok", "plugin:" + p_ok)
+check(rc == 0 and all(p["drift_onset_iter"] is None and p["compared"] for p in probes_of(rep)),
+      "Python golden _inspect: a correct impl does not drift")
+with open(os.path.join(pyop, "modules", "chunk_accum_module1_golden.py"), "a") as f:
+    f.write("\ndel chunk_accum_module1_inspect\n")
+rc, text, rep = run("pygolden_no_inspect", "plugin:" + p_ok)
+check(rc == 2 and "chunk_accum_module1_inspect" in text,
+      "a Python golden without its _inspect function: an error naming it")
+op = op_saved
+
+# validate: a probe no step computes, a probe without an iteration axis, a duplicate
+with open(os.path.join(op, "module_interfaces.yaml")) as f:
+    contract = f.read()
+for what, old, new, want in (
+        ("no step", "{name: acc, shape", "{name: acc2, shape", "'acc2' of module 1 is computed by none"),
+        ("no axis", "{name: acc, shape: [ITERS, B, D]", "{name: acc, shape: []",
+         "needs a leading (iteration) axis"),
+        ("twice", "      - {name: acc, shape: [ITERS, B, D], dtype: float32}\n",
+         "      - {name: acc, shape: [ITERS, B, D], dtype: float32}\n"
+         "      - {name: acc, shape: [ITERS, B, D], dtype: float32}\n", "is declared twice")):
+    bad = os.path.join(out, "bad_" + what.replace(" ", "_"))
+    os.makedirs(bad)
+    assert old in contract, old
+    with open(os.path.join(bad, "module_interfaces.yaml"), "w") as f:
+        f.write(contract.replace(old, new))
+    p = subprocess.run([pg, "validate", "--op-dir", bad], capture_output=True, text=True)
+    print(p.stdout + p.stderr)
+    check(p.returncode == 2 and want in p.stdout + p.stderr and "module_interfaces.yaml:1" in
+          p.stdout + p.stderr, "validate: probe %s is an error at its line" % what)
+
 # The barrier: the plugin prints its probe value after iteration 3 (a reference value:
 # the drift starts at 5); the captured output is in the report, and on the console of a
 # failing run.
