@@ -48,11 +48,11 @@ static void mode_line(const struct pg_run_phase *ph, const struct pg_case_result
     }
     if (!r->precision_checked)
       snprintf(detail, sizeof detail, "structure ok (values not checked)");
-    else if (!m->values_gating && w)
+    else if (m->structure_only && w)
       snprintf(detail, sizeof detail, "structure ok, values not gating (%s policy): %s%smax_abs "
                "%.2g  max_rel %.2g", m->policy_from, m->n_tensors > 1 ? w->name : "",
                m->n_tensors > 1 ? ": " : "", w->cmp.max_abs_diff, w->cmp.max_rel_diff);
-    else if (!m->values_gating)
+    else if (m->structure_only)
       snprintf(detail, sizeof detail, "structure ok, values not gating (%s policy)",
                m->policy_from);
     else if (w)

@@ -256,7 +256,7 @@ cJSON *pg_report_check_json(const struct pg_case_result *r, int k) {
     else cJSON_AddNullToObject(mo, "failure_category");
     if (m->status == PG_VERDICT_FAIL) add_earliest(mo, m->earliest_boundary);
     /* a structure-only mode (`modes: {<mode>: {precision: false}}`): values not gating */
-    cJSON_AddBoolToObject(mo, "precision_gating", m->values_gating);
+    cJSON_AddBoolToObject(mo, "precision_gating", !m->structure_only);
     if (m->policy_from[0]) cJSON_AddStringToObject(mo, "precision_policy", m->policy_from);
     cJSON_AddStringToObject(mo, "summary", m->summary);
     add_num(mo, "duration_ms", m->impl_ms);

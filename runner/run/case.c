@@ -173,7 +173,7 @@ void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *
   m->fact_output = -1;
   const char *from = "";
   int mode_precision = pg_mode_precision(&rc->contract, &rc->suite, cs, m->mode, &from);
-  m->values_gating = mode_precision;
+  m->structure_only = !mode_precision;
   snprintf(m->policy_from, sizeof m->policy_from, "%s", from);
   for (int i = 0; i < n_out; i++) {
     struct pg_tensor_check *t = &m->tensors[i];
@@ -272,7 +272,8 @@ static int case_begin(struct case_run *c) {
     snprintf(r->modes[i].mode, sizeof r->modes[i].mode, "%s", rc->modes[i]);
     r->modes[i].fact_output = -1;
     const char *from = "";
-    r->modes[i].values_gating = pg_mode_precision(&rc->contract, &rc->suite, cs, rc->modes[i], &from);
+    r->modes[i].structure_only =
+        !pg_mode_precision(&rc->contract, &rc->suite, cs, rc->modes[i], &from);
     snprintf(r->modes[i].policy_from, sizeof r->modes[i].policy_from, "%s", from);
   }
   return 1;

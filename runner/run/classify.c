@@ -278,7 +278,7 @@ void pg__classify_values(struct pg_mode_result *m, int k, int i, int case_precis
   struct pg_tensor_check *t = &m->tensors[i];
   /* A structure-only mode (the seed's simulator lesson) is told apart from a
    * structural case: its values were meant to be seen, just not to gate. */
-  m->values_gating = mode_precision != 0;
+  m->structure_only = !mode_precision;
   t->values_checked = case_precision && mode_precision;
   t->passed = t->values_checked ? t->cmp.passed : 1;
   if (!t->passed) pg__classify_output(m, k, i, PG_RUN_FACT_VALUES, NULL);

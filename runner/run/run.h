@@ -153,8 +153,8 @@ struct pg_mode_result {
   enum pg_run_fact fact;      /* what decided status (classify.c) */
   enum pg_impl_fact impl_fact; /* fact == PG_RUN_FACT_IMPL: the impl's fact */
   int fact_output;            /* the output the fact is about, -1 when none */
-  int values_gating;          /* 1: values decide the verdict; 0: the mode is structure-
-                                 only by a `modes:` policy (compared, reported, not gating) */
+  int structure_only;         /* a `modes:` policy made the mode structure-only: values
+                                 compared and reported, not gating (0: they gate) */
   char policy_from[16];       /* where that policy was declared: "contract", "suite",
                                  "case"; "" when no policy names the mode */
   struct pg_probe_check *probes; /* module k's inspection probes, when it declares any */
