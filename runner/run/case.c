@@ -457,7 +457,9 @@ static void run_mode(struct case_run *c, int mi) {
     } else {
       pg__classify_impl(m, op, c->k);
       char list[512] = "";
-      for (int i = 0; i < c->probes.n; i++) {
+      /* about a probe, or about no output in particular (a count) */
+      int probe_fact = op->output < 0 || op->output >= c->n_out;
+      for (int i = 0; probe_fact && i < c->probes.n; i++) {
         size_t l = strlen(list);
         snprintf(list + l, sizeof list - l, "%s'%s' (probe '%s')", i ? ", " : "",
                  c->probes.names[i], c->probes.decls[i]->name);
