@@ -226,17 +226,60 @@ static int finish_module(const struct pg_golden_env *env, const struct pg_module
   return PG_OK;
 }
 
-/* Runs module sp->m's golden and leaves its outputs in tab, rounded to their dtypes. */
+/* The inspection probes a cumulative call records (module k's steps of those names). */
+struct probe_req {
+  const struct pg_tensor_decl *const *decls;
+  int n;
+  struct pg_tensor *out;
+};
+
+/* Copies the probes out of module m's step-locals (before its outputs are rounded):
+ * each must be computed by a step, with its declared shape; converted to its dtype. */
+static int capture_probes(const struct pg_golden_env *env, const struct pg_module *m,
+                          const struct probe_req *pr, struct pg__gtable *tab,
+                          struct pg_error *err) {
+  const char *path = env->plan->graph->path ? env->plan->graph->path : "<contract>";
+  for (int i = 0; i < pr->n; i++) {
+    const struct pg_tensor_decl *d = pr->decls[i];
+    const struct pg__gtensor *t = pg__gtable_find(tab, -1, d->name);
+    if (!t || !t->t.dl.data)
+      return pg_error_set_at(err, PG_ENOTFOUND, path, d->mark.line, d->mark.column,
+                             "module %d (%s): inspection probe '%s' is computed by none of "
+                             "its golden steps", m->id, m->name ? m->name : "?", d->name);
+    if (!has_declared_shape(d, env->dims, &t->t))
+      return pg_error_set_at(err, PG_ESHAPE, path, d->mark.line, d->mark.column,
+                             "module %d (%s): the golden computes inspection probe '%s' with "
+                             "a shape other than the declared one", m->id,
+                             m->name ? m->name : "?", d->name);
+    enum pg_dtype dt = effective_dtype(env, d);
+    pg_tensor_set_name(&pr->out[i], d->name);
+    PG_RETURN_IF_ERROR(convert(&pr->out[i], &t->t, dt == PG_DTYPE_INVALID ? t->t.dtype : dt,
+                               env->n_threads, err));
+  }
+  return PG_OK;
+}
+
+/* Runs module sp->m's golden and leaves its outputs in tab, rounded to their dtypes;
+ * with pr, also records its inspection probes. */
 static int run_module(const struct pg_golden_env *env, const struct pg__pspec *sp,
                       const struct phase_live *live, struct pg__gtable *tab,
-                      struct pg_error *err) {
+                      const struct probe_req *pr, struct pg_error *err) {
   const struct pg_op_graph *c = env->plan->graph;
   const struct pg_module *m = sp->m;
   int rc;
+  if (pr && pr->n > 0 && m->golden.kind != PG_GOLDEN_STEPS)
+    return pg_error_set(err, PG_EINVAL, "module %d (%s): inspection probes need built-in "
+                        "golden steps (or a Python golden's _inspect function)", m->id,
+                        m->name ? m->name : "?");
   if (m->golden.kind == PG_GOLDEN_STEPS) {
+    const char *keep[PG_MAX_BOUNDARY_OUTPUTS];
+    int n_keep = 0;
+    for (int i = 0; pr && i < pr->n && n_keep < PG_MAX_BOUNDARY_OUTPUTS; i++)
+      keep[n_keep++] = pr->decls[i]->name;
     struct pg__run_ctx rcx = {c,         env->dims, env->precision_bits,         env->n_threads,
-                              tab->pool, live ? read_later : NULL, live, NULL};
+                              tab->pool, live ? read_later : NULL, live, NULL, keep, n_keep};
     rc = pg__steps_run(&rcx, sp, tab, err);
+    if (rc == PG_OK && pr && pr->n > 0) rc = capture_probes(env, m, pr, tab, err);
   } else if (m->golden.kind == PG_GOLDEN_PLUGIN) {
     rc = run_plugin(env, sp, tab, err);
   } else {
@@ -395,9 +438,9 @@ static void release_dead(const struct phase_live *p, struct pg__gtable *tab, int
   }
 }
 
-int pg_golden_cumulative(const struct pg_golden_env *env, int k, const struct pg_tensor *primary,
-                         int n_primary, struct pg_tensor *outputs, int *n_outputs,
-                         struct pg_error *err) {
+static int cumulative(const struct pg_golden_env *env, int k, const struct pg_tensor *primary,
+                      int n_primary, struct pg_tensor *outputs, int *n_outputs,
+                      const struct probe_req *pr, struct pg_error *err) {
   PG_RETURN_IF_ERROR(check_env(env, primary, n_primary, outputs, n_outputs, err));
   const struct pg_op_graph *c = env->plan->graph;
   if (k < 1 || k > c->n_modules)
@@ -419,13 +462,33 @@ int pg_golden_cumulative(const struct pg_golden_env *env, int k, const struct pg
   for (int id = 1; id <= k && rc == PG_OK; id++) {
     const struct pg__pspec *sp = pg__plan_spec(e.plan, id);
     if (!sp) rc = pg_error_set(err, PG_ENOTFOUND, "contract has no module %d", id);
-    else rc = run_module(&e, sp, &live, &tab, err);
+    else rc = run_module(&e, sp, &live, &tab, id == k ? pr : NULL, err);
     if (rc == PG_OK && id < k) release_dead(&live, &tab, id);
   }
   if (rc == PG_OK) rc = emit_outputs(&e, &tab, decls, mods, nd, outputs, n_outputs, err);
   tab.pool = NULL;
   pg__gtable_reset(&tab);
   pg__pool_drain(&pool);
+  return rc;
+}
+
+int pg_golden_cumulative(const struct pg_golden_env *env, int k, const struct pg_tensor *primary,
+                         int n_primary, struct pg_tensor *outputs, int *n_outputs,
+                         struct pg_error *err) {
+  return cumulative(env, k, primary, n_primary, outputs, n_outputs, NULL, err);
+}
+
+int pg_golden_cumulative_probes(const struct pg_golden_env *env, int k,
+                                const struct pg_tensor *primary, int n_primary,
+                                const struct pg_tensor_decl *const *probes, int n_probes,
+                                struct pg_tensor *outputs, int *n_outputs,
+                                struct pg_tensor *probe_out, struct pg_error *err) {
+  if (n_probes < 0 || n_probes > PG_MAX_BOUNDARY_OUTPUTS || (n_probes && (!probes || !probe_out)))
+    return pg_error_set(err, PG_EINVAL, "golden: bad inspection probe list");
+  struct probe_req pr = {probes, n_probes, probe_out};
+  int rc = cumulative(env, k, primary, n_primary, outputs, n_outputs, &pr, err);
+  if (rc != PG_OK)
+    for (int i = 0; i < n_probes; i++) pg_tensor_reset(&probe_out[i]);
   return rc;
 }
 
@@ -466,7 +529,7 @@ int pg_golden_op_level(const struct pg_golden_env *env, const struct pg_tensor *
   pg__gtable_init(&tab);
   int rc = load_primaries(&e, primary, n_primary, &tab, err);
   if (rc == PG_OK && c->op_golden.kind == PG_GOLDEN_STEPS) {
-    struct pg__run_ctx rcx = {c, e.dims, e.precision_bits, e.n_threads, NULL, NULL, NULL, NULL};
+    struct pg__run_ctx rcx = {c, e.dims, e.precision_bits, e.n_threads, NULL, NULL, NULL, NULL, NULL, 0};
     rc = pg__steps_run(&rcx, &e.plan->op, &tab, err);
   } else if (rc == PG_OK) {
     rc = run_plugin(&e, &e.plan->op, &tab, err);
@@ -516,7 +579,7 @@ int pg_golden_prefix_build(const struct pg_golden_env *env, int k, const struct 
   if (rc == PG_OK) rc = load_primaries(&p->env, primary, n_primary, &p->tab, err);
   for (int id = 1; id < k && rc == PG_OK; id++) {
     const struct pg__pspec *sp = pg__plan_spec(p->env.plan, id);
-    rc = sp ? run_module(&p->env, sp, NULL, &p->tab, err)
+    rc = sp ? run_module(&p->env, sp, NULL, &p->tab, NULL, err)
             : pg_error_set(err, PG_ENOTFOUND, "contract has no module %d", id);
   }
   if (rc != PG_OK) {
@@ -545,11 +608,11 @@ int pg_golden_prefix_run(struct pg_golden_prefix *p, const struct pg_golden_muta
     rc = pg_error_set(err, PG_ENOTSUP, "module %d's golden has no built-in steps", p->k);
   } else if (sp->m->golden.kind == PG_GOLDEN_STEPS) {
     struct pg__run_ctx rcx = {p->env.plan->graph, p->env.dims, p->env.precision_bits,
-                              p->env.n_threads, NULL, NULL, NULL, mut};
+                              p->env.n_threads, NULL, NULL, NULL, mut, NULL, 0};
     rc = pg__steps_run(&rcx, sp, &p->tab, err);
     if (rc == PG_OK) rc = finish_module(&p->env, sp->m, &p->tab, err);
   } else {
-    rc = run_module(&p->env, sp, NULL, &p->tab, err);
+    rc = run_module(&p->env, sp, NULL, &p->tab, NULL, err);
   }
   for (int i = 0; rc == PG_OK && i < p->nd; i++) {
     struct pg__gtensor *t = pg__gtable_find(&p->tab, p->mods[i], p->decls[i]->name);

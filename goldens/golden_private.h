@@ -275,6 +275,10 @@ struct pg__run_ctx {
   int (*read_later)(const void *live, const struct pg__gtensor *g, int module);
   const void *live;
   const struct pg_golden_mutation *mut; /* applied to its step of this module (NULL: none) */
+  /* Step-locals whose values must survive the module (inspection probes): never
+   * overwritten in place by a later step. */
+  const char *const *keep;
+  int n_keep;
 };
 
 /* Applies mut to the arguments of step ps (mutate.c): attributes changed in args, or

@@ -55,6 +55,8 @@ static struct pg__gtensor *in_place_source(const struct pg__run_ctx *rc,
   if (src->module == -1) {
     for (int o = 0; o < m->n_outputs; o++)
       if (m->outputs[o].name && strcmp(m->outputs[o].name, src->name) == 0) return NULL;
+    for (int p = 0; p < rc->n_keep; p++)
+      if (strcmp(rc->keep[p], src->name) == 0) return NULL;
     return src;
   }
   return rc->read_later(rc->live, src, m->id) ? NULL : src;

@@ -48,6 +48,13 @@ static void mode_line(const struct pg_run_phase *ph, const struct pg_case_result
     }
     if (!r->precision_checked)
       snprintf(detail, sizeof detail, "structure ok (values not checked)");
+    else if (m->structure_only && w)
+      snprintf(detail, sizeof detail, "structure ok, values not gating (%s policy): %s%smax_abs "
+               "%.2g  max_rel %.2g", m->policy_from, m->n_tensors > 1 ? w->name : "",
+               m->n_tensors > 1 ? ": " : "", w->cmp.max_abs_diff, w->cmp.max_rel_diff);
+    else if (m->structure_only)
+      snprintf(detail, sizeof detail, "structure ok, values not gating (%s policy)",
+               m->policy_from);
     else if (w)
       snprintf(detail, sizeof detail, "%s%smax_abs %.2g  max_rel %.2g",
                m->n_tensors > 1 ? w->name : "", m->n_tensors > 1 ? ": " : "",
@@ -88,6 +95,39 @@ static void mode_line(const struct pg_run_phase *ph, const struct pg_case_result
   }
 }
 
+/* One line per inspection probe of a mode (and, with --inspect <probe>, one per
+ * iteration): where the drift starts, metrics only. */
+static void probe_lines(const struct pg_run_phase *ph, const struct pg_mode_result *m,
+                        pg_run_line_fn line, void *user) {
+  for (int i = 0; i < m->n_probes; i++) {
+    const struct pg_probe_check *p = &m->probes[i];
+    if (!p->compared) {
+      if (p->problem[0])
+        pg_run_linef(line, user, 1, "    inspection %s: not compared: %s", p->name, p->problem);
+      continue;
+    }
+    const struct pg_probe_iter *last = &p->iters[p->n_iters - 1];
+    if (p->drift_onset_iter >= 0) {
+      const struct pg_probe_iter *at = &p->iters[p->drift_onset_iter];
+      pg_run_linef(line, user, 1, "    inspection %s: drifts from iteration %d of %d (%lld of "
+                   "%lld outside there, max_abs %.3g; last iteration max_abs %.3g)", p->name,
+                   p->drift_onset_iter, p->n_iters, (long long)at->mismatches, (long long)at->n,
+                   at->max_abs_diff, last->max_abs_diff);
+    } else {
+      pg_run_linef(line, user, 0, "    inspection %s: no drift over %d iterations (last max_abs "
+                   "%.3g)", p->name, p->n_iters, last->max_abs_diff);
+    }
+    int asked = ph->inspect && (strcmp(ph->inspect, p->name) == 0 ||
+                                (strncmp(ph->inspect, "inspection_", 11) == 0 &&
+                                 strcmp(ph->inspect + 11, p->name) == 0));
+    for (int it = 0; asked && it < p->n_iters; it++)
+      pg_run_linef(line, user, 0, "      iter %d: mismatches %lld of %lld  max_abs %.3g  max_rel "
+                   "%.3g%s", it, (long long)p->iters[it].mismatches, (long long)p->iters[it].n,
+                   p->iters[it].max_abs_diff, p->iters[it].max_rel_diff,
+                   p->iters[it].passed ? "" : "  (outside)");
+  }
+}
+
 /* The last 20 lines of a failing mode's captured output (already redacted). */
 static void captured_tail(const struct pg_mode_result *m, pg_run_line_fn line, void *user) {
   if (!m->captured || !*m->captured) return;
@@ -113,6 +153,7 @@ void pg_report_case_lines(const struct pg_run_phase *ph, const struct pg_case_re
   for (int mi = 0; mi < r->n_modes; mi++) {
     const struct pg_mode_result *m = &r->modes[mi];
     mode_line(ph, r, m, line, user);
+    probe_lines(ph, m, line, user);
     /* the diagnosis, strongest first, right under the line it explains */
     for (int i = 0; i < m->n_tensors; i++)
       for (int h = 0; h < m->tensors[i].n_hints; h++) {

@@ -166,6 +166,38 @@ static cJSON *tensor_json(const struct pg_tensor_check *t, const char *mode) {
   return o;
 }
 
+/* One inspection probe of a mode: per-iteration metrics, never a value. */
+static cJSON *probe_json(const struct pg_probe_check *p, const char *mode) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  cJSON_AddStringToObject(o, "name", p->name);
+  cJSON_AddStringToObject(o, "mode", mode);
+  cJSON_AddStringToObject(o, "dtype", pg_dtype_name(p->dtype));
+  cJSON_AddItemToObject(o, "shape", index_json(p->ndim, p->shape));
+  cJSON_AddStringToObject(o, "rule", p->rule);
+  add_num(o, "atol", p->atol);
+  add_num(o, "rtol", p->rtol);
+  cJSON_AddBoolToObject(o, "compared", p->compared);
+  if (p->problem[0]) cJSON_AddStringToObject(o, "problem", p->problem);
+  cJSON_AddNumberToObject(o, "iterations", p->n_iters);
+  if (p->drift_onset_iter >= 0) cJSON_AddNumberToObject(o, "drift_onset_iter", p->drift_onset_iter);
+  else cJSON_AddNullToObject(o, "drift_onset_iter");
+  cJSON *its = cJSON_AddArrayToObject(o, "per_iteration");
+  for (int i = 0; its && i < p->n_iters; i++) {
+    const struct pg_probe_iter *it = &p->iters[i];
+    cJSON *e = cJSON_CreateObject();
+    if (!e) break;
+    cJSON_AddNumberToObject(e, "iter", i);
+    cJSON_AddNumberToObject(e, "n", (double)it->n);
+    cJSON_AddNumberToObject(e, "mismatches", (double)it->mismatches);
+    add_num(e, "max_abs_diff", it->max_abs_diff);
+    add_num(e, "max_rel_diff", it->max_rel_diff);
+    cJSON_AddBoolToObject(e, "passed", it->passed);
+    cJSON_AddItemToArray(its, e);
+  }
+  return o;
+}
+
 /* earliest_failing_boundary: the integer j when known, else null (DESIGN.md §8). */
 static void add_earliest(cJSON *o, int j) {
   if (j > 0) cJSON_AddNumberToObject(o, "earliest_failing_boundary", j);
@@ -190,6 +222,12 @@ cJSON *pg_report_check_json(const struct pg_case_result *r, int k) {
   for (int i = 0; pt && i < r->n_modes; i++)
     for (int j = 0; j < r->modes[i].n_tensors; j++)
       cJSON_AddItemToArray(pt, tensor_json(&r->modes[i].tensors[j], r->modes[i].mode));
+  if (r->has_probes) {
+    cJSON *ins = cJSON_AddArrayToObject(o, "inspection");
+    for (int i = 0; ins && i < r->n_modes; i++)
+      for (int j = 0; j < r->modes[i].n_probes; j++)
+        cJSON_AddItemToArray(ins, probe_json(&r->modes[i].probes[j], r->modes[i].mode));
+  }
   if (r->status == PG_VERDICT_FAIL || r->status == PG_VERDICT_ERROR) {
     cJSON *f = cJSON_AddObjectToObject(o, "failure");
     /* the seed's type: the integer k of the phase that was run, whatever bisection found */
@@ -199,6 +237,15 @@ cJSON *pg_report_check_json(const struct pg_case_result *r, int k) {
     cJSON_AddStringToObject(f, "failure_category", cat ? cat : "other");
     cJSON_AddStringToObject(f, "divergence_fingerprint", r->fingerprint); /* a str, as the seed */
     cJSON_AddStringToObject(f, "summary", r->summary);
+    if (r->has_probes) { /* the first iteration whose probe fails the tolerance */
+      if (r->drift_onset_iter >= 0) {
+        cJSON_AddNumberToObject(f, "drift_onset_iter", r->drift_onset_iter);
+        cJSON_AddStringToObject(f, "drift_probe", r->drift_probe);
+        cJSON_AddStringToObject(f, "drift_mode", r->drift_mode);
+      } else {
+        cJSON_AddNullToObject(f, "drift_onset_iter");
+      }
+    }
   } else {
     cJSON_AddNullToObject(o, "failure");
   }
@@ -213,6 +260,9 @@ cJSON *pg_report_check_json(const struct pg_case_result *r, int k) {
       cJSON_AddStringToObject(mo, "failure_category", cat);
     else cJSON_AddNullToObject(mo, "failure_category");
     if (m->status == PG_VERDICT_FAIL) add_earliest(mo, m->earliest_boundary);
+    /* a structure-only mode (`modes: {<mode>: {precision: false}}`): values not gating */
+    cJSON_AddBoolToObject(mo, "precision_gating", !m->structure_only);
+    if (m->policy_from[0]) cJSON_AddStringToObject(mo, "precision_policy", m->policy_from);
     cJSON_AddStringToObject(mo, "summary", m->summary);
     add_num(mo, "duration_ms", m->impl_ms);
     if (m->startup_ms > 0) add_num(mo, "startup_ms", m->startup_ms); /* apart from the call */

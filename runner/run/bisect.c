@@ -4,6 +4,7 @@
  * first boundary that already diverges. What each phase's outcome means is
  * classify.c's decision (pg__classify_boundary); this file only runs them.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,9 @@ static int boundary_verdict(struct pg__run *rc, int j, const struct pg_case *cs,
   pg_error_clear(&e);
   int n = pg__phase_outputs(&rc->contract, j, cs, &d->dims, decls, specs, &e);
   if (n < 0 || d->dims.count > PG_MAX_DIMS) return -1;
+  /* phase j's impl is called as phase j always is: with module j's probes */
+  struct pg__probes probes;
+  if (pg__phase_probes(&rc->contract, j, cs, &d->dims, n, &probes, specs + n, &e) < 0) return -1;
   struct pg_tensor gold[PG_IMPL_MAX_OUTPUTS];
   for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_init(&gold[i]);
   struct pg__call call;
@@ -26,7 +30,7 @@ static int boundary_verdict(struct pg__run *rc, int j, const struct pg_case *cs,
   struct pg_error ie;
   pg_error_clear(&ie);
   /* the impl runs while the golden of phase j is computed, as in a case */
-  pg__call_init(rc, j, cs, d, specs, n, mode, &call);
+  pg__call_init(rc, j, cs, d, specs, n + probes.n, mode, &call);
   pg_impl_start(&rc->impl, &call.req, &pend, &out, &ie);
   int cached = 0, verdict = -1;
   int grc = pg__golden(rc, j, cs, d, specs, n, gold, &cached, &e);
@@ -34,6 +38,7 @@ static int boundary_verdict(struct pg__run *rc, int j, const struct pg_case *cs,
   if (grc == PG_OK && irc == PG_OK) {
     struct pg_mode_result m;
     memset(&m, 0, sizeof m);
+    snprintf(m.mode, sizeof m.mode, "%s", mode);
     if (out.status == PG_IMPL_DONE)
       pg__compare_outputs(rc, j, cs, decls, specs, n, out.outputs, gold, &m);
     else

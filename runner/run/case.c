@@ -27,6 +27,8 @@ void pg_case_result_reset(struct pg_case_result *r) {
   for (int i = 0; i < r->n_modes; i++) {
     free(r->modes[i].tensors);
     free(r->modes[i].captured);
+    for (int p = 0; p < r->modes[i].n_probes; p++) free(r->modes[i].probes[p].iters);
+    free(r->modes[i].probes);
   }
   free(r->modes);
   free(r->repro);
@@ -146,7 +148,7 @@ int pg__output_rule(const struct pg__run *rc, const struct pg_case *cs,
   return PG_OK;
 }
 
-static const char *rule_text(const struct pg_cmp_rule *r, char *buf, size_t size) {
+const char *pg__rule_text(const struct pg_cmp_rule *r, char *buf, size_t size) {
   switch (r->kind) {
     case PG_RULE_EXACT: return "exact";
     case PG_RULE_ULP: snprintf(buf, size, "ulp:%lld", (long long)r->ulp); return buf;
@@ -169,13 +171,16 @@ void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *
   m->status = PG_VERDICT_PASS;
   m->fact = PG_RUN_FACT_NONE;
   m->fact_output = -1;
+  const char *from = "";
+  int mode_precision = pg_mode_precision(&rc->contract, &rc->suite, cs, m->mode, &from);
+  m->structure_only = !mode_precision;
+  snprintf(m->policy_from, sizeof m->policy_from, "%s", from);
   for (int i = 0; i < n_out; i++) {
     struct pg_tensor_check *t = &m->tensors[i];
     snprintf(t->name, sizeof t->name, "%s", specs[i].name);
     t->dtype = specs[i].dtype;
     t->ndim = specs[i].ndim;
     memcpy(t->shape, specs[i].shape, sizeof t->shape);
-    t->values_checked = cs->precision;
     struct pg_cmp_rule rule;
     struct pg_error e;
     char msg[640];
@@ -186,7 +191,7 @@ void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *
       continue;
     }
     char rb[32];
-    snprintf(t->rule, sizeof t->rule, "%s", rule_text(&rule, rb, sizeof rb));
+    snprintf(t->rule, sizeof t->rule, "%s", pg__rule_text(&rule, rb, sizeof rb));
     t->atol = rule.atol;
     t->rtol = rule.rtol;
     if (pg_case_compare(&impl_out[i], &goldens[i], &rule, rc->n_threads, &t->cmp, &e) != PG_OK) {
@@ -200,8 +205,7 @@ void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *
       pg__classify_output(m, k, i, PG_RUN_FACT_LAYOUT, NULL);
       continue;
     }
-    t->passed = cs->precision ? t->cmp.passed : 1;
-    if (!t->passed) pg__classify_output(m, k, i, PG_RUN_FACT_VALUES, NULL);
+    pg__classify_values(m, k, i, cs->precision, mode_precision);
   }
 }
 
@@ -216,8 +220,10 @@ struct case_run {
   struct pg_case_data d;
   struct pg_tensor goldens[PG_IMPL_MAX_OUTPUTS];
   const struct pg_tensor_decl *decls[PG_IMPL_MAX_OUTPUTS];
-  struct pg_impl_output_spec specs[PG_IMPL_MAX_OUTPUTS];
+  struct pg_impl_output_spec specs[PG_IMPL_MAX_OUTPUTS]; /* outputs, then probes */
   int n_out;
+  struct pg__probes probes;   /* module k's inspection probes (specs[n_out..]) */
+  struct pg_tensor probe_refs[PG_IMPL_MAX_OUTPUTS];
   /* the tensors whose values captured text must not show (inputs, then goldens) */
   const struct pg_tensor *barrier[PG_IMPL_MAX_OUTPUTS + 64];
   int n_barrier;
@@ -254,6 +260,7 @@ static int case_begin(struct case_run *c) {
   r->index = cs->index;
   r->level = cs->level;
   r->precision_checked = cs->precision;
+  r->drift_onset_iter = -1;
   r->knobs_json = pg_strdup(cs->json ? cs->json : "{}");
   r->repro = pg__repro(rc->o, c->k, rc->contract_path, rc->suite_path, cs->id, rc->modes_buf);
   r->modes = calloc((size_t)rc->n_modes, sizeof *r->modes);
@@ -265,6 +272,10 @@ static int case_begin(struct case_run *c) {
   for (int i = 0; i < rc->n_modes; i++) {
     snprintf(r->modes[i].mode, sizeof r->modes[i].mode, "%s", rc->modes[i]);
     r->modes[i].fact_output = -1;
+    const char *from = "";
+    r->modes[i].structure_only =
+        !pg_mode_precision(&rc->contract, &rc->suite, cs, rc->modes[i], &from);
+    snprintf(r->modes[i].policy_from, sizeof r->modes[i].policy_from, "%s", from);
   }
   return 1;
 }
@@ -322,6 +333,10 @@ static int case_goldens(struct case_run *c, const char *gd_dir, int golden_hit) 
     return case_error(c, PG_RUN_FACT_RUNNER, "case '%s': cumulative golden M1..M%d failed: %.700s",
                       c->cs->id, c->k, e.message);
   }
+  if (c->probes.n > 0 &&
+      pg__golden_probes(c->rc, c->k, c->cs, &c->d, &c->probes, c->probe_refs, &e) != PG_OK)
+    return case_error(c, PG_RUN_FACT_RUNNER, "case '%s': the reference inspection probes of "
+                      "M%d: %.700s", c->cs->id, c->k, e.message);
   return PG_OK;
 }
 
@@ -344,6 +359,11 @@ static int case_prepare(struct case_run *c) {
     return case_error(c, PG_RUN_FACT_RUNNER, "case '%s': boundary of M%d: %.700s", cs->id, c->k,
                       e.message);
   }
+  if (pg__phase_probes(&rc->contract, c->k, cs, &c->d.dims, c->n_out, &c->probes,
+                       c->specs + c->n_out, &e) < 0)
+    return case_error(c, PG_RUN_FACT_RUNNER, "case '%s': inspection probes of M%d: %.700s",
+                      cs->id, c->k, e.message);
+  c->r->has_probes = c->probes.n > 0;
   case_threads(c);
   /* A cached golden is looked up first: on a miss OpenBLAS loads while the inputs are
    * generated. */
@@ -360,7 +380,8 @@ static int case_prepare(struct case_run *c) {
   if (r == PG_OK) {
     pg__blas_preload_join(rc); /* before the fork */
     if (rc->n_modes > 0 && c->d.dims.count <= PG_MAX_DIMS) {
-      pg__call_init(rc, c->k, cs, &c->d, c->specs, c->n_out, c->r->modes[0].mode, &c->call0);
+      pg__call_init(rc, c->k, cs, &c->d, c->specs, c->n_out + c->probes.n, c->r->modes[0].mode,
+                    &c->call0);
       pg_error_clear(&c->pend_err);
       pg_impl_start(&rc->impl, &c->call0.req, &c->pend, &c->out0, &c->pend_err);
       c->pending = 1;
@@ -415,7 +436,7 @@ static void run_mode(struct case_run *c, int mi) {
     e = c->pend_err;
   } else {
     struct pg__call call;
-    pg__call_init(rc, c->k, c->cs, &c->d, c->specs, c->n_out, m->mode, &call);
+    pg__call_init(rc, c->k, c->cs, &c->d, c->specs, c->n_out + c->probes.n, m->mode, &call);
     irc = pg_impl_invoke(&rc->impl, &call.req, op, &e);
   }
   if (irc != PG_OK) {
@@ -432,10 +453,22 @@ static void run_mode(struct case_run *c, int mi) {
     if (op->status == PG_IMPL_DONE) {
       pg__compare_outputs(rc, c->k, c->cs, c->decls, c->specs, c->n_out, op->outputs, c->goldens,
                           m);
+      pg__compare_probes(rc, c->cs, &c->probes, c->specs + c->n_out, op->outputs + c->n_out,
+                         c->probe_refs, m);
       if (m->status == PG_VERDICT_FAIL && m->category == PG_CAT_PRECISION)
         pg__diagnose_mode(&c->diag, m, op->outputs);
-    } else
+    } else {
       pg__classify_impl(m, op, c->k);
+      char list[512] = "";
+      /* about a probe, or about no output in particular (a count) */
+      int probe_fact = op->output < 0 || op->output >= c->n_out;
+      for (int i = 0; probe_fact && i < c->probes.n; i++) {
+        size_t l = strlen(list);
+        snprintf(list + l, sizeof list - l, "%s'%s' (probe '%s')", i ? ", " : "",
+                 c->probes.names[i], c->probes.decls[i]->name);
+      }
+      pg__classify_probe_note(m, c->k, list);
+    }
   }
   /* Adapter summaries may quote the impl's stderr: same barrier as the captured
    * output. (Comparison summaries carry metrics only and stay as they are.) */
@@ -455,6 +488,7 @@ static int case_modes(struct case_run *c) {
   for (int i = 0; i < rc->contract.n_primary && c->n_barrier < 64; i++)
     c->barrier[c->n_barrier++] = &c->d.inputs[i];
   for (int i = 0; i < c->n_out; i++) c->barrier[c->n_barrier++] = &c->goldens[i];
+  for (int i = 0; i < c->probes.n; i++) c->barrier[c->n_barrier++] = &c->probe_refs[i];
   if (rc->n_modes > 0 && c->d.dims.count > PG_MAX_DIMS)
     return case_error(c, PG_RUN_FACT_RUNNER, "more than 64 dims");
   struct pg__diag_case dc = {rc, c->k, c->cs, &c->d, c->decls, c->goldens, c->n_out, 0, 0};
@@ -485,6 +519,7 @@ void pg__run_case(struct pg__run *rc, const struct pg_case *cs, struct pg_case_r
   c->r = r;
   c->k = rc->k;
   for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_init(&c->goldens[i]);
+  for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_init(&c->probe_refs[i]);
   if (!case_begin(c)) {
     free(c);
     return;
@@ -501,5 +536,6 @@ void pg__run_case(struct pg__run *rc, const struct pg_case *cs, struct pg_case_r
   if (h->case_lines) h->case_lines(&rc->phase, r, rc->o->on_line, rc->o->user);
   pg_case_data_reset(&c->d);
   for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&c->goldens[i]);
+  for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&c->probe_refs[i]);
   free(c);
 }

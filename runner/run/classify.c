@@ -220,6 +220,13 @@ void pg__classify_impl(struct pg_mode_result *m, const struct pg_impl_outcome *o
   snprintf(m->summary, sizeof m->summary, "%s", out->summary);
 }
 
+void pg__classify_probe_note(struct pg_mode_result *m, int k, const char *probes) {
+  if (m->category != PG_CAT_STRUCTURAL || !probes || !*probes) return;
+  size_t l = strlen(m->summary);
+  snprintf(m->summary + l, sizeof m->summary - l, "; module %d declares inspection probes: "
+           "the impl returns %s after the boundary outputs", k, probes);
+}
+
 void pg__classify_mode_error(struct pg_mode_result *m, const char *msg) {
   apply(m, rule_for(PG_RUN_FACT_RUNNER, PG_IMPL_FACT_OK), 0, -1);
   snprintf(m->summary, sizeof m->summary, "%s", msg);
@@ -266,12 +273,24 @@ void pg__classify_output(struct pg_mode_result *m, int k, int i, enum pg_run_fac
   output_summary(m, k, &m->tensors[i], fact, runner_msg);
 }
 
+void pg__classify_values(struct pg_mode_result *m, int k, int i, int case_precision,
+                         int mode_precision) {
+  struct pg_tensor_check *t = &m->tensors[i];
+  /* A structure-only mode (the seed's simulator lesson) is told apart from a
+   * structural case: its values were meant to be seen, just not to gate. */
+  m->structure_only = !mode_precision;
+  t->values_checked = case_precision && mode_precision;
+  t->passed = t->values_checked ? t->cmp.passed : 1;
+  if (!t->passed) pg__classify_output(m, k, i, PG_RUN_FACT_VALUES, NULL);
+}
+
 /* ------------------------------------------------------------------ one case */
 
 void pg__classify_case_error(struct pg_case_result *r, enum pg_run_fact fact, const char *msg) {
   const struct rule *ru = rule_for(fact, PG_IMPL_FACT_OK);
   r->status = ru->verdict;
   r->category = ru->category;
+  r->drift_onset_iter = -1;
   snprintf(r->summary, sizeof r->summary, "%.600s", msg);
   enum pg_verdict verdicts[PG_MAX_MODES];
   int n = r->n_modes < PG_MAX_MODES ? r->n_modes : PG_MAX_MODES;
@@ -366,6 +385,24 @@ static void fact_hint(struct pg_case_result *r, const struct pg_mode_result *m, 
   }
 }
 
+/* drift_onset_iter: the first probe iteration outside the tolerance, of the failing mode
+ * when it has one, else of the first mode that drifts (a PASS can drift inside). */
+static void drift_onset(struct pg_case_result *r, const struct pg_mode_result *failed) {
+  r->drift_onset_iter = -1;
+  for (int pass = 0; pass < 2 && r->drift_onset_iter < 0; pass++)
+    for (int mi = 0; mi < r->n_modes && r->drift_onset_iter < 0; mi++) {
+      const struct pg_mode_result *m = &r->modes[mi];
+      if (pass == 0 && m != failed) continue;
+      for (int p = 0; p < m->n_probes; p++) {
+        if (m->probes[p].drift_onset_iter < 0) continue;
+        r->drift_onset_iter = m->probes[p].drift_onset_iter;
+        snprintf(r->drift_probe, sizeof r->drift_probe, "%s", m->probes[p].name);
+        snprintf(r->drift_mode, sizeof r->drift_mode, "%s", m->mode);
+        break;
+      }
+    }
+}
+
 void pg__classify_case(struct pg_case_result *r, int k, double timeout_s, const char *op) {
   aggregate(r);
   enum pg_verdict verdicts[PG_MAX_MODES];
@@ -385,6 +422,7 @@ void pg__classify_case(struct pg_case_result *r, int k, double timeout_s, const 
     else
       snprintf(r->summary, sizeof r->summary, "[%.60s] %.560s", failed->mode, failed->summary);
   }
+  drift_onset(r, failed);
   if (r->mistrusted)
     snprintf(r->hint, sizeof r->hint, "the golden is mostly exact zeros: this case is too weak "
              "to trust a PASS; change its fill or shape");
@@ -396,6 +434,11 @@ void pg__classify_case(struct pg_case_result *r, int k, double timeout_s, const 
   else if (r->earliest_boundary && r->earliest_boundary < k)
     snprintf(r->hint, sizeof r->hint, "the impl already diverges at the M%d boundary: fix "
              "module %d first", r->earliest_boundary, r->earliest_boundary);
+  else if (r->status == PG_VERDICT_FAIL && failed && r->category == PG_CAT_PRECISION &&
+           r->drift_onset_iter >= 0)
+    snprintf(r->hint, sizeof r->hint, "inspection probe '%.100s' first leaves the tolerance at "
+             "iteration %d: look at what the loop does differently from there (--inspect %.100s "
+             "prints every iteration)", r->drift_probe, r->drift_onset_iter, r->drift_probe);
   else if (r->status == PG_VERDICT_FAIL && failed)
     fact_hint(r, failed, k, timeout_s, op);
 }

@@ -62,28 +62,22 @@ void pg_py_golden_worker_close(struct pg_py_golden_worker *w) {
 /* err = "Python golden FILE::FUNCTION: <what>", with what the worker wrote behind the
  * number barrier. */
 static int golden_failed(const struct pg_py_golden_worker *w, const struct pg_py_golden *g,
-                         int code, const char *what, struct pg_error *err) {
+                         const char *function, int code, const char *what,
+                         struct pg_error *err) {
   char *safe = w->redact ? w->redact(what) : NULL;
-  pg_error_set(err, code, "Python golden %.1500s::%.200s: %.1200s", g->file, g->function,
+  pg_error_set(err, code, "Python golden %.1500s::%.200s: %.1200s", g->file, function,
                safe ? safe : "failed (the worker's message is withheld: no barrier to pass it "
                              "through)");
   free(safe);
   return code;
 }
 
-int pg_py_golden_call(struct pg_py_golden_worker *w, const struct pg_contract *c, int k,
-                      const struct pg_case *cs, const struct pg_case_data *d,
-                      struct pg_tensor *out, int *n_out, struct pg_error *err) {
-  *n_out = 0;
-  const struct pg_py_golden *g = pg_contract_py_golden(c, k);
-  if (!g) return pg_error_set(err, PG_ENOTFOUND, "golden %d has no Python golden", k);
-  if (d->dims.count > PG_PY_GOLDEN_MAX_DIMS)
-    return pg_error_set(err, PG_ELIMIT, "more than %d dims", PG_PY_GOLDEN_MAX_DIMS);
-  struct pg_impl_output_spec specs[PG_IMPL_MAX_OUTPUTS];
-  const struct pg_tensor_decl *decls[PG_IMPL_MAX_OUTPUTS];
-  /* k = 0: the op-level golden returns the final outputs */
-  int n = pg__phase_outputs(c, k ? k : c->n_modules, cs, &d->dims, decls, specs, err);
-  if (n < 0) return n;
+/* One call of `function` in g's file: the primary inputs in, outputs as specs. */
+static int py_call(struct pg_py_golden_worker *w, const struct pg_contract *c, int k,
+                   const struct pg_case *cs, const struct pg_case_data *d,
+                   const struct pg_py_golden *g, const char *function,
+                   const struct pg_impl_output_spec *specs, int n, struct pg_tensor *out,
+                   int *n_out, struct pg_error *err) {
   const char *names[PG_PY_GOLDEN_MAX_DIMS];
   int64_t values[PG_PY_GOLDEN_MAX_DIMS];
   for (int i = 0; i < d->dims.count; i++) {
@@ -106,12 +100,12 @@ int pg_py_golden_call(struct pg_py_golden_worker *w, const struct pg_contract *c
   req.knobs_json = cs && cs->json ? cs->json : "{}";
   req.inputs = d->inputs;
   req.n_inputs = c->n_primary;
-  req.outputs = specs;
+  req.outputs = (struct pg_impl_output_spec *)specs;
   req.n_outputs = n;
   req.timeout_s = w->timeout_s;
   req.work_dir = w->work_dir;
   req.call_file = g->file;
-  req.call_function = g->function;
+  req.call_function = function;
   req.call_cast_outputs = 1;
   struct pg_impl_outcome o;
   pg_impl_outcome_init(&o);
@@ -120,7 +114,7 @@ int pg_py_golden_call(struct pg_py_golden_worker *w, const struct pg_contract *c
   w->calls++;
   int rc = pg_impl_invoke(&w->impl, &req, &o, &ie);
   if (rc != PG_OK) {
-    golden_failed(w, g, rc, ie.message, err);
+    golden_failed(w, g, function, rc, ie.message, err);
   } else if (o.status == PG_IMPL_DONE) {
     for (int i = 0; i < n; i++) {
       pg_tensor_move(&out[i], &o.outputs[i]);
@@ -128,8 +122,53 @@ int pg_py_golden_call(struct pg_py_golden_worker *w, const struct pg_contract *c
     }
     *n_out = n;
   } else {
-    rc = golden_failed(w, g, PG_EIMPL, o.summary[0] ? o.summary : "failed", err);
+    rc = golden_failed(w, g, function, PG_EIMPL, o.summary[0] ? o.summary : "failed", err);
   }
   pg_impl_outcome_reset(&o);
   return rc;
+}
+
+int pg_py_golden_call(struct pg_py_golden_worker *w, const struct pg_contract *c, int k,
+                      const struct pg_case *cs, const struct pg_case_data *d,
+                      struct pg_tensor *out, int *n_out, struct pg_error *err) {
+  *n_out = 0;
+  const struct pg_py_golden *g = pg_contract_py_golden(c, k);
+  if (!g) return pg_error_set(err, PG_ENOTFOUND, "golden %d has no Python golden", k);
+  if (d->dims.count > PG_PY_GOLDEN_MAX_DIMS)
+    return pg_error_set(err, PG_ELIMIT, "more than %d dims", PG_PY_GOLDEN_MAX_DIMS);
+  struct pg_impl_output_spec specs[PG_IMPL_MAX_OUTPUTS];
+  const struct pg_tensor_decl *decls[PG_IMPL_MAX_OUTPUTS];
+  /* k = 0: the op-level golden returns the final outputs */
+  int n = pg__phase_outputs(c, k ? k : c->n_modules, cs, &d->dims, decls, specs, err);
+  if (n < 0) return n;
+  return py_call(w, c, k, cs, d, g, g->function, specs, n, out, n_out, err);
+}
+
+void pg_py_golden_inspect_name(const char *function, char *buf, size_t size) {
+  size_t l = strlen(function);
+  if (l > 7 && strcmp(function + l - 7, "_golden") == 0)
+    snprintf(buf, size, "%.*s_inspect", (int)(l - 7), function);
+  else
+    snprintf(buf, size, "%s_inspect", function);
+}
+
+int pg_py_golden_inspect(struct pg_py_golden_worker *w, const struct pg_contract *c, int k,
+                         const struct pg_case *cs, const struct pg_case_data *d,
+                         const struct pg_tensor_decl *const *probes, int n_probes,
+                         struct pg_tensor *out, struct pg_error *err) {
+  const struct pg_py_golden *g = pg_contract_py_golden(c, k);
+  if (!g) return pg_error_set(err, PG_ENOTFOUND, "golden %d has no Python golden", k);
+  if (d->dims.count > PG_PY_GOLDEN_MAX_DIMS)
+    return pg_error_set(err, PG_ELIMIT, "more than %d dims", PG_PY_GOLDEN_MAX_DIMS);
+  if (n_probes > PG_IMPL_MAX_OUTPUTS) return pg_error_set(err, PG_ELIMIT, "too many probes");
+  struct pg_impl_output_spec specs[PG_IMPL_MAX_OUTPUTS];
+  for (int i = 0; i < n_probes; i++) {
+    specs[i].name = probes[i]->name; /* a dict returned by _inspect is keyed by probe name */
+    specs[i].dtype = pg_case_dtype(cs, probes[i]);
+    PG_RETURN_IF_ERROR(pg_decl_shape(probes[i], &d->dims, &specs[i].ndim, specs[i].shape, err));
+  }
+  char fn[256];
+  pg_py_golden_inspect_name(g->function, fn, sizeof fn);
+  int n = 0;
+  return py_call(w, c, k, cs, d, g, fn, specs, n_probes, out, &n, err);
 }

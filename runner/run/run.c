@@ -189,7 +189,8 @@ static int parse_modes(struct pg__run *rc, const char *modes, struct pg_error *e
   return PG_OK;
 }
 
-/* --inspect NAME must name an output compared at this boundary. A tensor of the
+/* --inspect NAME must name an output compared at this boundary, or an inspection probe
+ * of module k (`acc` or `inspection_acc`: every iteration's metrics). A tensor of the
  * contract that is not at this boundary gets a note (nothing to show for it here);
  * any other name is an error listing the valid names. */
 static int check_inspect(struct pg__run *rc, int k, struct pg_error *err) {
@@ -204,11 +205,21 @@ static int check_inspect(struct pg__run *rc, int k, struct pg_error *err) {
     size_t l = strlen(names);
     snprintf(names + l, sizeof names - l, "%s'%s'", i ? ", " : "", decls[i]->name);
   }
+  const struct pg_module *mk = pg_contract_module(c, k);
+  for (int i = 0; mk && i < mk->n_probes; i++) {
+    const char *p = mk->probes[i].name;
+    if (p && (strcmp(p, name) == 0 ||
+              (strncmp(name, "inspection_", 11) == 0 && strcmp(name + 11, p) == 0)))
+      return PG_OK;
+  }
   int known = 0;
   for (int i = 0; i < c->n_primary; i++) known |= strcmp(c->primary_inputs[i].name, name) == 0;
   for (int m = 0; m < c->n_modules; m++)
     for (int i = 0; i < c->modules[m].n_outputs; i++)
       known |= strcmp(c->modules[m].outputs[i].name, name) == 0;
+  for (int m = 0; m < c->n_modules; m++)
+    for (int i = 0; i < c->modules[m].n_probes; i++)
+      known |= strcmp(c->modules[m].probes[i].name, name) == 0;
   if (known) {
     pg__line(rc, 1, "phasegate run: note: --inspect '%s' is not an output of the M%d boundary "
          "(%s); nothing to inspect in this phase", name, k, names);

@@ -121,6 +121,29 @@ struct pg_tensor_check {
   int strength_checked;      /* the suite-strength check ran for this output */
 };
 
+/* One inspection probe of a mode (DESIGN.md §8, docs/diagnosis.md "Inspection probes"):
+ * the impl's `inspection_<name>` output against the reference probe, iteration by
+ * iteration along its leading axis. Metrics only: probe values are golden values. */
+struct pg_probe_iter {
+  int64_t n, mismatches;
+  double max_abs_diff, max_rel_diff;
+  int passed;
+};
+struct pg_probe_check {
+  char name[PG_NAME_MAX];     /* as declared in `inspect:` (the impl's output is
+                                 inspection_<name>) */
+  enum pg_dtype dtype;
+  int ndim;
+  int64_t shape[PG_MAX_NDIM];
+  char rule[32];
+  double atol, rtol;
+  int compared;               /* iters is filled */
+  char problem[256];          /* why it was not compared ("" when it was) */
+  struct pg_probe_iter *iters; /* shape[0] of them; owned */
+  int n_iters;
+  int drift_onset_iter;       /* the first iteration outside the tolerance; -1: none */
+};
+
 struct pg_mode_result {
   char mode[64];
   enum pg_verdict status;
@@ -136,6 +159,12 @@ struct pg_mode_result {
   enum pg_run_fact fact;      /* what decided status (classify.c) */
   enum pg_impl_fact impl_fact; /* fact == PG_RUN_FACT_IMPL: the impl's fact */
   int fact_output;            /* the output the fact is about, -1 when none */
+  int structure_only;         /* a `modes:` policy made the mode structure-only: values
+                                 compared and reported, not gating (0: they gate) */
+  char policy_from[16];       /* where that policy was declared: "contract", "suite",
+                                 "case"; "" when no policy names the mode */
+  struct pg_probe_check *probes; /* module k's inspection probes, when it declares any */
+  int n_probes;
 };
 
 struct pg_case_result {
@@ -161,6 +190,11 @@ struct pg_case_result {
   int mistrusted, cpu_reproducer_candidate;
   char hint[512];
   struct pg_cancel_result cancel; /* what cancellation_stress achieved (cancel.present) */
+  int has_probes;             /* the phase's module declares inspection probes */
+  int drift_onset_iter;       /* the failing mode's (else the first mode's) first probe
+                                 iteration outside the tolerance; -1: none */
+  char drift_probe[PG_NAME_MAX]; /* the probe it is about */
+  char drift_mode[64];
 };
 
 void pg_case_result_reset(struct pg_case_result *r);
@@ -339,6 +373,17 @@ struct pg_case_data;
 int pg_py_golden_call(struct pg_py_golden_worker *w, const struct pg_contract *c, int k,
                       const struct pg_case *cs, const struct pg_case_data *d,
                       struct pg_tensor *out, int *n_out, struct pg_error *err);
+
+/* The reference inspection probes of phase k from the Python golden's companion
+ * `<golden function>_inspect` (a trailing `_golden` replaced: `x_module12_golden` ->
+ * `x_module12_inspect`, `x_golden_stage12` -> `x_golden_stage12_inspect`), same file,
+ * same inputs, returning the probes in declared order (or a dict by probe name). */
+int pg_py_golden_inspect(struct pg_py_golden_worker *w, const struct pg_contract *c, int k,
+                         const struct pg_case *cs, const struct pg_case_data *d,
+                         const struct pg_tensor_decl *const *probes, int n_probes,
+                         struct pg_tensor *out, struct pg_error *err);
+/* That function's name for a golden function's name, into buf. */
+void pg_py_golden_inspect_name(const char *function, char *buf, size_t size);
 
 struct pg_golden_opts {
   const struct pg_golden_plan *plan; /* the contract's compiled golden steps */

@@ -75,7 +75,8 @@ struct pg__diag_case {
 void pg__diagnose_mode(struct pg__diag_case *dc, struct pg_mode_result *m,
                        const struct pg_tensor *impl_out);
 void pg__suite_strength(struct pg__diag_case *dc, struct pg_case_result *r);
-/* The comparison rule of one output (case > output > contract > default). */
+/* The comparison rule of a declared tensor, an output or a probe (case > declaration >
+ * contract > default). */
 int pg__output_rule(const struct pg__run *rc, const struct pg_case *cs,
                     const struct pg_tensor_decl *decl, enum pg_dtype dtype,
                     struct pg_cmp_rule *rule, struct pg_error *err);
@@ -97,6 +98,32 @@ void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *
                          const struct pg_impl_output_spec *specs, int n_out,
                          const struct pg_tensor *impl_out, const struct pg_tensor *goldens,
                          struct pg_mode_result *m);
+
+const char *pg__rule_text(const struct pg_cmp_rule *r, char *buf, size_t size);
+
+/* inspect.c: inspection probes (module k's `inspect:`). */
+struct pg__probes {
+  int n;
+  const struct pg_tensor_decl *decls[PG_IMPL_MAX_OUTPUTS];
+  char names[PG_IMPL_MAX_OUTPUTS][PG_NAME_MAX + 16]; /* the impl's "inspection_<name>" */
+};
+/* Phase k's probes: their declarations, and their impl output specs (inspection_<name>)
+ * into specs[0..p->n). Returns p->n (0: none) or a negative code. */
+int pg__phase_probes(const struct pg_contract *c, int k, const struct pg_case *cs,
+                     const struct pg_bindings *dims, int n_out, struct pg__probes *p,
+                     struct pg_impl_output_spec *specs, struct pg_error *err);
+/* The reference probes of phase k into refs[0..p->n) (initialised by the caller): the
+ * built-in steps of module k record them during a cumulative golden, a Python golden's
+ * `..._inspect` function returns them. Never cached. */
+int pg__golden_probes(struct pg__run *rc, int k, const struct pg_case *cs,
+                      const struct pg_case_data *d, const struct pg__probes *p,
+                      struct pg_tensor *refs, struct pg_error *err);
+/* Each probe of the impl (impl[0..p->n)) against its reference, iteration by iteration,
+ * into m->probes (metrics only). */
+void pg__compare_probes(const struct pg__run *rc, const struct pg_case *cs,
+                        const struct pg__probes *p, const struct pg_impl_output_spec *specs,
+                        const struct pg_tensor *impl, const struct pg_tensor *refs,
+                        struct pg_mode_result *m);
 
 /* golden.c */
 /* The cached cumulative golden k, if the cache is on and has it: 1 (goldens filled). */
@@ -142,6 +169,14 @@ void pg__classify_impl(struct pg_mode_result *m, const struct pg_impl_outcome *o
 void pg__classify_output(struct pg_mode_result *m, int k, int i, enum pg_run_fact fact,
                          const char *runner_msg);
 void pg__classify_mode_error(struct pg_mode_result *m, const char *msg);
+/* A structural failure of a phase with inspection probes says what the impl owes:
+ * `probes` lists them ("'inspection_acc' (probe 'acc')"). */
+void pg__classify_probe_note(struct pg_mode_result *m, int k, const char *probes);
+/* Output i's values were compared (cmp filled, layout right): whether they decide the
+ * verdict — only when the case checks precision and the mode's policy gates on values
+ * (pg_mode_precision) — and the mode's verdict from them. */
+void pg__classify_values(struct pg_mode_result *m, int k, int i, int case_precision,
+                         int mode_precision);
 void pg__classify_case_error(struct pg_case_result *r, enum pg_run_fact fact, const char *msg);
 /* The mode to bisect (first FAIL, precision, k > 1), or -1. */
 int pg__classify_bisect_mode(const struct pg_case_result *r, int k);

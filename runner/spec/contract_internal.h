@@ -182,6 +182,8 @@ int pg__list_len(struct pg__sctx *s, const struct pg__ynode *n, const char *what
 int pg__dim_value(struct pg__sctx *s, const char *what, const struct pg__ynode *v, int64_t *val);
 /* contract_comp.c: the composition_verification section, shapes in every real form. */
 void pg__parse_composition(struct pg__sctx *s, const struct pg__ynode *n);
+/* mode_policy.c: the top-level `modes:` (per-mode policies) into s->c. */
+void pg__parse_mode_policies(struct pg__sctx *s, const struct pg__ynode *n);
 
 /* contract_decls.c: a list of tensor declarations of one kind, with their shapes. */
 enum pg__decl_kind { PG__D_PRIMARY, PG__D_INPUT, PG__D_OUTPUT, PG__D_FINAL };

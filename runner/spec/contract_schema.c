@@ -181,7 +181,7 @@ static void parse_stage_fn(struct pg__sctx *s, const struct pg__ynode *t, int po
 static void parse_module(struct pg__sctx *s, struct pg_module *m, const struct pg__ynode *n,
                          int pos) {
   static const char *const keys[] = {"id", "name", "description", "inputs", "outputs", "golden",
-                                     NULL};
+                                     "inspect", NULL};
   char what[200];
   snprintf(what, sizeof what, "module #%d", pos + 1);
   m->mark = (struct pg_mark){n->line, n->column};
@@ -227,6 +227,10 @@ static void parse_module(struct pg__sctx *s, struct pg_module *m, const struct p
   } else {
     snprintf(list_what, sizeof list_what, "'outputs' of %s", what);
     pg__parse_decls(s, t, PG__D_OUTPUT, list_what, "output", suffix, &m->outputs, &m->n_outputs);
+  }
+  if ((t = pg__ymap_get(n, "inspect")) && !pg__ynull(t)) {
+    snprintf(list_what, sizeof list_what, "'inspect' of %s", what);
+    pg__parse_decls(s, t, PG__D_OUTPUT, list_what, "probe", suffix, &m->probes, &m->n_probes);
   }
   if ((t = pg__ymap_get(n, "golden"))) {
     char w[512];
@@ -405,7 +409,7 @@ static void parse_modules(struct pg__sctx *s, const struct pg__ynode *root) {
 void pg__contract_from_tree(struct pg__cctx *x, struct pg_contract *c) {
   static const char *const keys[] = {"schema_version", "op", "op_name", "dims", "primary_inputs",
                                      "modules", "final_outputs", "golden", "tolerance",
-                                     "composition_verification", NULL};
+                                     "composition_verification", "modes", NULL};
   struct pg__sctx sc = {.x = x, .c = c};
   struct pg__sctx *s = &sc;
   const struct pg__ynode *root = x->root, *t;
@@ -429,6 +433,7 @@ void pg__contract_from_tree(struct pg__cctx *x, struct pg_contract *c) {
   if ((t = pg__ymap_get(root, "tolerance")))
     parse_tolerance(s, t, "'tolerance'", &c->atol, &c->rtol, &c->has_tolerance);
   if ((t = pg__ymap_get(root, "composition_verification"))) pg__parse_composition(s, t);
+  if ((t = pg__ymap_get(root, "modes"))) pg__parse_mode_policies(s, t);
   if ((t = pg__ymap_get(root, "module_count"))) {
     int64_t v;
     if (pg__get_int(s, t, "module_count", &v) && c->modules && v != c->n_modules)

@@ -420,6 +420,7 @@ void pg_contract_reset(struct pg_contract *c) {
       free(m->description);
       decls_free(m->inputs, m->n_inputs);
       decls_free(m->outputs, m->n_outputs);
+      decls_free(m->probes, m->n_probes);
       golden_free(&m->golden);
     }
     free(c->modules);
@@ -435,6 +436,7 @@ void pg_contract_reset(struct pg_contract *c) {
   }
   free(c->py_goldens);
   free(c->op_dir);
+  pg_mode_policies_free(c->mode_policies, c->n_mode_policies);
   if (c->comp_shapes) {
     for (int i = 0; i < c->n_comp_shapes; i++) pg_bindings_reset(&c->comp_shapes[i]);
     free(c->comp_shapes);

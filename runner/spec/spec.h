@@ -81,6 +81,15 @@ struct pg_py_golden {
   struct pg_mark stage_fn_mark;
 };
 
+/* A per-mode policy (`modes: {sim: {precision: false}}` in the contract, the suite or a
+ * case): precision 0 makes the mode structure-only, its values compared and reported
+ * but not gating (a simulator whose numerics mean nothing). */
+struct pg_mode_policy {
+  char *mode;
+  int precision;                 /* 1: values gate (the default), 0: structure only */
+  struct pg_mark mark;
+};
+
 /* The contract: the module graph goldens/ composes (path as given to the loader, `op`
  * or `op_name`, `dims:` defaults, primary inputs, modules, final outputs, the op-level
  * golden), reachable member by member (c->modules) or as one struct for goldens/
@@ -109,6 +118,8 @@ struct pg_contract {
   int n_py_goldens;
   char *op_dir;                  /* the op directory (the parent of eval/), absolute;
                                     NULL when the contract was not loaded from a file */
+  struct pg_mode_policy *mode_policies; /* `modes:` (a mode never requested is harmless) */
+  int n_mode_policies;
 };
 
 void pg_contract_init(struct pg_contract *c);
@@ -191,6 +202,8 @@ struct pg_case {
   struct pg_cancellation_stress cancellation;
   char *json;                    /* the case object as written (compact JSON), for exec
                                     requests and the report's knobs */
+  struct pg_mode_policy *mode_policies; /* the case's "modes" */
+  int n_mode_policies;
 };
 
 struct pg_suite {
@@ -199,6 +212,8 @@ struct pg_suite {
   int total_modules;             /* 0 when absent */
   struct pg_case *cases;
   int n_cases;
+  struct pg_mode_policy *mode_policies; /* the suite's top-level "modes" */
+  int n_mode_policies;
 };
 
 void pg_suite_init(struct pg_suite *s);
@@ -250,6 +265,13 @@ enum pg_dtype pg_case_dtype(const struct pg_case *cs, const struct pg_tensor_dec
 
 /* The seed a case uses: its "seed" or a stable hash of its id (0 when cs is NULL). */
 uint64_t pg_case_seed(const struct pg_case *cs);
+
+/* Does `mode` gate on values? The nearest policy naming it wins: the case's "modes",
+ * then the suite's, then the contract's (any may be NULL); 1 when none names it. When
+ * `where` is given it gets "case", "suite", "contract" or "" (no policy). */
+int pg_mode_precision(const struct pg_contract *c, const struct pg_suite *s,
+                      const struct pg_case *cs, const char *mode, const char **where);
+void pg_mode_policies_free(struct pg_mode_policy *p, int n);
 
 /* Binds dims: contract defaults <- case "shape" overrides (cs may be NULL). Every dim
  * that a shape uses must end up bound, else PG_EVALIDATE naming it. On PG_OK `out` is

@@ -534,6 +534,10 @@ void pg__sload_case(struct pg__sload *x, int on, int index, struct pg_case *cs,
       if (k[0] == 's') load_shape(x, n, path, cs);
       else if (k[0] == 'c') load_cancellation(x, n, path, cs);
       else load_name_map(x, n, path, k, cs);
+    } else if (KEY_IS("modes")) {
+      char mp[64];
+      snprintf(mp, sizeof mp, "%s.modes", path);
+      if (!cs->mode_policies) pg__sload_mode_policies(x, n, mp, &cs->mode_policies, &cs->n_mode_policies);
     } else if (KEY_IS("atol")) {
       cs->has_atol = read_tolerance(x, n, path, k, &cs->atol);
     } else if (KEY_IS("rtol")) {

@@ -96,4 +96,8 @@ int pg__sexact_int(const struct pg__sload *x, int n, int *neg, uint64_t *mag);
 void pg__sload_case(struct pg__sload *x, int on, int index, struct pg_case *cs,
                     struct pg_mark *id_mark);
 
+/* mode_policy.c: a "modes" object (node on) into a fresh array; findings name `path`. */
+void pg__sload_mode_policies(struct pg__sload *x, int on, const char *path,
+                             struct pg_mode_policy **out, int *n_out);
+
 #endif

@@ -365,6 +365,9 @@ static void load_top(struct pg__sload *x, struct pg_suite *s) {
       }
       have_cases = 1;
       cases_node = n;
+    } else if (KEY_IS("modes")) {
+      if (s->mode_policies) continue;
+      pg__sload_mode_policies(x, n, "modes", &s->mode_policies, &s->n_mode_policies);
     } else if (!KEY_IS("schema_version") && !KEY_IS("description") &&
                !KEY_IS("version") && !KEY_IS("comment") &&
                !KEY_IS("notes")) {
@@ -424,6 +427,7 @@ static void case_reset(struct pg_case *cs) {
   free(cs->cancellation.target);
   free(cs->cancellation.expression);
   free(cs->json);
+  pg_mode_policies_free(cs->mode_policies, cs->n_mode_policies);
   memset(cs, 0, sizeof *cs);
 }
 
@@ -433,6 +437,7 @@ void pg_suite_reset(struct pg_suite *s) {
   free(s->cases);
   free(s->path);
   free(s->op);
+  pg_mode_policies_free(s->mode_policies, s->n_mode_policies);
   memset(s, 0, sizeof *s);
 }
 

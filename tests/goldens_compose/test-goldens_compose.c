@@ -238,9 +238,9 @@ static void fixture_init(struct fixture *f) {
   f->m3_in[0] = mk_decl("a", NULL, NULL, PG_DTYPE_INVALID, 2, 29);
   f->m3_out[0] = mk_decl("z", "N", "N//2", PG_DTYPE_F32, 0, 30);
   struct pg_module *m = f->mods;
-  m[0] = (struct pg_module){1, "proj", NULL, {8, 5}, f->m1_in, 2, f->m1_out, 1, {0}};
-  m[1] = (struct pg_module){2, "split", NULL, {18, 5}, f->m2_in, 1, f->m2_out, 2, {0}};
-  m[2] = (struct pg_module){3, "post", NULL, {28, 5}, f->m3_in, 1, f->m3_out, 1, {0}};
+  m[0] = (struct pg_module){1, "proj", NULL, {8, 5}, f->m1_in, 2, f->m1_out, 1, {0}, NULL, 0};
+  m[1] = (struct pg_module){2, "split", NULL, {18, 5}, f->m2_in, 1, f->m2_out, 2, {0}, NULL, 0};
+  m[2] = (struct pg_module){3, "post", NULL, {28, 5}, f->m3_in, 1, f->m3_out, 1, {0}, NULL, 0};
   set_steps(&m[0].golden, f->s1, m1_steps, 2, 12);
   set_steps(&m[1].golden, f->s2, m2_steps, 1, 23);
   c->modules = m;
@@ -969,11 +969,11 @@ PG_TEST(steps_write_in_place_only_over_dead_tensors) {
   fixture_init(&f);
   struct pg_tensor_decl outs[2] = {mk_decl("p", "N", "N", PG_DTYPE_F32, 0, 10),
                                    mk_decl("t", "N", "N", PG_DTYPE_F32, 0, 11)};
-  struct pg_module m = {2, "mod", NULL, {8, 5}, NULL, 0, outs, 1, {0}};
+  struct pg_module m = {2, "mod", NULL, {8, 5}, NULL, 0, outs, 1, {0}, NULL, 0};
   struct pg_tensor_decl s_out = mk_decl("s", "N", "N", PG_DTYPE_F32, 0, 10);
   f.mods[0].outputs = &s_out; /* s is module 1's output, as in table_with_s */
   struct pg_golden_step gs[2];
-  struct pg__run_ctx rc = {&f.c.graph, &f.c.dims, 32, 1, NULL, live_never, NULL, NULL};
+  struct pg__run_ctx rc = {&f.c.graph, &f.c.dims, 32, 1, NULL, live_never, NULL, NULL, NULL, 0};
   struct pg_error err;
   /* reference values from the kernels directly */
   struct pg__gtable ref;

@@ -162,6 +162,18 @@ int pg_golden_cumulative(const struct pg_golden_env *env, int k,
                          const struct pg_tensor *primary, int n_primary,
                          struct pg_tensor *outputs, int *n_outputs, struct pg_error *err);
 
+/* Cumulative golden k as above, plus inspection probes: for each probes[i] (a
+ * declaration of module k's `inspect:`), the value of module k's golden step of that
+ * name (the latest to define it) as that step computed it, checked against the declared
+ * shape and converted to the declared (effective) dtype into probe_out[i] (initialised
+ * by the caller, reset by the caller; reset here on failure). A probe no step computes,
+ * or a module k whose golden is a plugin, is an error naming it. */
+int pg_golden_cumulative_probes(const struct pg_golden_env *env, int k,
+                                const struct pg_tensor *primary, int n_primary,
+                                const struct pg_tensor_decl *const *probes, int n_probes,
+                                struct pg_tensor *outputs, int *n_outputs,
+                                struct pg_tensor *probe_out, struct pg_error *err);
+
 /* The op-level golden (contract `golden:` at op level), same conventions, outputs are
  * the final_outputs. PG_ENOTFOUND when the contract has none. */
 int pg_golden_op_level(const struct pg_golden_env *env, const struct pg_tensor *primary,

@@ -69,6 +69,12 @@ struct pg_module {
   struct pg_tensor_decl *outputs;
   int n_outputs;
   struct pg_golden_spec golden;
+  /* Inspection probes (`inspect:`): intermediate tensors whose leading axis is the
+   * iteration axis of an iterative op; the impl returns them as extra outputs
+   * `inspection_<name>` after the boundary outputs, the golden computes them as the
+   * module's step of that name (or a Python golden's `..._inspect`). */
+  struct pg_tensor_decl *probes;
+  int n_probes;
 };
 
 struct pg_dim_value {
