@@ -27,6 +27,7 @@ void pg_case_result_reset(struct pg_case_result *r) {
   for (int i = 0; i < r->n_modes; i++) {
     free(r->modes[i].tensors);
     free(r->modes[i].captured);
+    free(r->modes[i].local_values);
   }
   free(r->modes);
   free(r->repro);
@@ -189,6 +190,7 @@ void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *
     snprintf(t->rule, sizeof t->rule, "%s", rule_text(&rule, rb, sizeof rb));
     t->atol = rule.atol;
     t->rtol = rule.rtol;
+    t->cmp_rule = rule;
     if (pg_case_compare(&impl_out[i], &goldens[i], &rule, rc->n_threads, &t->cmp, &e) != PG_OK) {
       snprintf(msg, sizeof msg, "cannot compare output '%s': %.400s", t->name, e.message);
       pg__classify_output(m, k, i, PG_RUN_FACT_RUNNER, msg);
@@ -399,6 +401,43 @@ static char *captured_text(const struct case_run *c, const struct pg_sandbox_res
   return s;
 }
 
+/* --repeat N: calls 2..N of the mode on the same inputs, each compared bitwise with
+ * the first call's outputs (nondeterministic is a warning: the first call's verdict
+ * stands). A repeat that does not complete is a failure of the mode like any other. */
+static void run_repeats(struct case_run *c, struct pg_mode_result *m,
+                        const struct pg_tensor *first) {
+  struct pg__run *rc = c->rc;
+  for (int call = 2; call <= rc->o->repeat; call++) {
+    struct pg__call rq;
+    struct pg_impl_outcome again;
+    struct pg_error e;
+    pg_error_clear(&e);
+    pg__call_init(rc, c->k, c->cs, &c->d, c->specs, c->n_out, m->mode, &rq);
+    int irc = pg_impl_invoke(&rc->impl, &rq.req, &again, &e);
+    if (irc != PG_OK) {
+      char msg[640];
+      snprintf(msg, sizeof msg, "repeat %d: runner could not call the impl: %.500s", call,
+               e.message);
+      pg__classify_mode_error(m, msg);
+      return;
+    }
+    if (again.status != PG_IMPL_DONE) {
+      pg__classify_impl(m, &again, c->k);
+      char *red = rc->o->hooks.redact(m->summary, c->barrier, c->n_barrier);
+      snprintf(m->summary, sizeof m->summary, "repeat %d of %d: %.600s", call, rc->o->repeat,
+               red ? red : "(withheld)");
+      free(red);
+      pg_impl_outcome_reset(&again);
+      return;
+    }
+    double t1 = pg_now_ms();
+    pg__repeat_compare(first, again.outputs, c->n_out, call, m);
+    c->r->diagnosis_ms += pg_now_ms() - t1;
+    pg_impl_outcome_reset(&again);
+  }
+  for (int i = 0; i < m->n_tensors; i++) pg__classify_repeats(&m->tensors[i]);
+}
+
 /* One mode: the impl call (the first one already started), then its verdict. */
 static void run_mode(struct case_run *c, int mi) {
   struct pg__run *rc = c->rc;
@@ -428,11 +467,14 @@ static void run_mode(struct case_run *c, int mi) {
     m->signo = op->sandbox.signo;
     m->timed_out = op->sandbox.timed_out;
     m->captured = captured_text(c, &op->sandbox);
-    if (op->status == PG_IMPL_DONE)
+    if (op->status == PG_IMPL_DONE) {
       pg__compare_outputs(rc, c->k, c->cs, c->decls, c->specs, c->n_out, op->outputs, c->goldens,
                           m);
-    else
+      pg__diagnose_mode(rc, c->k, &c->d, op->outputs, c->goldens, m, &c->r->diagnosis_ms);
+      if (rc->o->repeat > 1) run_repeats(c, m, op->outputs);
+    } else {
       pg__classify_impl(m, op, c->k);
+    }
   }
   /* Adapter summaries may quote the impl's stderr: same barrier as the captured
    * output. (Comparison summaries carry metrics only and stay as they are.) */

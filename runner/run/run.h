@@ -113,6 +113,19 @@ struct pg_tensor_check {
   struct pg_cmp_result cmp;
   struct pg_hint hints[PG_MAX_HINTS]; /* strongest first (pg_tensor_check_add_hint) */
   int n_hints;
+  struct pg_cmp_rule cmp_rule; /* the rule cmp used (the mask analysis re-applies it) */
+  /* The mismatch mask of a failing precision check (run/diagnose.c): marginals,
+   * evidence, sentinel, first non-finite value. */
+  int analyzed;
+  struct pg_cmp_mask mask;
+  /* PASS warnings (DESIGN.md §8 "Suite strength"; thresholds in run/classify.c) */
+  int one_sided;             /* error balance far from 0 over many elements */
+  /* --repeat N: the calls after the first, compared bitwise with the first */
+  int repeat_calls;          /* repeats compared (0: not repeated) */
+  int64_t repeat_differ;     /* elements of the worst repeat that differ bitwise */
+  int64_t repeat_first_flat; /* its first differing element (-1: none) */
+  int64_t repeat_first_index[PG_MAX_NDIM];
+  int repeat_worst;          /* the repeat (2..N) with the most differing elements */
 };
 
 struct pg_mode_result {
@@ -130,6 +143,10 @@ struct pg_mode_result {
   enum pg_run_fact fact;      /* what decided status (classify.c) */
   enum pg_impl_fact impl_fact; /* fact == PG_RUN_FACT_IMPL: the impl's fact */
   int fact_output;            /* the output the fact is about, -1 when none */
+  /* --show-values: impl and golden values at the worst and first mismatching
+   * elements, for the console only (never the report: the information barrier is
+   * broken on the user's own terminal, on request); owned, NULL when not asked. */
+  char *local_values;
 };
 
 struct pg_case_result {
@@ -150,6 +167,7 @@ struct pg_case_result {
   char *repro;                /* owned */
   char *knobs_json;           /* owned */
   double inputs_ms, golden_ms, total_ms;
+  double diagnosis_ms;        /* mask analysis, PASS warnings, repeat comparisons */
   int golden_cached;
   int mistrusted, cpu_reproducer_candidate;
   char hint[512];
@@ -248,6 +266,9 @@ struct pg_run_opts {
   const char *self_exe;       /* for repro lines; NULL = "phasegate" */
   const char *tool_version;
   const char *inspect;        /* print every metric of this output per case and mode */
+  int repeat;                 /* > 1: call the impl that many times per (case, mode) and
+                                 compare the outputs bitwise (nondeterministic) */
+  int show_values;            /* --show-values: values at mismatches on the console */
   pg_run_line_fn on_line;
   void *user;
   struct pg_run_hooks hooks;  /* pg_report_hooks() */
