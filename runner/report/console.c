@@ -126,10 +126,14 @@ static void evidence_lines(const struct pg_tensor_check *t, pg_run_line_fn line,
   } else if (isfinite(mk->rel_floor)) {
     snprintf(worst_rel, sizeof worst_rel, "; no golden cell above |golden| > %s", fl);
   }
-  pg_run_linef(line, user, 0, "    %s: evidence: impl above golden at %lld, below at %lld of %lld "
-               "finite mismatches (mean signed diff %+.3g); worst abs %+.3g at %s%s", t->name,
-               (long long)mk->above, (long long)mk->below, (long long)fin, mk->mean_signed_diff,
-               c->max_signed_diff, ai, worst_rel);
+  if (fin > 0)
+    pg_run_linef(line, user, 0, "    %s: evidence: impl above golden at %lld, below at %lld of %lld "
+                 "finite mismatches (mean signed diff %+.3g); worst abs %+.3g at %s%s", t->name,
+                 (long long)mk->above, (long long)mk->below, (long long)fin,
+                 mk->mean_signed_diff, c->max_signed_diff, ai, worst_rel);
+  else
+    pg_run_linef(line, user, 0, "    %s: evidence: all %lld mismatches are non-finite (NaN/Inf on "
+                 "one side)", t->name, (long long)mk->mismatches);
   char axes[600] = "";
   size_t at = 0;
   for (int d = 0; d < mk->ndim && at < sizeof axes; d++) {

@@ -478,7 +478,7 @@ static void mask_value_hints(struct pg_tensor_check *t, const struct pg__diag_fa
     pg_shape_format(t->ndim, mk->sentinel_lo, lo, sizeof lo);
     pg_shape_format(t->ndim, mk->sentinel_hi, hi, sizeof hi);
     pg_shape_format(t->ndim, idx, first, sizeof first);
-    pg_tensor_check_add_hint(t, PG_HINT_UNWRITTEN, 0.95,
+    pg_tensor_check_add_hint(t, PG_HINT_UNWRITTEN, 0.97,
                              "%lld of %lld elements still hold the runner's prefill (never "
                              "written), first at %s, all within %s..%s (%s)",
                              (long long)mk->sentinel_count, (long long)mk->n, first, lo, hi,
