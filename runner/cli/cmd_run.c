@@ -61,6 +61,12 @@ static void usage(FILE *out) {
           "  --diagnose-max-mib N       diagnose failing outputs up to N MiB each (default 512)\n"
           "  --suite-strength-max-elems N  suite strength for outputs up to N elements\n"
           "                             (default 65536, 0 = off)\n"
+          "  --repeat N                 call the impl N times per case and mode on the same\n"
+          "                             inputs and compare the outputs bitwise (a warning,\n"
+          "                             hint nondeterministic; default 1)\n"
+          "  --show-values              print impl and golden values at the worst and first\n"
+          "                             mismatches on the console (never in the report): breaks\n"
+          "                             the information barrier on this terminal\n"
           "\n"
           "Exit: 0 PASS, 1 FAIL, 2 ERROR, 77 every requested mode SKIPPED\n"
           "(prints a line starting with \"[phasegate] SKIPPED\").\n");
@@ -154,6 +160,12 @@ static int set_option(struct pg_run_opts *o, const char *name, const char *val) 
     if (name[2] == 's') o->strength_max_elems = v == 0 ? -1 : (int64_t)v;
     else if (strcmp(name, "--diagnose-budget") == 0) o->diagnose_budget_s = v == 0 ? -1 : v;
     else o->diagnose_max_mib = v == 0 ? 1e-9 : v;
+  }
+  else if (strcmp(name, "--repeat") == 0) {
+    long r = strtol(val, &end, 10);
+    if (*end || end == val || r < 1 || r > 1000)
+      return pg_cli_usage_error("run", "--repeat: expected 1..1000, got '%s'", val);
+    o->repeat = (int)r;
   } else return pg_cli_usage_error("run", "unknown option '%s' (see --help)", name);
   return 0;
 }
@@ -191,7 +203,7 @@ int pg_cmd_run(int argc, char **argv) {
       snprintf(name, sizeof name, "%s", a);
     }
     static const char *const flags[] = {"--no-golden-cache", "--keep-work", "--no-bisect",
-                                        "--fresh-process"};
+                                        "--fresh-process", "--show-values"};
     int is_flag = 0;
     for (size_t f = 0; f < sizeof flags / sizeof *flags; f++) is_flag |= strcmp(name, flags[f]) == 0;
     if (is_flag) {
@@ -199,6 +211,7 @@ int pg_cmd_run(int argc, char **argv) {
       if (strcmp(name, "--no-golden-cache") == 0) o.no_golden_cache = 1;
       else if (strcmp(name, "--keep-work") == 0) o.keep_work = 1;
       else if (strcmp(name, "--fresh-process") == 0) o.fresh_process = 1;
+      else if (strcmp(name, "--show-values") == 0) o.show_values = 1;
       else o.no_bisect = 1;
       continue;
     }

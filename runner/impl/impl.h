@@ -64,6 +64,11 @@ int pg_impl_parse(const char *spec, struct pg_impl *impl, struct pg_error *err);
  * impl). */
 const char *pg_impl_kind(const struct pg_impl *impl);
 
+/* The bits every element of an output of dtype t holds before the impl writes it
+ * (plugin: a distinctive NaN, integers 0xA5 bytes), in the dtype's width: 1 with *bits
+ * set, 0 when the impl's adapter prefills nothing (exec, worker, python, replay). */
+int pg_impl_prefill_bits(const struct pg_impl *impl, enum pg_dtype t, uint64_t *bits);
+
 /* The `worker:`/`plugin:` spec of the persistent process behind the impl (python: the
  * Python worker's command, built from impl->python), as the pool starts it and
  * `phasegate serve` prestarts it; malloc'd. NULL when out of memory or not parsed. */

@@ -79,6 +79,26 @@ static void prefill(void *data, enum pg_dtype t, int64_t n, size_t nbytes) {
   }
 }
 
+extern const struct pg_impl_ops pg__plugin_ops;
+
+int pg_impl_prefill_bits(const struct pg_impl *impl, enum pg_dtype t, uint64_t *bits) {
+  if (!impl || impl->ops != &pg__plugin_ops || !bits) return 0;
+  switch (t) {
+    case PG_DTYPE_F32: *bits = PG_PREFILL_F32; return 1;
+    case PG_DTYPE_F16: *bits = PG_PREFILL_F16; return 1;
+    case PG_DTYPE_BF16: *bits = PG_PREFILL_BF16; return 1;
+    case PG_DTYPE_F64: *bits = PG_PREFILL_F64; return 1;
+    default: {
+      size_t sz = pg_dtype_size(t);
+      if (sz == 0 || sz > 8) return 0;
+      uint64_t b = 0;
+      memset(&b, PG_INT_PREFILL, sz);
+      *bits = b;
+      return 1;
+    }
+  }
+}
+
 /* 1 when every element still holds the prefill pattern (the impl never wrote it). */
 static int untouched(const void *data, enum pg_dtype t, int64_t n, size_t nbytes) {
   if (n == 0) return 0;

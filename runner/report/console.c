@@ -8,6 +8,7 @@
  * These are the case_lines and summary_lines hooks of pg_run (see pg_report_hooks).
  * Only metrics and indices are printed, never tensor values; nothing is decided here.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -148,13 +149,74 @@ static void captured_tail(const struct pg_mode_result *m, pg_run_line_fn line, v
   }
 }
 
+/* What a failing tensor's mask shows first: the signs, the worst elements by absolute
+ * and by relative error above the tolerance floor, where the mismatches concentrate. */
+static void evidence_lines(const struct pg_tensor_check *t, pg_run_line_fn line, void *user) {
+  const struct pg_cmp_result *c = &t->cmp;
+  const struct pg_cmp_mask *mk = &t->mask;
+  char ai[160], ri[160], worst_rel[320] = "", fl[40];
+  int64_t fin = mk->above + mk->below;
+  pg_shape_format(c->ndim, c->max_abs_index, ai, sizeof ai);
+  pg_num_short(mk->rel_floor, fl, sizeof fl);
+  if (mk->worst_rel_flat >= 0) {
+    pg_shape_format(c->ndim, mk->worst_rel_index, ri, sizeof ri);
+    snprintf(worst_rel, sizeof worst_rel, "; worst rel where |golden| > %s: %.3g at %s (abs %.3g, "
+             "impl %s)", fl, mk->worst_rel, ri, mk->worst_rel_abs,
+             mk->worst_rel_signed < 0 ? "below" : "above");
+  } else if (isfinite(mk->rel_floor)) {
+    snprintf(worst_rel, sizeof worst_rel, "; no golden cell above |golden| > %s", fl);
+  }
+  if (fin > 0)
+    pg_run_linef(line, user, 0, "    %s: evidence: impl above golden at %lld, below at %lld of %lld "
+                 "finite mismatches (mean signed diff %+.3g); worst abs %+.3g at %s%s", t->name,
+                 (long long)mk->above, (long long)mk->below, (long long)fin,
+                 mk->mean_signed_diff, c->max_signed_diff, ai, worst_rel);
+  else
+    pg_run_linef(line, user, 0, "    %s: evidence: all %lld mismatches are non-finite (NaN/Inf on "
+                 "one side)", t->name, (long long)mk->mismatches);
+  char axes[600] = "";
+  size_t at = 0;
+  for (int d = 0; d < mk->ndim && at < sizeof axes; d++) {
+    const struct pg_cmp_axis_marginal *ax = &mk->axes[d];
+    if (!ax->analyzed || ax->hit == 0 || ax->hit == ax->length) continue;
+    at += (size_t)snprintf(axes + at, sizeof axes - at, "%saxis %d: %lld of %lld indices hit "
+                           "(%lld..%lld, busiest %lld with %.0f%%)", at ? "; " : "", d,
+                           (long long)ax->hit, (long long)ax->length, (long long)ax->first,
+                           (long long)ax->last, (long long)ax->top, 100.0 * ax->top_share);
+  }
+  if (axes[0]) pg_run_linef(line, user, 0, "    %s: mismatch mask: %s", t->name, axes);
+}
+
+/* Lines of text (a block ending in newlines) one by one. */
+static void text_lines(const char *s, pg_run_line_fn line, void *user) {
+  while (s && *s) {
+    const char *e = strchr(s, '\n');
+    size_t n = e ? (size_t)(e - s) : strlen(s);
+    pg_run_linef(line, user, 0, "%.*s", (int)(n > 1500 ? 1500 : n), s);
+    s = e ? e + 1 : s + n;
+  }
+}
+
 void pg_report_case_lines(const struct pg_run_phase *ph, const struct pg_case_result *r,
                           pg_run_line_fn line, void *user) {
   for (int mi = 0; mi < r->n_modes; mi++) {
     const struct pg_mode_result *m = &r->modes[mi];
     mode_line(ph, r, m, line, user);
     probe_lines(ph, m, line, user);
-    /* the diagnosis, strongest first, right under the line it explains */
+    /* the evidence first, then the diagnosis, strongest first, right under the line it
+     * explains */
+    for (int i = 0; i < m->n_tensors; i++)
+      if (m->tensors[i].analyzed) evidence_lines(&m->tensors[i], line, user);
+    text_lines(m->local_values, line, user);
+    for (int i = 0; i < m->n_tensors; i++) {
+      const struct pg_tensor_check *t = &m->tensors[i];
+      if (t->one_sided)
+        pg_run_linef(line, user, 1, "    warning: %s: PASS with one-sided errors: error_balance "
+                     "%+.3f over %lld elements (the impl is %s the golden more often than not): "
+                     "a formula, rounding or approximation difference the tolerance hides",
+                     t->name, t->cmp.error_balance, (long long)t->cmp.n,
+                     t->cmp.error_balance > 0 ? "above" : "below");
+    }
     for (int i = 0; i < m->n_tensors; i++)
       for (int h = 0; h < m->tensors[i].n_hints; h++) {
         const struct pg_hint *hint = &m->tensors[i].hints[h];

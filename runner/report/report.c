@@ -112,6 +112,7 @@ void pg_report_add_metrics(cJSON *o, const struct pg_cmp_result *c) {
   cJSON_AddNumberToObject(o, "inf_ref", (double)c->inf_ref);
   add_num(o, "max_ulp", c->max_ulp);
   add_num(o, "error_balance", c->error_balance);
+  add_num(o, "max_signed_diff", c->max_signed_diff);
   add_num(o, "share_within_1e-3", c->share_within_1e3);
   add_num(o, "share_within_5e-3", c->share_within_5e3);
   add_num(o, "zero_share_ref", c->zero_share_ref);
@@ -128,6 +129,41 @@ void pg_report_add_metrics(cJSON *o, const struct pg_cmp_result *c) {
     add_num(m, "abs_diff", c->first[i].abs_diff);
     add_num(m, "rel_diff", c->first[i].rel_diff);
     cJSON_AddItemToArray(fm, m);
+  }
+}
+
+/* The evidence and the mismatch mask of a failing tensor: differences and indices,
+ * never a value. */
+static void add_mask(cJSON *o, const struct pg_tensor_check *t) {
+  const struct pg_cmp_mask *mk = &t->mask;
+  cJSON *ev = cJSON_AddObjectToObject(o, "evidence");
+  add_num(ev, "mean_signed_diff", mk->mean_signed_diff);
+  cJSON_AddNumberToObject(ev, "mismatches_above", (double)mk->above);
+  cJSON_AddNumberToObject(ev, "mismatches_below", (double)mk->below);
+  add_num(ev, "rel_floor", mk->rel_floor);
+  if (mk->worst_rel_flat >= 0) {
+    cJSON *w = cJSON_AddObjectToObject(ev, "worst_rel_above_floor");
+    cJSON_AddItemToObject(w, "index", index_json(t->ndim, mk->worst_rel_index));
+    add_num(w, "rel_diff", mk->worst_rel);
+    add_num(w, "abs_diff", mk->worst_rel_abs);
+    add_num(w, "signed_diff", mk->worst_rel_signed);
+  } else {
+    cJSON_AddNullToObject(ev, "worst_rel_above_floor");
+  }
+  cJSON *axes = cJSON_AddArrayToObject(cJSON_AddObjectToObject(o, "mismatch_mask"), "axes");
+  for (int d = 0; axes && d < mk->ndim; d++) {
+    const struct pg_cmp_axis_marginal *ax = &mk->axes[d];
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddNumberToObject(a, "axis", d);
+    cJSON_AddNumberToObject(a, "length", (double)ax->length);
+    if (ax->analyzed) {
+      cJSON_AddNumberToObject(a, "indices_hit", (double)ax->hit);
+      cJSON_AddNumberToObject(a, "first", (double)ax->first);
+      cJSON_AddNumberToObject(a, "last", (double)ax->last);
+      cJSON_AddNumberToObject(a, "busiest", (double)ax->top);
+      add_num(a, "busiest_share", ax->top_share);
+    }
+    cJSON_AddItemToArray(axes, a);
   }
 }
 
@@ -149,6 +185,17 @@ static cJSON *tensor_json(const struct pg_tensor_check *t, const char *mode) {
     return o;
   }
   pg_report_add_metrics(o, c);
+  if (t->analyzed) add_mask(o, t);
+  if (t->values_checked && t->passed) cJSON_AddBoolToObject(o, "one_sided_errors", t->one_sided);
+  if (t->repeat_calls > 0) {
+    cJSON *rp = cJSON_AddObjectToObject(o, "repeat");
+    cJSON_AddNumberToObject(rp, "calls", t->repeat_calls + 1);
+    cJSON_AddNumberToObject(rp, "differing_elements", (double)t->repeat_differ);
+    if (t->repeat_differ > 0) {
+      cJSON_AddNumberToObject(rp, "worst_call", t->repeat_worst);
+      cJSON_AddItemToObject(rp, "first_differing_index", index_json(t->ndim, t->repeat_first_index));
+    }
+  }
   cJSON *hints = cJSON_AddArrayToObject(o, "hints");
   for (int i = 0; hints && i < t->n_hints; i++) {
     cJSON *h = cJSON_CreateObject();

@@ -29,6 +29,7 @@ void pg_case_result_reset(struct pg_case_result *r) {
     free(r->modes[i].captured);
     for (int p = 0; p < r->modes[i].n_probes; p++) free(r->modes[i].probes[p].iters);
     free(r->modes[i].probes);
+    free(r->modes[i].local_values);
   }
   free(r->modes);
   free(r->repro);
@@ -194,6 +195,7 @@ void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *
     snprintf(t->rule, sizeof t->rule, "%s", pg__rule_text(&rule, rb, sizeof rb));
     t->atol = rule.atol;
     t->rtol = rule.rtol;
+    t->cmp_rule = rule;
     if (pg_case_compare(&impl_out[i], &goldens[i], &rule, rc->n_threads, &t->cmp, &e) != PG_OK) {
       snprintf(msg, sizeof msg, "cannot compare output '%s': %.400s", t->name, e.message);
       pg__classify_output(m, k, i, PG_RUN_FACT_RUNNER, msg);
@@ -421,6 +423,43 @@ static char *captured_text(const struct case_run *c, const struct pg_sandbox_res
   return s;
 }
 
+/* --repeat N: calls 2..N of the mode on the same inputs, each compared bitwise with
+ * the first call's outputs (nondeterministic is a warning: the first call's verdict
+ * stands). A repeat that does not complete is a failure of the mode like any other. */
+static void run_repeats(struct case_run *c, struct pg_mode_result *m,
+                        const struct pg_tensor *first) {
+  struct pg__run *rc = c->rc;
+  for (int call = 2; call <= rc->o->repeat; call++) {
+    struct pg__call rq;
+    struct pg_impl_outcome again;
+    struct pg_error e;
+    pg_error_clear(&e);
+    pg__call_init(rc, c->k, c->cs, &c->d, c->specs, c->n_out, m->mode, &rq);
+    int irc = pg_impl_invoke(&rc->impl, &rq.req, &again, &e);
+    if (irc != PG_OK) {
+      char msg[640];
+      snprintf(msg, sizeof msg, "repeat %d: runner could not call the impl: %.500s", call,
+               e.message);
+      pg__classify_mode_error(m, msg);
+      return;
+    }
+    if (again.status != PG_IMPL_DONE) {
+      pg__classify_impl(m, &again, c->k);
+      char *red = rc->o->hooks.redact(m->summary, c->barrier, c->n_barrier);
+      snprintf(m->summary, sizeof m->summary, "repeat %d of %d: %.600s", call, rc->o->repeat,
+               red ? red : "(withheld)");
+      free(red);
+      pg_impl_outcome_reset(&again);
+      return;
+    }
+    double t1 = pg_now_ms();
+    pg__repeat_compare(first, again.outputs, c->n_out, call, m);
+    c->r->diagnosis_ms += pg_now_ms() - t1;
+    pg_impl_outcome_reset(&again);
+  }
+  for (int i = 0; i < m->n_tensors; i++) pg__classify_repeats(&m->tensors[i]);
+}
+
 /* One mode: the impl call (the first one already started), then its verdict. */
 static void run_mode(struct case_run *c, int mi) {
   struct pg__run *rc = c->rc;
@@ -455,6 +494,8 @@ static void run_mode(struct case_run *c, int mi) {
                           m);
       pg__compare_probes(rc, c->cs, &c->probes, c->specs + c->n_out, op->outputs + c->n_out,
                          c->probe_refs, m);
+      pg__evidence_mode(rc, c->k, &c->d, op->outputs, c->goldens, m, &c->r->diagnosis_ms);
+      if (rc->o->repeat > 1) run_repeats(c, m, op->outputs);
       if (m->status == PG_VERDICT_FAIL && m->category == PG_CAT_PRECISION)
         pg__diagnose_mode(&c->diag, m, op->outputs);
     } else {
@@ -495,7 +536,7 @@ static int case_modes(struct case_run *c) {
   c->diag = dc;
   for (int mi = 0; mi < rc->n_modes; mi++) run_mode(c, mi);
   pg__suite_strength(&c->diag, c->r);
-  c->r->diagnosis_ms = c->diag.spent_ms;
+  c->r->diagnosis_ms += c->diag.spent_ms;
   int bm = rc->o->no_bisect ? -1 : pg__classify_bisect_mode(c->r, c->k);
   if (bm >= 0) {
     int j = pg__find_earliest_boundary(rc, c->k, c->cs, &c->d, c->r->modes[bm].mode);

@@ -505,3 +505,128 @@ void pg__classify_reproducer(struct pg_tensor_check *t, double spread, int n_ord
                            "(%s) differ from the reference by",
                            t->cmp.max_abs_diff, spread, orders);
 }
+
+/* ------------------------------------------------------------------ diagnosis */
+
+/* The thresholds of the mask hints and PASS warnings (docs/diagnosis.md). */
+#define PG_MASK_MIN_MISMATCHES 4   /* fewer mismatches show no pattern */
+#define PG_MASK_MIN_SHARE 0.9      /* a pattern explains at least this share of them */
+#define PG_ONE_SIDED_MIN_N 1024    /* a PASS's error balance means something from here */
+#define PG_ONE_SIDED_BALANCE 0.1   /* |error_balance| at or above: one-sided (> 3 sigma of
+                                      a fair sign at 1024 elements) */
+#define PG_FALLBACK_MIN_N 1024     /* bit-exact float32 / float64 transcendental outputs */
+#define PG_FALLBACK_MIN_N_16 65536 /* float16 / bfloat16: rounding makes exact matches common */
+
+/* "32", "32 or 64", "32, 64 or 72" */
+static void tiles_text(const struct pg_cmp_axis_marginal *ax, char *buf, size_t size) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < ax->n_tiles && at < size; i++)
+    at += (size_t)snprintf(buf + at, size - at, "%s%d",
+                           i == 0 ? "" : i == ax->n_tiles - 1 ? " or " : ", ", ax->tiles[i]);
+}
+
+/* periodic and tile_edge from the axis marginals; the axis explaining most wins. */
+static void mask_pattern_hints(struct pg_tensor_check *t) {
+  const struct pg_cmp_mask *mk = &t->mask;
+  if (mk->mismatches < PG_MASK_MIN_MISMATCHES) return;
+  for (int d = 0; d < mk->ndim; d++) {
+    const struct pg_cmp_axis_marginal *ax = &mk->axes[d];
+    if (ax->tail_start >= 0 && ax->tail_share >= PG_MASK_MIN_SHARE) {
+      char tiles[64];
+      tiles_text(ax, tiles, sizeof tiles);
+      pg_tensor_check_add_hint(
+          t, PG_HINT_TILE_EDGE, 0.5 + 0.45 * ax->tail_share,
+          "axis %d (length %lld): %.0f%% of the mismatches at indices %lld..%lld, the last "
+          "partial tile of a tile size %s (%lld %% %d = %lld)", d, (long long)ax->length,
+          100.0 * ax->tail_share, (long long)ax->tail_start, (long long)ax->length - 1, tiles,
+          (long long)ax->length, ax->tiles[0], (long long)(ax->length % ax->tiles[0]));
+    }
+    if (ax->period > 0 && ax->period_share >= PG_MASK_MIN_SHARE)
+      pg_tensor_check_add_hint(
+          t, PG_HINT_PERIODIC, 0.4 + 0.5 * ax->period_share,
+          "axis %d (length %lld): the mismatches repeat with period %lld (%lld of every %lld "
+          "indices, %.0f%% of the mismatches): a tile of %lld", d, (long long)ax->length,
+          (long long)ax->period, (long long)ax->period_hot, (long long)ax->period,
+          100.0 * ax->period_share, (long long)ax->period);
+  }
+}
+
+/* unwritten and nan_origin from the sentinel and the first non-finite value. */
+static void mask_value_hints(struct pg_tensor_check *t, const struct pg__diag_facts *f) {
+  const struct pg_cmp_mask *mk = &t->mask;
+  if (mk->sentinel_count > 0) {
+    char lo[160], hi[160], first[160];
+    int64_t idx[PG_MAX_NDIM], flat = mk->sentinel_first_flat, box = 1;
+    for (int a = t->ndim - 1; a >= 0; a--) {
+      idx[a] = t->shape[a] > 0 ? flat % t->shape[a] : 0;
+      flat = t->shape[a] > 0 ? flat / t->shape[a] : 0;
+      box *= mk->sentinel_hi[a] - mk->sentinel_lo[a] + 1;
+    }
+    pg_shape_format(t->ndim, mk->sentinel_lo, lo, sizeof lo);
+    pg_shape_format(t->ndim, mk->sentinel_hi, hi, sizeof hi);
+    pg_shape_format(t->ndim, idx, first, sizeof first);
+    pg_tensor_check_add_hint(t, PG_HINT_UNWRITTEN, 0.97,
+                             "%lld of %lld elements still hold the runner's prefill (never "
+                             "written), first at %s, all within %s..%s (%s)",
+                             (long long)mk->sentinel_count, (long long)mk->n, first, lo, hi,
+                             box == mk->sentinel_count ? "that whole block" : "part of that box");
+  }
+  if (mk->nonfinite_first_flat < 0) return;
+  char at[160];
+  pg_shape_format(t->ndim, mk->nonfinite_first_index, at, sizeof at);
+  static const char *const rel[] = {"", "at the same index", "in the same row",
+                                    "(not at a related position)"};
+  static const double conf[] = {0.7, 0.9, 0.8, 0.6};
+  int r = f->nan.relation >= 0 && f->nan.relation <= 3 ? f->nan.relation : 0;
+  if (r)
+    pg_tensor_check_add_hint(t, PG_HINT_NAN_ORIGIN, conf[r],
+                             "the first non-finite impl value (%s) is at %s (%lld in all); "
+                             "input '%s' holds %lld non-finite value(s), %s",
+                             mk->nonfinite_first_nan ? "NaN" : "Inf", at,
+                             (long long)mk->nonfinite_count, f->nan.name, (long long)f->nan.count,
+                             rel[r]);
+  else
+    pg_tensor_check_add_hint(t, PG_HINT_NAN_ORIGIN, conf[0],
+                             "the first non-finite impl value (%s) is at %s (%lld in all); no "
+                             "input holds one: the impl makes it (exp overflow, 0/0, a zero "
+                             "sum, uninitialised memory)",
+                             mk->nonfinite_first_nan ? "NaN" : "Inf", at,
+                             (long long)mk->nonfinite_count);
+}
+
+/* The warnings of a PASS: one-sided errors, a bit-exact transcendental output. */
+static void pass_hints(struct pg_tensor_check *t, const struct pg__diag_facts *f) {
+  const struct pg_cmp_result *c = &t->cmp;
+  t->one_sided = c->n >= PG_ONE_SIDED_MIN_N && fabs(c->error_balance) >= PG_ONE_SIDED_BALANCE;
+  int is16 = t->dtype == PG_DTYPE_F16 || t->dtype == PG_DTYPE_BF16;
+  int64_t min_n = is16 ? PG_FALLBACK_MIN_N_16 : PG_FALLBACK_MIN_N;
+  if (f->transcendental && pg_dtype_is_float(t->dtype) && t->cmp_rule.kind != PG_RULE_EXACT &&
+      t->cmp_rule.kind != PG_RULE_ULP && c->n >= min_n && c->n_finite == c->n &&
+      c->max_abs_diff == 0.0 && c->max_ulp == 0.0)
+    pg_tensor_check_add_hint(t, PG_HINT_GOLDEN_FALLBACK, is16 ? 0.5 : 0.6,
+                             "bit-exact on all %lld elements of an output whose golden uses "
+                             "%s: an independent kernel rarely is; the impl may be returning a "
+                             "reference (check it computes the output itself)",
+                             (long long)c->n, f->transcendental);
+}
+
+void pg__classify_diagnosis(struct pg_tensor_check *t, const struct pg__diag_facts *f) {
+  if (!t->compared || t->cmp.structural) return;
+  if (t->analyzed) {
+    mask_pattern_hints(t);
+    mask_value_hints(t, f);
+  }
+  if (t->values_checked && t->cmp.passed) pass_hints(t, f);
+}
+
+void pg__classify_repeats(struct pg_tensor_check *t) {
+  if (t->repeat_calls <= 0 || t->repeat_differ <= 0) return;
+  char at[160];
+  pg_shape_format(t->ndim, t->repeat_first_index, at, sizeof at);
+  pg_tensor_check_add_hint(t, PG_HINT_NONDETERMINISTIC, 0.9,
+                           "call %d of %d differs bitwise from the first in %lld of %lld "
+                           "elements, first at %s (same inputs)",
+                           t->repeat_worst, t->repeat_calls + 1, (long long)t->repeat_differ,
+                           (long long)t->cmp.n, at);
+}

@@ -119,6 +119,19 @@ struct pg_tensor_check {
   char undetected[PG_MAX_UNDETECTED][160];
   int n_undetected;
   int strength_checked;      /* the suite-strength check ran for this output */
+  struct pg_cmp_rule cmp_rule; /* the rule cmp used (the mask analysis re-applies it) */
+  /* The mismatch mask of a failing precision check (run/diagnose.c): marginals,
+   * evidence, sentinel, first non-finite value. */
+  int analyzed;
+  struct pg_cmp_mask mask;
+  /* PASS warnings (DESIGN.md §8 "Suite strength"; thresholds in run/classify.c) */
+  int one_sided;             /* error balance far from 0 over many elements */
+  /* --repeat N: the calls after the first, compared bitwise with the first */
+  int repeat_calls;          /* repeats compared (0: not repeated) */
+  int64_t repeat_differ;     /* elements of the worst repeat that differ bitwise */
+  int64_t repeat_first_flat; /* its first differing element (-1: none) */
+  int64_t repeat_first_index[PG_MAX_NDIM];
+  int repeat_worst;          /* the repeat (2..N) with the most differing elements */
 };
 
 /* One inspection probe of a mode (DESIGN.md §8, docs/diagnosis.md "Inspection probes"):
@@ -165,6 +178,10 @@ struct pg_mode_result {
                                  "case"; "" when no policy names the mode */
   struct pg_probe_check *probes; /* module k's inspection probes, when it declares any */
   int n_probes;
+  /* --show-values: impl and golden values at the worst and first mismatching
+   * elements, for the console only (never the report: the information barrier is
+   * broken on the user's own terminal, on request); owned, NULL when not asked. */
+  char *local_values;
 };
 
 struct pg_case_result {
@@ -185,7 +202,8 @@ struct pg_case_result {
   char *repro;                /* owned */
   char *knobs_json;           /* owned */
   double inputs_ms, golden_ms, total_ms;
-  double diagnosis_ms;        /* counterfactual goldens, CPU reproducer, suite strength */
+  double diagnosis_ms;        /* counterfactual goldens, CPU reproducer, suite strength,
+                                 mask analysis, PASS warnings, repeat comparisons */
   int golden_cached;
   int mistrusted, cpu_reproducer_candidate;
   char hint[512];
@@ -295,6 +313,9 @@ struct pg_run_opts {
    * strength_max_elems elements (0: 65536; < 0: off). */
   double diagnose_max_mib, diagnose_budget_s;
   int64_t strength_max_elems;
+  int repeat;                 /* > 1: call the impl that many times per (case, mode) and
+                                 compare the outputs bitwise (nondeterministic) */
+  int show_values;            /* --show-values: values at mismatches on the console */
   pg_run_line_fn on_line;
   void *user;
   struct pg_run_hooks hooks;  /* pg_report_hooks() */

@@ -9,6 +9,7 @@
  *   jobs.c      --jobs: cases in forked worker processes
  *   repro.c     the command line that reruns one case
  *   classify.c  every verdict: status, category, summary, fingerprint, boundary, hints
+ *   diagnose.c  the facts behind the hints: mismatch mask, nan origin, repeats
  */
 #ifndef PHASEGATE_RUN_INTERNAL_H
 #define PHASEGATE_RUN_INTERNAL_H
@@ -164,7 +165,36 @@ int pg__run_parallel(struct pg__run *rc, const int *sel, int n_sel, int jobs,
 char *pg__repro(const struct pg_run_opts *o, int k, const char *contract, const char *suite,
                 const char *case_id, const char *modes);
 
+/* evidence.c: the facts behind a mode's hints and PASS warnings. */
+enum { PG__NAN_SAME_INDEX = 1, PG__NAN_SAME_ROW, PG__NAN_ELSEWHERE };
+struct pg__nan_origin {
+  int input;                  /* the closest input holding a non-finite value; -1: none */
+  int relation;               /* PG__NAN_*: to the first non-finite impl element; 0: none */
+  int64_t count;              /* that input's non-finite elements */
+  char name[PG_NAME_MAX];
+};
+struct pg__diag_facts {
+  struct pg__nan_origin nan;  /* for the tensor being classified */
+  const char *transcendental; /* a transcendental kernel of the phase's golden, or NULL */
+};
+/* The first transcendental kernel (exp, tanh, softmax, …) the built-in golden steps of
+ * modules 1..k use, or NULL. */
+const char *pg__transcendental_kernel(const struct pg_golden_plan *plan, int k);
+/* The mask of every failing precision check of m, the PASS checks, --show-values'
+ * text; classifies each tensor (pg__classify_diagnosis). Adds its time to *ms. */
+void pg__evidence_mode(const struct pg__run *rc, int k, const struct pg_case_data *d,
+                       const struct pg_tensor *impl_out, const struct pg_tensor *goldens,
+                       struct pg_mode_result *m, double *ms);
+/* Repeat call `call` (2..N) against the first call's outputs, bitwise, into m's
+ * tensor checks (repeat_*). */
+void pg__repeat_compare(const struct pg_tensor *first, const struct pg_tensor *again, int n,
+                        int call, struct pg_mode_result *m);
+
 /* classify.c: every decision about a verdict, from facts. */
+/* The hints and warnings of one compared tensor from its mask, its metrics and f. */
+void pg__classify_diagnosis(struct pg_tensor_check *t, const struct pg__diag_facts *f);
+/* nondeterministic, from the repeat_* facts of t. */
+void pg__classify_repeats(struct pg_tensor_check *t);
 void pg__classify_impl(struct pg_mode_result *m, const struct pg_impl_outcome *out, int k);
 void pg__classify_output(struct pg_mode_result *m, int k, int i, enum pg_run_fact fact,
                          const char *runner_msg);

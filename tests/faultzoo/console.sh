@@ -27,9 +27,13 @@ for jobs in 1 3; do
       k=$(grep -cE "^\[$want\] attention M3 $c $m  [^ ]" "$con")
       [ "$k" -eq 1 ] || fail "--jobs $jobs: $k lines '[$want] attention M3 $c $m', expected 1"
     done
-    # the failing case's npu line names the category and boundary, then its repro line
+    # the failing case's npu line names the category and boundary, then (after its
+    # indented evidence and hint lines) its repro line
     if [ "$c" != L1_canonical ]; then
-      grep -A1 -E "^\[FAIL\] attention M3 $c npu  precision: output 'out' at the M3 boundary" "$con" |
+      awk -v pat="^\\[FAIL\\] attention M3 $c npu  precision: output 'out' at the M3 boundary" '
+        $0 ~ pat { on = 1; next }
+        on && /^    / { print; next }
+        { on = 0 }' "$con" |
         grep -qE "^    repro: .* run .*--case $c( |$)" ||
         fail "--jobs $jobs: no precision line + repro for $c npu"
     fi

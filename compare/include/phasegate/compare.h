@@ -89,6 +89,8 @@ struct pg_cmp_result {
   int64_t first_flat[PG_CMP_FIRST_MISMATCHES];
   int64_t mismatches_nonfinite;   /* mismatching pairs where a or b is NaN/Inf */
   int64_t zeros_ref;              /* exact zeros (+0 or -0) in the reference */
+  double max_signed_diff;         /* a - b at max_abs_flat: the sign of the worst element
+                                     (0 when n_finite == 0) */
 };
 
 /* "[2, 3]" into buf (always NUL-terminated). */
@@ -101,6 +103,74 @@ void pg_cmp_format_index(const int64_t *index, int ndim, char *buf, size_t size)
  * docs/compare.md; PHASEGATE_SIMD=base|avx2 caps the SIMD kernel chosen at run time. */
 int pg_tensor_compare(const DLTensor *impl, const DLTensor *ref, const struct pg_cmp_rule *rule,
                       int n_threads, struct pg_cmp_result *out, struct pg_error *err);
+
+/* ---- the mismatch mask (compare/mask.c, docs/compare.md "The mismatch mask") ----
+ *
+ * A second pass over a comparison, meant for failures: where the mismatches (the
+ * elements the rule's per-element test rejects; ratio: allclose's) lie, and the
+ * evidence a kernel engineer reads first. Facts only (counts, indices, periods);
+ * what they mean is the caller's to decide. Single-threaded, no allocation beyond one
+ * count per index of each analysed axis. */
+
+#define PG_CMP_MASK_MAX_AXIS (1 << 22) /* longer axes get no marginal */
+#define PG_CMP_MASK_MAX_TILES 4
+
+struct pg_cmp_axis_marginal {
+  int analyzed;                   /* 0: the axis is longer than PG_CMP_MASK_MAX_AXIS */
+  int64_t length;
+  int64_t hit;                    /* indices with at least one mismatch */
+  int64_t first, last;            /* the first and last such index (-1: none) */
+  int64_t top;                    /* the index with the most mismatches (first on ties) */
+  double top_share;               /* its share of all mismatches */
+  /* Periodicity: the "hot" indices (more than half the busiest index's count) repeat
+   * with period `period` (> 0) and hold `period_share` of the mismatches. */
+  int64_t period, period_hot;     /* the period; hot residues per period */
+  double period_share;
+  /* Confinement to the last partial tile: every hot index lies in [tail_start, length),
+   * the hot indices are exactly that range, and `tiles` are the tile sizes T (multiples
+   * of 8 in 8..256, powers of two preferred) with length % T != 0 and
+   * floor(length / T) * T == tail_start. */
+  int64_t tail_start;             /* -1: not confined */
+  double tail_share;              /* share of the mismatches at indices >= tail_start */
+  int n_tiles;
+  int tiles[PG_CMP_MASK_MAX_TILES];
+};
+
+struct pg_cmp_mask_opts {
+  int has_sentinel;               /* impl elements whose bits equal sentinel_bits (in the
+                                     dtype's width) and that mismatch are "unwritten" */
+  uint64_t sentinel_bits;
+};
+
+struct pg_cmp_mask {
+  int64_t n, mismatches;          /* as the per-element test counts them */
+  /* evidence */
+  double mean_signed_diff;        /* mean of a - b over finite pairs */
+  int64_t above, below;           /* finite mismatches with a > b, a < b */
+  /* the worst element by relative error where |b| > atol/rtol (rtol governs: cells
+   * with a tiny reference cannot dominate); -1 when no cell is above the floor */
+  int64_t worst_rel_flat;
+  int64_t worst_rel_index[PG_MAX_NDIM];
+  double worst_rel, worst_rel_abs, worst_rel_signed;
+  double rel_floor;               /* atol / rtol (inf when rtol == 0) */
+  /* marginals per axis of the reference's shape */
+  int ndim;
+  struct pg_cmp_axis_marginal axes[PG_MAX_NDIM];
+  /* the sentinel: mismatching elements still holding it, their bounding box */
+  int64_t sentinel_count, sentinel_first_flat;
+  int64_t sentinel_lo[PG_MAX_NDIM], sentinel_hi[PG_MAX_NDIM];
+  /* the first mismatching non-finite impl element that is not the sentinel */
+  int64_t nonfinite_count, nonfinite_first_flat; /* -1: none */
+  int64_t nonfinite_first_index[PG_MAX_NDIM];
+  int nonfinite_first_nan;        /* 1 NaN, 0 Inf */
+};
+
+/* Analyses the mismatches of impl against ref under rule into *out (both compact CPU
+ * tensors of the same shape and dtype; PG_EINVAL / PG_ENOTSUP / PG_ENOMEM otherwise).
+ * o may be NULL. */
+int pg_cmp_mask_analyze(const DLTensor *impl, const DLTensor *ref, const struct pg_cmp_rule *rule,
+                        const struct pg_cmp_mask_opts *o, struct pg_cmp_mask *out,
+                        struct pg_error *err);
 
 #ifdef __cplusplus
 }
