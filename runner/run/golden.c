@@ -14,18 +14,23 @@
 #include "run/run_internal.h"
 #include "phasegate/goldens.h"
 
+void pg__golden_env_init(struct pg_golden_env *env, const struct pg_golden_opts *g,
+                         const struct pg_case *cs, const struct pg_case_data *d) {
+  memset(env, 0, sizeof *env);
+  env->plan = g->plan;
+  env->dims = &d->dims;
+  env->dtype_overrides = cs->dtypes;
+  env->n_dtype_overrides = cs->n_dtypes;
+  env->precision_bits = g->precision_bits == 64 ? 64 : 32;
+  env->golden_lib = g->golden_lib;
+  env->n_threads = g->n_threads;
+}
+
 int pg_case_golden(const struct pg_case_data *d, const struct pg_contract *c,
                    const struct pg_case *cs, const struct pg_golden_opts *g, int k,
                    struct pg_tensor *out, int *n_out, struct pg_error *err) {
   struct pg_golden_env env;
-  memset(&env, 0, sizeof env);
-  env.plan = g->plan;
-  env.dims = &d->dims;
-  env.dtype_overrides = cs->dtypes;
-  env.n_dtype_overrides = cs->n_dtypes;
-  env.precision_bits = g->precision_bits == 64 ? 64 : 32;
-  env.golden_lib = g->golden_lib;
-  env.n_threads = g->n_threads;
+  pg__golden_env_init(&env, g, cs, d);
   *n_out = 0;
   enum pg_phase_golden src = g->source ? g->source : pg_contract_phase_golden(c, k);
   if (src == PG_PHASE_GOLDEN_PYTHON) {

@@ -56,14 +56,9 @@ int pg__golden_probes(struct pg__run *rc, int k, const struct pg_case *cs,
     return pg_py_golden_inspect(rc->py, c, k, cs, d, p->decls, p->n, refs, err);
   }
   struct pg_golden_env env;
-  memset(&env, 0, sizeof env);
-  env.plan = rc->plan;
-  env.dims = &d->dims;
-  env.dtype_overrides = cs->dtypes;
-  env.n_dtype_overrides = cs->n_dtypes;
-  env.precision_bits = rc->o->reference_bits == 64 ? 64 : 32;
-  env.golden_lib = rc->golden_lib;
-  env.n_threads = rc->n_threads;
+  struct pg_golden_opts g = {rc->plan, rc->o->reference_bits, rc->golden_lib, rc->n_threads,
+                             NULL, PG_PHASE_GOLDEN_NONE};
+  pg__golden_env_init(&env, &g, cs, d);
   struct pg_tensor outs[PG_MAX_BOUNDARY_OUTPUTS];
   for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_init(&outs[i]);
   int n = 0;

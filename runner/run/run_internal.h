@@ -128,6 +128,10 @@ void pg__compare_probes(const struct pg__run *rc, const struct pg_case *cs,
 
 /* golden.c */
 /* The cached cumulative golden k, if the cache is on and has it: 1 (goldens filled). */
+/* The golden environment of a case (plan, bound dims, dtype overrides, precision,
+ * golden library, threads): the one place that fills it. */
+void pg__golden_env_init(struct pg_golden_env *env, const struct pg_golden_opts *g,
+                         const struct pg_case *cs, const struct pg_case_data *d);
 int pg__golden_cached(struct pg__run *rc, int k, const struct pg_case *cs,
                       const struct pg_bindings *dims, const struct pg_impl_output_spec *specs,
                       int n_out, struct pg_tensor *goldens);
