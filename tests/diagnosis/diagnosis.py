@@ -96,11 +96,38 @@ def tensors(rep):
     return [t for c in rep["checks"] for t in c.get("per_tensor", [])]
 
 
+def vacuous_mutants(a):
+    """A plan mutant that changes nothing (fp16 data rounded to fp16 or tf32, a 1 x 1
+    operand transposed) is no hypothesis: not listed on the attention suite's fp16
+    cases; rounding fp32 inputs to fp16 is, where the case's tolerance lets it pass."""
+    report = os.path.join(a.tmp, "attention.json")
+    cmd = [a.phasegate, "run", "--op-dir", a.attention_dir, "--up-to-module", "3",
+           "--impl", "plugin:" + a.attention_impl, "--report", report, "--no-golden-cache"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    print(f"$ {' '.join(cmd)}\n-> {r.returncode}\n{r.stdout[-4000:]}{r.stderr[-2000:]}")
+    rep = json.load(open(report)) if os.path.exists(report) else {"checks": []}
+    by_case = {}
+    for c in rep["checks"]:
+        for t in c.get("per_tensor", []):
+            by_case.setdefault(c["id"], []).extend(t.get("undetected_mutants", []))
+    check(r.returncode == 0 and len(by_case) >= 15, f"attention M3 passes, strength ran ({len(by_case)} cases)")
+    for case, um in by_case.items():
+        fp16_in = [u for u in um if "inputs rounded to fp16" in u or "inputs rounded to tf32" in u]
+        if case == "L2_fp32":
+            check(any("inputs rounded to fp16" in u for u in um),
+                  f"{case}: fp32 inputs rounded to fp16 would pass, listed ({um})")
+        else:
+            check(not fp16_in, f"{case}: fp16 inputs, no fp16/tf32 rounding mutant ({fp16_in})")
+        check(not any("trans_a flipped" in u for u in um), f"{case}: no 1 x 1 transpose ({um})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--phasegate", required=True)
     ap.add_argument("--tmp", required=True)
     ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--attention-dir", help="suites/attention, for the vacuous-mutant check")
+    ap.add_argument("--attention-impl", help="its plugin impl (libattention_impl.so)")
     a = ap.parse_args()
     os.makedirs(a.tmp, exist_ok=True)
     mm = os.path.join(a.tmp, "mm")
@@ -170,6 +197,8 @@ def main():
     kinds = [h["kind"] for t in tensors(rep) for h in t.get("hints", [])] if rep else []
     um = [t for t in tensors(rep) if "undetected_mutants" in t] if rep else []
     check(rc == 1 and not kinds and not um, f"--diagnose-budget 0: no hint, no strength ({kinds})")
+    if a.attention_dir and a.attention_impl:
+        vacuous_mutants(a)
     print("FAILED: " + "; ".join(failures) if failures else "all ok")
     return 1 if failures else 0
 
