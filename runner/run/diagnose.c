@@ -49,7 +49,7 @@ struct judge {
   struct pg__diag_case *dc;
   struct pg_mode_result *m;          /* diagnosis: the mode; NULL: suite strength */
   const struct pg_tensor *impl_out;
-  struct pg_case_result *r;          /* suite strength: every mode's checks */
+  struct pg_tensor_check *acc;       /* suite strength: per output, mode-independent */
   const int *want;                   /* want[i]: output i is judged */
 };
 
@@ -73,9 +73,7 @@ static void judge_one(struct judge *j, int i, enum pg_hint_kind kind, const char
   if (pg_case_compare(mutant, &dc->goldens[i], &rule, dc->rc->n_threads, &res, &e) != PG_OK ||
       res.structural)
     return;
-  for (int mi = 0; mi < j->r->n_modes; mi++)
-    if (i < j->r->modes[mi].n_tensors)
-      pg__classify_mutant_strength(&j->r->modes[mi].tensors[i], kind, detail, &res);
+  pg__classify_mutant_strength(&j->acc[i], kind, detail, &res);
 }
 
 /* ------------------------------------------------------------------ plan mutants */
@@ -326,10 +324,25 @@ void pg__suite_strength(struct pg__diag_case *dc, struct pg_case_result *r) {
     any |= want[i];
   }
   if (!any) return;
-  if (dc->t0_ms == 0) dc->t0_ms = t0;
-  struct judge j = {dc, NULL, NULL, r, want};
-  plan_mutants(&j, ~(1u << PG_MUTF_SUMMATION_ORDER));
-  for (int i = 0; i < dc->n_out; i++)
-    if (want[i]) output_mutants(&j, i);
+  struct pg_tensor_check *acc = calloc((size_t)dc->n_out, sizeof *acc);
+  if (!acc) return;
+  /* impl-independent: a rerun reads it from the golden's cache entry */
+  if (!pg__strength_cached(dc->rc, dc->k, dc->cs, &dc->d->dims, want, dc->n_out, acc)) {
+    if (dc->t0_ms == 0) dc->t0_ms = t0;
+    struct judge j = {dc, NULL, NULL, acc, want};
+    plan_mutants(&j, ~(1u << PG_MUTF_SUMMATION_ORDER));
+    for (int i = 0; i < dc->n_out; i++)
+      if (want[i]) output_mutants(&j, i);
+    if (!over_budget(dc)) /* a list cut short by the budget is not kept */
+      pg__strength_store(dc->rc, dc->k, dc->cs, &dc->d->dims, want, dc->n_out, acc);
+  }
+  for (int mi = 0; mi < r->n_modes; mi++)
+    for (int i = 0; i < dc->n_out && i < r->modes[mi].n_tensors; i++) {
+      if (!want[i]) continue;
+      struct pg_tensor_check *t = &r->modes[mi].tensors[i];
+      for (int u = 0; u < acc[i].n_undetected && t->n_undetected < PG_MAX_UNDETECTED; u++)
+        memcpy(t->undetected[t->n_undetected++], acc[i].undetected[u], sizeof t->undetected[0]);
+    }
+  free(acc);
   dc->spent_ms += pg_now_ms() - t0;
 }

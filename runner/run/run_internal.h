@@ -107,6 +107,14 @@ int pg__golden_cached(struct pg__run *rc, int k, const struct pg_case *cs,
 int pg__golden(struct pg__run *rc, int k, const struct pg_case *cs, const struct pg_case_data *d,
                const struct pg_impl_output_spec *specs, int n_out, struct pg_tensor *goldens,
                int *cached, struct pg_error *err);
+/* Suite strength of a case's outputs (want[i]: judged) kept beside its cached golden:
+ * 1 when every wanted output's undetected mutants were read into acc[i]. */
+int pg__strength_cached(const struct pg__run *rc, int k, const struct pg_case *cs,
+                        const struct pg_bindings *dims, const int *want, int n_out,
+                        struct pg_tensor_check *acc);
+void pg__strength_store(const struct pg__run *rc, int k, const struct pg_case *cs,
+                        const struct pg_bindings *dims, const int *want, int n_out,
+                        const struct pg_tensor_check *acc);
 void pg__blas_preload_start(struct pg__run *rc, int k);
 /* Joins the preload thread: called before every fork. */
 void pg__blas_preload_join(struct pg__run *rc);

@@ -5,6 +5,7 @@ tells them apart. Usage: diagnosis.py --phasegate EXE --tmp DIR --python PY"""
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -81,12 +82,13 @@ def write(path, text):
         f.write(text)
 
 
-def run(a, op_dir, impl, tag, extra=()):
+def run(a, op_dir, impl, tag, extra=(), cache=None):
     report = os.path.join(a.tmp, f"{tag}.json")
     cmd = [a.phasegate, "run", "--op-dir", op_dir, "--up-to-module", "1", "--impl", impl,
-           "--modes", "sim", "--report", report, "--no-golden-cache", "--no-bisect",
-           "--python", a.python, *extra]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+           "--modes", "sim", "--report", report, "--no-bisect", "--python", a.python,
+           *(() if cache else ("--no-golden-cache",)), *extra]
+    env = dict(os.environ, PHASEGATE_CACHE_DIR=cache) if cache else None
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     print(f"$ {' '.join(cmd)}\n-> {r.returncode}\n{r.stdout[-3000:]}{r.stderr[-3000:]}")
     rep = json.load(open(report)) if os.path.exists(report) else None
     return r.returncode, rep, r.stdout + r.stderr
@@ -119,6 +121,33 @@ def vacuous_mutants(a):
         else:
             check(not fp16_in, f"{case}: fp16 inputs, no fp16/tf32 rounding mutant ({fp16_in})")
         check(not any("trans_a flipped" in u for u in um), f"{case}: no 1 x 1 transpose ({um})")
+
+
+def strength_cache(a, act, impl):
+    """Suite strength is kept beside the cached golden: a rerun reads it (same list, no
+    time), another impl too; a tolerance changed in the contract is another key."""
+    cache = os.path.join(a.tmp, "cache")
+    shutil.rmtree(cache, ignore_errors=True)
+    write(os.path.join(act, "adversarial_suite.json"),
+          json.dumps({"op": "act", "total_modules": 1,
+                      "cases": [{"id": "L2_loose", "level": 2, "seed": 1}]}))
+    lists, diag = [], []
+    for tag in ("cold", "warm"):
+        rc, rep, out = run(a, act, "python:" + impl, f"cache_{tag}", cache=cache)
+        lists.append([u for t in tensors(rep) for u in t.get("undetected_mutants", [])] if rep else None)
+        diag.append(rep["checks"][0].get("durations_ms", {}).get("diagnosis", -1) if rep else -1)
+    stored = [e for e in os.listdir(cache) if os.path.exists(os.path.join(cache, e, "STRENGTH"))]
+    check(len(stored) == 1, f"the golden's cache entry holds STRENGTH ({stored})")
+    check(lists[0] == lists[1] and any(u.startswith("approximation:") for u in lists[1] or []),
+          f"warm rerun: the same undetected mutants from the cache ({lists})")
+    check(0 <= diag[1] < diag[0], f"warm rerun: diagnosis time {diag[1]} ms < cold {diag[0]} ms")
+    tight = GELU.replace("tolerance: {atol: 1e-3, rtol: 1e-3}", "tolerance: {atol: 1e-6, rtol: 1e-6}")
+    write(os.path.join(act, "module_interfaces.yaml"), tight)
+    rc, rep, out = run(a, act, "python:" + impl, "cache_tight", cache=cache)
+    um = [u for t in tensors(rep) for u in t.get("undetected_mutants", [])] if rep else None
+    check(um is not None and not any(u.startswith("approximation:") for u in um),
+          f"contract tolerance tightened: a new key, approximation not listed ({um})")
+    write(os.path.join(act, "module_interfaces.yaml"), GELU)
 
 
 def main():
@@ -191,6 +220,7 @@ def main():
     rc, rep, out = run(a, act, "python:" + tanh, "tight_tanh")
     kinds = [h["kind"] for t in tensors(rep) for h in t.get("hints", [])] if rep else []
     check(rc == 1 and "approximation" in kinds[:1], f"gelu tanh at 1e-6: approximation hint ({kinds})")
+    strength_cache(a, act, tanh)
     # bounds: --diagnose-budget 0 turns the diagnosis off
     rc, rep, out = run(a, mm, "python:" + os.path.join(a.tmp, "mm_scaled.py"), "off",
                        ("--diagnose-budget", "0", "--suite-strength-max-elems", "0"))
