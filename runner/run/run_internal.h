@@ -71,6 +71,8 @@ struct pg__diag_case {
   int n_out;
   double t0_ms;               /* when the case's diagnosis began (budget) */
   double spent_ms;
+  double case_t0_ms;          /* when the case began: the default budget is a multiple
+                                 of the case's own time before its diagnosis */
 };
 void pg__diagnose_mode(struct pg__diag_case *dc, struct pg_mode_result *m,
                        const struct pg_tensor *impl_out);
