@@ -163,6 +163,24 @@ static int round_copy(struct pg_tensor *dst, const struct pg_tensor *src, int64_
   return PG_OK;
 }
 
+/* Whether a rounded copy holds the same values as its source (NaN equals NaN: a
+ * payload that rounding canonicalises is no change). */
+static int same_values(const struct pg_tensor *a, const struct pg_tensor *b) {
+  if (a->dtype == b->dtype && memcmp(a->dl.data, b->dl.data, a->nbytes) == 0) return 1;
+  for (int64_t i = 0; i < a->numel; i++) {
+    double x = pg_load_f64(a->dl.data, a->dtype, (size_t)i);
+    double y = pg_load_f64(b->dl.data, b->dtype, (size_t)i);
+    if (x != y && !(x != x && y != y)) return 0;
+  }
+  return 1;
+}
+
+/* A matmul operand that is 1 x 1 in its last two axes reads the same transposed. */
+static int unit_matrix(const struct pg_tensor *t) {
+  int nd = t->dl.ndim;
+  return nd >= 2 && t->shape[nd - 1] == 1 && t->shape[nd - 2] == 1;
+}
+
 /* a's copy with the last partial K tile zeroed: every product of that tile vanishes. */
 static int tail_drop(const struct pg_kernel_args *args, int64_t tile, struct pg_tensor *dst,
                      struct pg_error *err) {
@@ -193,15 +211,22 @@ int pg__mutation_apply(const struct pg_golden_mutation *mut, const struct pg__ps
   switch (mut->kind) {
     case PG_MUT_FLIP_BOOL:
       if (!at) break;
+      /* trans_a / trans_b (attrs 0 and 1) of a 1 x 1 operand: the same step */
+      if (strcmp(def->name, "matmul") == 0 && mut->attr < 2 && mut->attr < args->n_inputs &&
+          unit_matrix(args->inputs[mut->attr]))
+        return pg_error_set(err, PG_ENOTSUP, "'%s' changes nothing here", mut->detail);
       at->type = PG_ATTR_BOOL;
       at->b = !at->b;
       return PG_OK;
     case PG_MUT_SCALE_ATTR:
       if (!at) break;
+      double was = at->f;
       if (mut->iparam == 0) at->f *= mut->param;      /* a fixed factor (alpha's) */
       else if (mut->iparam == 1) at->f = 1.0;         /* the factor missing */
       else if (mut->iparam == 2) at->f *= at->f;      /* applied twice */
       else at->f = at->f != 0 ? 1.0 / at->f : at->f;  /* inverted */
+      if (at->f == was) /* a factor of 1 (or -1 inverted): the same step */
+        return pg_error_set(err, PG_ENOTSUP, "'%s' changes nothing here", mut->detail);
       return PG_OK;
     case PG_MUT_SET_AXIS: {
       if (!at || args->n_inputs < 1) break;
@@ -215,16 +240,25 @@ int pg__mutation_apply(const struct pg_golden_mutation *mut, const struct pg__ps
     }
     case PG_MUT_SET_STRING:
       if (!at) break;
+      if (at->type == PG_ATTR_STRING && strcmp(at->s, mut->sparam) == 0)
+        return pg_error_set(err, PG_ENOTSUP, "'%s' changes nothing here", mut->detail);
       at->type = PG_ATTR_STRING;
       snprintf(at->s, sizeof at->s, "%s", mut->sparam);
       return PG_OK;
-    case PG_MUT_ROUND_INPUTS:
+    case PG_MUT_ROUND_INPUTS: {
+      /* inputs already in that precision (fp16 data rounded to fp16 or tf32): the
+       * rounding is a no-op, the mutant the reference itself, not a hypothesis */
+      int changed = 0;
       for (int i = 0; i < args->n_inputs && i < 2; i++) {
         if (!pg_dtype_is_float(args->inputs[i]->dtype)) continue;
         PG_RETURN_IF_ERROR(round_copy(&tmp[i], args->inputs[i], mut->iparam, err));
+        changed |= !same_values(&tmp[i], args->inputs[i]);
         args->inputs[i] = &tmp[i];
       }
+      if (!changed)
+        return pg_error_set(err, PG_ENOTSUP, "'%s' changes nothing here", mut->detail);
       return PG_OK;
+    }
     case PG_MUT_TAIL_DROP:
       if (strcmp(def->name, "matmul") != 0) break;
       PG_RETURN_IF_ERROR(tail_drop(args, mut->iparam, &tmp[0], err));

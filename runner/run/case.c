@@ -236,6 +236,7 @@ struct case_run {
   struct pg_impl_outcome out0;
   struct pg_error pend_err;
   struct pg__diag_case diag; /* counterfactual goldens, once the goldens are known */
+  double t_case;             /* when the case began: the diagnosis budget is relative */
 };
 
 /* A case-level error: every mode gets it, nothing more runs. Returns -1. */
@@ -532,7 +533,8 @@ static int case_modes(struct case_run *c) {
   for (int i = 0; i < c->probes.n; i++) c->barrier[c->n_barrier++] = &c->probe_refs[i];
   if (rc->n_modes > 0 && c->d.dims.count > PG_MAX_DIMS)
     return case_error(c, PG_RUN_FACT_RUNNER, "more than 64 dims");
-  struct pg__diag_case dc = {rc, c->k, c->cs, &c->d, c->decls, c->goldens, c->n_out, 0, 0};
+  struct pg__diag_case dc = {rc, c->k, c->cs, &c->d, c->decls, c->goldens, c->n_out, 0, 0,
+                             c->t_case};
   c->diag = dc;
   for (int mi = 0; mi < rc->n_modes; mi++) run_mode(c, mi);
   pg__suite_strength(&c->diag, c->r);
@@ -559,6 +561,7 @@ void pg__run_case(struct pg__run *rc, const struct pg_case *cs, struct pg_case_r
   c->cs = cs;
   c->r = r;
   c->k = rc->k;
+  c->t_case = t_case;
   for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_init(&c->goldens[i]);
   for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_init(&c->probe_refs[i]);
   if (!case_begin(c)) {

@@ -22,13 +22,23 @@
 
 #define MAX_PLAN_MUTANTS 96
 
-static double budget_ms(const struct pg__run *rc) {
-  double s = rc->o->diagnose_budget_s;
-  return s > 0 ? s * 1000.0 : 30000.0;
+/* The default budget (tools/bench/bench_diagnosis.sh): PG_DIAG_BUDGET_FACTOR x the
+ * case's own time before its diagnosis (inputs, golden, impl, compare), at least
+ * PG_DIAG_BUDGET_FLOOR_MS (small cases: suite strength of a few hundred mutants) and at
+ * most PG_DIAG_BUDGET_CAP_MS. Checked between mutants, so one mutant may run over. */
+#define PG_DIAG_BUDGET_FACTOR 4.0
+#define PG_DIAG_BUDGET_FLOOR_MS 2000.0
+#define PG_DIAG_BUDGET_CAP_MS 30000.0
+
+static double budget_ms(const struct pg__diag_case *dc) {
+  double s = dc->rc->o->diagnose_budget_s;
+  if (s > 0) return s * 1000.0;
+  double own = dc->case_t0_ms > 0 ? dc->t0_ms - dc->case_t0_ms : 0;
+  return fmin(PG_DIAG_BUDGET_CAP_MS, fmax(PG_DIAG_BUDGET_FLOOR_MS, PG_DIAG_BUDGET_FACTOR * own));
 }
 
 static int over_budget(const struct pg__diag_case *dc) {
-  return pg_now_ms() - dc->t0_ms > budget_ms(dc->rc);
+  return pg_now_ms() - dc->t0_ms > budget_ms(dc);
 }
 
 static enum pg_hint_kind family_kind(enum pg_mutation_family f) {
@@ -49,8 +59,9 @@ struct judge {
   struct pg__diag_case *dc;
   struct pg_mode_result *m;          /* diagnosis: the mode; NULL: suite strength */
   const struct pg_tensor *impl_out;
-  struct pg_case_result *r;          /* suite strength: every mode's checks */
+  struct pg_tensor_check *acc;       /* suite strength: per output, mode-independent */
   const int *want;                   /* want[i]: output i is judged */
+  struct pg_tensor scratch;          /* the output mutant being judged (one buffer) */
 };
 
 static void judge_one(struct judge *j, int i, enum pg_hint_kind kind, const char *detail,
@@ -73,9 +84,7 @@ static void judge_one(struct judge *j, int i, enum pg_hint_kind kind, const char
   if (pg_case_compare(mutant, &dc->goldens[i], &rule, dc->rc->n_threads, &res, &e) != PG_OK ||
       res.structural)
     return;
-  for (int mi = 0; mi < j->r->n_modes; mi++)
-    if (i < j->r->modes[mi].n_tensors)
-      pg__classify_mutant_strength(&j->r->modes[mi].tensors[i], kind, detail, &res);
+  pg__classify_mutant_strength(&j->acc[i], kind, detail, &res);
 }
 
 /* ------------------------------------------------------------------ plan mutants */
@@ -130,39 +139,69 @@ static void plan_mutants(struct judge *j, unsigned fams) {
 
 enum omut { O_TRANSPOSE, O_SCALE, O_SIGN, O_SHIFT, O_ZEROS, O_ECHO };
 
-/* dst (ref's dtype and shape) = the mutant of ref. */
+/* dst (ref's dtype and shape, allocated once per output and reused: a fresh 256 MiB
+ * buffer per mutant costs more in page faults than the mutant itself) = the mutant
+ * of ref; fp32 without a per-element dtype switch. */
 static int make_output_mutant(const struct pg_tensor *ref, enum omut kind, double factor, int axis,
                               int dir, const struct pg_tensor *echo, struct pg_tensor *dst) {
   struct pg_error e;
-  if (pg_tensor_alloc(dst, ref->dtype, ref->dl.ndim, ref->shape, &e) != PG_OK) return 0;
+  if (!dst->dl.data && pg_tensor_alloc(dst, ref->dtype, ref->dl.ndim, ref->shape, &e) != PG_OK)
+    return 0;
   int64_t n = ref->numel;
   int nd = ref->dl.ndim;
   const void *src = ref->dl.data;
   void *out = dst->dl.data;
+  size_t es = ref->nbytes / (size_t)(n > 0 ? n : 1);
   if (kind == O_ZEROS) {
     memset(out, 0, ref->nbytes);
     return 1;
   }
-  int64_t stride = 1, size = 1, rows = 0, cols = 0;
-  if (kind == O_SHIFT) {
-    for (int a = axis + 1; a < nd; a++) stride *= ref->shape[a];
-    size = ref->shape[axis];
+  if (kind == O_ECHO && echo->dtype == ref->dtype) {
+    memcpy(out, echo->dl.data, ref->nbytes);
+    return 1;
   }
-  if (kind == O_TRANSPOSE) rows = ref->shape[nd - 2], cols = ref->shape[nd - 1];
-  for (int64_t f = 0; f < n; f++) {
-    double v;
-    if (kind == O_TRANSPOSE) {
-      int64_t mat = f / (rows * cols), r = f / cols % rows, c = f % cols;
-      v = pg_load_f64(src, ref->dtype, (size_t)(mat * rows * cols + c * cols + r));
-    } else if (kind == O_SHIFT) {
-      int64_t c = f / stride % size, at = c - dir >= 0 && c - dir < size ? f - dir * stride : f;
-      v = pg_load_f64(src, ref->dtype, (size_t)at);
-    } else if (kind == O_ECHO) {
-      v = pg_load_f64(echo->dl.data, echo->dtype, (size_t)f);
-    } else {
-      v = pg_load_f64(src, ref->dtype, (size_t)f);
-      v = kind == O_SIGN ? -v : v * factor;
+  if (kind == O_SHIFT) { /* whole rows of the inner axes move: memmove per outer block */
+    int64_t inner = 1, size = ref->shape[axis];
+    for (int a = axis + 1; a < nd; a++) inner *= ref->shape[a];
+    int64_t outer = n / (inner * size);
+    size_t row = (size_t)inner * es, blk = row * (size_t)size;
+    for (int64_t o = 0; o < outer; o++) {
+      const char *s = (const char *)src + (size_t)o * blk;
+      char *d = (char *)out + (size_t)o * blk;
+      /* out[c] = ref[c - dir], the edge row keeping its own value */
+      if (dir > 0) {
+        memcpy(d, s, row);
+        memcpy(d + row, s, blk - row);
+      } else {
+        memcpy(d, s + row, blk - row);
+        memcpy(d + blk - row, s + blk - row, row);
+      }
     }
+    return 1;
+  }
+  if (ref->dtype == PG_DTYPE_F32 && (kind == O_SIGN || kind == O_SCALE)) {
+    const float *x = src;
+    float *y = out;
+    double f = kind == O_SIGN ? -1.0 : factor;
+    for (int64_t i = 0; i < n; i++) y[i] = (float)((double)x[i] * f);
+    return 1;
+  }
+  if (kind == O_TRANSPOSE) { /* blocked, so both sides stay in cache */
+    int64_t rows = ref->shape[nd - 2], cols = ref->shape[nd - 1], mats = n / (rows * cols);
+    for (int64_t m = 0; m < mats; m++)
+      for (int64_t r0 = 0; r0 < rows; r0 += 64)
+        for (int64_t c0 = 0; c0 < cols; c0 += 64)
+          for (int64_t r = r0; r < rows && r < r0 + 64; r++)
+            for (int64_t c = c0; c < cols && c < c0 + 64; c++)
+              memcpy((char *)out + (size_t)(m * rows * cols + r * cols + c) * es,
+                     (const char *)src + (size_t)(m * rows * cols + c * cols + r) * es, es);
+    return 1;
+  }
+  for (int64_t f = 0; f < n; f++) {
+    double v = kind == O_ECHO ? pg_load_f64(echo->dl.data, echo->dtype, (size_t)f)
+                              : pg_load_f64(src, ref->dtype, (size_t)f);
+    if (kind == O_SIGN) v = -v;
+    else if (kind == O_SCALE) v *= factor;
     pg_store_f64(out, ref->dtype, (size_t)f, v);
   }
   return 1;
@@ -171,11 +210,8 @@ static int make_output_mutant(const struct pg_tensor *ref, enum omut kind, doubl
 static void output_one(struct judge *j, int i, enum pg_hint_kind kind, enum omut ok, double factor,
                        int axis, int dir, const struct pg_tensor *echo, const char *detail) {
   if (over_budget(j->dc)) return;
-  struct pg_tensor mt;
-  pg_tensor_init(&mt);
-  if (make_output_mutant(&j->dc->goldens[i], ok, factor, axis, dir, echo, &mt))
-    judge_one(j, i, kind, detail, &mt);
-  pg_tensor_reset(&mt);
+  if (make_output_mutant(&j->dc->goldens[i], ok, factor, axis, dir, echo, &j->scratch))
+    judge_one(j, i, kind, detail, &j->scratch);
 }
 
 /* The scale factors worth a hypothesis: 2, 1/2, and sqrt(d), 1/sqrt(d) for each bound
@@ -203,6 +239,8 @@ static void scale_mutants(struct judge *j, int i) {
 static void output_mutants(struct judge *j, int i) {
   const struct pg_tensor *g = &j->dc->goldens[i];
   if (!pg_dtype_is_float(g->dtype) || g->numel == 0) return;
+  pg_tensor_reset(&j->scratch);
+  pg_tensor_init(&j->scratch);
   int nd = g->dl.ndim;
   char det[160];
   if (nd >= 2 && g->shape[nd - 1] == g->shape[nd - 2] && g->shape[nd - 1] > 1)
@@ -296,7 +334,8 @@ void pg__diagnose_mode(struct pg__diag_case *dc, struct pg_mode_result *m,
   }
   if (!any) return;
   if (dc->t0_ms == 0) dc->t0_ms = t0;
-  struct judge j = {dc, m, impl_out, NULL, want};
+  struct judge j = {.dc = dc, .m = m, .impl_out = impl_out, .want = want};
+  pg_tensor_init(&j.scratch);
   unsigned all = ~(1u << PG_MUTF_SUMMATION_ORDER);
   plan_mutants(&j, all);
   for (int i = 0; i < dc->n_out; i++) {
@@ -309,6 +348,7 @@ void pg__diagnose_mode(struct pg__diag_case *dc, struct pg_mode_result *m,
       if (spread >= 0) pg__classify_reproducer(t, spread, 1, orders);
     }
   }
+  pg_tensor_reset(&j.scratch);
   dc->spent_ms += pg_now_ms() - t0;
 }
 
@@ -326,10 +366,27 @@ void pg__suite_strength(struct pg__diag_case *dc, struct pg_case_result *r) {
     any |= want[i];
   }
   if (!any) return;
-  if (dc->t0_ms == 0) dc->t0_ms = t0;
-  struct judge j = {dc, NULL, NULL, r, want};
-  plan_mutants(&j, ~(1u << PG_MUTF_SUMMATION_ORDER));
-  for (int i = 0; i < dc->n_out; i++)
-    if (want[i]) output_mutants(&j, i);
+  struct pg_tensor_check *acc = calloc((size_t)dc->n_out, sizeof *acc);
+  if (!acc) return;
+  /* impl-independent: a rerun reads it from the golden's cache entry */
+  if (!pg__strength_cached(dc->rc, dc->k, dc->cs, &dc->d->dims, want, dc->n_out, acc)) {
+    if (dc->t0_ms == 0) dc->t0_ms = t0;
+    struct judge j = {.dc = dc, .acc = acc, .want = want};
+    pg_tensor_init(&j.scratch);
+    plan_mutants(&j, ~(1u << PG_MUTF_SUMMATION_ORDER));
+    for (int i = 0; i < dc->n_out; i++)
+      if (want[i]) output_mutants(&j, i);
+    pg_tensor_reset(&j.scratch);
+    if (!over_budget(dc)) /* a list cut short by the budget is not kept */
+      pg__strength_store(dc->rc, dc->k, dc->cs, &dc->d->dims, want, dc->n_out, acc);
+  }
+  for (int mi = 0; mi < r->n_modes; mi++)
+    for (int i = 0; i < dc->n_out && i < r->modes[mi].n_tensors; i++) {
+      if (!want[i]) continue;
+      struct pg_tensor_check *t = &r->modes[mi].tensors[i];
+      for (int u = 0; u < acc[i].n_undetected && t->n_undetected < PG_MAX_UNDETECTED; u++)
+        memcpy(t->undetected[t->n_undetected++], acc[i].undetected[u], sizeof t->undetected[0]);
+    }
+  free(acc);
   dc->spent_ms += pg_now_ms() - t0;
 }

@@ -118,6 +118,68 @@ int pg__golden(struct pg__run *rc, int k, const struct pg_case *cs, const struct
   return r;
 }
 
+/* ------------------------------------------------------------------ suite strength */
+
+/* Suite strength depends on exactly what the golden does (contract, with its
+ * tolerances; case, with its own; phase; precision; phasegate itself), never on the
+ * impl: it is kept as STRENGTH in the golden's entry. Text: "phasegate-strength 1",
+ * then per output judged "output <i> <n>" and its n undetected-mutant lines. */
+int pg__strength_cached(const struct pg__run *rc, int k, const struct pg_case *cs,
+                        const struct pg_bindings *dims, const int *want, int n_out,
+                        struct pg_tensor_check *acc) {
+  char hash[PG_GOLDEN_CACHE_HASH_LEN + 1], *text = NULL;
+  struct pg_error e;
+  pg_error_clear(&e);
+  if (!cache_key(rc, k, cs, dims, hash) ||
+      pg_golden_cache_meta_read(rc->cache_dir, hash, "STRENGTH", &text, &e) != PG_OK)
+    return 0;
+  int have[PG_IMPL_MAX_OUTPUTS] = {0}, ok = strncmp(text, "phasegate-strength 1\n", 21) == 0;
+  char *p = text + (ok ? 21 : 0);
+  while (ok && *p) {
+    int i = -1, n = -1, used = 0;
+    ok = sscanf(p, "output %d %d\n%n", &i, &n, &used) == 2 && used > 0 && i >= 0 &&
+         i < n_out && n >= 0 && n <= PG_MAX_UNDETECTED && !have[i];
+    if (!ok) break;
+    p += used;
+    have[i] = 1;
+    acc[i].n_undetected = 0;
+    for (int u = 0; ok && u < n; u++) {
+      char *nl = strchr(p, '\n');
+      ok = nl && nl - p < (long)sizeof acc[i].undetected[0];
+      if (!ok) break;
+      snprintf(acc[i].undetected[acc[i].n_undetected++], sizeof acc[i].undetected[0], "%.*s",
+               (int)(nl - p), p);
+      p = nl + 1;
+    }
+  }
+  free(text);
+  for (int i = 0; ok && i < n_out; i++) ok = !want[i] || have[i];
+  if (!ok)
+    for (int i = 0; i < n_out; i++) acc[i].n_undetected = 0;
+  return ok;
+}
+
+void pg__strength_store(const struct pg__run *rc, int k, const struct pg_case *cs,
+                        const struct pg_bindings *dims, const int *want, int n_out,
+                        const struct pg_tensor_check *acc) {
+  char hash[PG_GOLDEN_CACHE_HASH_LEN + 1];
+  if (!cache_key(rc, k, cs, dims, hash)) return;
+  size_t size = 64 + (size_t)n_out * (32 + PG_MAX_UNDETECTED * (sizeof acc[0].undetected[0] + 1));
+  char *text = malloc(size);
+  if (!text) return;
+  size_t at = (size_t)snprintf(text, size, "phasegate-strength 1\n");
+  for (int i = 0; i < n_out; i++) {
+    if (!want[i]) continue;
+    at += (size_t)snprintf(text + at, size - at, "output %d %d\n", i, acc[i].n_undetected);
+    for (int u = 0; u < acc[i].n_undetected; u++)
+      at += (size_t)snprintf(text + at, size - at, "%s\n", acc[i].undetected[u]);
+  }
+  struct pg_error e;
+  pg_error_clear(&e);
+  pg_golden_cache_meta_write(rc->cache_dir, hash, "STRENGTH", text, &e); /* best effort */
+  free(text);
+}
+
 /* ------------------------------------------------------------------ OpenBLAS preload */
 
 static void *preload_main(void *arg) {

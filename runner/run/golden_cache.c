@@ -404,6 +404,69 @@ int pg_golden_cache_store_capped(const char *dir, const char *hash,
   return rc;
 }
 
+/* ---------------------------------------------------------------- metadata */
+
+static int valid_meta_name(const char *n) {
+  if (!n || !*n || strcmp(n, "MANIFEST") == 0) return 0;
+  for (const char *p = n; *p; p++)
+    if (*p < 'A' || *p > 'Z') return 0;
+  return 1;
+}
+
+int pg_golden_cache_meta_read(const char *dir, const char *hash, const char *name, char **text,
+                              struct pg_error *err) {
+  *text = NULL;
+  if (!dir || !valid_hash(hash) || !valid_meta_name(name))
+    return pg_error_set(err, PG_EINVAL, "golden cache: bad metadata arguments");
+  char *path = pg_path_fmt("%s/%s/%s", dir, hash, name);
+  FILE *f = path ? fopen(path, "rb") : NULL;
+  free(path);
+  if (!f) return pg_error_set(err, PG_ENOTFOUND, "golden cache: no %s in entry %s", name, hash);
+  size_t cap = 1 << 20, n = 0;
+  char *buf = malloc(cap + 1);
+  if (buf) n = fread(buf, 1, cap, f);
+  int bad = !buf || ferror(f) || n == cap;
+  fclose(f);
+  if (bad) {
+    free(buf);
+    return pg_error_set(err, PG_ENOTFOUND, "golden cache: %s of entry %s unreadable", name, hash);
+  }
+  buf[n] = '\0';
+  *text = buf;
+  return PG_OK;
+}
+
+int pg_golden_cache_meta_write(const char *dir, const char *hash, const char *name,
+                               const char *text, struct pg_error *err) {
+  if (!dir || !valid_hash(hash) || !valid_meta_name(name) || !text)
+    return pg_error_set(err, PG_EINVAL, "golden cache: bad metadata arguments");
+  char *entry = pg_path_join(dir, hash);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  char *tmp = entry ? pg_path_fmt("%s/.tmp-%s-%ld-%ld", entry, name, (long)getpid(),
+                                  (long)ts.tv_nsec) : NULL;
+  char *path = entry ? pg_path_join(entry, name) : NULL;
+  struct stat st;
+  int rc = PG_OK;
+  if (!tmp || !path) rc = pg_error_set(err, PG_ENOMEM, "golden cache: out of memory");
+  else if (stat(entry, &st) != 0) rc = pg_error_set(err, PG_ENOTFOUND, "golden cache: no entry %s", hash);
+  FILE *f = rc == PG_OK ? fopen(tmp, "w") : NULL;
+  if (rc == PG_OK && !f)
+    rc = pg_error_set(err, PG_EIO, "golden cache: cannot write '%s': %s", tmp, strerror(errno));
+  if (f) {
+    int bad = fputs(text, f) < 0 || fflush(f) != 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+      rc = pg_error_set(err, PG_EIO, "golden cache: cannot write '%s'", path);
+      unlink(tmp);
+    }
+  }
+  free(tmp);
+  free(path);
+  free(entry);
+  return rc;
+}
+
 /* ---------------------------------------------------------------- size cap */
 
 int pg_golden_cache_parse_size(const char *what, const char *text, uint64_t *bytes,

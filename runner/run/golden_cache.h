@@ -84,6 +84,16 @@ int pg_golden_cache_lookup(const char *dir, const char *hash, const char *const 
 int pg_golden_cache_store(const char *dir, const char *hash, const struct pg_tensor *outputs,
                           int n, struct pg_error *err);
 
+/* A small text file `name` (upper-case letters; never a tensor's "<name>.npy") beside
+ * the tensors of entry `hash`, for what depends on exactly the entry's key (suite
+ * strength). Read: *text malloc'd, NUL-terminated, at most 1 MiB; PG_ENOTFOUND when
+ * the entry or the file is absent. Write: atomic (a private temporary file renamed
+ * into the entry); PG_ENOTFOUND when the entry is absent (then nothing is written). */
+int pg_golden_cache_meta_read(const char *dir, const char *hash, const char *name, char **text,
+                              struct pg_error *err);
+int pg_golden_cache_meta_write(const char *dir, const char *hash, const char *name,
+                               const char *text, struct pg_error *err);
+
 /* The default cap when PHASEGATE_CACHE_MAX_BYTES is unset: 2 GiB. */
 #define PG_GOLDEN_CACHE_MAX_DEFAULT (UINT64_C(2) << 30)
 /* .tmp-* directories younger than this belong to a writer that may still be running. */

@@ -309,8 +309,8 @@ struct pg_run_opts {
   const char *inspect;        /* print every metric of this output per case and mode */
   /* Diagnosis bounds (docs/diagnosis.md): counterfactual goldens of a failing output
    * only up to diagnose_max_mib MiB per output (0: 512) and diagnose_budget_s seconds
-   * per case (0: 30; < 0: no diagnosis); suite strength for outputs of at most
-   * strength_max_elems elements (0: 65536; < 0: off). */
+   * per case (0: 4x the case's own time, 2..30 s; < 0: no diagnosis); suite strength
+   * for outputs of at most strength_max_elems elements (0: 65536; < 0: off). */
   double diagnose_max_mib, diagnose_budget_s;
   int64_t strength_max_elems;
   int repeat;                 /* > 1: call the impl that many times per (case, mode) and

@@ -72,6 +72,8 @@ struct pg__diag_case {
   int n_out;
   double t0_ms;               /* when the case's diagnosis began (budget) */
   double spent_ms;
+  double case_t0_ms;          /* when the case began: the default budget is a multiple
+                                 of the case's own time before its diagnosis */
 };
 void pg__diagnose_mode(struct pg__diag_case *dc, struct pg_mode_result *m,
                        const struct pg_tensor *impl_out);
@@ -139,6 +141,14 @@ int pg__golden_cached(struct pg__run *rc, int k, const struct pg_case *cs,
 int pg__golden(struct pg__run *rc, int k, const struct pg_case *cs, const struct pg_case_data *d,
                const struct pg_impl_output_spec *specs, int n_out, struct pg_tensor *goldens,
                int *cached, struct pg_error *err);
+/* Suite strength of a case's outputs (want[i]: judged) kept beside its cached golden:
+ * 1 when every wanted output's undetected mutants were read into acc[i]. */
+int pg__strength_cached(const struct pg__run *rc, int k, const struct pg_case *cs,
+                        const struct pg_bindings *dims, const int *want, int n_out,
+                        struct pg_tensor_check *acc);
+void pg__strength_store(const struct pg__run *rc, int k, const struct pg_case *cs,
+                        const struct pg_bindings *dims, const int *want, int n_out,
+                        const struct pg_tensor_check *acc);
 void pg__blas_preload_start(struct pg__run *rc, int k);
 /* Joins the preload thread: called before every fork. */
 void pg__blas_preload_join(struct pg__run *rc);

@@ -5,6 +5,7 @@ tells them apart. Usage: diagnosis.py --phasegate EXE --tmp DIR --python PY"""
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -69,10 +70,11 @@ MM_IMPLS = {
     "zeros": "np.zeros((a.shape[0], b.shape[1]), np.float32)",
     "shifted": "np.roll(a @ b / np.sqrt(a.shape[1]), 1, axis=0)",
     "lowp": "bf16(a) @ bf16(b) / np.sqrt(a.shape[1])",
+    "f16acc": "f16acc(a, b) / np.sqrt(a.shape[1])",
 }
 MM_WANT = {"transposed": "transposed", "scaled": "scaled", "tail": "reduction_tail_dropped",
            "sign": "sign_flip", "zeros": "zeros", "shifted": "shifted",
-           "lowp": "low_precision_inputs"}
+           "lowp": "low_precision_inputs", "f16acc": "low_precision_accumulation"}
 
 
 def write(path, text):
@@ -81,12 +83,13 @@ def write(path, text):
         f.write(text)
 
 
-def run(a, op_dir, impl, tag, extra=()):
+def run(a, op_dir, impl, tag, extra=(), cache=None):
     report = os.path.join(a.tmp, f"{tag}.json")
     cmd = [a.phasegate, "run", "--op-dir", op_dir, "--up-to-module", "1", "--impl", impl,
-           "--modes", "sim", "--report", report, "--no-golden-cache", "--no-bisect",
-           "--python", a.python, *extra]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+           "--modes", "sim", "--report", report, "--no-bisect", "--python", a.python,
+           *(() if cache else ("--no-golden-cache",)), *extra]
+    env = dict(os.environ, PHASEGATE_CACHE_DIR=cache) if cache else None
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     print(f"$ {' '.join(cmd)}\n-> {r.returncode}\n{r.stdout[-3000:]}{r.stderr[-3000:]}")
     rep = json.load(open(report)) if os.path.exists(report) else None
     return r.returncode, rep, r.stdout + r.stderr
@@ -96,11 +99,160 @@ def tensors(rep):
     return [t for c in rep["checks"] for t in c.get("per_tensor", [])]
 
 
+def vacuous_mutants(a):
+    """A plan mutant that changes nothing (fp16 data rounded to fp16 or tf32, a 1 x 1
+    operand transposed) is no hypothesis: not listed on the attention suite's fp16
+    cases; rounding fp32 inputs to fp16 is, where the case's tolerance lets it pass."""
+    report = os.path.join(a.tmp, "attention.json")
+    cmd = [a.phasegate, "run", "--op-dir", a.attention_dir, "--up-to-module", "3",
+           "--impl", "plugin:" + a.attention_impl, "--report", report, "--no-golden-cache"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    print(f"$ {' '.join(cmd)}\n-> {r.returncode}\n{r.stdout[-4000:]}{r.stderr[-2000:]}")
+    rep = json.load(open(report)) if os.path.exists(report) else {"checks": []}
+    by_case = {}
+    for c in rep["checks"]:
+        for t in c.get("per_tensor", []):
+            by_case.setdefault(c["id"], []).extend(t.get("undetected_mutants", []))
+    check(r.returncode == 0 and len(by_case) >= 15, f"attention M3 passes, strength ran ({len(by_case)} cases)")
+    for case, um in by_case.items():
+        fp16_in = [u for u in um if "inputs rounded to fp16" in u or "inputs rounded to tf32" in u]
+        if case == "L2_fp32":
+            check(any("inputs rounded to fp16" in u for u in um),
+                  f"{case}: fp32 inputs rounded to fp16 would pass, listed ({um})")
+        else:
+            check(not fp16_in, f"{case}: fp16 inputs, no fp16/tf32 rounding mutant ({fp16_in})")
+        check(not any("trans_a flipped" in u for u in um), f"{case}: no 1 x 1 transpose ({um})")
+
+
+SOFTMAX = GELU.replace("op: act", "op: sm").replace("name: act", "name: sm").replace(
+    "y = gelu(x)", "y = softmax(x, axis=-1)").replace("tolerance: {atol: 1e-3, rtol: 1e-3}",
+                                                      "tolerance: {atol: 1e-5, rtol: 1e-4}")
+
+# y = a @ b + c with c zero in half the cells: there y is a cancelling matmul (tiny, off
+# by accumulation noise), elsewhere |y| >= 1000 (rtol governs, 1 ulp): a tolerance too
+# tight for the near-zero cells flags cpu_reproducer_candidate.
+CAL = """schema_version: 1
+op: cal
+module_count: 1
+is_fusion: false
+has_cross_core: false
+dims: {M: 64, K: 256, N: 64}
+primary_inputs:
+  - {name: a, shape: [M, K], dtype: float32, fill: normal(0, 1)}
+  - {name: b, shape: [K, N], dtype: float32, fill: normal(0, 1)}
+  - {name: c, shape: [M, N], dtype: float32, fill: "uniform(1000, 2000) with -0:0.5"}
+modules:
+  - id: 1
+    name: cal
+    section: cube
+    inputs: [{name: a, source: primary}, {name: b, source: primary}, {name: c, source: primary}]
+    outputs: [{name: t, shape: [M, N], dtype: float32}, {name: y, shape: [M, N], dtype: float32}]
+    golden:
+      - t = matmul(a, b)
+      - y = t + c
+final_outputs:
+  - {name: y, source: module_1}
+"""
+CAL_CASE = {"id": "L5_tight", "level": 5, "seed": 3, "atol": 5e-7, "rtol": 1e-4,
+            "cancellation_stress": {"target": "t", "expression": "matmul",
+                                    "relative_gap": 1e-5, "seed": 1}}
+
+
+def planted(a, tag, contract, cases, impls):
+    """Each impl (name -> (function body, wanted strongest hint or None for a correct
+    impl)) run on the contract (op name: tag's first word); a correct one passes with
+    no hint."""
+    op = os.path.join(a.tmp, tag)
+    write(os.path.join(op, "module_interfaces.yaml"), contract)
+    write(os.path.join(op, "adversarial_suite.json"),
+          json.dumps({"op": tag.split("_")[0], "total_modules": 1, "cases": cases}))
+    reps = {}
+    for name, (body, want) in impls.items():
+        path = os.path.join(a.tmp, f"{tag}_{name}.py")
+        write(path, "import math\nimport numpy as np\n\n" + body)
+        rc, rep, out = run(a, op, "python:" + path, f"{tag}_{name}")
+        reps[name] = (rc, rep, out)
+        kinds = [h["kind"] for t in tensors(rep) for h in t.get("hints", [])] if rep else None
+        if want is None:
+            check(rc == 0 and kinds == [], f"{tag} {name} (correct): PASS, no hint ({kinds})")
+        else:
+            check(rc == 1 and kinds[:1] == [want], f"{tag} {name}: FAIL, {want} strongest ({kinds})")
+            check(f"looks {want}" in out, f"{tag} {name}: the console line names {want}")
+    return reps
+
+
+def more_hints(a):
+    """input_echo, wrong_axis and suite_calibration planted (low_precision_accumulation
+    is in the matmul set), each silent on a correct impl."""
+    gelu = ("def act_module1_wrapper(x):\n    x = np.asarray(x, np.float64)\n"
+            "    e = np.vectorize(math.erf)(x / math.sqrt(2))\n"
+            "    return (0.5 * x * (1 + e)).astype(np.float32)\n")
+    planted(a, "act_echo", GELU, [{"id": "L2_a", "level": 2, "seed": 4}], {
+        "good": (gelu, None),
+        "echo": ("def act_module1_wrapper(x):\n    return np.asarray(x, np.float32).copy()\n",
+                 "input_echo")})
+    sm = ("def sm_module1_wrapper(x):\n    x = np.asarray(x, np.float64)\n"
+          "    e = np.exp(x - x.max(axis=AX, keepdims=True))\n"
+          "    return (e / e.sum(axis=AX, keepdims=True)).astype(np.float32)\n")
+    planted(a, "sm_axis", SOFTMAX, [{"id": "L2_a", "level": 2, "seed": 5}], {
+        "good": (sm.replace("AX", "-1"), None),
+        "axis0": (sm.replace("AX", "0"), "wrong_axis")})
+    # the kernel innocent: fp64 accumulation, failing only a tolerance too tight for
+    # the cancelling cells -> suite_calibration; at a sane tolerance it passes silently
+    good = ("def cal_module1_wrapper(a, b, c):\n"
+            "    t = (np.asarray(a, np.float64) @ np.asarray(b, np.float64)).astype(np.float32)\n"
+            "    return (t + np.asarray(c, np.float32)).astype(np.float32)\n")
+    planted(a, "cal_tight", CAL, [CAL_CASE], {"fp64": (good, "suite_calibration")})
+    planted(a, "cal_sane", CAL, [{"id": "L5_sane", "level": 5, "seed": 3}], {"fp64": (good, None)})
+    # a real bug that still looks like noise to the flag (near-zero cells only, under
+    # rtol x RMS) but is far outside what other summation orders do: no calibration hint
+    bug = good.replace("return (t + np.asarray(c, np.float32))",
+                       "return np.where(np.asarray(c) == 0, 0, t + np.asarray(c, np.float32))")
+    path = os.path.join(a.tmp, "cal_zeroskip.py")
+    write(path, "import numpy as np\n\n" + bug)
+    rc, rep, out = run(a, os.path.join(a.tmp, "cal_tight"), "python:" + path, "cal_zeroskip")
+    ts = tensors(rep) if rep else []
+    kinds = [h["kind"] for t in ts for h in t.get("hints", [])]
+    check(rc == 1 and any(t.get("cpu_reproducer_candidate") for t in ts),
+          f"cal zeroskip (y = 0 where c = 0): FAIL, still a cpu_reproducer_candidate")
+    check("suite_calibration" not in kinds,
+          f"cal zeroskip: outside the summation-order spread, no suite_calibration ({kinds})")
+
+
+def strength_cache(a, act, impl):
+    """Suite strength is kept beside the cached golden: a rerun reads it (same list, no
+    time), another impl too; a tolerance changed in the contract is another key."""
+    cache = os.path.join(a.tmp, "cache")
+    shutil.rmtree(cache, ignore_errors=True)
+    write(os.path.join(act, "adversarial_suite.json"),
+          json.dumps({"op": "act", "total_modules": 1,
+                      "cases": [{"id": "L2_loose", "level": 2, "seed": 1}]}))
+    lists, diag = [], []
+    for tag in ("cold", "warm"):
+        rc, rep, out = run(a, act, "python:" + impl, f"cache_{tag}", cache=cache)
+        lists.append([u for t in tensors(rep) for u in t.get("undetected_mutants", [])] if rep else None)
+        diag.append(rep["checks"][0].get("durations_ms", {}).get("diagnosis", -1) if rep else -1)
+    stored = [e for e in os.listdir(cache) if os.path.exists(os.path.join(cache, e, "STRENGTH"))]
+    check(len(stored) == 1, f"the golden's cache entry holds STRENGTH ({stored})")
+    check(lists[0] == lists[1] and any(u.startswith("approximation:") for u in lists[1] or []),
+          f"warm rerun: the same undetected mutants from the cache ({lists})")
+    check(0 <= diag[1] < diag[0], f"warm rerun: diagnosis time {diag[1]} ms < cold {diag[0]} ms")
+    tight = GELU.replace("tolerance: {atol: 1e-3, rtol: 1e-3}", "tolerance: {atol: 1e-6, rtol: 1e-6}")
+    write(os.path.join(act, "module_interfaces.yaml"), tight)
+    rc, rep, out = run(a, act, "python:" + impl, "cache_tight", cache=cache)
+    um = [u for t in tensors(rep) for u in t.get("undetected_mutants", [])] if rep else None
+    check(um is not None and not any(u.startswith("approximation:") for u in um),
+          f"contract tolerance tightened: a new key, approximation not listed ({um})")
+    write(os.path.join(act, "module_interfaces.yaml"), GELU)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--phasegate", required=True)
     ap.add_argument("--tmp", required=True)
     ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--attention-dir", help="suites/attention, for the vacuous-mutant check")
+    ap.add_argument("--attention-impl", help="its plugin impl (libattention_impl.so)")
     a = ap.parse_args()
     os.makedirs(a.tmp, exist_ok=True)
     mm = os.path.join(a.tmp, "mm")
@@ -114,6 +266,12 @@ def main():
                     "    u = x.astype(np.float32).view(np.uint32)\n"
                     "    u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000\n"
                     "    return u.astype(np.uint32).view(np.float32)\n\n"
+                    "def f16acc(a, b):  # every partial sum of the K loop stored as fp16\n"
+                    "    acc = np.zeros((a.shape[0], b.shape[1]), np.float16)\n"
+                    "    for q in range(a.shape[1]):\n"
+                    "        p = (a[:, q, None] * b[None, q, :]).astype(np.float32)\n"
+                    "        acc = (acc.astype(np.float64) + p).astype(np.float32).astype(np.float16)\n"
+                    "    return acc.astype(np.float64)\n\n"
                     f"def mm_module1_wrapper(a, b):\n"
                     f"    a = np.asarray(a, np.float32); b = np.asarray(b, np.float32)\n"
                     f"    return np.ascontiguousarray(({expr}).astype(np.float32))\n")
@@ -164,12 +322,16 @@ def main():
     rc, rep, out = run(a, act, "python:" + tanh, "tight_tanh")
     kinds = [h["kind"] for t in tensors(rep) for h in t.get("hints", [])] if rep else []
     check(rc == 1 and "approximation" in kinds[:1], f"gelu tanh at 1e-6: approximation hint ({kinds})")
+    strength_cache(a, act, tanh)
+    more_hints(a)
     # bounds: --diagnose-budget 0 turns the diagnosis off
     rc, rep, out = run(a, mm, "python:" + os.path.join(a.tmp, "mm_scaled.py"), "off",
                        ("--diagnose-budget", "0", "--suite-strength-max-elems", "0"))
     kinds = [h["kind"] for t in tensors(rep) for h in t.get("hints", [])] if rep else []
     um = [t for t in tensors(rep) if "undetected_mutants" in t] if rep else []
     check(rc == 1 and not kinds and not um, f"--diagnose-budget 0: no hint, no strength ({kinds})")
+    if a.attention_dir and a.attention_impl:
+        vacuous_mutants(a)
     print("FAILED: " + "; ".join(failures) if failures else "all ok")
     return 1 if failures else 0
 

@@ -271,3 +271,41 @@ PG_TEST(cache_default_dir) {
   unsetenv("HOME");
   PG_CHECK_EQ_INT(PG_ENOTFOUND, pg_golden_cache_dir_default(buf, sizeof buf, &err));
 }
+
+PG_TEST(cache_metadata) {
+  /* a metadata file beside an entry's tensors (suite strength): written only into an
+   * existing entry, read back whole, never mistaken for a tensor */
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/cache/meta", pg_test_tmpdir());
+  struct keyfix k;
+  keyfix_init(&k);
+  char hash[65];
+  hash_of(&k.key, hash);
+  struct pg_error err;
+  char *text = NULL;
+  PG_CHECK_EQ_INT(PG_ENOTFOUND, pg_golden_cache_meta_write(dir, hash, "STRENGTH", "x\n", &err));
+  PG_CHECK_EQ_INT(PG_ENOTFOUND, pg_golden_cache_meta_read(dir, hash, "STRENGTH", &text, &err));
+  PG_CHECK(text == NULL);
+  struct pg_tensor put;
+  make_tensor(&put, "out", 1.0f);
+  PG_CHECK_OK(pg_golden_cache_store(dir, hash, &put, 1, &err));
+  PG_CHECK_EQ_INT(PG_ENOTFOUND, pg_golden_cache_meta_read(dir, hash, "STRENGTH", &text, &err));
+  PG_CHECK_OK(pg_golden_cache_meta_write(dir, hash, "STRENGTH", "phasegate-strength 1\n", &err));
+  PG_CHECK_OK(pg_golden_cache_meta_write(dir, hash, "STRENGTH", "second\n", &err));
+  PG_CHECK_OK(pg_golden_cache_meta_read(dir, hash, "STRENGTH", &text, &err));
+  PG_CHECK_EQ_STR("second\n", text);
+  free(text);
+  const char *names[1] = {"out"};
+  struct pg_tensor got;
+  pg_tensor_init(&got);
+  PG_CHECK_OK(pg_golden_cache_lookup(dir, hash, names, 1, &got, &err)); /* entry intact */
+  pg_tensor_reset(&got);
+  /* names that could be a tensor, the manifest or a path are refused */
+  PG_CHECK_EQ_INT(PG_EINVAL, pg_golden_cache_meta_write(dir, hash, "out.npy", "x", &err));
+  PG_CHECK_EQ_INT(PG_EINVAL, pg_golden_cache_meta_write(dir, hash, "MANIFEST", "x", &err));
+  PG_CHECK_EQ_INT(PG_EINVAL, pg_golden_cache_meta_read(dir, hash, "../X", &text, &err));
+  char cmd[4400];
+  snprintf(cmd, sizeof cmd, "test $(ls -A '%s/%s' | grep -c '^.tmp-') -eq 0", dir, hash);
+  PG_CHECK_MSG(system(cmd) == 0, "a temporary metadata file left in the entry");
+  pg_tensor_reset(&put);
+}
