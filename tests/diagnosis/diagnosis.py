@@ -174,6 +174,9 @@ def planted(a, tag, contract, cases, impls):
         reps[name] = (rc, rep, out)
         kinds = [h["kind"] for t in tensors(rep) for h in t.get("hints", [])] if rep else None
         if want is None:
+            # a numpy impl of the golden's own formula may be bit-exact with it: the PASS
+            # note golden_fallback is about that, not a diagnosis of a bug
+            kinds = [k for k in kinds or [] if k != "golden_fallback"] if rep else None
             check(rc == 0 and kinds == [], f"{tag} {name} (correct): PASS, no hint ({kinds})")
         else:
             check(rc == 1 and kinds[:1] == [want], f"{tag} {name}: FAIL, {want} strongest ({kinds})")
