@@ -96,14 +96,9 @@ static int plan_applies(const struct pg__diag_case *dc) {
 
 static int build_prefix(const struct pg__diag_case *dc, struct pg_golden_env *env,
                         struct pg_golden_prefix **pre) {
-  memset(env, 0, sizeof *env);
-  env->plan = dc->rc->plan;
-  env->dims = &dc->d->dims;
-  env->dtype_overrides = dc->cs->dtypes;
-  env->n_dtype_overrides = dc->cs->n_dtypes;
-  env->precision_bits = dc->rc->o->reference_bits == 64 ? 64 : 32;
-  env->golden_lib = dc->rc->golden_lib;
-  env->n_threads = dc->rc->n_threads;
+  struct pg_golden_opts g = {dc->rc->plan, dc->rc->o->reference_bits, dc->rc->golden_lib,
+                             dc->rc->n_threads, NULL, PG_PHASE_GOLDEN_NONE};
+  pg__golden_env_init(env, &g, dc->cs, dc->d);
   struct pg_error e;
   pg_error_clear(&e);
   return pg_golden_prefix_build(env, dc->k, dc->d->inputs, dc->rc->contract.n_primary, pre, &e);
