@@ -284,12 +284,13 @@ struct pg__run_ctx {
 /* Applies mut to the arguments of step ps (mutate.c): attributes changed in args, or
  * inputs replaced by modified copies held in tmp[0..PG_KERNEL_MAX_INPUTS) (the caller
  * resets them after the kernel ran); *run_override set when the kernel itself is
- * replaced (PG_MUT_ACCUMULATE: call pg__mutation_run instead). PG_ENOTSUP when it does
- * not apply to these shapes. */
+ * replaced (PG_MUT_ACCUMULATE, PG_MUT_FAST_EXP: call pg__mutation_run instead).
+ * PG_ENOTSUP when it does not apply to these shapes. */
 int pg__mutation_apply(const struct pg_golden_mutation *mut, const struct pg__pstep *ps,
                        struct pg_kernel_args *args, struct pg_tensor *tmp, int *run_override,
                        struct pg_error *err);
-/* The replaced kernel of PG_MUT_ACCUMULATE: a plain matmul with that summation order. */
+/* The replaced kernel of PG_MUT_ACCUMULATE (a plain matmul with that summation order)
+ * or PG_MUT_FAST_EXP (exp / sigmoid / silu / softmax with a fast exp). */
 int pg__mutation_run(const struct pg_golden_mutation *mut, const struct pg_kernel_args *args,
                      struct pg_tensor *const *outs, struct pg_error *err);
 

@@ -200,6 +200,12 @@ def more_hints(a):
     planted(a, "sm_axis", SOFTMAX, [{"id": "L2_a", "level": 2, "seed": 5}], {
         "good": (sm.replace("AX", "-1"), None),
         "axis0": (sm.replace("AX", "0"), "wrong_axis")})
+    # a fast exp (the exponent-bit trick) inside the softmax -> approximation
+    fexp = ("def fexp(v):\n"
+            "    hi = (1512775.3951951856 * v + 1072632447.0).astype(np.int64) << 32\n"
+            "    return hi.view(np.float64)\n\n")
+    planted(a, "sm_fastexp", SOFTMAX, [{"id": "L2_a", "level": 2, "seed": 5}], {
+        "fast": (fexp + sm.replace("AX", "-1").replace("np.exp(", "fexp("), "approximation")})
     # the kernel innocent: fp64 accumulation, failing only a tolerance too tight for
     # the cancelling cells -> suite_calibration; at a sane tolerance it passes silently
     good = ("def cal_module1_wrapper(a, b, c):\n"

@@ -196,8 +196,11 @@ enum pg_golden_mutation_kind {
   PG_MUT_ROUND_INPUTS, /* float inputs rounded through `iparam`: PG_DTYPE_F16, _BF16, or
                           0 for tf32 (10 mantissa bits) */
   PG_MUT_TAIL_DROP,    /* matmul: the last partial tile (size `iparam`) of K ignored */
-  PG_MUT_ACCUMULATE    /* matmul recomputed with summation order `iparam`
+  PG_MUT_ACCUMULATE,   /* matmul recomputed with summation order `iparam`
                           (enum pg_golden_sum_order), tile `param` for BLOCKED */
+  PG_MUT_FAST_EXP      /* exp / sigmoid / silu / softmax (`iparam`: which, enum in
+                          mutate.c) recomputed with a fast exp (Schraudolph's exponent-bit
+                          trick, up to ~4 % off); `attr`: softmax's axis attribute */
 };
 
 /* Summation orders of PG_MUT_ACCUMULATE: the CPU reproducer's spread and
