@@ -28,6 +28,13 @@ if(MODE STREQUAL "package")
   list(APPEND cfg "-DCMAKE_PREFIX_PATH=${BIN}/prefix")
 endif()
 pg_run(r COMMAND "${CMAKE_COMMAND}" ${cfg})
+# A vendored phasegate builds no benchmarks into its consumer's all (PHASEGATE_BUILD_BENCH
+# defaults to PROJECT_IS_TOP_LEVEL).
+if(NOT MODE STREQUAL "package")
+  pg_run(r COMMAND "${CMAKE_COMMAND}" --build "${BUILD}" --target help)
+  pg_check(NOT r_out MATCHES "bench_(compare|golden|persist|diagnosis|matmul)"
+           MESSAGE "bench targets in a consumer's build:\n${r_out}")
+endif()
 
 set(m1 toy/M1/L1/L1_shape toy/M1/L2/L2_values toy/M1/L2/L2_bug_at_m1)
 set(m2 toy/M2/L1/L1_shape toy/M2/L2/L2_values toy/M2/L2/L2_bug_at_m1)
