@@ -6,7 +6,10 @@ bug chosen by argv[1]:
   periodic   columns 12..15 of every 16 off (a tile of 16 mishandled)
   tail       the last partial tile of 32 along N (columns 64..79) off
   nan        a NaN produced at [3, 5] (no input holds one)
-  shuffle    the second row half rolled: errors everywhere (no mask pattern)"""
+  shuffle    the second row half rolled: errors everywhere (no mask pattern)
+  rowspread  adds 0 * the row's sum of x: exact on finite inputs, but a non-finite x
+             poisons its whole row of y (as a row reduction or softmax would)
+  colspread  the same with the column's sum: a non-finite x poisons its column"""
 import math
 import os
 import sys
@@ -30,6 +33,10 @@ elif fault == "tail":
     y[:, 64:] -= np.float32(0.25)
 elif fault == "nan":
     y[3, 5] = np.nan
+elif fault == "rowspread":
+    y = y + np.float32(0.0) * x.sum(axis=1, keepdims=True, dtype=np.float32)
+elif fault == "colspread":
+    y = y + np.float32(0.0) * x.sum(axis=0, keepdims=True, dtype=np.float32)
 elif fault == "shuffle":
     y = np.roll(y, 7, axis=1) * np.float32(1.1)
 req.write_output("y", y.astype(np.float32))

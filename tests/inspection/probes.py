@@ -4,7 +4,8 @@ accumulation declares `inspect: [{name: acc, shape: [ITERS, B, D]}]`; the impl r
 
     probes.py PHASEGATE OP_DIR PLUGIN_CORRECT PLUGIN_DRIFT PLUGIN_SKIP PYTHON OUTDIR
 
-python: (numpy through phasegate's worker) and plugin impls: correct -> no drift; drifting
+python: (numpy through phasegate's worker), exec: (numpy through tools/pg_exec_helper.py,
+probe_exec.py) and plugin impls: correct -> no drift; drifting
 from iteration 5 -> first_failure.drift_onset_iter 5; a probe the impl does not return ->
 a structural failure naming inspection_acc; the reference probe values never reach the
 report or the console (only metrics).
@@ -22,6 +23,7 @@ pg, op, p_ok, p_drift, p_skip, python, out = sys.argv[1:8]
 shutil.rmtree(out, ignore_errors=True)
 os.makedirs(out)
 impl_py = os.path.join(op, "impl.py")
+impl_exec = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe_exec.py")
 fails = []
 
 
@@ -51,7 +53,9 @@ def probes_of(rep):
 for kind, correct, drift, skip in (
         ("python", "python:%s::chunk_accum_module1_wrapper" % impl_py,
          "python:%s::drift_wrapper" % impl_py, "python:%s::no_probe_wrapper" % impl_py),
-        ("plugin", "plugin:" + p_ok, "plugin:" + p_drift, "plugin:" + p_skip)):
+        ("plugin", "plugin:" + p_ok, "plugin:" + p_drift, "plugin:" + p_skip),
+        ("exec",) + tuple("exec:%s %s %s" % (python, impl_exec, v)
+                          for v in ("correct", "drift", "skip"))):
     rc, text, rep = run(kind + "_correct", correct)
     ps = probes_of(rep)
     check(rc == 0 and rep["status"] == "PASS", kind + " correct: PASS")
