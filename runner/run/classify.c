@@ -576,7 +576,7 @@ static void mask_value_hints(struct pg_tensor_check *t, const struct pg__diag_fa
   char at[160];
   pg_shape_format(t->ndim, mk->nonfinite_first_index, at, sizeof at);
   static const char *const rel[] = {"", "at the same index", "in the same row",
-                                    "(not at a related position)"};
+                                    "none of them at a related position"};
   static const double conf[] = {0.7, 0.9, 0.8, 0.6};
   int r = f->nan.relation >= 0 && f->nan.relation <= 3 ? f->nan.relation : 0;
   if (r)
