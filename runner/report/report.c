@@ -167,16 +167,28 @@ static void add_mask(cJSON *o, const struct pg_tensor_check *t) {
   }
 }
 
-static cJSON *tensor_json(const struct pg_tensor_check *t, const char *mode) {
+/* What an output check and a probe check both start with: the tensor compared, in
+ * which mode, under which rule. */
+static cJSON *check_head_json(const char *name, const char *mode, enum pg_dtype dtype,
+                              int ndim, const int64_t *shape, const char *rule, double atol,
+                              double rtol) {
   cJSON *o = cJSON_CreateObject();
-  const struct pg_cmp_result *c = &t->cmp;
-  cJSON_AddStringToObject(o, "name", t->name);
+  if (!o) return NULL;
+  cJSON_AddStringToObject(o, "name", name);
   cJSON_AddStringToObject(o, "mode", mode);
-  cJSON_AddStringToObject(o, "dtype", pg_dtype_name(t->dtype));
-  cJSON_AddItemToObject(o, "shape", index_json(t->ndim, t->shape));
-  cJSON_AddStringToObject(o, "rule", t->rule);
-  add_num(o, "atol", t->atol);
-  add_num(o, "rtol", t->rtol);
+  cJSON_AddStringToObject(o, "dtype", pg_dtype_name(dtype));
+  cJSON_AddItemToObject(o, "shape", index_json(ndim, shape));
+  cJSON_AddStringToObject(o, "rule", rule);
+  add_num(o, "atol", atol);
+  add_num(o, "rtol", rtol);
+  return o;
+}
+
+static cJSON *tensor_json(const struct pg_tensor_check *t, const char *mode) {
+  cJSON *o = check_head_json(t->name, mode, t->dtype, t->ndim, t->shape, t->rule, t->atol,
+                             t->rtol);
+  if (!o) return NULL;
+  const struct pg_cmp_result *c = &t->cmp;
   cJSON_AddBoolToObject(o, "values_checked", t->values_checked);
   cJSON_AddBoolToObject(o, "passed", t->passed);
   if (!t->compared) return o;
@@ -215,15 +227,9 @@ static cJSON *tensor_json(const struct pg_tensor_check *t, const char *mode) {
 
 /* One inspection probe of a mode: per-iteration metrics, never a value. */
 static cJSON *probe_json(const struct pg_probe_check *p, const char *mode) {
-  cJSON *o = cJSON_CreateObject();
+  cJSON *o = check_head_json(p->name, mode, p->dtype, p->ndim, p->shape, p->rule, p->atol,
+                             p->rtol);
   if (!o) return NULL;
-  cJSON_AddStringToObject(o, "name", p->name);
-  cJSON_AddStringToObject(o, "mode", mode);
-  cJSON_AddStringToObject(o, "dtype", pg_dtype_name(p->dtype));
-  cJSON_AddItemToObject(o, "shape", index_json(p->ndim, p->shape));
-  cJSON_AddStringToObject(o, "rule", p->rule);
-  add_num(o, "atol", p->atol);
-  add_num(o, "rtol", p->rtol);
   cJSON_AddBoolToObject(o, "compared", p->compared);
   if (p->problem[0]) cJSON_AddStringToObject(o, "problem", p->problem);
   cJSON_AddNumberToObject(o, "iterations", p->n_iters);
