@@ -14,19 +14,7 @@ cd "$data" || exit 1
 export PG_TOOLS_DIR="$tools"
 impl="exec:$py custom/rms_gate/impl.py"
 fails=0
-step() { # step WANT_EXIT NEEDLE ARGS... : runs phasegate ARGS, checks exit and output
-  want=$1 needle=$2
-  shift 2
-  "$pg" "$@" >"$out/o.txt" 2>&1
-  got=$?
-  if [ "$got" -ne "$want" ] || ! grep -qF -- "$needle" "$out/o.txt"; then
-    echo "FAIL: phasegate $* -> exit $got (want $want, output should contain '$needle'):"
-    cat "$out/o.txt"
-    fails=1
-  else
-    echo "ok: phasegate $*"
-  fi
-}
+. "$(dirname "$0")/step.sh"   # step WANT_EXIT NEEDLE ARGS...
 step 0 "rms_gate: 3 modules, 3 primary inputs, 4 cases" validate --op-dir custom/rms_gate
 step 0 '"rms_gate/M3/L5/L5_large_scale"' list --op-dir custom/rms_gate --format json
 [ "$(grep -c '"rms_gate/M' "$out/o.txt")" -eq 12 ] || { echo "FAIL: want 12 tests"; fails=1; }

@@ -21,19 +21,7 @@ export PHASEGATE_PYTHON="$py" PYTHONDONTWRITEBYTECODE=1
 export PHASEGATE_CACHE_DIR="$out/cache"
 report=custom/$op/eval/evaluation_report.json
 fails=0
-step() { # step WANT_EXIT NEEDLE ARGS... : runs phasegate ARGS, checks exit and output
-  want=$1 needle=$2
-  shift 2
-  "$pg" "$@" >"$out/o.txt" 2>&1
-  got=$?
-  if [ "$got" -ne "$want" ] || ! grep -qF -- "$needle" "$out/o.txt"; then
-    echo "FAIL: phasegate $* -> exit $got (want $want, output should contain '$needle'):"
-    cat "$out/o.txt"
-    fails=1
-  else
-    echo "ok: phasegate $*"
-  fi
-}
+. "$(dirname "$0")/step.sh"   # step WANT_EXIT NEEDLE ARGS...
 impl() { echo "python:custom/$op/modules/${op}_module$1_impl.py"; }
 
 cd "$out/ws" || exit 1
