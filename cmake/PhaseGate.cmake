@@ -28,6 +28,7 @@ impl's output at the Mk boundary with the cumulative golden. The cases are liste
                      (IMPL <target> | IMPL_COMMAND <command>... |
                       IMPL_WORKER <command>... | IMPL_PYTHON <file.py> [FUNCTION <name>] |
                       REPLAY <dir>)
+                     [PHASES <k>]
                      [GOLDEN <target>]
                      [MODES <mode>...]
                      [LEVELS <level>...]
@@ -108,6 +109,12 @@ impl's output at the Mk boundary with the cumulative golden. The cases are liste
 
   ``REPLAY <dir>``
     Outputs dumped by a device run, ``<dir>/<case>/<mode>/<name>.npy``.
+
+  ``PHASES <k>``
+    The phases implemented so far (``1..N``). Later phases stay listed (label
+    ``not_implemented``); ``run --implemented-phases <k>`` skips their cases ("M<j> not
+    implemented yet (PHASES <k>)") without touching the impl, so a new op is green
+    from day one. Default: every phase is run.
 
   ``GOLDEN <target>``
     Golden plugin library target, passed as ``--golden-lib`` to ``run`` and ``selftest``.
@@ -336,7 +343,7 @@ function(phasegate_add_op op)
 
   set(options "")
   set(oneValueArgs OP_DIR IMPL IMPL_PYTHON FUNCTION REPLAY GOLDEN TIMEOUT GATE REPORT_DIR
-                   DISCOVERY_MODE DISCOVERY_TIMEOUT RUNNER)
+                   DISCOVERY_MODE DISCOVERY_TIMEOUT RUNNER PHASES)
   set(multiValueArgs IMPL_COMMAND IMPL_WORKER MODES LEVELS RESOURCES LABELS EXTRA_ARGS)
   cmake_parse_arguments(PARSE_ARGV 1 arg "${options}" "${oneValueArgs}" "${multiValueArgs}")
 
@@ -366,6 +373,15 @@ function(phasegate_add_op op)
   if(NOT contract)
     message(FATAL_ERROR "phasegate_add_op(${op}): OP_DIR '${op_dir}' holds no "
       "module_interfaces.yaml + adversarial_suite.json (looked in the directory and in eval/)")
+  endif()
+  _phasegate_module_count("${contract}" "${suite}" n_modules)
+
+  set(phases "${arg_PHASES}") # phases 1..k implemented so far: run --implemented-phases k
+  if(DEFINED arg_PHASES AND (NOT phases MATCHES "^[1-9][0-9]*$"
+                             OR (n_modules GREATER 0 AND phases GREATER n_modules)))
+    message(FATAL_ERROR "phasegate_add_op(${op}): PHASES '${phases}' is not valid: the phases "
+      "implemented so far must be a whole number in 1..${n_modules} (op '${op}' has "
+      "${n_modules} modules)") # n_modules 0: unknown here, discovery checks it
   endif()
 
   set(n_impl 0)
@@ -563,6 +579,9 @@ function(phasegate_add_op op)
   if(DEFINED arg_TIMEOUT)
     list(APPEND run_extra --timeout "${arg_TIMEOUT}")
   endif()
+  if(phases)
+    list(APPEND run_extra --implemented-phases "${phases}")
+  endif()
   list(APPEND run_extra ${python_args} ${golden_args} ${arg_EXTRA_ARGS})
   # `run --fresh-process` never leases from the daemon: no warm processes to keep.
   if("--fresh-process" IN_LIST arg_EXTRA_ARGS)
@@ -608,14 +627,14 @@ function(phasegate_add_op op)
   list(JOIN arg_RESOURCES "|" resources_enc)
   list(JOIN arg_LABELS "|" labels_enc)
   # Everything the generated tests file depends on besides the list output.
-  set(signature_text "${op}|${op_dir}|${levels_csv}|${gate}|${ctest_timeout}|${resources_enc}|${labels_enc}|${workers_fixture}")
+  set(signature_text "${op}|${op_dir}|${levels_csv}|${gate}|${ctest_timeout}|${resources_enc}|${labels_enc}|${workers_fixture}|${phases}")
   string(MD5 signature "${signature_text}")
   set(discover_defs
     "-DPG_OP=${op}" "-DPG_OP_DIR=${op_dir}" "-DPG_LEVELS=${levels_csv}"
     "-DPG_TESTS_FILE=${tests_file}" "-DPG_GATE=${gate}" "-DPG_CTEST_TIMEOUT=${ctest_timeout}"
     "-DPG_RESOURCES=${resources_enc}" "-DPG_LABELS=${labels_enc}"
     "-DPG_SIGNATURE=${signature}" "-DPG_DISCOVERY_TIMEOUT=${discovery_timeout}"
-    "-DPG_WORKERS_FIXTURE=${workers_fixture}")
+    "-DPG_WORKERS_FIXTURE=${workers_fixture}" "-DPG_PHASES=${phases}")
 
   # The include file CTest reads: resolved paths (generator expressions) first, then
   # either the discovered tests or the NOT_BUILT placeholder.
@@ -769,7 +788,6 @@ endif()
   set(deps phasegate_discover_${op} ${impl_deps})
   _phasegate_verify_target(verify_all "${deps}" "^phasegate$")
   _phasegate_verify_target(verify_${op} "${deps}" "^op_${op_re}$")
-  _phasegate_module_count("${contract}" "${suite}" n_modules)
   if(n_modules GREATER 0)
     foreach(k RANGE 1 ${n_modules})
       _phasegate_verify_target(verify_${op}_M${k} "${deps}" "^op_${op_re}$" "^phase_M${k}$")

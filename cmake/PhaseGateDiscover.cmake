@@ -8,7 +8,9 @@
 # Inputs (variables): PG_OP, PG_RUNNER, PG_OP_DIR, PG_LEVELS (L1,L2), PG_TESTS_FILE,
 # PG_GATE, PG_CTEST_TIMEOUT, PG_RESOURCES and PG_LABELS (lists joined with "|"),
 # PG_SIGNATURE, PG_DISCOVERY_TIMEOUT, PG_WORKERS_FIXTURE (the fixture of `phasegate serve`
-# every case test requires, or empty); PG_CONTRACT and PG_SUITE for the stale check.
+# every case test requires, or empty), PG_PHASES (PHASES k: the cases of later phases get
+# the label not_implemented; empty: all implemented); PG_CONTRACT and PG_SUITE for the
+# stale check.
 # Case tests (and `phasegate list`) run in the directory of PG_TESTS_FILE.
 
 include_guard(GLOBAL)
@@ -107,6 +109,9 @@ function(phasegate__discover)
   string(JSON n_modules ERROR_VARIABLE jerr GET "${out}" module_count)
   if(jerr OR NOT n_modules MATCHES "^[1-9][0-9]*$")
     _phasegate_discovery_error("module_count missing or not a positive integer" "${rc}" "")
+  endif()
+  if(PG_PHASES AND (NOT PG_PHASES MATCHES "^[1-9][0-9]*$" OR PG_PHASES GREATER n_modules))
+    _phasegate_discovery_error("PHASES ${PG_PHASES} is not valid: the phases implemented so far must be a whole number in 1..${n_modules} (the op's module count)" 0 "")
   endif()
   string(JSON n_tests ERROR_VARIABLE jerr LENGTH "${out}" tests)
   if(jerr)
@@ -261,9 +266,13 @@ function(phasegate__discover)
   set(subdirs "")
   foreach(g IN LISTS groups)
     string(REGEX MATCH "^M([0-9]+)_L([0-9]+)$" m "${g}")
+    set(ni "")
+    if(PG_PHASES AND CMAKE_MATCH_1 GREATER PG_PHASES)
+      set(ni ";not_implemented") # run skips them: "M<k> not implemented yet (PHASES k)"
+    endif()
     file(WRITE "${groups_dir}/${g}/CTestTestfile.cmake" "${content_${g}}"
       "set_directory_properties(PROPERTIES LABELS "
-      "[==[phasegate;op_${op};phase_M${CMAKE_MATCH_1};level_L${CMAKE_MATCH_2}${label_tail}]==])\n"
+      "[==[phasegate;op_${op};phase_M${CMAKE_MATCH_1};level_L${CMAKE_MATCH_2}${ni}${label_tail}]==])\n"
       "set_tests_properties(${names_${g}} PROPERTIES WORKING_DIRECTORY ${q_workdir})\n")
     _phasegate_discover_bracket(q_dir "${groups_dir}/${g}")
     string(APPEND subdirs "subdirs(${q_dir})\n")

@@ -1,7 +1,8 @@
 # phasegate — the command of the verify_* targets (cmake -P): runs ctest on the tests
 # whose labels match PG_LABEL_1 [and PG_LABEL_2], writes JUnit to PG_JUNIT, prints a
-# phase x level table (passed/failed/skipped/not run) from the JUnit file and fails
-# when ctest did. The table is printed even when tests fail.
+# phase x level table (passed/failed/skipped/not run, and "not impl." for the phases
+# after an op's PHASES) from the JUnit file and fails when ctest did. The table is
+# printed even when tests fail.
 # Inputs: PG_CTEST, PG_TEST_DIR, PG_JUNIT, PG_TITLE, PG_CONFIG (multi-config only),
 # PG_LABEL_<i>, PG_EXTRA_ARGS (a list of extra ctest arguments).
 # With PG_SUMMARY_ONLY set it only prints the table of an existing PG_JUNIT (tests).
@@ -21,7 +22,9 @@ endfunction()
 # Prints the table for JUnit file JUNIT; sets <out_failed> to the number of tests that
 # failed or did not run. The <op>/workers/start|stop fixture tests are no cases: they
 # are left out of the table and the totals, and get a line of their own when they did
-# not pass.
+# not pass. A case skipped because its phase is after the op's PHASES (its output says
+# "not implemented yet (PHASES k)", run --implemented-phases) counts apart from other
+# skips: such a cell reads "not impl.", such a row "not implemented yet".
 function(phasegate_summary junit title out_failed)
   file(READ "${junit}" xml)
   string(ASCII 1 soh)
@@ -30,8 +33,11 @@ function(phasegate_summary junit title out_failed)
   string(REPLACE ";" "${soh}" xml "${xml}")
   string(REPLACE "[" "${stx}" xml "${xml}")
   string(REPLACE "]" "${etx}" xml "${xml}")
-  # One element per test: the <testcase ...> tag and the element right after it.
-  string(REGEX MATCHALL "<testcase [^>]*>[ \t\r\n]*<[a-z-]+( message=\"[^\"]*\")?" cases "${xml}")
+  # One element per test: the <testcase ...> tag and the element right after it (and,
+  # after an empty <skipped .../> or <failure .../>, the test's output).
+  string(REGEX MATCHALL
+    "<testcase [^>]*>[ \t\r\n]*<[a-z-]+( message=\"[^\"]*\")?(/>[ \t\r\n]*<system-out>[^<]*)?"
+    cases "${xml}")
 
   set(ops "")
   set(levels "")
@@ -39,6 +45,7 @@ function(phasegate_summary junit title out_failed)
   set(totals_f 0)
   set(totals_s 0)
   set(totals_n 0)
+  set(totals_x 0)
   set(workers_notes "")
   set(workers_bad 0)
   foreach(c IN LISTS cases)
@@ -60,6 +67,8 @@ function(phasegate_summary junit title out_failed)
       set(r p)
     elseif(status STREQUAL "fail")
       set(r f)
+    elseif(c MATCHES "message=\"SKIP_" AND c MATCHES "<system-out>[^<]*not implemented yet [(]PHASES [0-9]+[)]")
+      set(r x)   # the op's PHASES: the phase is not implemented yet (not run on purpose)
     elseif(c MATCHES "message=\"SKIP_")
       set(r s)   # SKIP_RETURN_CODE=77 or SKIP_REGULAR_EXPRESSION_MATCHED
     else()
@@ -111,12 +120,24 @@ function(phasegate_summary junit title out_failed)
       list(APPEND levels "${col}")
     endif()
     set(k "${op}|${row}|${col}")
-    foreach(x p f s n)
-      if(NOT DEFINED cnt_${x}_${k})
-        set(cnt_${x}_${k} 0)
+    foreach(t p f s n x)
+      if(NOT DEFINED cnt_${t}_${k})
+        set(cnt_${t}_${k} 0)
       endif()
     endforeach()
     math(EXPR cnt_${r}_${k} "${cnt_${r}_${k}} + 1")
+    if(col MATCHES "^L") # a row of cases all not implemented yet reads so
+      set(rk "${op}|${row}")
+      if(NOT DEFINED row_x_${rk})
+        set(row_x_${rk} 0)
+        set(row_other_${rk} 0)
+      endif()
+      if(r STREQUAL "x")
+        math(EXPR row_x_${rk} "${row_x_${rk}} + 1")
+      else()
+        math(EXPR row_other_${rk} "${row_other_${rk}} + 1")
+      endif()
+    endif()
   endforeach()
   list(SORT levels)
 
@@ -161,26 +182,42 @@ function(phasegate_summary junit title out_failed)
       foreach(l IN LISTS levels)
         set(k "${op}|${row}|${l}")
         if(DEFINED cnt_p_${k})
-          _pg_pad("${cnt_p_${k}}/${cnt_f_${k}}/${cnt_s_${k}}/${cnt_n_${k}}" 12 cell)
+          set(text "${cnt_p_${k}}/${cnt_f_${k}}/${cnt_s_${k}}/${cnt_n_${k}}")
+          if(cnt_x_${k} GREATER 0 AND text STREQUAL "0/0/0/0")
+            set(text "not impl.")
+          elseif(cnt_x_${k} GREATER 0)
+            string(APPEND text " +${cnt_x_${k}} not impl.")
+          endif()
+          _pg_pad("${text}" 12 cell)
         else()
           _pg_pad("-" 12 cell)
         endif()
         string(APPEND line "${cell}")
       endforeach()
+      set(rk "${op}|${row}")
+      set(not_impl FALSE)
+      if(DEFINED row_x_${rk} AND row_x_${rk} GREATER 0 AND row_other_${rk} EQUAL 0)
+        set(not_impl TRUE)
+      endif()
+      set(state "")
       foreach(col gate status)
         set(k "${op}|${row}|${col}")
         if(DEFINED cnt_p_${k})
           if(cnt_f_${k} GREATER 0)
-            string(APPEND line "failed")
+            set(state "failed")
           elseif(cnt_n_${k} GREATER 0)
-            string(APPEND line "not run")
+            set(state "not run")
           elseif(cnt_s_${k} GREATER 0)
-            string(APPEND line "skipped")
+            set(state "skipped")
           else()
-            string(APPEND line "passed")
+            set(state "passed")
           endif()
         endif()
       endforeach()
+      if(not_impl AND state MATCHES "^(passed|)$")
+        set(state "not implemented yet") # its gate (a barrier, if any) passed
+      endif()
+      string(APPEND line "${state}")
       string(REGEX REPLACE " +$" "" line "${line}")
       string(APPEND lines "${line}\n")
     endforeach()
@@ -189,10 +226,16 @@ function(phasegate_summary junit title out_failed)
   foreach(w IN LISTS workers_notes)
     string(APPEND notes "  workers: ${w}\n")
   endforeach()
-  message("\nphasegate summary (${title}): cells are passed/failed/skipped/not run\n"
+  set(legend "")
+  set(not_impl_total "")
+  if(totals_x GREATER 0)
+    set(legend "; not impl.: a phase after the op's PHASES")
+    set(not_impl_total ", ${totals_x} not implemented yet")
+  endif()
+  message("\nphasegate summary (${title}): cells are passed/failed/skipped/not run${legend}\n"
           "${lines}"
           "  total: ${totals_p} passed, ${totals_f} failed, ${totals_s} skipped, "
-          "${totals_n} not run\n"
+          "${totals_n} not run${not_impl_total}\n"
           "${notes}"
           "  JUnit: ${junit}\n")
   math(EXPR bad "${totals_f} + ${totals_n} + ${workers_bad}")

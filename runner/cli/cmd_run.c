@@ -32,6 +32,9 @@ static void usage(FILE *out) {
           "  --python PATH              interpreter of python: impls (default $PHASEGATE_PYTHON,\n"
           "                             else python3)\n"
           "  --up-to-module K           the phase (1..N, N = the op's module count)\n"
+          "  --implemented-phases P     the impl implements phases 1..P so far (CMake PHASES):\n"
+          "                             a phase K > P is SKIPPED as not implemented yet,\n"
+          "                             reported, the impl never touched (exit 77)\n"
           "  --case ID[,ID…]            only these cases\n"
           "  --levels L1,L2             only these levels\n"
           "  --modes sim,npu            modes to run, in order (default: sim)\n"
@@ -108,6 +111,14 @@ static int set_option(struct pg_run_opts *o, const char *name, const char *val) 
     size_t digits = strspn(val, "0123456789");
     o->up_to_module = digits > 0 && digits <= 6 && !val[digits] ? atoi(val) : -1;
     o->up_to_module_arg = val;
+  } else if (strcmp(name, "--implemented-phases") == 0) {
+    /* 1..N; the upper bound is checked against the contract (run.c) */
+    size_t digits = strspn(val, "0123456789");
+    int p = digits > 0 && digits <= 6 && !val[digits] ? atoi(val) : 0;
+    if (p < 1)
+      return pg_cli_usage_error("run", "--implemented-phases: expected a phase number >= 1 "
+                                "(the phases implemented so far), got '%s'", val);
+    o->implemented_phases = p;
   } else if (strcmp(name, "--case") == 0) o->case_ids = val;
   else if (strcmp(name, "--levels") == 0) {
     if (parse_levels(val, &o->levels_mask) != 0)

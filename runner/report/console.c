@@ -199,6 +199,11 @@ static void text_lines(const char *s, pg_run_line_fn line, void *user) {
 
 void pg_report_case_lines(const struct pg_run_phase *ph, const struct pg_case_result *r,
                           pg_run_line_fn line, void *user) {
+  if (r->not_implemented) { /* one line per case: no mode ran */
+    pg_run_linef(line, user, 0, "[SKIP] %s M%d %s  %s: the impl was not called", ph->op,
+                 ph->up_to_module, r->id, r->summary);
+    return;
+  }
   for (int mi = 0; mi < r->n_modes; mi++) {
     const struct pg_mode_result *m = &r->modes[mi];
     mode_line(ph, r, m, line, user);
@@ -249,7 +254,13 @@ void pg_report_summary_lines(const struct pg_run_phase *ph, const struct pg_run_
                              const struct pg_case_result *cases, int n, pg_run_line_fn line,
                              void *user) {
   int k = ph->up_to_module;
-  if (n > 0 && s->skipped == n) /* even when writing the report failed (status ERROR) */
+  int not_impl = 0;
+  for (int i = 0; i < n; i++) not_impl += cases[i].not_implemented;
+  /* even when writing the report failed (status ERROR) */
+  if (n > 0 && not_impl == n)
+    pg_run_linef(line, user, 0, "[phasegate] SKIPPED %s M%d: %s; %d case(s) listed, not run",
+                 ph->op, k, cases[0].summary, n);
+  else if (n > 0 && s->skipped == n)
     pg_run_linef(line, user, 0, "[phasegate] SKIPPED %s M%d: every requested mode (%s) is "
                  "unavailable for %d case(s)", ph->op, k, ph->modes, n);
   pg_run_linef(line, user, 0, "[phasegate] %s M%d: %s  %d passed, %d failed, %d errors, %d "

@@ -264,6 +264,7 @@ cJSON *pg_report_check_json(const struct pg_case_result *r, int k) {
   cJSON_AddNumberToObject(o, "level", r->level);
   cJSON_AddNumberToObject(o, "suite_index", r->index);
   cJSON_AddStringToObject(o, "status", pg_verdict_name(r->status));
+  if (r->not_implemented) cJSON_AddBoolToObject(o, "not_implemented", 1); /* --implemented-phases */
   cJSON_AddBoolToObject(o, "precision_checked", r->precision_checked);
   cJSON_AddBoolToObject(o, "all_close", r->all_close);
   add_num(o, "max_abs_diff", r->max_abs_diff);
@@ -410,7 +411,7 @@ cJSON *pg_report_build(const struct pg_run_phase *m, cJSON *checks) {
   if (m->contract_path) cJSON_AddStringToObject(r, "contract", m->contract_path);
   if (m->suite_path) cJSON_AddStringToObject(r, "suite", m->suite_path);
 
-  int total = 0, passed = 0, failed = 0, errors = 0, skipped = 0;
+  int total = 0, passed = 0, failed = 0, errors = 0, skipped = 0, not_impl = 0;
   enum pg_verdict worst = PG_VERDICT_SKIPPED;
   cJSON *pms = cJSON_CreateObject();
   cJSON *first_failure = NULL;
@@ -425,6 +426,7 @@ cJSON *pg_report_build(const struct pg_run_phase *m, cJSON *checks) {
     else if (v == PG_VERDICT_FAIL) failed++;
     else if (v == PG_VERDICT_ERROR) errors++;
     else skipped++;
+    not_impl += cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(chk, "not_implemented"));
     const cJSON *cm = cJSON_GetObjectItemCaseSensitive(chk, "per_mode_status");
     const cJSON *e;
     cJSON_ArrayForEach(e, cm) {
@@ -461,6 +463,8 @@ cJSON *pg_report_build(const struct pg_run_phase *m, cJSON *checks) {
     }
   }
   cJSON_AddStringToObject(r, "status", pg_verdict_name(total ? worst : PG_VERDICT_SKIPPED));
+  /* the phase is after --implemented-phases (CMake PHASES): every case listed, none run */
+  if (total > 0 && not_impl == total) cJSON_AddBoolToObject(r, "not_implemented", 1);
   cJSON_AddItemToObject(r, "checks", checks);
   cJSON_AddNumberToObject(r, "cases_total", total);
   cJSON_AddNumberToObject(r, "cases_passed", passed);

@@ -568,7 +568,10 @@ void pg__run_case(struct pg__run *rc, const struct pg_case *cs, struct pg_case_r
     free(c);
     return;
   }
-  if (case_prepare(c) == PG_OK) case_modes(c);
+  if (rc->not_implemented) /* listed, reported, never generated, computed or called */
+    pg__classify_not_implemented(r, c->k, rc->o->implemented_phases);
+  else if (case_prepare(c) == PG_OK)
+    case_modes(c);
   pg__blas_preload_join(rc);
   if (c->pending) { /* the case failed before the impl's result was needed */
     struct pg_error fe;

@@ -156,6 +156,7 @@ static const struct rule rules[] = {
     {RUN(LAYOUT), PG_VERDICT_FAIL, PG_CAT_STRUCTURAL, 1, HINT_LAYOUT},
     {RUN(RUNNER), PG_VERDICT_ERROR, PG_CAT_INFRA, 0, HINT_NONE},
     {RUN(CASE_LIMIT), PG_VERDICT_ERROR, PG_CAT_OTHER, 0, HINT_NONE},
+    {RUN(NOT_IMPLEMENTED), PG_VERDICT_SKIPPED, PG_CAT_NONE, 0, HINT_NONE},
     /* what the impl adapter saw */
     {IMPL(OK), PG_VERDICT_PASS, PG_CAT_NONE, 0, HINT_NONE},
     {IMPL(UNAVAILABLE), PG_VERDICT_SKIPPED, PG_CAT_NONE, 0, HINT_NONE},
@@ -286,6 +287,8 @@ void pg__classify_values(struct pg_mode_result *m, int k, int i, int case_precis
 
 /* ------------------------------------------------------------------ one case */
 
+static void aggregate(struct pg_case_result *r);
+
 void pg__classify_case_error(struct pg_case_result *r, enum pg_run_fact fact, const char *msg) {
   const struct rule *ru = rule_for(fact, PG_IMPL_FACT_OK);
   r->status = ru->verdict;
@@ -301,6 +304,14 @@ void pg__classify_case_error(struct pg_case_result *r, enum pg_run_fact fact, co
   }
   /* every mode got the error: the seed's first_failure always has a fingerprint */
   snprintf(r->fingerprint, sizeof r->fingerprint, "%s", pg_divergence_fingerprint(verdicts, n));
+}
+
+void pg__classify_not_implemented(struct pg_case_result *r, int k, int implemented) {
+  char msg[96];
+  snprintf(msg, sizeof msg, "M%d not implemented yet (PHASES %d)", k, implemented);
+  pg__classify_case_error(r, PG_RUN_FACT_NOT_IMPLEMENTED, msg);
+  aggregate(r); /* SKIPPED, all_close as for any skip */
+  r->not_implemented = 1;
 }
 
 int pg__classify_bisect_mode(const struct pg_case_result *r, int k) {

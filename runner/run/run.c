@@ -252,6 +252,15 @@ static int check_phase(struct pg__run *rc, struct pg_error *err) {
                       c->n_modules, c->op);
 }
 
+/* --implemented-phases K (the CMake PHASES) names a phase of the op: 1..N. */
+static int check_implemented(const struct pg__run *rc, struct pg_error *err) {
+  int n = rc->o->implemented_phases, total = rc->contract.n_modules;
+  if (n == 0 || (n >= 1 && n <= total)) return PG_OK;
+  return pg_error_set(err, PG_EINVAL, "--implemented-phases %d outside 1..%d for op '%s' "
+                      "(the phases implemented so far, at most its module count)", n, total,
+                      rc->contract.op);
+}
+
 /* --report PATH; else --report-dir DIR: DIR/<op>/M<k>/evaluation_report.json; else a
  * pypto op directory (--op-dir DIR finds DIR/eval/): DIR/eval/evaluation_report.json,
  * where the seed's runner writes it; else ./phasegate-reports/<op>/M<k>/. NULL: out of
@@ -305,10 +314,14 @@ static int load(struct pg__run *rc, struct pg_run_summary *s, struct pg_diags *d
   rc->impl.serve_control = o->serve_control;
   rc->impl.python = o->python;
   rc->impl.log_dir = o->work_dir;
+  /* A phase not implemented yet never touches the impl, not even its load probe (its
+   * library may lack the phase's wrapper, or not be built at all). */
+  rc->not_implemented = o->implemented_phases > 0 && o->up_to_module > o->implemented_phases;
   /* The plugin's load probe (a fork + dlopen) runs while the contract and suite load;
    * its verdict is collected in check_before_cases. Forked before any thread exists. */
-  PG_RETURN_IF_ERROR(pg_impl_check_start(&rc->impl, o->timeout_s > 0 ? o->timeout_s : 120,
-                                         o->rlimit_as, &rc->probe, err));
+  if (!rc->not_implemented)
+    PG_RETURN_IF_ERROR(pg_impl_check_start(&rc->impl, o->timeout_s > 0 ? o->timeout_s : 120,
+                                           o->rlimit_as, &rc->probe, err));
   if (!o->contract_path && !o->op_dir)
     return pg_error_set(err, PG_EINVAL, "--op-dir or --contract is required");
   PG_RETURN_IF_ERROR(pg_op_paths_resolve(o->op_dir, o->contract_path, o->suite_path,
@@ -327,11 +340,13 @@ static int load(struct pg__run *rc, struct pg_run_summary *s, struct pg_diags *d
   }
   PG_RETURN_IF_ERROR(pg_golden_plan_build(&rc->contract.graph, &rc->plan, err));
   PG_RETURN_IF_ERROR(check_phase(rc, err));
-  PG_RETURN_IF_ERROR(check_golden(rc, err));
+  PG_RETURN_IF_ERROR(check_implemented(rc, err));
+  if (!rc->not_implemented) PG_RETURN_IF_ERROR(check_golden(rc, err));
   if (o->inspect) PG_RETURN_IF_ERROR(check_inspect(rc, rc->k, err));
   /* Without a golden cache every case computes its golden: load OpenBLAS (if a golden
    * step needs it) while the inputs are generated. */
-  if (o->no_golden_cache && !o->golden_data) pg__blas_preload_start(rc, rc->k);
+  if (o->no_golden_cache && !o->golden_data && !rc->not_implemented)
+    pg__blas_preload_start(rc, rc->k);
   if (!suite) return pg_error_set(err, PG_ENOENT, "%s: no suite file", rc->suite_path);
   return PG_OK;
 }
@@ -352,6 +367,7 @@ static int configure(struct pg__run *rc, struct pg_error *err) {
   rc->timeout_s = o->timeout_s > 0 ? o->timeout_s : 120;
   rc->device_id = o->device_id >= 0 ? o->device_id : pg_run_device_from_env();
   if (rc->device_id < 0) rc->device_id = 0;
+  if (rc->not_implemented) return PG_OK; /* no golden is computed */
   PG_RETURN_IF_ERROR(open_py_golden(rc, err));
   if (o->golden_lib) PG_RETURN_IF_ERROR(pg_golden_lib_open(o->golden_lib, &rc->golden_lib, err));
   if (!o->no_golden_cache && !o->golden_data) {
@@ -417,7 +433,7 @@ static void run_cases(struct pg__run *rc, const int *sel, int n_sel, struct pg_r
   struct pg_error re;
   pg_error_clear(&re);
   int wrote = PG_OK;
-  if (o->jobs > 1 && n_sel > 1) {
+  if (o->jobs > 1 && n_sel > 1 && !rc->not_implemented) {
     pg__blas_preload_join(rc); /* before forking the workers */
     wrote = pg__run_parallel(rc, sel, n_sel, o->jobs > 64 ? 64 : o->jobs, results, &re);
   } else {
@@ -449,7 +465,7 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
   /* The first mode's persistent impl process starts now, while the cases are selected,
    * the impl checked and the first inputs generated (not with --jobs: the workers fork
    * and start their own). */
-  if (ret == PG_OK && o->jobs <= 1 && rc->n_modes > 0)
+  if (ret == PG_OK && o->jobs <= 1 && rc->n_modes > 0 && !rc->not_implemented)
     pg_impl_prestart(&rc->impl, rc->modes[0], rc->device_id, o->rlimit_as, rc->timeout_s);
   if (ret == PG_OK) ret = select_cases(rc, &sel, &n_sel, err);
   if (ret == PG_OK) {

@@ -46,6 +46,7 @@ enum pg_run_fact {
   PG_RUN_FACT_LAYOUT,     /* compare found an output's shape or dtype wrong */
   PG_RUN_FACT_RUNNER,     /* the runner could not do its part (memory, I/O, rule, golden) */
   PG_RUN_FACT_CASE_LIMIT, /* the case is over a limit (--max-bytes) */
+  PG_RUN_FACT_NOT_IMPLEMENTED, /* the phase is after --implemented-phases: nothing ran */
   PG_RUN_FACT_COUNT
 };
 
@@ -213,6 +214,8 @@ struct pg_case_result {
                                  iteration outside the tolerance; -1: none */
   char drift_probe[PG_NAME_MAX]; /* the probe it is about */
   char drift_mode[64];
+  int not_implemented;        /* the phase is after --implemented-phases: every mode
+                                 SKIPPED, nothing was generated, computed or called */
 };
 
 void pg_case_result_reset(struct pg_case_result *r);
@@ -282,6 +285,9 @@ struct pg_run_opts {
   const char *impl_spec;
   int up_to_module;           /* 0: not given; < 0: not a number (see up_to_module_arg) */
   const char *up_to_module_arg; /* the text given, for the message naming the valid range */
+  int implemented_phases;     /* --implemented-phases K (the CMake PHASES): phases after K
+                                 are listed but not implemented yet, so a run of one is
+                                 SKIPPED without touching the impl; 0: all implemented */
   const char *case_ids;       /* comma-separated ids, NULL = all */
   unsigned levels_mask;       /* bit n set = level Ln selected; 0 = all */
   const char *modes;          /* comma-separated, NULL = "sim" */
@@ -323,12 +329,14 @@ struct pg_run_opts {
 
 /* Runs one phase. Returns PG_OK when it ran (whatever the verdicts; see summary),
  * a negative code for usage/contract/suite errors (exit 2), all found before any case
- * runs: no redact hook, --up-to-module outside 1..N, an --inspect name that is no
- * tensor of the op, empty --modes, an impl that cannot be loaded (pg_impl_check), a
- * report, --report-dir or --save-data location that cannot be created or written, a
- * single-case --golden-data layout with several cases selected. Contract and suite
- * findings go to on_line (then summary->diagnosed is set); err holds the message
- * otherwise. Release `s` with pg_run_summary_reset either way. */
+ * runs: no redact hook, --up-to-module or --implemented-phases outside 1..N, an
+ * --inspect name that is no tensor of the op, empty --modes, an impl that cannot be
+ * loaded (pg_impl_check), a report, --report-dir or --save-data location that cannot be
+ * created or written, a single-case --golden-data layout with several cases selected.
+ * A phase after --implemented-phases is not run: every selected case is SKIPPED as not
+ * implemented yet (no impl check, no inputs, no golden, no impl call), and reported.
+ * Contract and suite findings go to on_line (then summary->diagnosed is set); err holds
+ * the message otherwise. Release `s` with pg_run_summary_reset either way. */
 int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_error *err);
 
 /* The one validation `validate`, `list`, `gen` and `run` share (run/check.c): loads the

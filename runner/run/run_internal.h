@@ -45,6 +45,7 @@ struct pg__run {
   int preloading, blas_loaded;
   struct pg_run_phase phase;  /* what the hooks are told */
   char *report_path;
+  int not_implemented;        /* k > --implemented-phases: the cases are only reported */
 };
 
 /* One impl call's request and the storage it points into. */
@@ -222,6 +223,9 @@ void pg__classify_probe_note(struct pg_mode_result *m, int k, const char *probes
 void pg__classify_values(struct pg_mode_result *m, int k, int i, int case_precision,
                          int mode_precision);
 void pg__classify_case_error(struct pg_case_result *r, enum pg_run_fact fact, const char *msg);
+/* A case of a phase after --implemented-phases: every mode SKIPPED, "M<k> not
+ * implemented yet (PHASES <implemented>)". */
+void pg__classify_not_implemented(struct pg_case_result *r, int k, int implemented);
 /* The mode to bisect (first FAIL, precision, k > 1), or -1. */
 int pg__classify_bisect_mode(const struct pg_case_result *r, int k);
 /* Phase j's verdict for bisection: 1 diverges, 0 holds, -1 cannot tell. */

@@ -7,6 +7,8 @@
  *   validate --op-dir D   exit 2 when D/fake_invalid exists, else 0
  *   selftest              exit 0
  *   run ... --case C --up-to-module K
+ *       --implemented-phases P        with K > P: the real runner's "not implemented yet"
+ *                                     lines, exit 77, nothing else (no lock, no lease)
  *       PHASEGATE_FAKE_FAIL=C1,C2@K   these cases fail (exit 1), optionally only at K
  *       PHASEGATE_FAKE_SKIP=...       these cases print "[phasegate] SKIPPED" (exit 77)
  *       PHASEGATE_FAKE_DEVLOCK=DIR    hold DIR/dev<id> for 300 ms; exit 1 if another
@@ -149,7 +151,15 @@ static int cmd_run(int argc, char **argv, int dev) {
   const char *case_id = opt(argc, argv, "--case");
   const char *k = opt(argc, argv, "--up-to-module");
   const char *lockdir = getenv("PHASEGATE_FAKE_DEVLOCK");
+  const char *implemented = opt(argc, argv, "--implemented-phases");
   int rc = 0;
+  if (implemented && k && atoi(k) > atoi(implemented)) {
+    printf("[SKIP] fake M%s %s  M%s not implemented yet (PHASES %s): the impl was not called\n",
+           k, case_id ? case_id : "?", k, implemented);
+    printf("[phasegate] SKIPPED fake M%s: M%s not implemented yet (PHASES %s); 1 case(s) "
+           "listed, not run\n", k, k, implemented);
+    return 77;
+  }
   if (lockdir) {
     char path[4096];
     snprintf(path, sizeof path, "%s/dev%d", lockdir, dev);
