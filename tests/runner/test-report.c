@@ -351,3 +351,47 @@ PG_TEST(report_concurrent_writers) {
   PG_CHECK_EQ_INT(N, cJSON_GetObjectItem(r, "cases_passed")->valueint);
   cJSON_Delete(r);
 }
+
+/* A phase after --implemented-phases (CMake PHASES): the cases are reported SKIPPED,
+ * each marked not_implemented, and the report says "not_implemented": true while every
+ * case of the phase is so; a real result merged in (the phase landed) drops the mark.
+ * The console has one line per case, and the skip marker. */
+PG_TEST(report_not_implemented) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/notimpl/evaluation_report.json", pg_test_tmpdir());
+  struct pg_run_phase m = {.op = "op", .impl_spec = "plugin:x.so", .up_to_module = 2,
+                           .total_modules = 3, .tool_version = "0.1.0", .modes = "sim,npu"};
+  struct pg_case_result c[2];
+  for (int i = 0; i < 2; i++) {
+    fake_case(&c[i], i ? "L2_b" : "L1_a", i, PG_VERDICT_SKIPPED, PG_VERDICT_SKIPPED);
+    c[i].not_implemented = 1;
+    snprintf(c[i].summary, sizeof c[i].summary, "M2 not implemented yet (PHASES 1)");
+  }
+  PG_CHECK_OK(pg_report_merge_write(path, &m, c, 2, NULL));
+  cJSON *r = load(path);
+  PG_CHECK(r != NULL);
+  PG_CHECK_EQ_STR("SKIPPED", str(r, "status"));
+  PG_CHECK(cJSON_IsTrue(cJSON_GetObjectItem(r, "not_implemented")));
+  PG_CHECK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "checks"), 1),
+                                            "not_implemented")));
+  cJSON_Delete(r);
+
+  struct pg_run_summary s = {.cases_total = 2, .skipped = 2, .status = PG_VERDICT_SKIPPED,
+                             .exit_code = 77, .report_path = path};
+  lines_buf[0] = 0;
+  pg_report_case_lines(&m, &c[0], collect_line, NULL);
+  pg_report_summary_lines(&m, &s, c, 2, collect_line, NULL);
+  PG_CHECK_MSG(strstr(lines_buf, "[SKIP] op M2 L1_a  M2 not implemented yet (PHASES 1): the impl "
+                                 "was not called\n[phasegate] SKIPPED op M2: M2 not implemented "
+                                 "yet (PHASES 1); 2 case(s) listed, not run\n") == lines_buf,
+               "%s", lines_buf);
+
+  pg_case_result_reset(&c[1]);
+  fake_case(&c[1], "L2_b", 1, PG_VERDICT_PASS, PG_VERDICT_PASS);
+  PG_CHECK_OK(pg_report_merge_write(path, &m, &c[1], 1, NULL));
+  r = load(path);
+  PG_CHECK_EQ_STR("PASS", str(r, "status"));
+  PG_CHECK(cJSON_GetObjectItem(r, "not_implemented") == NULL);
+  cJSON_Delete(r);
+  for (int i = 0; i < 2; i++) pg_case_result_reset(&c[i]);
+}
