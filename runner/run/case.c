@@ -128,8 +128,10 @@ void pg__call_init(const struct pg__run *rc, int k, const struct pg_case *cs,
   req->keep_work = rc->o->keep_work;
 }
 
-/* Comparison rule for one output: case > output declaration > contract > the default
- * (atol = rtol = 1e-3 for floats, pg_cmp_default_tolerance). */
+/* Comparison rule for one output (or probe), each of atol, rtol and the rule from the
+ * most specific level that sets it: the case's entry for this output name > the case >
+ * the output's declaration > the contract > the default (atol = rtol = 1e-3 for
+ * floats, pg_cmp_default_tolerance; allclose). */
 int pg__output_rule(const struct pg__run *rc, const struct pg_case *cs,
                     const struct pg_tensor_decl *decl, enum pg_dtype dtype,
                     struct pg_cmp_rule *rule, struct pg_error *err) {
@@ -140,12 +142,19 @@ int pg__output_rule(const struct pg__run *rc, const struct pg_case *cs,
     rule->atol = rc->contract.atol;
     rule->rtol = rc->contract.rtol;
   }
+  const char *text = decl->rule;
   if (decl->has_atol) rule->atol = decl->atol;
   if (decl->has_rtol) rule->rtol = decl->rtol;
   if (cs->has_atol) rule->atol = cs->atol;
   if (cs->has_rtol) rule->rtol = cs->rtol;
+  if (cs->rule && *cs->rule) text = cs->rule;
+  const struct pg_output_tolerance *ot = decl->name ? pg_case_output_tolerance(cs, decl->name)
+                                                    : NULL;
+  if (ot && ot->has_atol) rule->atol = ot->atol;
+  if (ot && ot->has_rtol) rule->rtol = ot->rtol;
+  if (ot && ot->rule) text = ot->rule;
   rule->equal_nan = cs->equal_nan;
-  if (cs->rule && *cs->rule) return pg_cmp_rule_parse(cs->rule, rule, err);
+  if (text && *text) return pg_cmp_rule_parse(text, rule, err);
   return PG_OK;
 }
 
