@@ -404,7 +404,7 @@ static int case_prepare(struct case_run *c) {
   }
   free(gd_dir);
   if (r == PG_OK && rc->o->save_data &&
-      pg__save_data(rc, cs, &c->d, c->goldens, c->n_out, &e) != PG_OK)
+      pg__save_data(rc, cs, &c->d, c->goldens, c->n_out, &c->probes, c->probe_refs, &e) != PG_OK)
     pg__line(rc, 1, "phasegate: warning: --save-data: %s", e.message);
   return r;
 }
@@ -470,6 +470,19 @@ static void run_repeats(struct case_run *c, struct pg_mode_result *m,
   for (int i = 0; i < m->n_tensors; i++) pg__classify_repeats(&m->tensors[i]);
 }
 
+/* --save-data: the mode's outputs and probes as compared, or why there are none. */
+static void save_impl(struct case_run *c, const struct pg_mode_result *m,
+                      const struct pg_impl_outcome *op) {
+  int done = op && op->status == PG_IMPL_DONE;
+  const char *why = done || (op && op->status == PG_IMPL_UNAVAILABLE) ? NULL : m->summary;
+  struct pg_error e;
+  pg_error_clear(&e);
+  if (pg__save_impl_data(c->rc, c->cs, m->mode, c->specs, done ? op->outputs : NULL,
+                         c->n_out + c->probes.n, why && !*why ? "(no reason given)" : why,
+                         &e) != PG_OK)
+    pg__line(c->rc, 1, "phasegate: warning: --save-data: %s", e.message);
+}
+
 /* One mode: the impl call (the first one already started), then its verdict. */
 static void run_mode(struct case_run *c, int mi) {
   struct pg__run *rc = c->rc;
@@ -530,6 +543,7 @@ static void run_mode(struct case_run *c, int mi) {
       free(red);
     }
   }
+  if (rc->o->save_data) save_impl(c, m, irc == PG_OK ? op : NULL);
   pg_impl_outcome_reset(op);
 }
 
