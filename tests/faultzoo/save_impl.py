@@ -3,9 +3,10 @@
 DIR/<case>/impl/<mode>/<name>.npy, for every adapter, and the reference probes as
 DIR/<case>/out/inspection_<name>.npy.
 
-    save_impl.py --phasegate PG --op OP_DIR --plugins DIR --root SRC --tmp DIR --python PY
+    save_impl.py --phasegate PG --op OP_DIR --plugins DIR --worker EXE --root SRC --tmp DIR
+                 --python PY
 
-- plugin (persistent host and --fresh-process), exec, python: (the worker) and replay
+- plugin (persistent host and --fresh-process), exec, worker:, python: and replay
   each leave impl/<mode>/<output>.npy; `phasegate diff` on a saved impl output and its
   saved golden gives the run's verdict and max_abs_diff; `--impl replay:DIR
   --golden-data DIR` on the saved directory reproduces the run's verdict and metrics;
@@ -151,6 +152,18 @@ def exec_impl(ctx, a):
         check("expected [1, 2, 40, 16]" in open(note).read(), "not_saved.txt names the shape")
 
 
+def worker_impl(ctx, a):
+    """worker: (tools/worker's C worker: zeros) — FAILs on values, the zeros are saved."""
+    data = os.path.join(a.tmp, "worker")
+    rc, rep, out = ctx.run("worker:" + a.worker, 1, ["--case", "L2_basic", "--save-data", data])
+    check(rc == 1, f"the zero worker FAILs (exit {rc})")
+    check(npys(os.path.join(data, "L2_basic", "impl", "sim")) == ["scores.npy"],
+          "worker: L2_basic/impl/sim/scores.npy saved")
+    _, t = tensor(rep, "L2_basic", "sim", "scores") if rep else (None, None)
+    if t:
+        same_verdict(ctx, data, "L2_basic", "sim", "scores", t)
+
+
 def python_impl(ctx, a):
     try:
         import torch  # noqa: F401
@@ -198,7 +211,7 @@ def probes(ctx, a):
 
 def main():
     p = argparse.ArgumentParser()
-    for k in ("phasegate", "op", "plugins", "root", "tmp", "python"):
+    for k in ("phasegate", "op", "plugins", "worker", "root", "tmp", "python"):
         p.add_argument("--" + k, required=True)
     a = p.parse_args()
     shutil.rmtree(a.tmp, ignore_errors=True)
@@ -206,6 +219,7 @@ def main():
     ctx = Ctx(a)
     plugin(ctx, a)
     exec_impl(ctx, a)
+    worker_impl(ctx, a)
     python_impl(ctx, a)
     probes(ctx, a)
     print(f"{len(failures)} failure(s)")
