@@ -6,7 +6,7 @@
  * against the contract's module outputs, final outputs and inspection probes (a
  * finding at the key's line:col listing them). Also the one check of a compare rule's
  * text that the suite and the contract share (pg_compare_rule_valid). Which level wins
- * is run/case.c's pg__output_rule.
+ * is decided in run/case.c.
  */
 #include <errno.h>
 #include <math.h>
