@@ -470,14 +470,15 @@ static void run_repeats(struct case_run *c, struct pg_mode_result *m,
   for (int i = 0; i < m->n_tensors; i++) pg__classify_repeats(&m->tensors[i]);
 }
 
-/* --save-data: the mode's outputs and probes as compared, or why there are none. */
+/* --save-data: the mode's outputs and probes as compared, or why there are none (with
+ * what the adapter kept of a rejected call). */
 static void save_impl(struct case_run *c, const struct pg_mode_result *m,
                       const struct pg_impl_outcome *op) {
-  int done = op && op->status == PG_IMPL_DONE;
-  const char *why = done || (op && op->status == PG_IMPL_UNAVAILABLE) ? NULL : m->summary;
+  int unavailable = op && op->status == PG_IMPL_UNAVAILABLE;
+  const char *why = (op && op->status == PG_IMPL_DONE) || unavailable ? NULL : m->summary;
   struct pg_error e;
   pg_error_clear(&e);
-  if (pg__save_impl_data(c->rc, c->cs, m->mode, c->specs, done ? op->outputs : NULL,
+  if (pg__save_impl_data(c->rc, c->cs, m->mode, c->specs, op && !unavailable ? op->outputs : NULL,
                          c->n_out + c->probes.n, why && !*why ? "(no reason given)" : why,
                          &e) != PG_OK)
     pg__line(c->rc, 1, "phasegate: warning: --save-data: %s", e.message);

@@ -149,13 +149,19 @@ int pg__save_impl_data(const struct pg__run *rc, const struct pg_case *cs, const
   char *dir = pg_path_fmt("%s/%s/impl/%s", rc->o->save_data, cs->id, mode);
   if (!dir) return pg_error_set(err, PG_ENOMEM, "out of memory");
   pg_remove_tree(dir); /* an earlier run's outputs would pass for this run's */
-  int r = outs || why_not ? make_dir(dir, err) : PG_OK;
-  for (int i = 0; r == PG_OK && outs && !why_not && i < n; i++)
-    r = save_one(dir, specs[i].name, &outs[i], err);
+  int r = outs || why_not ? make_dir(dir, err) : PG_OK, kept = 0;
+  /* a failed call: only the tensors the adapter kept (a wrong shape or dtype) */
+  for (int i = 0; r == PG_OK && outs && i < n; i++)
+    if (!why_not || outs[i].dl.data) {
+      r = save_one(dir, specs[i].name, &outs[i], err);
+      kept++;
+    }
   if (r == PG_OK && why_not) {
-    char *p = pg_path_join(dir, "not_saved.txt");
+    char *p = pg_path_join(dir, "not_compared.txt");
     FILE *f = p ? fopen(p, "w") : NULL;
-    if (!f || fprintf(f, "no outputs of mode '%s' were compared: %s\n", mode, why_not) < 0)
+    if (!f || fprintf(f, "no outputs of mode '%s' were compared: %s\n%s", mode, why_not,
+                      kept ? "the .npy files here are what the impl wrote, as read before "
+                             "the call was rejected\n" : "") < 0)
       r = pg_error_set(err, PG_EIO, "%s: %s", p ? p : dir, strerror(errno));
     if (f && fclose(f) != 0 && r == PG_OK)
       r = pg_error_set(err, PG_EIO, "%s: %s", p, strerror(errno));

@@ -168,7 +168,8 @@ int pg__save_data(const struct pg__run *rc, const struct pg_case *cs, const stru
                   const struct pg_tensor *probe_refs, struct pg_error *err);
 /* --save-data: the outputs of one mode's call as compared, DIR/<case>/impl/<mode>/<name>.npy
  * (outs[0..n), named by specs); when why_not is set (nothing was compared: a crash, a
- * structural fault) only DIR/<case>/impl/<mode>/not_saved.txt saying so; with neither
+ * structural fault) DIR/<case>/impl/<mode>/not_compared.txt saying so, next to the
+ * tensors outs still holds (a wrong shape or dtype: what the impl wrote); with neither
  * (the mode is unavailable here) no directory at all, as `replay:` reads it. */
 int pg__save_impl_data(const struct pg__run *rc, const struct pg_case *cs, const char *mode,
                        const struct pg_impl_output_spec *specs, const struct pg_tensor *outs,

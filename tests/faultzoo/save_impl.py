@@ -10,9 +10,10 @@ DIR/<case>/out/inspection_<name>.npy.
   each leave impl/<mode>/<output>.npy; `phasegate diff` on a saved impl output and its
   saved golden gives the run's verdict and max_abs_diff; `--impl replay:DIR
   --golden-data DIR` on the saved directory reproduces the run's verdict and metrics;
-- a structural failure (exec: wrong shape) and a crash leave impl/<mode>/not_saved.txt
-  with the reason and no .npy; an unavailable mode leaves no directory (replay: SKIPPED);
-  a rerun replaces what an earlier run saved;
+- a call that compared nothing leaves impl/<mode>/not_compared.txt with the reason: a
+  crash or an exit status with no .npy; a wrong output shape with the output as the
+  impl wrote it (diff: structural; replay: the same structural failure); an unavailable
+  mode leaves no directory (replay: SKIPPED); a rerun replaces what an earlier run saved;
 - the reference probes of a module with `inspect:` are saved next to the goldens.
 Exit 0 pass, 1 fail.
 """
@@ -123,13 +124,13 @@ def plugin(ctx, a):
     rc, rep, out = ctx.run("plugin:" + crash, 1, ["--modes", "sim", "--save-data", data,
                                                   "--case", "L2_basic"])
     d = os.path.join(data, "L2_basic", "impl", "sim")
-    note = os.path.join(d, "not_saved.txt")
+    note = os.path.join(d, "not_compared.txt")
     check(rc == 1 and npys(d) == [] and os.path.isfile(note),
-          "crashing plugin: no outputs saved, not_saved.txt instead")
+          "crashing plugin: no outputs saved, not_compared.txt instead")
     if os.path.isfile(note):
         txt = open(note).read()
         check("SIGSEGV" in txt and "no outputs of mode 'sim' were compared" in txt,
-              f"not_saved.txt says why: {txt.strip()}")
+              f"not_compared.txt says why: {txt.strip()}")
 
 
 def exec_impl(ctx, a):
@@ -143,13 +144,27 @@ def exec_impl(ctx, a):
     if t:
         check(t["atol"] == 2e-3, "M3 out: the contract's output-level atol 2e-3")
         same_verdict(ctx, data, "L2_basic", "sim", "out", t)
+    # a wrong shape: what the impl wrote is kept (never compared), with the reason
     rc, rep, out = ctx.run(impl + " shape", 3, ["--case", "L2_basic", "--save-data", data])
     d = os.path.join(data, "L2_basic", "impl", "sim")
-    note = os.path.join(d, "not_saved.txt")
-    check(rc == 1 and npys(d) == [] and os.path.isfile(note),
-          "exec wrong shape: the earlier out.npy is gone, not_saved.txt instead")
+    note = os.path.join(d, "not_compared.txt")
+    check(rc == 1 and npys(d) == ["out.npy"] and os.path.isfile(note),
+          "exec wrong shape: out.npy as the impl wrote it, and not_compared.txt")
     if os.path.isfile(note):
-        check("expected [1, 2, 40, 16]" in open(note).read(), "not_saved.txt names the shape")
+        check("expected [1, 2, 40, 16]" in open(note).read(), "not_compared.txt names the shape")
+    rc, j = ctx.diff(os.path.join(d, "out.npy"), os.path.join(data, "L2_basic", "out", "out.npy"))
+    check(rc == 1 and j is not None and j.get("structural") is True,
+          f"diff of the wrong-shape output: a structural mismatch (exit {rc})")
+    summary = rep["first_failure"]["summary"] if rep and rep.get("first_failure") else None
+    rc2, rep2, out2 = ctx.run("replay:" + data, 3, ["--case", "L2_basic", "--golden-data", data])
+    ff = rep2.get("first_failure") if rep2 else None
+    check(rc2 == 1 and ff and ff["failure_category"] == "structural" and summary and
+          ff["summary"].endswith(summary.split("] ", 1)[-1]),
+          f"replay of the saved wrong shape: the same structural failure (exit {rc2})")
+    rc, rep, out = ctx.run(impl + " fail", 1, ["--case", "L2_basic", "--save-data", data])
+    d = os.path.join(data, "L2_basic", "impl", "sim")
+    check(rc == 1 and npys(d) == [] and os.path.isfile(os.path.join(d, "not_compared.txt")),
+          "exec exit 3: nothing saved but not_compared.txt")
 
 
 def worker_impl(ctx, a):
