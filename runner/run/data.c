@@ -2,9 +2,10 @@
  * --golden-data replays inputs and references saved earlier (DIR/<case>/{in,out}/, or
  * the pypto layout DIR/{in,out} for a single case), checked against the case so a
  * wrong file is an ERROR of the case, never blamed on the impl; --save-data writes
- * them, and each mode's impl outputs as the runner compared them (DIR/<case>/impl/<mode>/),
- * the reference inspection probes next to the goldens. Paths are built on the heap (base/), never truncated. No verdicts: failures
- * come back as error codes with a message.
+ * them, the reference inspection probes next to the goldens, and each mode's impl
+ * outputs as the runner compared them (DIR/<case>/impl/<mode>/). Paths are built on
+ * the heap (base/), never truncated. No verdicts: failures come back as error codes
+ * with a message.
  */
 #include <errno.h>
 #include <stdio.h>
