@@ -230,7 +230,10 @@ int pg__impl_fact(struct pg_impl_outcome *out, enum pg_impl_fact fact, const cha
     va_end(ap);
   }
   if (fact != PG_IMPL_FACT_OK) {
-    for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&out->outputs[i]);
+    /* A wrong shape or dtype keeps the tensors read so far, the rejected one included
+     * (for --save-data: they are what the impl wrote); nothing compares them. */
+    if (fact != PG_IMPL_FACT_WRONG_OUTPUT_SHAPE && fact != PG_IMPL_FACT_WRONG_OUTPUT_DTYPE)
+      for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&out->outputs[i]);
     out->n_outputs = 0;
   }
   return 0;
@@ -366,12 +369,12 @@ static int collect_safetensors(const char *path, const struct pg_impl_request *r
       pg_tensor_list_free(list, count);
       return 0;
     }
-    if (!check_output(&list[found], req, i, out)) {
+    pg_tensor_move(&out->outputs[i], &list[found]);
+    pg_tensor_set_name(&out->outputs[i], req->outputs[i].name);
+    if (!check_output(&out->outputs[i], req, i, out)) {
       pg_tensor_list_free(list, count);
       return 0;
     }
-    pg_tensor_move(&out->outputs[i], &list[found]);
-    pg_tensor_set_name(&out->outputs[i], req->outputs[i].name);
   }
   pg_tensor_list_free(list, count);
   out->n_outputs = req->n_outputs;

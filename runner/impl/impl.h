@@ -181,7 +181,9 @@ struct pg_impl_outcome {
   int code;                  /* EXIT_NONZERO: exit status; RETURNED_ERROR: the return value */
   int expected, got;         /* WRONG_OUTPUT_COUNT: output counts; _DTYPE: enum pg_dtype */
   char summary[512];         /* one sentence saying what happened; UNAVAILABLE: the reason */
-  struct pg_tensor outputs[PG_IMPL_MAX_OUTPUTS]; /* DONE: in declared order */
+  struct pg_tensor outputs[PG_IMPL_MAX_OUTPUTS]; /* DONE: in declared order; WRONG_OUTPUT_
+                                SHAPE/_DTYPE: those read up to the rejected one (never
+                                compared), else empty */
   int n_outputs;
   struct pg_sandbox_result sandbox; /* captured stdout/stderr, exit status, signal, wall time */
   double wall_ms;            /* the call alone (persistent: from request to answer) */

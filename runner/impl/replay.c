@@ -1,7 +1,8 @@
 /* phasegate runner — the replay adapter: `replay:DIR`.
  *
  * Outputs dumped by an earlier device run, laid out as DIR/<case>/<mode>/<name>.npy
- * (or DIR/<case>/<mode>/outputs.safetensors). A missing <mode> directory means that
+ * (or DIR/<case>/<mode>/outputs.safetensors), or as `run --save-data DIR` saves them,
+ * DIR/<case>/impl/<mode>/<name>.npy. A missing <mode> directory means that
  * mode was not run on the device: the fact is UNAVAILABLE (a SKIPPED mode), not a
  * failure.
  * Nothing is executed, so no sandbox is needed.
@@ -25,6 +26,19 @@ static int replay_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
                          impl->target), PG_OK;
   char *dir = pg_path_fmt("%s/%s/%s", impl->target, req->case_id, req->mode);
   if (!dir) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  if (!pg_is_dir(dir)) { /* what `run --save-data DIR` wrote: DIR/<case>/impl/<mode>/ */
+    char *saved = pg_path_fmt("%s/%s/impl/%s", impl->target, req->case_id, req->mode);
+    if (!saved) {
+      free(dir);
+      return pg_error_set(err, PG_ENOMEM, "out of memory");
+    }
+    if (pg_is_dir(saved)) {
+      free(dir);
+      dir = saved;
+    } else {
+      free(saved);
+    }
+  }
   int rc = PG_OK;
   if (!pg_is_dir(dir))
     pg__impl_fact(out, PG_IMPL_FACT_UNAVAILABLE, "mode '%s' has no dumped outputs (%.400s)",

@@ -128,8 +128,10 @@ void pg__call_init(const struct pg__run *rc, int k, const struct pg_case *cs,
   req->keep_work = rc->o->keep_work;
 }
 
-/* Comparison rule for one output: case > output declaration > contract > the default
- * (atol = rtol = 1e-3 for floats, pg_cmp_default_tolerance). */
+/* Comparison rule for one output (or probe), each of atol, rtol and the rule from the
+ * most specific level that sets it: the case's entry for this output name > the case >
+ * the output's declaration > the contract > the default (atol = rtol = 1e-3 for
+ * floats, pg_cmp_default_tolerance; allclose). */
 int pg__output_rule(const struct pg__run *rc, const struct pg_case *cs,
                     const struct pg_tensor_decl *decl, enum pg_dtype dtype,
                     struct pg_cmp_rule *rule, struct pg_error *err) {
@@ -140,12 +142,19 @@ int pg__output_rule(const struct pg__run *rc, const struct pg_case *cs,
     rule->atol = rc->contract.atol;
     rule->rtol = rc->contract.rtol;
   }
+  const char *text = decl->rule;
   if (decl->has_atol) rule->atol = decl->atol;
   if (decl->has_rtol) rule->rtol = decl->rtol;
   if (cs->has_atol) rule->atol = cs->atol;
   if (cs->has_rtol) rule->rtol = cs->rtol;
+  if (cs->rule && *cs->rule) text = cs->rule;
+  const struct pg_output_tolerance *ot = decl->name ? pg_case_output_tolerance(cs, decl->name)
+                                                    : NULL;
+  if (ot && ot->has_atol) rule->atol = ot->atol;
+  if (ot && ot->has_rtol) rule->rtol = ot->rtol;
+  if (ot && ot->rule) text = ot->rule;
   rule->equal_nan = cs->equal_nan;
-  if (cs->rule && *cs->rule) return pg_cmp_rule_parse(cs->rule, rule, err);
+  if (text && *text) return pg_cmp_rule_parse(text, rule, err);
   return PG_OK;
 }
 
@@ -395,7 +404,7 @@ static int case_prepare(struct case_run *c) {
   }
   free(gd_dir);
   if (r == PG_OK && rc->o->save_data &&
-      pg__save_data(rc, cs, &c->d, c->goldens, c->n_out, &e) != PG_OK)
+      pg__save_data(rc, cs, &c->d, c->goldens, c->n_out, &c->probes, c->probe_refs, &e) != PG_OK)
     pg__line(rc, 1, "phasegate: warning: --save-data: %s", e.message);
   return r;
 }
@@ -461,6 +470,20 @@ static void run_repeats(struct case_run *c, struct pg_mode_result *m,
   for (int i = 0; i < m->n_tensors; i++) pg__classify_repeats(&m->tensors[i]);
 }
 
+/* --save-data: the mode's outputs and probes as compared, or why there are none (with
+ * what the adapter kept of a rejected call). */
+static void save_impl(struct case_run *c, const struct pg_mode_result *m,
+                      const struct pg_impl_outcome *op) {
+  int unavailable = op && op->status == PG_IMPL_UNAVAILABLE;
+  const char *why = (op && op->status == PG_IMPL_DONE) || unavailable ? NULL : m->summary;
+  struct pg_error e;
+  pg_error_clear(&e);
+  if (pg__save_impl_data(c->rc, c->cs, m->mode, c->specs, op && !unavailable ? op->outputs : NULL,
+                         c->n_out + c->probes.n, why && !*why ? "(no reason given)" : why,
+                         &e) != PG_OK)
+    pg__line(c->rc, 1, "phasegate: warning: --save-data: %s", e.message);
+}
+
 /* One mode: the impl call (the first one already started), then its verdict. */
 static void run_mode(struct case_run *c, int mi) {
   struct pg__run *rc = c->rc;
@@ -521,6 +544,7 @@ static void run_mode(struct case_run *c, int mi) {
       free(red);
     }
   }
+  if (rc->o->save_data) save_impl(c, m, irc == PG_OK ? op : NULL);
   pg_impl_outcome_reset(op);
 }
 

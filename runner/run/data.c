@@ -2,8 +2,10 @@
  * --golden-data replays inputs and references saved earlier (DIR/<case>/{in,out}/, or
  * the pypto layout DIR/{in,out} for a single case), checked against the case so a
  * wrong file is an ERROR of the case, never blamed on the impl; --save-data writes
- * them. Paths are built on the heap (base/), never truncated. No verdicts: failures
- * come back as error codes with a message.
+ * them, the reference inspection probes next to the goldens, and each mode's impl
+ * outputs as the runner compared them (DIR/<case>/impl/<mode>/). Paths are built on
+ * the heap (base/), never truncated. No verdicts: failures come back as error codes
+ * with a message.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,16 +26,25 @@ static int load_named(const char *dir, const char *name, struct pg_tensor *t,
   return r;
 }
 
-static int save_tensors(const char *dir, const struct pg_tensor *t, int n, struct pg_error *err) {
+/* dir/<name>.npy for t. */
+static int save_one(const char *dir, const char *name, const struct pg_tensor *t,
+                    struct pg_error *err) {
+  char *p = pg_path_fmt("%s/%s.npy", dir, name);
+  int r = p ? pg_npy_write(p, t, err) : pg_error_set(err, PG_ENOMEM, "out of memory");
+  free(p);
+  return r;
+}
+
+static int make_dir(const char *dir, struct pg_error *err) {
   if (!dir) return pg_error_set(err, PG_ENOMEM, "out of memory");
   if (pg_mkdir_p(dir) != 0)
     return pg_error_set(err, errno == ENOMEM ? PG_ENOMEM : PG_EIO, "%s: %s", dir, strerror(errno));
-  for (int i = 0; i < n; i++) {
-    char *p = pg_path_fmt("%s/%s.npy", dir, t[i].name);
-    int r = p ? pg_npy_write(p, &t[i], err) : pg_error_set(err, PG_ENOMEM, "out of memory");
-    free(p);
-    PG_RETURN_IF_ERROR(r);
-  }
+  return PG_OK;
+}
+
+static int save_tensors(const char *dir, const struct pg_tensor *t, int n, struct pg_error *err) {
+  PG_RETURN_IF_ERROR(make_dir(dir, err));
+  for (int i = 0; i < n; i++) PG_RETURN_IF_ERROR(save_one(dir, t[i].name, &t[i], err));
   return PG_OK;
 }
 
@@ -118,12 +129,45 @@ int pg__golden_data_refs(int k, const struct pg_case *cs, const char *dir,
 }
 
 int pg__save_data(const struct pg__run *rc, const struct pg_case *cs, const struct pg_case_data *d,
-                  const struct pg_tensor *goldens, int n_out, struct pg_error *err) {
+                  const struct pg_tensor *goldens, int n_out, const struct pg__probes *probes,
+                  const struct pg_tensor *probe_refs, struct pg_error *err) {
   const char *sd = rc->o->save_data;
   char *in = pg_path_fmt("%s/%s/in", sd, cs->id), *out = pg_path_fmt("%s/%s/out", sd, cs->id);
   int r = save_tensors(in, d->inputs, rc->contract.n_primary, err);
   if (r == PG_OK) r = save_tensors(out, goldens, n_out, err);
+  /* the reference probes under the name the impl's probes have: impl/<mode>/ and out/
+   * pair file by file */
+  for (int i = 0; r == PG_OK && probes && i < probes->n; i++)
+    r = save_one(out, probes->names[i], &probe_refs[i], err);
   free(in);
   free(out);
+  return r;
+}
+
+int pg__save_impl_data(const struct pg__run *rc, const struct pg_case *cs, const char *mode,
+                       const struct pg_impl_output_spec *specs, const struct pg_tensor *outs,
+                       int n, const char *why_not, struct pg_error *err) {
+  char *dir = pg_path_fmt("%s/%s/impl/%s", rc->o->save_data, cs->id, mode);
+  if (!dir) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  pg_remove_tree(dir); /* an earlier run's outputs would pass for this run's */
+  int r = outs || why_not ? make_dir(dir, err) : PG_OK, kept = 0;
+  /* a failed call: only the tensors the adapter kept (a wrong shape or dtype) */
+  for (int i = 0; r == PG_OK && outs && i < n; i++)
+    if (!why_not || outs[i].dl.data) {
+      r = save_one(dir, specs[i].name, &outs[i], err);
+      kept++;
+    }
+  if (r == PG_OK && why_not) {
+    char *p = pg_path_join(dir, "not_compared.txt");
+    FILE *f = p ? fopen(p, "w") : NULL;
+    if (!f || fprintf(f, "no outputs of mode '%s' were compared: %s\n%s", mode, why_not,
+                      kept ? "the .npy files here are what the impl wrote, as read before "
+                             "the call was rejected\n" : "") < 0)
+      r = pg_error_set(err, PG_EIO, "%s: %s", p ? p : dir, strerror(errno));
+    if (f && fclose(f) != 0 && r == PG_OK)
+      r = pg_error_set(err, PG_EIO, "%s: %s", p, strerror(errno));
+    free(p);
+  }
+  free(dir);
   return r;
 }

@@ -162,9 +162,19 @@ int pg__golden_data_inputs(struct pg__run *rc, const struct pg_case *cs, const c
 int pg__golden_data_refs(int k, const struct pg_case *cs, const char *dir,
                          const struct pg_impl_output_spec *specs, int n_out,
                          struct pg_tensor *goldens, struct pg_error *err);
-/* --save-data: DIR/<case>/in/<name>.npy and DIR/<case>/out/<name>.npy. */
+/* --save-data: DIR/<case>/in/<name>.npy and DIR/<case>/out/<name>.npy (goldens, then the
+ * reference probes as out/inspection_<name>.npy). */
 int pg__save_data(const struct pg__run *rc, const struct pg_case *cs, const struct pg_case_data *d,
-                  const struct pg_tensor *goldens, int n_out, struct pg_error *err);
+                  const struct pg_tensor *goldens, int n_out, const struct pg__probes *probes,
+                  const struct pg_tensor *probe_refs, struct pg_error *err);
+/* --save-data: the outputs of one mode's call as compared, DIR/<case>/impl/<mode>/<name>.npy
+ * (outs[0..n), named by specs); when why_not is set (nothing was compared: a crash, a
+ * structural fault) DIR/<case>/impl/<mode>/not_compared.txt saying so, next to the
+ * tensors outs still holds (a wrong shape or dtype: what the impl wrote); with neither
+ * (the mode is unavailable here) no directory at all, as `replay:` reads it. */
+int pg__save_impl_data(const struct pg__run *rc, const struct pg_case *cs, const char *mode,
+                       const struct pg_impl_output_spec *specs, const struct pg_tensor *outs,
+                       int n, const char *why_not, struct pg_error *err);
 
 /* bisect.c: the earliest boundary j < k at which the impl (in `mode`) already diverges;
  * k when none does, 0 when it cannot tell. */

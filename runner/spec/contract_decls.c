@@ -231,7 +231,7 @@ static void parse_decl(struct pg__sctx *s, struct pg_tensor_decl *d, const struc
   snprintf(what_in, sizeof what_in, "%s #%d%s", prefix, index + 1, suffix);
   static const char *const k_primary[] = {"name", "shape", "dtype", "fill", NULL};
   static const char *const k_input[] = {"name", "source", "shape", "dtype", NULL};
-  static const char *const k_output[] = {"name", "shape", "dtype", "atol", "rtol", NULL};
+  static const char *const k_output[] = {"name", "shape", "dtype", "atol", "rtol", "rule", NULL};
   static const char *const k_final[] = {"name", "source", "shape", "dtype", NULL};
   d->ndim = -1;
   d->source_module = -1;
@@ -313,6 +313,15 @@ static void parse_decl(struct pg__sctx *s, struct pg_tensor_decl *d, const struc
       snprintf(w, sizeof w, "rtol of %s", what);
       d->has_rtol = pg__get_num(s, t, w, &d->rtol);
       if (d->has_rtol && d->rtol < 0) PG__ERR(t, 8, "rtol of %s is negative", what);
+    }
+    if ((t = pg__ymap_get(n, "rule"))) {
+      snprintf(w, sizeof w, "the compare rule of %s", what);
+      if (pg__get_str(s, t, w, &d->rule)) {
+        d->rule_mark = (struct pg_mark){t->line, pg__ytext_column(t)};
+        if (!pg_compare_rule_valid(d->rule))
+          PG__ERR(t, 8, "the compare rule of %s: unknown rule \"%.64s\" (allclose, exact, "
+                  "ulp:N, ratio:R with 0 <= R <= 1)", what, d->rule);
+      }
     }
   }
 }

@@ -392,6 +392,7 @@ static void decl_free(struct pg_tensor_decl *d) {
   for (int i = 0; i < PG_MAX_NDIM; i++) free(d->dims[i]);
   free(d->fill);
   free(d->source);
+  free(d->rule);
 }
 
 static void decls_free(struct pg_tensor_decl *d, int n) {

@@ -182,6 +182,16 @@ struct pg_cancellation_stress {
   uint64_t seed;
 };
 
+/* One entry of a case's "tolerance" map: what the case allows for one output, at every
+ * boundary where an output (or inspection probe) of that name is checked. */
+struct pg_output_tolerance {
+  char *name;
+  struct pg_mark mark;           /* of the entry's value */
+  int has_atol, has_rtol;
+  double atol, rtol;
+  char *rule;                    /* "ulp:4", … or NULL */
+};
+
 struct pg_case {
   char *id;
   struct pg_mark mark;           /* of the case object */
@@ -199,6 +209,8 @@ struct pg_case {
   double atol, rtol;
   char *rule;                    /* compare rule override ("allclose", "ulp:2", …) or NULL */
   int equal_nan;
+  struct pg_output_tolerance *tolerances; /* the case's "tolerance" map, by output name */
+  int n_tolerances;
   struct pg_cancellation_stress cancellation;
   char *json;                    /* the case object as written (compact JSON), for exec
                                     requests and the report's knobs */
@@ -215,6 +227,13 @@ struct pg_suite {
   struct pg_mode_policy *mode_policies; /* the suite's top-level "modes" */
   int n_mode_policies;
 };
+
+/* The case's own tolerance for output `name`, or NULL. */
+const struct pg_output_tolerance *pg_case_output_tolerance(const struct pg_case *cs,
+                                                           const char *name);
+void pg_output_tolerances_free(struct pg_output_tolerance *t, int n);
+/* allclose | exact | ulp:N | ratio:R (0 <= R <= 1): the rule texts suite and contract accept. */
+int pg_compare_rule_valid(const char *s);
 
 void pg_suite_init(struct pg_suite *s);
 void pg_suite_reset(struct pg_suite *s);

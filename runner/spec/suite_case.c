@@ -1,5 +1,6 @@
 /* phasegate runner — one case of adversarial_suite.json (DESIGN.md §4): id, level,
- * precision, seed, shape, dtype and fill maps, tolerances, compare rule and
+ * precision, seed, shape, dtype and fill maps, tolerances (per output: suite_tolerance.c),
+ * compare rule and
  * cancellation_stress, each checked (against the contract when one is given: inputs,
  * dims and dtypes exist) with a finding at the value's line:col; the case object kept
  * as compact JSON for exec requests and the report. Unknown keys are knobs, kept. */
@@ -131,27 +132,6 @@ static int parse_level(const struct pg__sload *x, int n, int *level) {
   return 0;
 }
 
-/* allclose | exact | ulp:N | ratio:R (0 <= R <= 1). */
-static int valid_compare_rule(const char *s) {
-  if (strcmp(s, "allclose") == 0 || strcmp(s, "exact") == 0) return 1;
-  if (strncmp(s, "ulp:", 4) == 0) {
-    const char *d = s + 4;
-    if (!*d || strlen(d) > 18) return 0;
-    for (; *d; d++)
-      if (*d < '0' || *d > '9') return 0;
-    return 1;
-  }
-  if (strncmp(s, "ratio:", 6) == 0) {
-    const char *d = s + 6;
-    char *end;
-    if (!*d || *d == ' ' || *d == '+' || *d == '-') return 0;
-    errno = 0;
-    double r = strtod(d, &end);
-    return *end == '\0' && errno == 0 && isfinite(r) && r >= 0.0 && r <= 1.0;
-  }
-  return 0;
-}
-
 /* The array first grows straight to `cap` (the object's member count), so a map
  * costs one allocation for its array, not one per entry. */
 static size_t grow_to(int count, int cap) {
@@ -189,26 +169,6 @@ static int binding_add(struct pg_bindings *b, int cap, const char *name, int64_t
   if (!n) return PG_ENOMEM;
   p[b->count++] = (struct pg_dim_value){n, value, mark};
   return PG_OK;
-}
-
-/* Non-negative finite number (atol, rtol, relative_gap). */
-static int read_tolerance(struct pg__sload *x, int n, const char *path, const char *key,
-                          double *out) {
-  if (!is_num(x, n)) {
-    pg__sfind(x, PG_SEV_ERROR, node_at(x, n)->line, node_at(x, n)->col, "type",
-              "%s.%s: expected a number >= 0, found %s", path, key, pg__skind(x, n));
-    return 0;
-  }
-  double v = pg_json_pos_number(&x->pos, n);
-  if (!isfinite(v) || v < 0) {
-    pg__sfind(x, PG_SEV_ERROR, node_at(x, n)->line, node_at(x, n)->col, "tolerance",
-              "%s.%s: must be a finite number >= 0, got %.*s", path, key,
-              (int)(node_at(x, n)->len > 40 ? 40 : node_at(x, n)->len),
-              x->data + node_at(x, n)->off);
-    return 0;
-  }
-  *out = v;
-  return 1;
 }
 
 static void load_shape(struct pg__sload *x, int on, const char *path,
@@ -388,7 +348,7 @@ static void load_cancellation(struct pg__sload *x, int on, const char *path,
       if (!*dst) x->oom = 1;
     } else if (KEY_IS("relative_gap")) {
       double g;
-      if (read_tolerance(x, n, path, "cancellation_stress.relative_gap", &g)) {
+      if (pg__sread_tolerance(x, n, path, "cancellation_stress.relative_gap", &g)) {
         if (g <= 0 || g >= 1)
           pg__sfind(x, PG_SEV_ERROR, nd->line, nd->col, "cancellation",
                     "%s.cancellation_stress.relative_gap: must be in (0, 1), got %g", path, g);
@@ -539,21 +499,16 @@ void pg__sload_case(struct pg__sload *x, int on, int index, struct pg_case *cs,
       snprintf(mp, sizeof mp, "%s.modes", path);
       if (!cs->mode_policies) pg__sload_mode_policies(x, n, mp, &cs->mode_policies, &cs->n_mode_policies);
     } else if (KEY_IS("atol")) {
-      cs->has_atol = read_tolerance(x, n, path, k, &cs->atol);
+      cs->has_atol = pg__sread_tolerance(x, n, path, k, &cs->atol);
     } else if (KEY_IS("rtol")) {
-      cs->has_rtol = read_tolerance(x, n, path, k, &cs->rtol);
+      cs->has_rtol = pg__sread_tolerance(x, n, path, k, &cs->rtol);
     } else if (KEY_IS("rule")) {
-      if (!is_str(x, n)) {
-        pg__stype_error(x, n, "a string", "%s.rule", path);
-      } else if (!valid_compare_rule(sval(x, n))) {
-        pg__sfind(x, PG_SEV_ERROR, nd->line, nd->col, "compare-rule",
-                  "%s.rule: unknown compare rule \"%.*s\" (allclose, exact, ulp:N, ratio:R with "
-                  "0 <= R <= 1)",
-                  path, 64, sval(x, n));
-      } else {
+      if (pg__scheck_rule(x, n, path)) {
         cs->rule = pg_strdup(sval(x, n));
         if (!cs->rule) x->oom = 1;
       }
+    } else if (KEY_IS("tolerance")) {
+      pg__sload_tolerance(x, n, path, cs);
     }
     /* Any other key is a knob for exec impls: kept in cs->json, not an error. */
   }

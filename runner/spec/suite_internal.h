@@ -96,6 +96,14 @@ int pg__sexact_int(const struct pg__sload *x, int n, int *neg, uint64_t *mag);
 void pg__sload_case(struct pg__sload *x, int on, int index, struct pg_case *cs,
                     struct pg_mark *id_mark);
 
+/* suite_tolerance.c: a number >= 0 at node n (atol, rtol, relative_gap) into *out, 1; or
+ * a finding naming "<path>.<key>", 0. A compare rule's text at node n: 1, or a finding. */
+int pg__sread_tolerance(struct pg__sload *x, int n, const char *path, const char *key,
+                        double *out);
+int pg__scheck_rule(struct pg__sload *x, int n, const char *path);
+/* The case's "tolerance" object (node on): output name -> {atol, rtol, rule}. */
+void pg__sload_tolerance(struct pg__sload *x, int on, const char *path, struct pg_case *cs);
+
 /* mode_policy.c: a "modes" object (node on) into a fresh array; findings name `path`. */
 void pg__sload_mode_policies(struct pg__sload *x, int on, const char *path,
                              struct pg_mode_policy **out, int *n_out);

@@ -424,6 +424,7 @@ static void case_reset(struct pg_case *cs) {
   }
   free(cs->fills);
   free(cs->rule);
+  pg_output_tolerances_free(cs->tolerances, cs->n_tolerances);
   free(cs->cancellation.target);
   free(cs->cancellation.expression);
   free(cs->json);

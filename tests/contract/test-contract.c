@@ -503,3 +503,23 @@ PG_TEST(consumer_dtype_disagreement_is_a_warning) {
   pg_contract_reset(&c);
   pg_diags_reset(&d);
 }
+
+/* A module output's own compare rule (`rule: "ulp:4"`), next to its atol. */
+PG_TEST(output_rule_is_kept) {
+  struct pg_contract c;
+  struct pg_diags d;
+  struct pg_error e;
+  pg_diags_init(&d);
+  int rc = pg_contract_load(PG_TEST_DATA_DIR "/good/contract/output_rule.yaml", &c, &d, &e);
+  PG_CHECK_MSG(rc == PG_OK, "%s", e.message);
+  PG_CHECK_EQ_INT(0, d.n_errors);
+  const struct pg_module *m1 = pg_contract_module(&c, 1), *m2 = pg_contract_module(&c, 2);
+  PG_CHECK(m1 && m2);
+  PG_CHECK_EQ_STR("exact", m1->outputs[0].rule);
+  PG_CHECK_EQ_STR("ulp:4", m2->outputs[0].rule);
+  PG_CHECK_EQ_INT(19, m2->outputs[0].rule_mark.line);
+  PG_CHECK(m2->outputs[0].has_atol && m2->outputs[0].atol == 0.5);
+  PG_CHECK(!c.final_outputs[0].rule);
+  pg_contract_reset(&c);
+  pg_diags_reset(&d);
+}

@@ -22,7 +22,8 @@ static const char suite_text[] =
     " \"cases\": [\n"
     "  {\"id\": \"L1_a\", \"level\": 1, \"shape\": {\"B\": 1, \"S\": 64}},\n"
     "  {\"id\": \"L2_b\", \"level\": \"L2\", \"dtype\": {\"q\": \"float32\"}, \"rule\": \"ulp:2\",\n"
-    "   \"fill\": {\"k\": \"int(-3, 3)\"}, \"knob\": [1, {\"x\": null}]},\n"
+    "   \"fill\": {\"k\": \"int(-3, 3)\"}, \"knob\": [1, {\"x\": null}],\n"
+    "   \"tolerance\": {\"out\": {\"atol\": 1e-2, \"rule\": \"ulp:3\"}, \"scores\": {\"rtol\": 0}}},\n"
     "  {\"id\": \"L5_c\", \"level\": 5, \"cancellation_stress\": {\"target\": \"scores\",\n"
     "   \"expression\": \"a - b\", \"relative_gap\": 1e-5, \"seed\": 1}}\n"
     " ]}\n";
@@ -30,7 +31,8 @@ static const char suite_text[] =
 /* A second text whose load produces error findings (diagnostic allocations). */
 static const char bad_text[] =
     "{\"cases\": [{\"id\": \"a b\", \"level\": 9, \"shape\": {\"Q\": 1}},"
-    " {\"id\": \"x\", \"level\": 1, \"level\": 2}, {\"id\": \"x\", \"level\": 1}]}";
+    " {\"id\": \"x\", \"level\": 1, \"level\": 2}, {\"id\": \"x\", \"level\": 1,"
+    " \"tolerance\": {\"nope\": {\"atol\": 1}, \"out\": {\"x\": 1}}}]}";
 
 struct load_ctx {
   const char *text;

@@ -501,3 +501,51 @@ PG_TEST(every_suite_placeholder_is_reported) {
   pg_suite_reset(&s);
   pg_diags_reset(&d);
 }
+
+/* Per-output tolerances: every field kept by output name; `_` comments skipped; all
+ * findings of one bad map reported (each error path has a bad/suite/tolerance_* fixture
+ * with its exact message). */
+PG_TEST(load_per_output_tolerances) {
+  struct pg_suite s;
+  struct pg_diags d;
+  struct pg_error err;
+  pg_diags_init(&d);
+  PG_CHECK_OK(pg_suite_load(pg_test_data("good/suite/tolerance_per_output.json"),
+                            pg_test_attention_contract(), &s, &d, &err));
+  PG_CHECK_EQ_INT(0, d.count);
+  const struct pg_case *c = &s.cases[0];
+  PG_CHECK_EQ_INT(3, c->n_tolerances);
+  const struct pg_output_tolerance *out = pg_case_output_tolerance(c, "out");
+  const struct pg_output_tolerance *sc = pg_case_output_tolerance(c, "scores");
+  const struct pg_output_tolerance *pr = pg_case_output_tolerance(c, "probs");
+  PG_CHECK(out && sc && pr && !pg_case_output_tolerance(c, "_note"));
+  PG_CHECK(out->has_atol && out->has_rtol && !out->rule);
+  PG_CHECK_NEAR(1e-2, out->atol, 0);
+  PG_CHECK_NEAR(1e-2, out->rtol, 0);
+  PG_CHECK_EQ_INT(5, out->mark.line);
+  PG_CHECK(!sc->has_atol && !sc->has_rtol);
+  PG_CHECK_EQ_STR("ulp:4", sc->rule);
+  PG_CHECK(pr->has_atol && pr->has_rtol && pr->atol == 0 && pr->rtol == 0);
+  PG_CHECK_EQ_STR("ratio:0.01", pr->rule);
+  PG_CHECK(c->has_atol && !c->has_rtol); /* the case-wide keys are separate */
+  PG_CHECK_EQ_INT(0, s.cases[1].n_tolerances);
+  PG_CHECK(!pg_case_output_tolerance(&s.cases[1], "out"));
+  pg_suite_reset(&s);
+  pg_diags_reset(&d);
+
+  const char *t = "{\"cases\": [{\"id\": \"a\", \"level\": 2, \"tolerance\": {\n"
+                  "  \"scores\": {\"atol\": -1, \"rule\": \"fuzzy\", \"x\": 1},\n"
+                  "  \"nope\": {\"atol\": 1}, \"out\": [], \"probs\": {}}}]}";
+  PG_CHECK_EQ_INT(PG_EVALIDATE, load(t, pg_test_attention_contract(), &s, &d, &err));
+  PG_CHECK_EQ_INT(6, d.n_errors); /* atol, rule, x, nope, out, probs */
+  PG_CHECK_EQ_INT(0, s.cases[0].n_tolerances);
+  pg_suite_reset(&s);
+  pg_diags_reset(&d);
+  /* without a contract the names cannot be checked: kept as written */
+  t = "{\"cases\": [{\"id\": \"a\", \"level\": 2, \"tolerance\": {\"zz\": {\"rtol\": 0.5}}}]}";
+  PG_CHECK_OK(load(t, NULL, &s, &d, &err));
+  PG_CHECK(pg_case_output_tolerance(&s.cases[0], "zz") &&
+           pg_case_output_tolerance(&s.cases[0], "zz")->rtol == 0.5);
+  pg_suite_reset(&s);
+  pg_diags_reset(&d);
+}

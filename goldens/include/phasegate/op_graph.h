@@ -42,6 +42,8 @@ struct pg_tensor_decl {
   struct pg_mark source_mark;
   int has_atol, has_rtol;        /* per-output tolerance override */
   double atol, rtol;
+  char *rule;                    /* per-output compare rule ("ulp:4", …) or NULL */
+  struct pg_mark rule_mark;
 };
 
 enum pg_golden_kind { PG_GOLDEN_NONE = 0, PG_GOLDEN_STEPS, PG_GOLDEN_PLUGIN };
