@@ -309,7 +309,7 @@ void pg__html_histogram(struct pg__html *h, const cJSON *t) {
   if (!cJSON_IsObject(hist) || nb == 0) return;
   double nmax = 0;
   cJSON_ArrayForEach(b, buckets) nmax = fmax(nmax, pg__html_dbl(b, "n", 0));
-  const double bw = 46, PH = 150, x0 = 56, y0 = 12;
+  const double bw = 46, PH = 150, x0 = 56, y0 = 20;
   double lmax = log10(nmax + 1), W = x0 + fmax(nb * bw, 220) + 12, H = y0 + PH + 62;
   pg__html_fmt(h,
                "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
