@@ -112,6 +112,13 @@ void pg_report_set_reset(struct pg_report_set *set);
 int pg_report_set_load(const char *const *paths, int n, struct pg_report_set *set,
                        struct pg_error *err);
 
+/* One report's text (len bytes, `name` for messages) parsed and checked as above:
+ * PG_OK with *out set (the caller cJSON_Deletes it), or PG_EPARSE / PG_EVALIDATE /
+ * PG_ENOMEM with a "name:line:col: error: ..." message. pg_report_set_load's step for
+ * each file; the fuzz harness drives it directly. */
+int pg_report_parse(const char *name, const char *text, size_t len, cJSON **out,
+                    struct pg_error *err);
+
 /* ---- the HTML page of `phasegate report` (report/html*.c) ---- */
 
 /* The whole page for `set`: one static, self-contained HTML document (inline CSS and
