@@ -7,7 +7,9 @@
  * (a phase, an op, a whole build tree). Loading is the report room's
  * (pg_report_set_load), so other readers of reports share it; the page is
  * pg_report_html. Exit 0 when the page is written (whatever the reports say), 2 on a
- * usage error, an unreadable or malformed report, or a directory without reports.
+ * usage error, an unreadable or malformed report named as an argument, or a directory
+ * without a usable report. A bad report found under a directory is a warning (and a
+ * note on the page): one stray file must not hide a build tree's page.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -39,8 +41,11 @@ static void usage(FILE *out) {
           "               stdout); parent directories are created; the path is printed\n"
           "  --           every argument after it is a PATH\n"
           "\n"
+          "A report found under a directory that cannot be read or is not a phasegate\n"
+          "report is skipped with a warning (and listed on the page).\n"
           "Exit codes: 0 page written (whatever the reports say), 2 error (usage, a report\n"
-          "that cannot be read or is not a phasegate report, a directory without reports).\n");
+          "named as PATH that cannot be read or is not a phasegate report, a directory\n"
+          "without a usable report).\n");
 }
 
 /* text into path through <path>.tmp.<pid> and rename(), so a reader never sees half a
@@ -108,6 +113,8 @@ int pg_cmd_report(int argc, char **argv) {
   pg_error_clear(&err);
   if (rc == PG_EXIT_PASS && pg_report_set_load(paths, n, &set, &err) != PG_OK)
     rc = pg_cli_usage_error("report", "%s", err.message);
+  for (int i = 0; rc == PG_EXIT_PASS && i < set.n_skipped; i++)
+    fprintf(stderr, "phasegate report: warning: %s (skipped)\n", set.skipped[i]);
   char *page = rc == PG_EXIT_PASS ? pg_report_html(&set) : NULL;
   if (rc == PG_EXIT_PASS && !page) rc = pg_cli_usage_error("report", "out of memory");
   if (rc == PG_EXIT_PASS && strcmp(out, "-") == 0) {

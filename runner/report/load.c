@@ -30,6 +30,8 @@ void pg_report_set_reset(struct pg_report_set *set) {
     cJSON_Delete(set->files[i].json);
   }
   free(set->files);
+  for (int i = 0; i < set->n_skipped; i++) free(set->skipped[i]);
+  free(set->skipped);
   memset(set, 0, sizeof *set);
 }
 
@@ -484,6 +486,22 @@ static int name_order(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* A report found under a directory that cannot be used: kept with its message. */
+static int skip(struct pg_report_set *set, struct pg_error *err) {
+  if (set->n_skipped == set->cap_skipped) {
+    int cap = set->cap_skipped ? set->cap_skipped * 2 : 8;
+    char **ns = realloc(set->skipped, (size_t)cap * sizeof *ns);
+    if (!ns) return pg_error_set(err, PG_ENOMEM, "out of memory");
+    set->skipped = ns;
+    set->cap_skipped = cap;
+  }
+  if (!(set->skipped[set->n_skipped] = pg_strdup(err->message)))
+    return pg_error_set(err, PG_ENOMEM, "out of memory");
+  set->n_skipped++;
+  pg_error_clear(err);
+  return PG_OK;
+}
+
 /* Every evaluation_report.json under `dir` (sorted walk, symlinked directories not
  * followed); *found counts them. */
 static int walk(struct pg_report_set *set, struct seen *seen, const char *dir, int depth,
@@ -516,6 +534,7 @@ static int walk(struct pg_report_set *set, struct seen *seen, const char *dir, i
     else if (strcmp(names[i], REPORT_NAME) == 0 && stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
       (*found)++;
       rc = load_one(set, seen, p, &st, err);
+      if (rc != PG_OK && rc != PG_ENOMEM) rc = skip(set, err);
     }
     free(p);
   }
@@ -557,6 +576,8 @@ int pg_report_set_load(const char *const *paths, int n, struct pg_report_set *se
   }
   free(seen.dev);
   free(seen.ino);
+  if (rc == PG_OK && set->n == 0 && set->n_skipped > 0)
+    rc = pg_error_set(err, PG_EVALIDATE, "%s", set->skipped[0]);
   if (rc == PG_OK && set->n > 1) qsort(set->files, (size_t)set->n, sizeof *set->files, file_order);
   return rc;
 }
