@@ -41,6 +41,13 @@ static int step_of(const cJSON *v) {
   return STEPS_OK + (s < 0 ? 0 : s >= STEPS_BAD ? STEPS_BAD - 1 : s);
 }
 
+/* A cell's step; a null error that mismatches is a non-finite one (a writer that
+ * kept inf rather than the schema's 1e30). */
+static int cell_step(const cJSON *v, const cJSON *mism) {
+  int s = step_of(v);
+  return s == STEP_NONE && cJSON_IsNumber(mism) && mism->valuedouble > 0 ? STEP_NF : s;
+}
+
 /* 1e-6, 0.001, 1000 as people read decades: "1e-6", "1e-3", "1000". */
 static void decade(char *buf, size_t n, double v) {
   if (v > 0) {
@@ -72,12 +79,14 @@ static void map_row(struct pg__html *h, const struct geom *g, int r, const cJSON
                     const cJSON *mrow, int titled) {
   for (int c = 0; c < g->C;) {
     const cJSON *v = cJSON_GetArrayItem(row, c);
-    int s = step_of(v);
     const cJSON *mm = mrow ? cJSON_GetArrayItem(mrow, c) : NULL;
+    int s = cell_step(v, mm);
     int bad = s >= STEPS_OK && s != STEP_NONE;
     int run = 1;
     if (!(bad && titled))
-      while (c + run < g->C && step_of(cJSON_GetArrayItem(row, c + run)) == s) run++;
+      while (c + run < g->C &&
+             cell_step(cJSON_GetArrayItem(row, c + run), mrow ? cJSON_GetArrayItem(mrow, c + run) : NULL) == s)
+        run++;
     pg__html_fmt(h, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\">",
                  g->x0 + c * g->cw, g->y0 + r * g->ch, run * g->cw, g->ch, step_colour[s]);
     if (bad && titled) {
