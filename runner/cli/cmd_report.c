@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/base.h"
@@ -48,9 +49,26 @@ static void usage(FILE *out) {
           "without a usable report).\n");
 }
 
+/* text into a path that is not a regular file: a symlink (its target is written), a
+ * FIFO, /dev/null or /dev/stdout. A rename would replace the node itself. */
+static int write_through(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  int ok = f && fputs(text, f) >= 0;
+  int e = errno;
+  if (f && fclose(f) != 0 && ok) {
+    ok = 0;
+    e = errno;
+  }
+  if (!ok) pg_cli_usage_error("report", "%s: cannot write: %s", path, strerror(e));
+  return ok ? PG_EXIT_PASS : PG_EXIT_ERROR;
+}
+
 /* text into path through <path>.tmp.<pid> and rename(), so a reader never sees half a
  * page; parent directories created. */
 static int write_page(const char *path, const char *text) {
+  struct stat st;
+  if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+    return write_through(path, text);
   const char *slash = strrchr(path, '/');
   if (slash && slash != path) {
     char *dir = pg_path_fmt("%.*s", (int)(slash - path), path);

@@ -85,6 +85,16 @@ cmp -s stdout.html phasegate-report.html || fail "--out - differs from the file"
   fail "fx tree: stderr: $(cat stderr.txt)"
 grep -qF '4 phase reports ->' stdout.txt || fail "fx tree: stdout: $(cat stdout.txt)"
 grep -qF '<b>1 report skipped</b>' mixed.html || fail "the skipped report is not on the page"
+# An --out that is not a regular file is written through, never replaced: a symlink
+# (its target gets the page), a FIFO (a reader gets the page).
+: >target.html
+ln -s target.html link.html
+"$pg" report --out link.html fx >/dev/null 2>&1 || fail "--out symlink exited $?"
+[ -L link.html ] && cmp -s target.html phasegate-report.html || fail "--out symlink: replaced, or target not written"
+mkfifo page.fifo && { cat page.fifo >fifo.html & }
+"$pg" report --out page.fifo fx >/dev/null 2>&1 || fail "--out fifo exited $?"
+wait
+[ -p page.fifo ] && cmp -s fifo.html phasegate-report.html || fail "--out fifo: replaced, or reader got no page"
 # -- ends the options
 "$pg" report --out page2.html -- fx >/dev/null 2>&1 || fail "-- exited $?"
 
