@@ -320,6 +320,8 @@ static int check_report(struct vctx *v, const cJSON *r) {
   if (!cJSON_IsObject(r)) return fail(v, "not an evaluation report (expected a JSON object)");
   const cJSON *op = cJSON_GetObjectItemCaseSensitive(r, "op_name");
   if (!op) return fail(v, "not an evaluation report (no op_name)");
+  if (!cJSON_GetObjectItemCaseSensitive(r, "up_to_module")) /* a pypto suite has op_name too */
+    return fail(v, "not an evaluation report (no up_to_module)");
   WANT(r, "op_name", T_STR, 1);
   WANT(r, "up_to_module", T_INT, 1);
   if (int_of(r, "up_to_module") < 1 || int_of(r, "up_to_module") > PG_REPORT_MAX_PHASES) {

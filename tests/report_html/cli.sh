@@ -40,6 +40,7 @@ printf '{\n  "op_name": "x",\n  "checks": [1,,2]\n}\n' >syntax.json
 printf '{"op_name": "x", "up_to_module": "2", "checks": []}' >schema.json
 printf '{"a": 1}' >notreport.json
 printf '[]' >array.json
+printf '{"op_name": "x", "test_cases": []}' >suite.json
 : >empty.json
 printf '{"op_name": "x", "up_to_module": 1, "checks": [{"id": "c", "status": "FAIL",\n "per_tensor": [{"name": "y",\n   "error_map": {"shape": [2, 2], "cells": [[1, 2]]}}]}]}' >map.json
 printf '{"op_name": "x", "up_to_module": 1, "checks": [{"id": "c", "status": "FAIL",\n "per_tensor": [{"name": "y", "hints": [{"kind": "tile_edge", "axis": "2"}]}]}]}' >hint.json
@@ -57,6 +58,7 @@ expect 2 "syntax.json:3:16: error: " syntax.json
 expect 2 "tree/bad/M1/evaluation_report.json:3:16: error: " tree
 expect 2 "schema.json:1:34: error: up_to_module: expected an integer" schema.json
 expect 2 "notreport.json:1:1: error: not an evaluation report (no op_name)" notreport.json
+expect 2 "suite.json:1:1: error: not an evaluation report (no up_to_module)" suite.json
 expect 2 "array.json:1:1: error: not an evaluation report (expected a JSON object)" array.json
 expect 2 "empty.json:1:1: error: " empty.json
 expect 2 "map.json:3:44: error: checks[0].per_tensor[0].error_map.cells: expected 2 rows (shape)" map.json
