@@ -247,7 +247,8 @@ static void outputs(struct pg__html *h, const cJSON *c) {
 static void case_summary(struct pg__html *h, const cJSON *c) {
   const char *status = pg__html_str(c, "status");
   pg__html_raw(h, "<summary>");
-  badge(h, status);
+  if (cJSON_IsTrue(get(c, "not_implemented"))) pg__html_raw(h, "<span class=\"badge ni\">not implemented yet</span>");
+  else badge(h, status);
   int level = pg__html_int(c, "level", -1);
   if (level >= 0) pg__html_fmt(h, " L%d", level);
   pg__html_raw(h, " <code>");

@@ -299,6 +299,7 @@ static int check_case(struct vctx *v, const cJSON *c) {
   WANT(c, "status", T_STR, 1);
   WANT(c, "level", T_INT, 0);
   WANT(c, "repro", T_STR, 0);
+  WANT(c, "not_implemented", T_BOOL, 0);
   WANT(c, "per_mode_status", T_OBJ, 0);
   PG_RETURN_IF_ERROR(want_elems(v, c, "hints", T_STR | T_OBJ));
   WANT(c, "failure", T_OBJ | T_NULL, 0);

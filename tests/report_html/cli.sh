@@ -109,7 +109,10 @@ grep -o 'http[s]*://[^"]*' $p | grep -vxF 'http://www.w3.org/2000/svg' && fail "
 grep -qF '&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &lt;img src=x' $p ||
   fail "captured output not escaped as text"
 grep -qF 'L3_&lt;b&gt;&quot;quoted&quot;&amp;amp;&lt;/b&gt;' $p || fail "case id not escaped as text"
-grep -qF 'not implemented yet' $p || fail "M3 (not_implemented) not shown as not implemented yet"
+grep -qF '<td class="ni"><a href="#r2">not implemented yet</a></td>' $p ||
+  fail "M3 (not_implemented) not shown as not implemented yet in the matrix"
+[ "$(grep -o '<span class="badge ni">not implemented yet</span>' $p | wc -l)" -eq 3 ] ||
+  fail "M3 and its two cases not marked not implemented yet"
 [ "$(grep -o '<svg' $p | wc -l)" -ge 6 ] || fail "fewer than 6 figures"
 [ "$(grep -o '<line class="tile"' $p | wc -l)" -eq 30 ] || fail "tile grid: want 8 + 15 + 7 lines"
 grep -qF 'rows: axis 0 (2) &#xd7; axis 1 (4) &#xd7; axis 2 (40) = 320, 5 per cell' $p || fail "row axes label"
