@@ -81,4 +81,55 @@ void pg_report_summary_lines(const struct pg_run_phase *ph, const struct pg_run_
                              const struct pg_case_result *cases, int n, pg_run_line_fn line,
                              void *user);
 
+/* ---- reading reports back: `phasegate report` (report/load.c) ---- */
+
+/* One evaluation_report.json, parsed and checked against the keys the readers use
+ * (report/html*.c, report/junit.c): the root is an object with op_name (string),
+ * up_to_module (integer >= 1) and checks[] (objects with a string id and status);
+ * the optional blocks they read (failure, modes[], per_tensor[] with hints[],
+ * error_map, error_histogram) have the types docs/report.md gives. */
+struct pg_report_file {
+  char *path;  /* as given, or as found under a directory argument */
+  cJSON *json; /* the whole report */
+};
+
+/* Reports sorted by op_name, then up_to_module, then path; and the reports found
+ * under a directory argument that could not be used, each with its error message
+ * ("file:line:col: error: ..."), in the order found. */
+struct pg_report_set {
+  struct pg_report_file *files;
+  int n, cap;
+  char **skipped;
+  int n_skipped, cap_skipped;
+};
+
+void pg_report_set_init(struct pg_report_set *set);
+void pg_report_set_reset(struct pg_report_set *set);
+
+/* Loads paths[0..n) into `set` (init'ed by the caller; reset it either way): a
+ * file is one report whatever its name; a directory is searched recursively for
+ * files named evaluation_report.json (symlinked directories are not followed). A
+ * file reached twice (same device and inode) is loaded once. Errors name the file:
+ * unreadable (PG_EIO / PG_ENOENT), JSON syntax (PG_EPARSE, "file:line:col: error:
+ * ..."), a key of the wrong type or missing (PG_EVALIDATE, "file:line:col: error:
+ * checks[2].status: ..."), a directory without any report (PG_ENOTFOUND). A file
+ * named in `paths` that fails is an error; one found under a directory is added to
+ * set->skipped instead (one stray file must not hide a build tree's page), unless
+ * no report at all could be loaded: then the first such message is the error. */
+int pg_report_set_load(const char *const *paths, int n, struct pg_report_set *set,
+                       struct pg_error *err);
+
+/* One report's text (len bytes, `name` for messages) parsed and checked as above:
+ * PG_OK with *out set (the caller cJSON_Deletes it), or PG_EPARSE / PG_EVALIDATE /
+ * PG_ENOMEM with a "name:line:col: error: ..." message. pg_report_set_load's step for
+ * each file; the fuzz harness drives it directly. */
+int pg_report_parse(const char *name, const char *text, size_t len, cJSON **out,
+                    struct pg_error *err);
+
+/* ---- the HTML page of `phasegate report` (report/html*.c) ---- */
+
+/* The whole page for `set`: one static, self-contained HTML document (inline CSS and
+ * SVG, no script, no external resource). malloc'ed; NULL when out of memory. */
+char *pg_report_html(const struct pg_report_set *set);
+
 #endif
