@@ -6,6 +6,7 @@
  * per-element verdict is the rule's own (cmp_elem.h), as the streaming pass and the
  * mask analysis judge it.
  */
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -43,6 +44,8 @@ struct em {
   int64_t n, cols_total, rpc, cpc;
   int cols;
   int need_u;                       /* the verdict reads the ULP / integer distance */
+  int fast;                         /* allclose, atol > 0, a float dtype: block_close */
+  double next_lo[PG_CMP_HIST_BUCKETS]; /* bucket i's upper bound; NaN for the last */
   /* octave[e]: the bucket of 2^(e-1023), the lower end of the doubles with biased
    * exponent e; an octave spans less than a decade, so one more comparison decides */
   unsigned char octave[2048];
@@ -52,6 +55,7 @@ struct em_part {
   struct pg_cmp_error_map *map;
   int64_t start, end;
   const struct em *e;
+  int failed;                       /* out of memory: the range is not mapped */
 };
 
 /* Elements [at, at + m) widened to doubles (u: the ULP / integer distance when needed). */
@@ -100,41 +104,113 @@ static inline double elem_err(const struct pg__kparams *kp, double x, double y, 
   return err;
 }
 
-/* One run of elements inside one cell: its max error and mismatches, and the histogram. */
-static void cell_run(const struct em *e, int64_t at, int64_t len, double *cmax, int64_t *cmis,
-                     struct pg_cmp_hist_bucket *hist) {
-  double a[EM_BLOCK], b[EM_BLOCK];
+/* Per-element results of a block, then folded into the cell and the histogram. */
+struct em_block {
+  double b[EM_BLOCK], d[EM_BLOCK], err[EM_BLOCK];
+  unsigned char bad[EM_BLOCK], bk[EM_BLOCK];
+};
+
+/* Stage 1, allclose with atol > 0 on floats (the common case: no branch, no
+ * comparison, so it vectorises): |a-b| and the error over tolerance. An element with
+ * err >= 1 (or NaN: a NaN / Inf in the pair) is judged again by the rule in stage 2;
+ * below 1 it passes (d < tol). */
+static void block_close(const struct em *e, const double *restrict a, struct em_block *k, int m) {
+  double atol = e->kp.atol, rtol = e->kp.rtol;
+  const double *restrict b = k->b;
+  double *restrict dd = k->d, *restrict er = k->err;
+  for (int i = 0; i < m; i++) {
+    double d = fabs(a[i] - b[i]);
+    dd[i] = d;
+    er[i] = d / (atol + rtol * fabs(b[i]));
+  }
+}
+
+/* Stage 1 for every other rule: the rule's own verdict and error per element. */
+static void block_any(const struct em *e, const double *a, const uint64_t *u, struct em_block *k,
+                      int m) {
+  for (int i = 0; i < m; i++) {
+    double x = a[i], y = k->b[i], d = fabs(x - y);
+    int pass = pg__elem_pass(&e->kp, x, y, u[i]);
+    k->d[i] = d;
+    k->err[i] = elem_err(&e->kp, x, y, d, u[i], pass);
+    k->bad[i] = !pass;
+  }
+}
+
+/* What one range works in: the staged block, the histogram's four copies. */
+struct em_scratch {
+  double a[EM_BLOCK];
   uint64_t u[EM_BLOCK];
-  memset(u, 0, sizeof u);
-  double mx = *cmax;
+  struct em_block k;
+  struct pg_cmp_hist_bucket h4[4][PG_CMP_HIST_BUCKETS + 1]; /* the last: NaN, dropped */
+};
+
+/* One run of elements inside one cell: its max error and mismatches, and the
+ * histogram (four copies, element i into copy i % 4, so consecutive elements in the
+ * same bucket do not wait on each other; merged in run_range). */
+static void cell_run(const struct em *e, int64_t at, int64_t len, double *cmax, int64_t *cmis,
+                     struct em_scratch *w) {
+  double *a = w->a;
+  uint64_t *u = w->u;
+  struct em_block *k = &w->k;
+  double mx[4] = {*cmax, 0, 0, 0};
   int64_t mis = *cmis;
   for (int64_t off = 0; off < len; off += EM_BLOCK) {
     int m = len - off < EM_BLOCK ? (int)(len - off) : EM_BLOCK;
-    stage(e, at + off, m, a, b, u);
+    stage(e, at + off, m, a, k->b, u);
+    if (e->fast) block_close(e, a, k, m);
+    else block_any(e, a, u, k, m);
+    /* the verdicts left open by block_close, the buckets (NaN references: none) */
     for (int i = 0; i < m; i++) {
-      double x = a[i], y = b[i], d = fabs(x - y), ab = fabs(y);
-      int pass = pg__elem_pass(&e->kp, x, y, u[i]);
-      double err = elem_err(&e->kp, x, y, d, u[i], pass);
-      if (err > mx) mx = err;
-      mis += !pass;
-      if (isnan(ab)) continue;
+      if (e->fast) {
+        k->bad[i] = 0;
+        if (!(k->err[i] < 1.0)) { /* below 1 passes; the rest judged by the rule */
+          int pass = pg__elem_pass(&e->kp, a[i], k->b[i], u[i]);
+          k->err[i] = elem_err(&e->kp, a[i], k->b[i], k->d[i], u[i], pass);
+          k->bad[i] = (unsigned char)!pass;
+        }
+      }
+      double ab = fabs(k->b[i]);
       int bk = e->octave[(pg__f64_bits(ab) >> 52) & 0x7ff];
-      if (bk < PG_CMP_HIST_BUCKETS - 1 && ab >= k_lo[bk + 1]) bk++;
-      struct pg_cmp_hist_bucket *h = &hist[bk];
+      k->bk[i] = (unsigned char)(isnan(ab) ? PG_CMP_HIST_BUCKETS : bk + (ab >= e->next_lo[bk]));
+    }
+    for (int i = 0; i < m; i++) {
+      double err = k->err[i], d = k->d[i];
+      if (err > mx[i & 3]) mx[i & 3] = err;
+      mis += k->bad[i];
+      struct pg_cmp_hist_bucket *h = &w->h4[i & 3][k->bk[i]];
       h->n++;
-      h->mismatches += !pass;
+      h->mismatches += k->bad[i];
       if (err > h->max_err_over_tol) h->max_err_over_tol = err;
-      if (isfinite(d) && d > h->max_abs_diff) h->max_abs_diff = d;
+      if (d > h->max_abs_diff && d <= DBL_MAX) h->max_abs_diff = d;
     }
   }
-  *cmax = mx;
+  for (int q = 1; q < 4; q++)
+    if (mx[q] > mx[0]) mx[0] = mx[q];
+  *cmax = mx[0];
   *cmis = mis;
+}
+
+static void hist_merge(struct pg_cmp_hist_bucket *h, const struct pg_cmp_hist_bucket *g) {
+  for (int i = 0; i < PG_CMP_HIST_BUCKETS; i++) {
+    h[i].n += g[i].n;
+    h[i].mismatches += g[i].mismatches;
+    if (g[i].max_abs_diff > h[i].max_abs_diff) h[i].max_abs_diff = g[i].max_abs_diff;
+    if (g[i].max_err_over_tol > h[i].max_err_over_tol) h[i].max_err_over_tol = g[i].max_err_over_tol;
+  }
 }
 
 static void *run_range(void *arg) {
   struct em_part *p = arg;
   const struct em *e = p->e;
   struct pg_cmp_error_map *mp = p->map;
+  struct em_scratch *w = calloc(1, sizeof *w);
+  if (!w) {
+    p->failed = 1;
+    return NULL;
+  }
+  for (int q = 0; q < 4; q++)
+    for (int i = 0; i < PG_CMP_HIST_BUCKETS; i++) w->h4[q][i].max_abs_diff = -1.0;
   int64_t s = p->start, C = e->cols_total;
   int64_t r = C > 0 ? s / C : 0, c = C > 0 ? s % C : 0;
   while (s < p->end) {
@@ -143,11 +219,13 @@ static void *run_range(void *arg) {
     if (len > C - c) len = C - c;               /* the row's end */
     if (len > p->end - s) len = p->end - s;     /* the range's end */
     int64_t at = cr * e->cols + cc;
-    cell_run(e, s, len, &mp->cells[at], &mp->mismatch_cells[at], mp->hist);
+    cell_run(e, s, len, &mp->cells[at], &mp->mismatch_cells[at], w);
     s += len;
     c += len;
     if (c == C) c = 0, r++;
   }
+  for (int q = 0; q < 4; q++) hist_merge(mp->hist, w->h4[q]);
+  free(w);
   return NULL;
 }
 
@@ -196,6 +274,9 @@ static void em_init(struct em *e, const DLTensor *impl, const DLTensor *ref,
                : rule->kind == PG_RULE_ULP   ? PG__K_ULP
                                              : PG__K_CLOSE;
   e->need_u = e->kp.kind == PG__K_ULP || e->kp.kind == PG__K_INT;
+  e->fast = e->kp.kind == PG__K_CLOSE && rule->atol > 0;
+  for (int i = 0; i < PG_CMP_HIST_BUCKETS; i++)
+    e->next_lo[i] = i + 1 < PG_CMP_HIST_BUCKETS ? k_lo[i + 1] : NAN;
   e->pa = (const char *)impl->data + impl->byte_offset;
   e->pb = (const char *)ref->data + ref->byte_offset;
   e->cols_total = out->cols_total;
@@ -220,14 +301,7 @@ static void map_merge(struct pg_cmp_error_map *out, const struct pg_cmp_error_ma
     if (q->cells[i] > out->cells[i]) out->cells[i] = q->cells[i];
     out->mismatch_cells[i] += q->mismatch_cells[i];
   }
-  for (int i = 0; i < PG_CMP_HIST_BUCKETS; i++) {
-    struct pg_cmp_hist_bucket *h = &out->hist[i];
-    const struct pg_cmp_hist_bucket *g = &q->hist[i];
-    h->n += g->n;
-    h->mismatches += g->mismatches;
-    if (g->max_abs_diff > h->max_abs_diff) h->max_abs_diff = g->max_abs_diff;
-    if (g->max_err_over_tol > h->max_err_over_tol) h->max_err_over_tol = g->max_err_over_tol;
-  }
+  hist_merge(out->hist, q->hist);
 }
 
 static int threads_for(int n_threads, int64_t n) {
@@ -257,6 +331,7 @@ int pg_cmp_error_map(const DLTensor *impl, const DLTensor *ref, const struct pg_
     int64_t per = (n + nt - 1) / nt;
     for (int t = 0; t < nt; t++) {
       parts[t].e = e;
+      parts[t].failed = 0;
       parts[t].start = per * t < n ? per * t : n;
       parts[t].end = per * (t + 1) < n ? per * (t + 1) : n;
       parts[t].map = t == 0 ? out : malloc(sizeof *parts[t].map);
@@ -270,13 +345,16 @@ int pg_cmp_error_map(const DLTensor *impl, const DLTensor *ref, const struct pg_
     for (int t = 1; t < nt; t++)
       started[t] = pthread_create(&tids[t], NULL, run_range, &parts[t]) == 0;
     run_range(&parts[0]);
+    int oom = parts[0].failed;
     for (int t = 1; t < nt; t++) {
       if (started[t]) pthread_join(tids[t], NULL);
       else run_range(&parts[t]); /* no thread: do it here */
       map_merge(out, parts[t].map);
+      oom |= parts[t].failed;
       free(parts[t].map);
     }
     free(e);
+    if (oom) return pg_error_set(err, PG_ENOMEM, "error map: out of memory");
   }
   for (int i = 0; i < PG_CMP_HIST_BUCKETS; i++)
     if (out->hist[i].max_abs_diff < 0) out->hist[i].max_abs_diff = NAN;
