@@ -163,8 +163,11 @@ static void cell_run(const struct em *e, int64_t at, int64_t len, double *cmax, 
     /* the verdicts left open by block_close, the buckets (NaN references: none) */
     for (int i = 0; i < m; i++) {
       if (e->fast) {
-        k->bad[i] = 0;
-        if (!(k->err[i] < 1.0)) { /* below 1 passes; the rest judged by the rule */
+        /* below 1 passes, above 1 (finite) mismatches: d/tol rounds monotonically;
+         * exactly 1, NaN and Inf (a non-finite pair, an overflow) judged by the rule */
+        double er = k->err[i];
+        k->bad[i] = er > 1.0;
+        if (!(er < 1.0) && !(er > 1.0 && er <= PG_CMP_MAP_BIG)) {
           int pass = pg__elem_pass(&e->kp, a[i], k->b[i], u[i]);
           k->err[i] = elem_err(&e->kp, a[i], k->b[i], k->d[i], u[i], pass);
           k->bad[i] = (unsigned char)!pass;

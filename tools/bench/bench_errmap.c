@@ -3,11 +3,12 @@
  * already pays: the streaming comparison (pg_tensor_compare) and the mismatch mask
  * (pg_cmp_mask_analyze), on the same two tensors in the same run.
  *
- *   bench_errmap [MiB per tensor (256)] [repeats (3)] [threads (0 = all cores)]
+ *   bench_errmap [MiB per tensor (256)] [repeats (3)] [threads (0 = all cores)] [all]
  *
  * Data: a [rows, 8192] fp32 reference ~ U(-2, 2), the impl equal but for the last 32
  * columns of every row (off by 0.25) and a block of 64 rows scaled by 1.01: a failure
- * with a pattern, as a diagnosis sees it.
+ * with a pattern, as a diagnosis sees it. `all`: the impl is 2 x the reference, every
+ * element mismatches (bench_diagnosis.sh's y = 4x against 2x).
  * Prints "<name> <seconds (best of repeats)>" per pass: wall time with `threads`
  * threads, and CPU time with one thread (steady on a shared machine), then the ratios.
  */
@@ -33,6 +34,7 @@ int main(int argc, char **argv) {
   size_t mib = argc > 1 ? (size_t)atol(argv[1]) : 256;
   int reps = argc > 2 ? atoi(argv[2]) : 3;
   int threads = argc > 3 ? atoi(argv[3]) : 0;
+  int all = argc > 4 && strcmp(argv[4], "all") == 0;
   if (mib == 0 || reps <= 0) {
     fprintf(stderr, "usage: bench_errmap [MiB] [repeats] [threads]\n");
     return 2;
@@ -54,7 +56,8 @@ int main(int argc, char **argv) {
     float v = (float)((double)(s >> 11) * 0x1p-53 * 4 - 2);
     int64_t r = i / cols, c = i % cols;
     pb[i] = v;
-    pa[i] = c >= cols - 32                          ? v - 0.25f
+    pa[i] = all                                     ? 2 * v
+            : c >= cols - 32                        ? v - 0.25f
             : r >= rows / 3 && r < rows / 3 + 64 ? v * 1.01f
                                                  : v;
   }
