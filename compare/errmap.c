@@ -41,7 +41,7 @@ static int bucket_slow(double v) {
 struct em {
   struct pg__kparams kp;
   const char *pa, *pb;
-  int64_t n, cols_total, rpc, cpc;
+  int64_t cols_total, rpc, cpc;
   int cols;
   int need_u;                       /* the verdict reads the ULP / integer distance */
   int fast;                         /* allclose, atol > 0, a float dtype: block_close */
