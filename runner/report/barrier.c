@@ -9,7 +9,8 @@
  *   pg_redact_numbers   text a Python golden's worker wrote: every number outside a
  *                       path becomes "<redacted>" (its values are no tensor we hold)
  *   pg_report_sanitize  the report as JSON, on every write: keys that could carry tensor
- *                       contents are dropped, tensor-sized numeric arrays and huge
+ *                       contents are dropped, tensor-sized numeric arrays (over 16
+ *                       numbers; over 64 in an `error_map`'s rows of cells) and huge
  *                       strings cut
  *
  * faultzoo/barrier and barrier_golden_data prove it end to end.
@@ -23,6 +24,9 @@
 
 #define PG_REPORT_STRING_MAX (64 * 1024)
 #define PG_REPORT_NUM_ARRAY_MAX 16
+/* Inside `error_map` a row of cells may be as long as the map is wide: metrics (errors
+ * over tolerance, mismatch counts) downsampled to at most 64 x 64, never a value. */
+#define PG_REPORT_MAP_ARRAY_MAX PG_CMP_MAP_MAX
 #define PG_REDACT_MIN_SIG_DIGITS 4
 #define PG_REDACT_MAX_VALUES (16u * 1024u * 1024u)
 
@@ -193,7 +197,8 @@ static int forbidden_key(const char *k) {
   return 0;
 }
 
-static int sanitize(cJSON *node, int *oom) {
+/* `max_numbers`: the longest numeric array allowed below node. */
+static int sanitize(cJSON *node, int max_numbers, int *oom) {
   int changed = 0;
   if (!node) return 0;
   cJSON *c = node->child;
@@ -202,7 +207,7 @@ static int sanitize(cJSON *node, int *oom) {
     if (cJSON_IsObject(node) && forbidden_key(c->string)) {
       cJSON_Delete(cJSON_DetachItemViaPointer(node, c));
       changed++;
-    } else if (cJSON_IsArray(c) && cJSON_GetArraySize(c) > PG_REPORT_NUM_ARRAY_MAX &&
+    } else if (cJSON_IsArray(c) && cJSON_GetArraySize(c) > max_numbers &&
                c->child && cJSON_IsNumber(c->child)) {
       cJSON *repl = cJSON_CreateString("<removed: tensor-sized array>");
       if (repl && cJSON_IsObject(node) && c->string) {
@@ -219,7 +224,9 @@ static int sanitize(cJSON *node, int *oom) {
       c->valuestring[PG_REPORT_STRING_MAX] = '\0';
       changed++;
     } else if (cJSON_IsObject(c) || cJSON_IsArray(c)) {
-      changed += sanitize(c, oom);
+      int map = cJSON_IsObject(node) && c->string && strcmp(c->string, "error_map") == 0 &&
+                cJSON_IsObject(c);
+      changed += sanitize(c, map ? PG_REPORT_MAP_ARRAY_MAX : max_numbers, oom);
     }
     c = next;
   }
@@ -228,6 +235,6 @@ static int sanitize(cJSON *node, int *oom) {
 
 int pg_report_sanitize(cJSON *node) {
   int oom = 0;
-  int changed = sanitize(node, &oom);
+  int changed = sanitize(node, PG_REPORT_NUM_ARRAY_MAX, &oom);
   return oom ? -1 : changed;
 }

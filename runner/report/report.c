@@ -167,6 +167,58 @@ static void add_mask(cJSON *o, const struct pg_tensor_check *t) {
   }
 }
 
+/* v rounded to 3 significant digits: the picture needs no more, and the report's
+ * numbers stay metrics, not something that spells a value. */
+static double sig3(double v) {
+  if (v == 0 || !isfinite(v)) return v;
+  char b[32];
+  snprintf(b, sizeof b, "%.3g", v);
+  return strtod(b, NULL);
+}
+
+/* The error map of a failing tensor (docs/diagnosis.md "The error map"): per cell the
+ * largest error over tolerance and the mismatch count; never a value. */
+static void add_error_map(cJSON *o, const struct pg_tensor_check *t) {
+  const struct pg_cmp_error_map *em = t->error_map;
+  cJSON *m = cJSON_AddObjectToObject(o, "error_map");
+  if (!m) return;
+  int64_t shape[2] = {em->rows, em->cols}, rows[PG_MAX_NDIM];
+  cJSON_AddItemToObject(m, "shape", index_json(2, shape));
+  for (int d = 0; d < em->n_row_axes && d < PG_MAX_NDIM; d++) rows[d] = d;
+  cJSON_AddItemToObject(m, "row_axes", index_json(em->n_row_axes, rows));
+  cJSON_AddNumberToObject(m, "col_axis", em->col_axis);
+  cJSON_AddNumberToObject(m, "rows_per_cell", (double)em->rows_per_cell);
+  cJSON_AddNumberToObject(m, "cols_per_cell", (double)em->cols_per_cell);
+  cJSON_AddNumberToObject(m, "rows_total", (double)em->rows_total);
+  cJSON_AddNumberToObject(m, "cols_total", (double)em->cols_total);
+  cJSON_AddStringToObject(m, "metric", "max_err_over_tol");
+  cJSON *cells = cJSON_AddArrayToObject(m, "cells");
+  cJSON *mis = cJSON_AddArrayToObject(m, "mismatch_cells");
+  for (int r = 0; cells && mis && r < em->rows; r++) {
+    cJSON *cr = cJSON_CreateArray(), *mr = cJSON_CreateArray();
+    for (int c = 0; cr && mr && c < em->cols; c++) {
+      cJSON_AddItemToArray(cr, num_or_null(sig3(em->cells[r * em->cols + c])));
+      cJSON_AddItemToArray(mr, cJSON_CreateNumber((double)em->mismatch_cells[r * em->cols + c]));
+    }
+    cJSON_AddItemToArray(cells, cr);
+    cJSON_AddItemToArray(mis, mr);
+  }
+  cJSON *b = cJSON_AddArrayToObject(cJSON_AddObjectToObject(o, "error_histogram"), "buckets");
+  for (int i = 0; b && i < PG_CMP_HIST_BUCKETS; i++) {
+    const struct pg_cmp_hist_bucket *h = &em->hist[i];
+    if (h->n == 0) continue;
+    cJSON *e = cJSON_CreateObject();
+    if (!e) break;
+    add_num(e, "golden_abs_lo", pg_cmp_hist_lo(i));
+    add_num(e, "golden_abs_hi", pg_cmp_hist_hi(i)); /* the last: inf, null */
+    cJSON_AddNumberToObject(e, "n", (double)h->n);
+    cJSON_AddNumberToObject(e, "mismatches", (double)h->mismatches);
+    add_num(e, "max_abs_diff", sig3(h->max_abs_diff));
+    add_num(e, "max_err_over_tol", sig3(h->max_err_over_tol));
+    cJSON_AddItemToArray(b, e);
+  }
+}
+
 /* What an output check and a probe check both start with: the tensor compared, in
  * which mode, under which rule. */
 static cJSON *check_head_json(const char *name, const char *mode, enum pg_dtype dtype,
@@ -198,6 +250,7 @@ static cJSON *tensor_json(const struct pg_tensor_check *t, const char *mode) {
   }
   pg_report_add_metrics(o, c);
   if (t->analyzed) add_mask(o, t);
+  if (t->error_map) add_error_map(o, t);
   if (t->values_checked && t->passed) cJSON_AddBoolToObject(o, "one_sided_errors", t->one_sided);
   if (t->repeat_calls > 0) {
     cJSON *rp = cJSON_AddObjectToObject(o, "repeat");
@@ -215,6 +268,8 @@ static cJSON *tensor_json(const struct pg_tensor_check *t, const char *mode) {
     cJSON_AddStringToObject(h, "kind", pg_hint_kind_name(t->hints[i].kind));
     cJSON_AddNumberToObject(h, "confidence", t->hints[i].confidence);
     cJSON_AddStringToObject(h, "detail", t->hints[i].detail);
+    if (t->hints[i].axis >= 0) cJSON_AddNumberToObject(h, "axis", t->hints[i].axis);
+    if (t->hints[i].tile > 0) cJSON_AddNumberToObject(h, "tile", (double)t->hints[i].tile);
     cJSON_AddItemToArray(hints, h);
   }
   if (t->strength_checked) {

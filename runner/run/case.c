@@ -25,6 +25,8 @@
 void pg_case_result_reset(struct pg_case_result *r) {
   if (!r) return;
   for (int i = 0; i < r->n_modes; i++) {
+    for (int t = 0; r->modes[i].tensors && t < r->modes[i].n_tensors; t++)
+      free(r->modes[i].tensors[t].error_map);
     free(r->modes[i].tensors);
     free(r->modes[i].captured);
     for (int p = 0; p < r->modes[i].n_probes; p++) free(r->modes[i].probes[p].iters);

@@ -71,13 +71,10 @@ const char *pg_hint_kind_name(enum pg_hint_kind kind) {
   return (unsigned)kind < PG_HINT_KIND_COUNT ? names[kind] : "unknown";
 }
 
-void pg_tensor_check_add_hint(struct pg_tensor_check *t, enum pg_hint_kind kind,
-                              double confidence, const char *fmt, ...) {
-  struct pg_hint h = {kind, confidence, ""};
-  va_list ap;
-  va_start(ap, fmt);
+static void add_hint(struct pg_tensor_check *t, enum pg_hint_kind kind, int axis, int64_t tile,
+                     double confidence, const char *fmt, va_list ap) {
+  struct pg_hint h = {kind, confidence, "", axis >= 0 ? axis : -1, tile > 0 ? tile : -1};
   vsnprintf(h.detail, sizeof h.detail, fmt, ap);
-  va_end(ap);
   for (int i = 0; i < t->n_hints; i++) {
     if (t->hints[i].kind != kind) continue;
     if (t->hints[i].confidence >= confidence) return;
@@ -92,6 +89,22 @@ void pg_tensor_check_add_hint(struct pg_tensor_check *t, enum pg_hint_kind kind,
   memmove(&t->hints[at + 1], &t->hints[at], (size_t)(n - at) * sizeof h);
   t->hints[at] = h;
   t->n_hints = n + 1;
+}
+
+void pg_tensor_check_add_hint(struct pg_tensor_check *t, enum pg_hint_kind kind,
+                              double confidence, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  add_hint(t, kind, -1, -1, confidence, fmt, ap);
+  va_end(ap);
+}
+
+void pg_tensor_check_add_hint_at(struct pg_tensor_check *t, enum pg_hint_kind kind, int axis,
+                                 int64_t tile, double confidence, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  add_hint(t, kind, axis, tile, confidence, fmt, ap);
+  va_end(ap);
 }
 
 /* ------------------------------------------------------------------ the rules */
@@ -476,8 +489,8 @@ void pg__classify_run(struct pg_run_summary *s, const struct pg_case_result *res
 
 /* ------------------------------------------------------------------ counterfactual goldens */
 
-void pg__classify_mutant_fit(struct pg_tensor_check *t, enum pg_hint_kind kind,
-                             const char *detail, const struct pg_cmp_result *mut) {
+void pg__classify_mutant_fit(struct pg_tensor_check *t, enum pg_hint_kind kind, int axis,
+                             int64_t tile, const char *detail, const struct pg_cmp_result *mut) {
   const struct pg_cmp_result *ref = &t->cmp;
   if (ref->passed || ref->n_finite == 0 || mut->nan_impl + mut->inf_impl > ref->nan_impl + ref->inf_impl)
     return;
@@ -489,7 +502,7 @@ void pg__classify_mutant_fit(struct pg_tensor_check *t, enum pg_hint_kind kind,
   if (!(orders >= 1.0) || mut->mismatches * 10 > ref->mismatches) return;
   double conf = 0.5 + 0.5 * fmin(1.0, (orders - 1.0) / 3.0);
   if (ref->mismatches > 0) conf *= 1.0 - (double)mut->mismatches / (double)ref->mismatches;
-  pg_tensor_check_add_hint(t, kind, conf,
+  pg_tensor_check_add_hint_at(t, kind, axis, tile, conf,
                            "%s: against it %lld of %lld elements mismatch (%lld against the "
                            "reference), rmse %.3g (%.3g)",
                            detail, (long long)mut->mismatches, (long long)mut->n,
@@ -547,16 +560,16 @@ static void mask_pattern_hints(struct pg_tensor_check *t) {
     if (ax->tail_start >= 0 && ax->tail_share >= PG_MASK_MIN_SHARE) {
       char tiles[64];
       tiles_text(ax, tiles, sizeof tiles);
-      pg_tensor_check_add_hint(
-          t, PG_HINT_TILE_EDGE, 0.5 + 0.45 * ax->tail_share,
+      pg_tensor_check_add_hint_at(
+          t, PG_HINT_TILE_EDGE, d, ax->tiles[0], 0.5 + 0.45 * ax->tail_share,
           "axis %d (length %lld): %.0f%% of the mismatches at indices %lld..%lld, the last "
           "partial tile of a tile size %s (%lld %% %d = %lld)", d, (long long)ax->length,
           100.0 * ax->tail_share, (long long)ax->tail_start, (long long)ax->length - 1, tiles,
           (long long)ax->length, ax->tiles[0], (long long)(ax->length % ax->tiles[0]));
     }
     if (ax->period > 0 && ax->period_share >= PG_MASK_MIN_SHARE)
-      pg_tensor_check_add_hint(
-          t, PG_HINT_PERIODIC, 0.4 + 0.5 * ax->period_share,
+      pg_tensor_check_add_hint_at(
+          t, PG_HINT_PERIODIC, d, ax->period, 0.4 + 0.5 * ax->period_share,
           "axis %d (length %lld): the mismatches repeat with period %lld (%lld of every %lld "
           "indices, %.0f%% of the mismatches): a tile of %lld", d, (long long)ax->length,
           (long long)ax->period, (long long)ax->period_hot, (long long)ax->period,

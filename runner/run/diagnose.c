@@ -64,8 +64,8 @@ struct judge {
   struct pg_tensor scratch;          /* the output mutant being judged (one buffer) */
 };
 
-static void judge_one(struct judge *j, int i, enum pg_hint_kind kind, const char *detail,
-                      const struct pg_tensor *mutant) {
+static void judge_one(struct judge *j, int i, enum pg_hint_kind kind, int axis, int64_t tile,
+                      const char *detail, const struct pg_tensor *mutant) {
   struct pg__diag_case *dc = j->dc;
   struct pg_cmp_rule rule;
   struct pg_error e;
@@ -78,7 +78,7 @@ static void judge_one(struct judge *j, int i, enum pg_hint_kind kind, const char
     if (pg_case_compare(&j->impl_out[i], mutant, &rule, dc->rc->n_threads, &res, &e) != PG_OK ||
         res.structural)
       return;
-    pg__classify_mutant_fit(t, kind, detail, &res);
+    pg__classify_mutant_fit(t, kind, axis, tile, detail, &res);
     return;
   }
   if (pg_case_compare(mutant, &dc->goldens[i], &rule, dc->rc->n_threads, &res, &e) != PG_OK ||
@@ -104,6 +104,15 @@ static int build_prefix(const struct pg__diag_case *dc, struct pg_golden_env *en
   return pg_golden_prefix_build(env, dc->k, dc->d->inputs, dc->rc->contract.n_primary, pre, &e);
 }
 
+/* The geometry a plan mutant names (-1: none): the axis a wrong-axis mutant reduces
+ * over, the tile whose partial last tile a tail-dropping one drops. */
+static int mutation_axis(const struct pg_golden_mutation *m) {
+  return m->family == PG_MUTF_WRONG_AXIS ? (int)m->iparam : -1;
+}
+static int64_t mutation_tile(const struct pg_golden_mutation *m) {
+  return m->family == PG_MUTF_TAIL_DROPPED ? m->iparam : -1;
+}
+
 /* Each plan mutant of module k (families in `fams` mask), judged on the wanted outputs. */
 static void plan_mutants(struct judge *j, unsigned fams) {
   struct pg__diag_case *dc = j->dc;
@@ -123,7 +132,9 @@ static void plan_mutants(struct judge *j, unsigned fams) {
     pg_error_clear(&e);
     if (pg_golden_prefix_run(pre, &muts[q], outs, &no, &e) != PG_OK) continue;
     for (int i = 0; i < no && i < dc->n_out; i++)
-      if (j->want[i]) judge_one(j, i, family_kind(muts[q].family), muts[q].detail, &outs[i]);
+      if (j->want[i])
+        judge_one(j, i, family_kind(muts[q].family), mutation_axis(&muts[q]),
+                  mutation_tile(&muts[q]), muts[q].detail, &outs[i]);
     for (int o = 0; o < no; o++) pg_tensor_reset(&outs[o]);
   }
   pg_golden_prefix_free(pre);
@@ -206,7 +217,7 @@ static void output_one(struct judge *j, int i, enum pg_hint_kind kind, enum omut
                        int axis, int dir, const struct pg_tensor *echo, const char *detail) {
   if (over_budget(j->dc)) return;
   if (make_output_mutant(&j->dc->goldens[i], ok, factor, axis, dir, echo, &j->scratch))
-    judge_one(j, i, kind, detail, &j->scratch);
+    judge_one(j, i, kind, ok == O_SHIFT ? axis : -1, -1, detail, &j->scratch);
 }
 
 /* The scale factors worth a hypothesis: 2, 1/2, and sqrt(d), 1/sqrt(d) for each bound

@@ -3,7 +3,8 @@
  * (pg_cmp_mask_analyze, with the impl's prefill as the sentinel), which input the
  * first non-finite impl value relates to, whether the phase's golden uses a
  * transcendental kernel (for a PASS that is bit-exact), the bitwise comparison of
- * --repeat calls, and --show-values' local text. Facts only: run/classify.c turns them
+ * --repeat calls, --show-values' local text, and the error map with its |golden|
+ * histogram (pg_cmp_error_map) for the report's picture. Facts only: run/classify.c turns them
  * into hints and warnings. The time spent goes to the case's diagnosis_ms.
  */
 #include <math.h>
@@ -108,6 +109,21 @@ static void local_values(struct pg_mode_result *m, const struct pg_tensor_check 
   }
 }
 
+/* The error map and |golden| histogram of a failing tensor, for the report's picture
+ * (none when it cannot be made: the report then simply has no map). */
+static void error_map(const struct pg__run *rc, struct pg_tensor_check *t,
+                      const struct pg_tensor *impl, const struct pg_tensor *ref) {
+  free(t->error_map);
+  t->error_map = malloc(sizeof *t->error_map);
+  struct pg_error e;
+  pg_error_clear(&e);
+  if (t->error_map &&
+      pg_cmp_error_map(&impl->dl, &ref->dl, &t->cmp_rule, rc->n_threads, t->error_map, &e) != PG_OK) {
+    free(t->error_map);
+    t->error_map = NULL;
+  }
+}
+
 void pg__evidence_mode(const struct pg__run *rc, int k, const struct pg_case_data *d,
                        const struct pg_tensor *impl_out, const struct pg_tensor *goldens,
                        struct pg_mode_result *m, double *ms) {
@@ -132,6 +148,7 @@ void pg__evidence_mode(const struct pg__run *rc, int k, const struct pg_case_dat
           input_nonfinite(&d->inputs[j], t, t->mask.nonfinite_first_index,
                           t->mask.nonfinite_first_flat, &f.nan, j);
       if (t->analyzed && rc->o->show_values) local_values(m, t, &impl_out[i], &goldens[i]);
+      error_map(rc, t, &impl_out[i], &goldens[i]);
     }
     pg__classify_diagnosis(t, &f);
   }

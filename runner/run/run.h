@@ -87,6 +87,12 @@ struct pg_hint {
   enum pg_hint_kind kind;
   double confidence;                /* 0..1: how much better the hypothesis fits */
   char detail[256];                 /* metrics and indices only: never a value */
+  /* The geometry the hint names, so a renderer need not parse `detail` (-1: none):
+   * the tensor axis (tile_edge, periodic, shifted: of the output; wrong_axis: the
+   * axis the impl appears to use) and the tile size or period (tile_edge, periodic,
+   * reduction_tail_dropped). */
+  int axis;
+  int64_t tile;
 };
 
 /* The report name of a hint kind ("transposed", "reduction_tail_dropped", …). */
@@ -94,12 +100,19 @@ const char *pg_hint_kind_name(enum pg_hint_kind kind);
 
 struct pg_tensor_check;
 /* Adds a hint to t, keeping t->hints sorted by confidence (strongest first) and at most
- * PG_MAX_HINTS (the weakest dropped); a kind already present keeps the stronger one. */
+ * PG_MAX_HINTS (the weakest dropped); a kind already present keeps the stronger one.
+ * No geometry (axis = tile = -1). */
 #if defined(__GNUC__)
 __attribute__((format(printf, 4, 5)))
 #endif
 void pg_tensor_check_add_hint(struct pg_tensor_check *t, enum pg_hint_kind kind,
                               double confidence, const char *fmt, ...);
+/* The same with the geometry the hint names (struct pg_hint: axis, tile; -1: none). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 6, 7)))
+#endif
+void pg_tensor_check_add_hint_at(struct pg_tensor_check *t, enum pg_hint_kind kind, int axis,
+                                 int64_t tile, double confidence, const char *fmt, ...);
 
 struct pg_tensor_check {
   char name[PG_NAME_MAX];
@@ -125,6 +138,9 @@ struct pg_tensor_check {
    * evidence, sentinel, first non-finite value. */
   int analyzed;
   struct pg_cmp_mask mask;
+  /* ... and its error map and |golden| histogram (pg_cmp_error_map); owned, NULL when
+   * not made (a passing or structure-only check, out of memory) */
+  struct pg_cmp_error_map *error_map;
   /* PASS warnings (DESIGN.md §8 "Suite strength"; thresholds in run/classify.c) */
   int one_sided;             /* error balance far from 0 over many elements */
   /* --repeat N: the calls after the first, compared bitwise with the first */

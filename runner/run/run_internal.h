@@ -244,9 +244,9 @@ int pg__classify_boundary(const struct pg_mode_result *m);
 void pg__classify_case(struct pg_case_result *r, int k, double timeout_s, const char *op);
 /* Counterfactual goldens: the impl against a mutant golden (mut, same rule) compared
  * with the impl against the reference (t->cmp): a hint of `kind` when the mutant fits
- * by orders of magnitude better. */
-void pg__classify_mutant_fit(struct pg_tensor_check *t, enum pg_hint_kind kind,
-                             const char *detail, const struct pg_cmp_result *mut);
+ * by orders of magnitude better, with the axis and tile the mutant names (-1: none). */
+void pg__classify_mutant_fit(struct pg_tensor_check *t, enum pg_hint_kind kind, int axis,
+                             int64_t tile, const char *detail, const struct pg_cmp_result *mut);
 /* Suite strength: a mutant compared with the reference under the case's rule; listed
  * as undetected when it passes. */
 void pg__classify_mutant_strength(struct pg_tensor_check *t, enum pg_hint_kind kind,

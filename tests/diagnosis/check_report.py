@@ -12,6 +12,8 @@
     tensor.KEY=VALUE    every per_tensor entry with KEY has this value (JSON text), and
                         at least one has KEY
     tensor.KEY?         some per_tensor entry has KEY
+    hint.KIND.KEY=N     some hint of this kind has the geometry KEY (axis, tile) = N;
+                        N = none: no hint of this kind has KEY
 """
 import json
 import sys
@@ -41,6 +43,14 @@ def main():
             ok = a[11:] not in console
         elif a.startswith("noreport~="):
             ok = a[10:] not in text
+        elif a.startswith("hint."):
+            kind, rest = a[5:].split(".", 1)
+            key, val = rest.split("=", 1)
+            of = [h for h in hints if h["kind"] == kind]
+            if val == "none":
+                ok = bool(of) and all(key not in h for h in of)
+            else:
+                ok = any(h.get(key) == int(val) for h in of)
         elif a.startswith("tensor.") and a.endswith("?"):
             ok = any(a[7:-1] in t for t in tensors)
         elif a.startswith("tensor."):

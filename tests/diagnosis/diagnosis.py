@@ -72,6 +72,9 @@ MM_IMPLS = {
     "lowp": "bf16(a) @ bf16(b) / np.sqrt(a.shape[1])",
     "f16acc": "f16acc(a, b) / np.sqrt(a.shape[1])",
 }
+# The geometry the strongest hint names: shifted along axis 0; the dropped K tail of
+# K = 40 is the last partial tile of 16 and of 32 (the same mutant: either is named).
+MM_GEOMETRY = {"shifted": {"axis": 0}}
 MM_WANT = {"transposed": "transposed", "scaled": "scaled", "tail": "reduction_tail_dropped",
            "sign": "sign_flip", "zeros": "zeros", "shifted": "shifted",
            "lowp": "low_precision_inputs", "f16acc": "low_precision_accumulation"}
@@ -197,9 +200,13 @@ def more_hints(a):
     sm = ("def sm_module1_wrapper(x):\n    x = np.asarray(x, np.float64)\n"
           "    e = np.exp(x - x.max(axis=AX, keepdims=True))\n"
           "    return (e / e.sum(axis=AX, keepdims=True)).astype(np.float32)\n")
-    planted(a, "sm_axis", SOFTMAX, [{"id": "L2_a", "level": 2, "seed": 5}], {
+    reps = planted(a, "sm_axis", SOFTMAX, [{"id": "L2_a", "level": 2, "seed": 5}], {
         "good": (sm.replace("AX", "-1"), None),
         "axis0": (sm.replace("AX", "0"), "wrong_axis")})
+    rep = reps["axis0"][1]
+    geo = [{k: h[k] for k in ("axis", "tile") if k in h}
+           for t in tensors(rep) for h in t.get("hints", []) if h["kind"] == "wrong_axis"] if rep else []
+    check(geo[:1] == [{"axis": 0}], f"sm_axis axis0: wrong_axis names axis 0 ({geo})")
     # a fast exp (the exponent-bit trick) inside the softmax -> approximation
     fexp = ("def fexp(v):\n"
             "    hi = (1512775.3951951856 * v + 1072632447.0).astype(np.int64) << 32\n"
@@ -294,6 +301,10 @@ def main():
             continue
         want = MM_WANT[name]
         check(rc == 1 and kinds[:1] == [want], f"{name}: FAIL with {want} strongest ({kinds})")
+        geo = [{k: h[k] for k in ("axis", "tile") if k in h}
+               for t in tensors(rep) for h in t.get("hints", []) if h["kind"] == want][:1]
+        check(geo == [MM_GEOMETRY.get(name, {})] or (name == "tail" and geo in ([{"tile": 16}], [{"tile": 32}])),
+              f"{name}: the hint's geometry ({geo})")
         check(f"looks {want}" in out, f"{name}: the console line names {want}")
         d = rep["checks"][0].get("durations_ms", {})
         check("diagnosis" in d, f"{name}: durations_ms.diagnosis ({d})")

@@ -168,6 +168,105 @@ PG_TEST(sanitize_drops_tensor_contents) {
   cJSON_Delete(r);
 }
 
+/* An error map's rows of cells (up to 64 metrics) pass the barrier; a longer numeric
+ * array inside error_map, or one of 17 numbers anywhere else, does not. */
+PG_TEST(sanitize_keeps_error_map_rows) {
+  char row64[512] = "[", row65[512], other[128] = "[";
+  for (int i = 0; i < 64; i++) snprintf(row64 + strlen(row64), 8, "%s%d", i ? "," : "", i % 7);
+  snprintf(row65, sizeof row65, "%s,1]", row64);
+  strcat(row64, "]");
+  for (int i = 0; i < 17; i++) snprintf(other + strlen(other), 8, "%s%d", i ? "," : "", i);
+  strcat(other, "]");
+  char json[2048];
+  snprintf(json, sizeof json,
+           "{\"error_map\":{\"cells\":[%s],\"mismatch_cells\":[%s],\"golden\":1},"
+           "\"x\":{\"cells\":[%s]},\"y\":%s}", row64, row65, row64, other);
+  cJSON *r = cJSON_Parse(json);
+  PG_CHECK(r != NULL);
+  PG_CHECK_EQ_INT(4, pg_report_sanitize(r)); /* row65, golden, x's row, y */
+  cJSON *m = cJSON_GetObjectItem(r, "error_map");
+  PG_CHECK_EQ_INT(64, cJSON_GetArraySize(cJSON_GetArrayItem(cJSON_GetObjectItem(m, "cells"), 0)));
+  PG_CHECK(cJSON_IsString(cJSON_GetArrayItem(cJSON_GetObjectItem(m, "mismatch_cells"), 0)));
+  PG_CHECK(cJSON_GetObjectItem(m, "golden") == NULL);
+  PG_CHECK(cJSON_IsString(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "x"), "cells"), 0)));
+  PG_CHECK(cJSON_IsString(cJSON_GetObjectItem(r, "y")));
+  cJSON_Delete(r);
+}
+
+/* A failing tensor's error map, histogram and hint geometry as the report writes them,
+ * through the barrier. */
+PG_TEST(report_error_map_and_hint_geometry) {
+  struct pg_case_result r;
+  memset(&r, 0, sizeof r);
+  snprintf(r.id, sizeof r.id, "L2_map");
+  r.status = PG_VERDICT_FAIL;
+  r.n_modes = 1;
+  r.modes = calloc(1, sizeof *r.modes);
+  snprintf(r.modes[0].mode, sizeof r.modes[0].mode, "sim");
+  r.modes[0].status = PG_VERDICT_FAIL;
+  r.modes[0].n_tensors = 1;
+  r.modes[0].tensors = calloc(1, sizeof *r.modes[0].tensors);
+  struct pg_tensor_check *t = &r.modes[0].tensors[0];
+  snprintf(t->name, sizeof t->name, "y");
+  t->compared = t->values_checked = 1;
+  t->ndim = 3;
+  t->shape[0] = 2, t->shape[1] = 40, t->shape[2] = 100;
+  struct pg_tensor a, b;
+  pg_tensor_init(&a);
+  pg_tensor_init(&b);
+  PG_CHECK_OK(pg_tensor_alloc(&a, PG_DTYPE_F32, 3, t->shape, NULL));
+  PG_CHECK_OK(pg_tensor_alloc(&b, PG_DTYPE_F32, 3, t->shape, NULL));
+  for (int64_t i = 0; i < a.numel; i++) ((float *)a.dl.data)[i] = ((float *)b.dl.data)[i] = 2.5f;
+  for (int64_t c = 96; c < 100; c++) ((float *)a.dl.data)[(40 + 7) * 100 + c] = 3.0f;
+  pg_cmp_rule_init(&t->cmp_rule, PG_DTYPE_F32);
+  t->error_map = malloc(sizeof *t->error_map);
+  PG_CHECK_OK(pg_cmp_error_map(&a.dl, &b.dl, &t->cmp_rule, 1, t->error_map, NULL));
+  pg_tensor_check_add_hint_at(t, PG_HINT_TILE_EDGE, 2, 32, 0.9, "axis 2: the last tile");
+  pg_tensor_check_add_hint(t, PG_HINT_ZEROS, 0.5, "no geometry");
+  cJSON *o = pg_report_check_json(&r, 1);
+  PG_CHECK(o != NULL);
+  PG_CHECK(pg_report_sanitize(o) >= 0);
+  char *s = cJSON_PrintUnformatted(o);
+  cJSON *pt = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "per_tensor"), 0);
+  cJSON *m = cJSON_GetObjectItem(pt, "error_map");
+  PG_CHECK(m != NULL);
+  char *ms = cJSON_PrintUnformatted(cJSON_GetObjectItem(m, "shape"));
+  PG_CHECK_EQ_STR("[40,50]", ms); /* 80 rows, 2 per cell; 100 columns, 2 per cell */
+  free(ms);
+  ms = cJSON_PrintUnformatted(cJSON_GetObjectItem(m, "row_axes"));
+  PG_CHECK_EQ_STR("[0,1]", ms);
+  free(ms);
+  PG_CHECK_EQ_INT(2, cJSON_GetObjectItem(m, "col_axis")->valueint);
+  PG_CHECK_EQ_INT(80, cJSON_GetObjectItem(m, "rows_total")->valueint);
+  PG_CHECK_EQ_STR("max_err_over_tol", cJSON_GetObjectItem(m, "metric")->valuestring);
+  cJSON *row = cJSON_GetArrayItem(cJSON_GetObjectItem(m, "cells"), 23); /* folded row 47 */
+  PG_CHECK_EQ_INT(50, cJSON_GetArraySize(row));
+  /* 0.5 / (1e-3 + 1e-3 * 2.5) = 142.857..., 3 significant digits */
+  PG_CHECK(cJSON_GetArrayItem(row, 48)->valuedouble == 143.0);
+  PG_CHECK(cJSON_GetArrayItem(row, 47)->valuedouble == 0.0);
+  row = cJSON_GetArrayItem(cJSON_GetObjectItem(m, "mismatch_cells"), 23);
+  PG_CHECK_EQ_INT(2, cJSON_GetArrayItem(row, 49)->valueint);
+  cJSON *bk = cJSON_GetObjectItem(cJSON_GetObjectItem(pt, "error_histogram"), "buckets");
+  PG_CHECK_EQ_INT(1, cJSON_GetArraySize(bk)); /* only [1, 10) holds elements */
+  cJSON *b0 = cJSON_GetArrayItem(bk, 0);
+  PG_CHECK(cJSON_GetObjectItem(b0, "golden_abs_lo")->valuedouble == 1.0);
+  PG_CHECK(cJSON_GetObjectItem(b0, "golden_abs_hi")->valuedouble == 10.0);
+  PG_CHECK_EQ_INT(8000, cJSON_GetObjectItem(b0, "n")->valueint);
+  PG_CHECK_EQ_INT(4, cJSON_GetObjectItem(b0, "mismatches")->valueint);
+  PG_CHECK(cJSON_GetObjectItem(b0, "max_abs_diff")->valuedouble == 0.5);
+  cJSON *hints = cJSON_GetObjectItem(pt, "hints");
+  cJSON *h0 = cJSON_GetArrayItem(hints, 0), *h1 = cJSON_GetArrayItem(hints, 1);
+  PG_CHECK_EQ_INT(2, cJSON_GetObjectItem(h0, "axis")->valueint);
+  PG_CHECK_EQ_INT(32, cJSON_GetObjectItem(h0, "tile")->valueint);
+  PG_CHECK(!cJSON_HasObjectItem(h1, "axis") && !cJSON_HasObjectItem(h1, "tile"));
+  PG_CHECK_MSG(strstr(s, "2.5") == NULL, "no golden value in %s", s);
+  free(s);
+  cJSON_Delete(o);
+  pg_tensor_reset(&a);
+  pg_tensor_reset(&b);
+  pg_case_result_reset(&r);
+}
+
 static void fake_case(struct pg_case_result *r, const char *id, int index,
                       enum pg_verdict sim, enum pg_verdict npu) {
   memset(r, 0, sizeof *r);

@@ -172,6 +172,52 @@ int pg_cmp_mask_analyze(const DLTensor *impl, const DLTensor *ref, const struct 
                         const struct pg_cmp_mask_opts *o, struct pg_cmp_mask *out,
                         struct pg_error *err);
 
+/* ---- the error map (compare/errmap.c, docs/compare.md "The error map") ----
+ *
+ * Where in a tensor the error is, small enough to draw: the tensor folded to 2-D
+ * (every axis but the last into rows, row-major; the last axis into columns; 1-D: one
+ * row; 0-D: one cell), downsampled to at most PG_CMP_MAP_MAX x PG_CMP_MAP_MAX cells.
+ * Each cell holds the largest error over tolerance of its elements (> 1: one of them
+ * mismatches) and how many mismatch; beside it the same per decade of |reference|.
+ * Metrics only: no cell or bucket holds a value of either tensor. */
+
+#define PG_CMP_MAP_MAX 64
+#define PG_CMP_MAP_BIG 1e30      /* the error of a mismatching non-finite pair */
+#define PG_CMP_HIST_BUCKETS 14   /* [0, 1e-6), [1e-6, 1e-5), ..., [1e5, 1e6), [1e6, inf) */
+
+struct pg_cmp_hist_bucket {
+  int64_t n, mismatches;
+  double max_abs_diff;           /* over finite pairs; NaN when the bucket has none */
+  double max_err_over_tol;
+};
+
+struct pg_cmp_error_map {
+  int rows, cols;                /* cells (0 when the tensor is empty) */
+  int n_row_axes;                /* tensor axes 0 .. n_row_axes-1 are folded into rows */
+  int col_axis;                  /* the last axis (-1: 0-D) */
+  int64_t rows_total, cols_total; /* the folded extent */
+  int64_t rows_per_cell, cols_per_cell;
+  /* The error over tolerance of an element under the rule (0 when it passes exactly):
+   * allclose / ratio |a-b| / (atol + rtol*|b|); ulp:N  ulps / N; exact, integers,
+   * tolerance 0: 0 equal, PG_CMP_MAP_BIG not; a mismatching pair with a NaN / Inf:
+   * PG_CMP_MAP_BIG. A mismatching element is always > 1, a passing one <= 1. */
+  double cells[PG_CMP_MAP_MAX * PG_CMP_MAP_MAX];          /* [row * cols + col] */
+  int64_t mismatch_cells[PG_CMP_MAP_MAX * PG_CMP_MAP_MAX];
+  /* by |reference| (NaN references are in none): bucket 0 [0, 1e-6), bucket i
+   * [10^(i-7), 10^(i-6)), the last [1e6, inf) */
+  struct pg_cmp_hist_bucket hist[PG_CMP_HIST_BUCKETS];
+};
+
+/* Bucket i's bounds: lo (0 for bucket 0) and hi (INFINITY for the last). */
+double pg_cmp_hist_lo(int i);
+double pg_cmp_hist_hi(int i);
+
+/* The error map of impl against ref under rule, in one pass over both on up to
+ * n_threads threads (<= 0: all cores); the result does not depend on the thread
+ * count. Same requirements and errors as pg_cmp_mask_analyze. Thread-safe. */
+int pg_cmp_error_map(const DLTensor *impl, const DLTensor *ref, const struct pg_cmp_rule *rule,
+                     int n_threads, struct pg_cmp_error_map *out, struct pg_error *err);
+
 #ifdef __cplusplus
 }
 #endif
