@@ -81,4 +81,41 @@ void pg_report_summary_lines(const struct pg_run_phase *ph, const struct pg_run_
                              const struct pg_case_result *cases, int n, pg_run_line_fn line,
                              void *user);
 
+/* ---- reading reports back: `phasegate report` (report/load.c) ---- */
+
+/* One evaluation_report.json, parsed and checked against the keys the readers use
+ * (report/html*.c, report/junit.c): the root is an object with op_name (string),
+ * up_to_module (integer >= 1) and checks[] (objects with a string id and status);
+ * the optional blocks they read (failure, modes[], per_tensor[] with hints[],
+ * error_map, error_histogram) have the types docs/report.md gives. */
+struct pg_report_file {
+  char *path;  /* as given, or as found under a directory argument */
+  cJSON *json; /* the whole report */
+};
+
+/* Reports sorted by op_name, then up_to_module, then path. */
+struct pg_report_set {
+  struct pg_report_file *files;
+  int n, cap;
+};
+
+void pg_report_set_init(struct pg_report_set *set);
+void pg_report_set_reset(struct pg_report_set *set);
+
+/* Loads paths[0..n) into `set` (init'ed by the caller; reset it either way): a
+ * file is one report whatever its name; a directory is searched recursively for
+ * files named evaluation_report.json (symlinked directories are not followed). A
+ * file reached twice (same device and inode) is loaded once. Errors name the file:
+ * unreadable (PG_EIO / PG_ENOENT), JSON syntax (PG_EPARSE, "file:line:col: error:
+ * ..."), a key of the wrong type or missing (PG_EVALIDATE, "file:line:col: error:
+ * checks[2].status: ..."), a directory without any report (PG_ENOTFOUND). */
+int pg_report_set_load(const char *const *paths, int n, struct pg_report_set *set,
+                       struct pg_error *err);
+
+/* ---- the HTML page of `phasegate report` (report/html*.c) ---- */
+
+/* The whole page for `set`: one static, self-contained HTML document (inline CSS and
+ * SVG, no script, no external resource). malloc'ed; NULL when out of memory. */
+char *pg_report_html(const struct pg_report_set *set);
+
 #endif
