@@ -118,4 +118,21 @@ int pg_report_set_load(const char *const *paths, int n, struct pg_report_set *se
  * SVG, no script, no external resource). malloc'ed; NULL when out of memory. */
 char *pg_report_html(const struct pg_report_set *set);
 
+/* ---- JUnit (report/junit.c) ---- */
+
+/* ctest's --output-junit text with the empty <failure message=""/> of every failed
+ * phasegate case test (<op>/M<k>/L<n>/<case>) filled from the case's check in the
+ * report of op and phase k in `set` (when no report is named op, the one report of
+ * phase k holding the case: a CMake op name may differ from the contract's op_name):
+ * category, boundary (failing and earliest failing), summary, the three strongest
+ * hints (kind, confidence), the repro line; a case no report holds says so. A message
+ * ctest wrote itself, other tests and everything else are copied byte for byte.
+ * Returns a malloc'ed text (NULL: out of memory); *n_rewritten = messages written. */
+char *pg_report_junit_text(const char *xml, const struct pg_report_set *set, int *n_rewritten);
+
+/* pg_report_junit_text on the file junit_path, replaced atomically (temp + rename in
+ * its directory). */
+int pg_report_junit_rewrite(const char *junit_path, const struct pg_report_set *set,
+                            int *n_rewritten, struct pg_error *err);
+
 #endif
