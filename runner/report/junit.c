@@ -137,7 +137,7 @@ static void check_message(struct sbuf *m, const struct pg_report_file *rf, const
   sb_fmt(m, "category: %.40s", cat ? cat : "other");
   if (cJSON_IsNumber(k)) sb_fmt(m, "; boundary: M%d", k->valueint);
   if (cJSON_IsNumber(j)) sb_fmt(m, " (earliest failing: M%d)", j->valueint);
-  else if (cJSON_IsNumber(k)) sb_str(m, " (earliest failing: not bisected)");
+  else if (cJSON_IsNumber(k)) sb_str(m, " (earliest failing: unknown)");
   const char *fp = str_of(f, "divergence_fingerprint");
   if (fp && *fp) sb_fmt(m, "; fingerprint: %.40s", fp);
   const char *sum = str_of(f, "summary");
