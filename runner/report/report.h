@@ -81,6 +81,30 @@ void pg_report_summary_lines(const struct pg_run_phase *ph, const struct pg_run_
                              const struct pg_case_result *cases, int n, pg_run_line_fn line,
                              void *user);
 
+/* The live progress line of `phasegate run` on a terminal: "[phasegate] progress:
+ * 12/48 case-modes, 2 failed, 0:14 elapsed, ETA 0:42", redrawn in place (\r, erase to
+ * the end of the line) after each finished case, erased before every console line
+ * (so the lines stay exactly what a pipe gets) and at the end. Drawn only once the
+ * run has taken `delay_ms`, so short runs do not flicker. The caller owns the state. */
+struct pg_report_progress {
+  FILE *out;      /* the terminal; NULL: never drawn */
+  double t0_ms;   /* pg_report_progress_init's time */
+  double delay_ms;
+  int shown;      /* a line is on the terminal now */
+};
+
+/* Whether a progress line belongs on this process's output: stdout and stderr are
+ * terminals, TERM is set and not "dumb", the run is no CTest test (CTest sets
+ * CTEST_INTERACTIVE_DEBUG_MODE or DASHBOARD_TEST_FROM_CTEST in its tests'
+ * environment), and `off` (--no-progress) is 0. */
+int pg_report_progress_wanted(int off);
+/* out: where to draw (NULL: nowhere); delay_ms: how long a run must have taken. */
+void pg_report_progress_init(struct pg_report_progress *p, FILE *out, double delay_ms);
+/* Draws (or redraws) the line for `r`; nothing before the delay. */
+void pg_report_progress_update(struct pg_report_progress *p, const struct pg_run_progress *r);
+/* Erases the line if one is shown. */
+void pg_report_progress_clear(struct pg_report_progress *p);
+
 /* ---- reading reports back: `phasegate report` (report/load.c) ---- */
 
 /* One evaluation_report.json, parsed and checked against the keys the readers use
