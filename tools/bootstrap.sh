@@ -13,6 +13,7 @@ packages=(
   python3 python3-numpy                          # differential tests, exec example impl
   python3-torch                                  # attention_torch.py example impl + its tests (CPU)
   python3-venv                                   # the installed wheel into a venv (python_impl/install)
+  chromium fonts-dejavu-core                     # the HTML report in headless Chromium (report_html/chromium)
 )
 
 sudo=""

@@ -1,79 +1,151 @@
-/* phasegate report — reads evaluation reports back (files, or directories searched
- * recursively for evaluation_report.json). This build handles
- *   phasegate report --junit FILE.xml PATH...
- * which fills the failure messages of the phasegate case tests in a JUnit file that
- * `ctest --output-junit` wrote (runner/report/junit.c; the verify_* targets run it).
- * Exit 0 done, 2 error (usage, a report or the JUnit file unreadable). */
+/* phasegate report — renders evaluation_report.json files into one static HTML page
+ * (docs/report.md).
+ *
+ *   phasegate report [--out FILE.html] PATH...
+ *   phasegate report --junit FILE.xml [--out FILE.html] PATH...
+ *
+ * PATH: a report file, or a directory searched recursively for evaluation_report.json
+ * (a phase, an op, a whole build tree). Loading is the report room's
+ * (pg_report_set_load), so other readers of reports share it; the page is
+ * pg_report_html. --junit fills the failure messages of a `ctest --output-junit` file
+ * from the reports (report/junit.c; the verify_* targets run it), and writes a page
+ * only when --out is given too. Exit 0 when done (whatever the reports say), 2 on a
+ * usage error, an unreadable or malformed report, or a directory without reports.
+ */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/base.h"
 #include "cli.h"
 #include "report/report.h"
 
+#define DEFAULT_OUT "phasegate-report.html"
+
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: phasegate report --junit FILE.xml PATH...\n"
+          "usage: phasegate report [--out FILE.html] PATH...\n"
           "\n"
-          "Reads evaluation_report.json files (PATH: a report file, or a directory searched\n"
-          "recursively: a phase, an op, a whole build tree).\n"
+          "Renders phase reports into one self-contained HTML page (no script, no network):\n"
+          "an op x phase x level matrix, then per phase and case the status, failure\n"
+          "category, boundary, the metrics of every output, hints, the repro line, and for\n"
+          "failing outputs an error heatmap and a histogram by |golden| magnitude\n"
+          "(docs/report.md).\n"
           "\n"
-          "  --junit FILE.xml   fill the empty failure message of every failed phasegate case\n"
-          "                     test (<op>/M<k>/L<n>/<case>) in FILE.xml, as `ctest\n"
-          "                     --output-junit` wrote it, from the case's report: category,\n"
-          "                     boundary, summary, strongest hints, repro line. Other tests\n"
-          "                     and everything else in the file are left unchanged; the file\n"
-          "                     is replaced atomically.\n"
+          "PATH is an evaluation_report.json, or a directory searched recursively for them\n"
+          "(a phase, an op's report directory, a whole build tree). Several may be given.\n"
           "\n"
-          "Exit codes: 0 done, 2 error.\n");
+          "options:\n"
+          "  --out FILE   where to write the page (default: ./" DEFAULT_OUT "; '-' for\n"
+          "               stdout); parent directories are created; the path is printed\n"
+          "  --junit FILE.xml  fill the empty failure message of every failed phasegate case\n"
+          "               test (<op>/M<k>/L<n>/<case>) in FILE.xml, as `ctest --output-junit`\n"
+          "               wrote it, from the case's report: category, boundary, summary,\n"
+          "               strongest hints, repro line; other tests and everything else in\n"
+          "               the file are left unchanged, the file is replaced atomically.\n"
+          "               No page is written unless --out is given as well\n"
+          "  --           every argument after it is a PATH\n"
+          "\n"
+          "Exit codes: 0 page written (whatever the reports say), 2 error (usage, a report\n"
+          "that cannot be read or is not a phasegate report, a directory without reports).\n");
+}
+
+/* text into path through <path>.tmp.<pid> and rename(), so a reader never sees half a
+ * page; parent directories created. */
+static int write_page(const char *path, const char *text) {
+  const char *slash = strrchr(path, '/');
+  if (slash && slash != path) {
+    char *dir = pg_path_fmt("%.*s", (int)(slash - path), path);
+    if (!dir) return pg_cli_usage_error("report", "out of memory");
+    int rc = pg_is_dir(dir) || pg_mkdir_p(dir) == 0;
+    int e = errno;
+    if (!rc) pg_cli_usage_error("report", "%s: cannot create directory: %s", dir, strerror(e));
+    free(dir);
+    if (!rc) return PG_EXIT_ERROR;
+  }
+  if (pg_is_dir(path)) return pg_cli_usage_error("report", "--out %s: is a directory", path);
+  char *tmp = pg_path_fmt("%s.tmp.%ld", path, (long)getpid());
+  if (!tmp) return pg_cli_usage_error("report", "out of memory");
+  FILE *f = fopen(tmp, "w");
+  int ok = f && fputs(text, f) >= 0;
+  int e = errno;
+  if (f && fclose(f) != 0 && ok) {
+    ok = 0;
+    e = errno;
+  }
+  if (ok && rename(tmp, path) != 0) {
+    ok = 0;
+    e = errno;
+  }
+  if (!ok) {
+    unlink(tmp);
+    pg_cli_usage_error("report", "%s: cannot write: %s", path, strerror(e));
+  }
+  free(tmp);
+  return ok ? PG_EXIT_PASS : PG_EXIT_ERROR;
 }
 
 int pg_cmd_report(int argc, char **argv) {
-  const char *junit = NULL;
+  const char *out = DEFAULT_OUT, *junit = NULL;
+  int out_given = 0;
   const char **paths = calloc((size_t)argc + 1, sizeof *paths);
-  int n = 0;
   if (!paths) return pg_cli_usage_error("report", "out of memory");
-  for (int i = 1; i < argc; i++) {
+  int n = 0, rc = PG_EXIT_PASS, only_paths = 0;
+  for (int i = 1; i < argc && rc == PG_EXIT_PASS; i++) {
     const char *a = argv[i];
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+    if (only_paths || a[0] != '-' || strcmp(a, "-") == 0) {
+      paths[n++] = a;
+    } else if (strcmp(a, "--") == 0) {
+      only_paths = 1;
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
       free(paths);
       return PG_EXIT_PASS;
-    }
-    if (strcmp(a, "--junit") == 0 || strncmp(a, "--junit=", 8) == 0) {
-      if (a[7] == '=') junit = a + 8;
-      else if (i + 1 < argc) junit = argv[++i];
-      else {
-        free(paths);
-        return pg_cli_usage_error("report", "--junit needs a value");
-      }
-    } else if (strncmp(a, "--", 2) == 0 && a[2]) {
-      free(paths);
-      return pg_cli_usage_error("report", "unknown option '%s' (see --help)", a);
+    } else if (strcmp(a, "--out") == 0) {
+      if (i + 1 >= argc || !argv[i + 1][0]) rc = pg_cli_usage_error("report", "--out needs a value");
+      else out = argv[++i], out_given = 1;
+    } else if (strcmp(a, "--junit") == 0) {
+      if (i + 1 >= argc || !argv[i + 1][0]) rc = pg_cli_usage_error("report", "--junit needs a value");
+      else junit = argv[++i];
     } else {
-      paths[n++] = a;
+      rc = pg_cli_usage_error("report", "unknown option '%s' (see phasegate report --help)", a);
     }
   }
-  int rc = PG_EXIT_PASS;
-  if (!junit) rc = pg_cli_usage_error("report", "--junit FILE.xml is required");
-  else if (n == 0) rc = pg_cli_usage_error("report", "no report PATH given");
-  if (rc != PG_EXIT_PASS) {
-    free(paths);
-    return rc;
-  }
+  if (rc == PG_EXIT_PASS && n == 0)
+    rc = pg_cli_usage_error("report", "give one or more reports or directories (see phasegate report --help)");
   struct pg_report_set set;
   pg_report_set_init(&set);
   struct pg_error err;
   pg_error_clear(&err);
-  int written = 0;
-  int ret = pg_report_set_load(paths, n, &set, &err);
-  if (ret == PG_OK) ret = pg_report_junit_rewrite(junit, &set, &written, &err);
-  if (ret == PG_OK)
-    printf("phasegate report: %s: %d failure message(s) filled from %d report(s)\n", junit,
-           written, set.n);
-  else
-    fprintf(stderr, "phasegate report: error: %s\n", err.message[0] ? err.message : pg_strerror(ret));
+  if (rc == PG_EXIT_PASS && pg_report_set_load(paths, n, &set, &err) != PG_OK)
+    rc = pg_cli_usage_error("report", "%s", err.message);
+  int filled = 0;
+  if (rc == PG_EXIT_PASS && junit) {
+    if (pg_report_junit_rewrite(junit, &set, &filled, &err) != PG_OK)
+      rc = pg_cli_usage_error("report", "%s", err.message);
+    else
+      printf("phasegate report: %s: %d failure message%s filled from %d phase report%s\n", junit,
+             filled, filled == 1 ? "" : "s", set.n, set.n == 1 ? "" : "s");
+    if (rc == PG_EXIT_PASS && !out_given) {
+      pg_report_set_reset(&set);
+      free(paths);
+      return rc;
+    }
+  }
+  char *page = rc == PG_EXIT_PASS ? pg_report_html(&set) : NULL;
+  if (rc == PG_EXIT_PASS && !page) rc = pg_cli_usage_error("report", "out of memory");
+  if (rc == PG_EXIT_PASS && strcmp(out, "-") == 0) {
+    if (fputs(page, stdout) < 0 || fflush(stdout) != 0)
+      rc = pg_cli_usage_error("report", "cannot write to stdout: %s", strerror(errno));
+  } else if (rc == PG_EXIT_PASS && (rc = write_page(out, page)) == PG_EXIT_PASS) {
+    char *abs = realpath(out, NULL);
+    printf("phasegate report: %d phase report%s -> %s\n", set.n, set.n == 1 ? "" : "s", abs ? abs : out);
+    free(abs);
+  }
+  free(page);
   pg_report_set_reset(&set);
   free(paths);
-  return ret == PG_OK ? PG_EXIT_PASS : PG_EXIT_ERROR;
+  return rc;
 }

@@ -26,8 +26,8 @@ static const struct command commands[] = {
     {"diff", pg_cmd_diff, "compare two dumped tensors (.npy / safetensors)", 0},
     {"gen", pg_cmd_gen, "write a case's generated primary inputs as .npy", 0},
     {"cache", pg_cmd_cache, "show, prune or clear the on-disk golden cache", 0},
+    {"report", pg_cmd_report, "render evaluation reports (files or trees) into one HTML page", 0},
     {"serve", pg_cmd_serve, "keep plugin/worker impls warm across CTest tests (a daemon)", 0},
-    {"report", pg_cmd_report, "fill a ctest JUnit file's failure messages from reports", 0},
 };
 
 int pg_cli_usage_error(const char *cmd, const char *fmt, ...) {

@@ -1,18 +1,25 @@
-/* phasegate runner — reading evaluation reports back for `phasegate report` (see
- * report.h, pg_report_set_load): files as given, directories searched recursively for
- * evaluation_report.json, sorted by op_name, up_to_module, path.
- *
- * A minimal loader for the JUnit rewrite (report/junit.c): it checks only the keys
- * the readers rely on (op_name, up_to_module, checks[] with id and status). */
+/* phasegate runner — reading evaluation_report.json files back (see report.h): the
+ * discovery of reports under directories, the parse, and the one check of the keys
+ * the readers of a report (the HTML page, the JUnit rewrite) use, so they can trust
+ * the types they find. A report written by an older or newer phasegate is accepted as
+ * long as the keys present have the expected types; missing optional keys are fine.
+ */
+#include "report/report.h"
+#include "base/base.h"
+
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "report/report.h"
-#include "base/base.h"
+#include "spec/spec.h"
+
+#define REPORT_NAME "evaluation_report.json"
+#define REPORT_MAX_BYTES (512L * 1024 * 1024)
+#define WALK_MAX_DEPTH 64
 
 void pg_report_set_init(struct pg_report_set *set) { memset(set, 0, sizeof *set); }
 
@@ -22,162 +29,514 @@ void pg_report_set_reset(struct pg_report_set *set) {
     cJSON_Delete(set->files[i].json);
   }
   free(set->files);
-  pg_report_set_init(set);
+  memset(set, 0, sizeof *set);
 }
 
-static char *read_text(const char *path, struct pg_error *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    pg_error_set(err, errno == ENOENT ? PG_ENOENT : PG_EIO, "%s: %s", path, strerror(errno));
-    return NULL;
-  }
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len + 65536 + 1 > cap) {
-      char *nb = realloc(buf, cap = cap ? cap * 2 : 131072);
-      if (!nb) {
-        free(buf);
-        fclose(f);
-        pg_error_set(err, PG_ENOMEM, "out of memory reading %s", path);
-        return NULL;
+/* ---- the key check ---- */
+
+enum { T_NULL = 1, T_BOOL = 2, T_NUM = 4, T_INT = 8, T_STR = 16, T_ARR = 32, T_OBJ = 64 };
+
+struct vctx {
+  const char *file, *text;
+  size_t len;
+  struct pg_error *err;
+  char path[512]; /* the JSON path of the value being checked, "checks[2].status" */
+  size_t plen;
+};
+
+static size_t push(struct vctx *v, const char *key, int index) {
+  size_t old = v->plen;
+  int n = key ? snprintf(v->path + old, sizeof v->path - old, "%s%s", old ? "." : "", key)
+              : snprintf(v->path + old, sizeof v->path - old, "[%d]", index);
+  if (n > 0) v->plen = old + (size_t)n < sizeof v->path ? old + (size_t)n : sizeof v->path - 1;
+  return old;
+}
+
+static void pop(struct vctx *v, size_t old) {
+  v->plen = old;
+  v->path[old] = '\0';
+}
+
+/* "file:line:col: error: <path>: <what>", the position of the value at v->path, or
+ * of the nearest enclosing value that exists (the object a key is missing from). */
+static int fail(struct vctx *v, const char *what) {
+  struct pg_json_pos pos;
+  struct pg_json_fail jf;
+  int line = 1, col = 1;
+  pg_json_pos_init(&pos);
+  if (pg_json_pos_scan(v->text, v->len, NULL, &pos, &jf) == PG_OK) {
+    char path[sizeof v->path];
+    snprintf(path, sizeof path, "%s", v->path);
+    for (;;) {
+      int node = pg_json_pos_find(&pos, path);
+      if (node >= 0) {
+        line = pos.nodes[node].line;
+        col = pos.nodes[node].col;
+        break;
       }
-      buf = nb;
+      char *cut = strrchr(path, '.'), *br = strrchr(path, '[');
+      if (br && (!cut || br > cut)) cut = br;
+      if (!cut) break;
+      *cut = '\0';
     }
-    size_t got = fread(buf + len, 1, 65536, f);
-    len += got;
-    if (got == 0) break;
   }
-  int bad = ferror(f);
-  fclose(f);
-  if (bad) {
-    free(buf);
-    pg_error_set(err, PG_EIO, "%s: read error", path);
-    return NULL;
-  }
-  buf[len] = '\0';
-  return buf;
+  pg_json_pos_reset(&pos);
+  return pg_error_set_at(v->err, PG_EVALIDATE, v->file, line, col, "%s%s%s",
+                         v->path[0] ? v->path : "", v->path[0] ? ": " : "", what);
 }
 
-/* The keys the readers rely on: "" when present with their types, else the first
- * that is not. */
-static const char *bad_key(const cJSON *root) {
-  if (!cJSON_IsObject(root)) return "the report (not a JSON object)";
-  if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(root, "op_name"))) return "op_name";
-  const cJSON *k = cJSON_GetObjectItemCaseSensitive(root, "up_to_module");
-  if (!cJSON_IsNumber(k) || k->valuedouble < 1) return "up_to_module";
-  const cJSON *checks = cJSON_GetObjectItemCaseSensitive(root, "checks"), *c;
-  if (!cJSON_IsArray(checks)) return "checks";
-  cJSON_ArrayForEach(c, checks) {
-    if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(c, "id")) ||
-        !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(c, "status")))
-      return "checks[].id / checks[].status";
-  }
-  return "";
+static const char *type_text(int types) {
+  if (types & T_OBJ) return types & T_NULL ? "an object or null" : "an object";
+  if (types & T_ARR) return "an array";
+  if (types & T_STR) return types & T_NULL ? "a string or null" : "a string";
+  if (types & T_INT) return types & T_NULL ? "an integer or null" : "an integer";
+  if (types & T_NUM) return types & T_NULL ? "a number or null" : "a number";
+  if (types & T_BOOL) return "true or false";
+  return "null";
 }
 
-static int add_file(struct pg_report_set *set, const char *path, struct pg_error *err) {
-  char *text = read_text(path, err);
-  if (!text) return err->code;
-  cJSON *root = cJSON_Parse(text);
-  free(text);
-  if (!root) return pg_error_set(err, PG_EPARSE, "%s: error: not valid JSON", path);
-  const char *bad = bad_key(root);
-  if (*bad) {
-    cJSON_Delete(root);
-    return pg_error_set(err, PG_EVALIDATE, "%s: error: %s missing or of the wrong type", path, bad);
+static int has_type(const cJSON *x, int types) {
+  if (cJSON_IsNull(x)) return types & T_NULL;
+  if (cJSON_IsBool(x)) return types & T_BOOL;
+  if (cJSON_IsString(x)) return types & T_STR;
+  if (cJSON_IsArray(x)) return types & T_ARR;
+  if (cJSON_IsObject(x)) return types & T_OBJ;
+  if (cJSON_IsNumber(x)) {
+    if (types & T_NUM) return 1;
+    return (types & T_INT) && isfinite(x->valuedouble) && x->valuedouble == floor(x->valuedouble) &&
+           fabs(x->valuedouble) < 9.0e15;
   }
-  if (set->n == set->cap) {
-    int cap = set->cap ? set->cap * 2 : 16;
-    struct pg_report_file *nf = realloc(set->files, (size_t)cap * sizeof *nf);
-    if (!nf) {
-      cJSON_Delete(root);
-      return pg_error_set(err, PG_ENOMEM, "out of memory");
+  return 0;
+}
+
+/* Member `key` of `o` has one of `types` (or is absent and not required). */
+static int want(struct vctx *v, const cJSON *o, const char *key, int types, int required) {
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!x && !required) return PG_OK;
+  size_t old = push(v, key, 0);
+  char what[96];
+  snprintf(what, sizeof what, x ? "expected %s" : "missing (expected %s)", type_text(types));
+  int rc = x && has_type(x, types) ? PG_OK : fail(v, what);
+  if (rc == PG_OK) pop(v, old);
+  return rc;
+}
+
+#define WANT(o, key, types, req) PG_RETURN_IF_ERROR(want(v, o, key, types, req))
+
+/* Every element of array member `key` (when present) has one of `types`. */
+static int want_elems(struct vctx *v, const cJSON *o, const char *key, int types) {
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, key), *e;
+  size_t old = push(v, key, 0);
+  int i = 0;
+  cJSON_ArrayForEach(e, a) {
+    size_t o2 = push(v, NULL, i++);
+    if (!has_type(e, types)) {
+      char what[64];
+      snprintf(what, sizeof what, "expected %s", type_text(types));
+      return fail(v, what);
     }
-    set->files = nf;
-    set->cap = cap;
+    pop(v, o2);
   }
-  char *p = pg_strdup(path);
-  if (!p) {
-    cJSON_Delete(root);
-    return pg_error_set(err, PG_ENOMEM, "out of memory");
-  }
-  set->files[set->n++] = (struct pg_report_file){p, root};
+  pop(v, old);
   return PG_OK;
 }
 
-static int cmp_names(const void *a, const void *b) {
+static int int_of(const cJSON *o, const char *key) {
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsNumber(x) ? (int)x->valuedouble : -1;
+}
+
+/* error_map (docs/report.md): shape [R, C], cells R rows of C numbers (null allowed),
+ * mismatch_cells the same, the folding keys integers. */
+static int check_map(struct vctx *v, const cJSON *m) {
+  WANT(m, "shape", T_ARR, 1);
+  WANT(m, "cells", T_ARR, 1);
+  WANT(m, "mismatch_cells", T_ARR, 0);
+  WANT(m, "row_axes", T_ARR, 0);
+  PG_RETURN_IF_ERROR(want_elems(v, m, "row_axes", T_INT));
+  WANT(m, "col_axis", T_INT, 0);
+  WANT(m, "rows_per_cell", T_NUM, 0);
+  WANT(m, "cols_per_cell", T_NUM, 0);
+  WANT(m, "rows_total", T_NUM, 0);
+  WANT(m, "cols_total", T_NUM, 0);
+  WANT(m, "metric", T_STR, 0);
+  const cJSON *sh = cJSON_GetObjectItemCaseSensitive(m, "shape");
+  size_t old = push(v, "shape", 0);
+  if (cJSON_GetArraySize(sh) != 2) return fail(v, "expected [rows, cols]");
+  PG_RETURN_IF_ERROR(want_elems(v, m, "shape", T_INT));
+  int R = (int)cJSON_GetArrayItem(sh, 0)->valuedouble, C = (int)cJSON_GetArrayItem(sh, 1)->valuedouble;
+  if (R < 1 || C < 1 || R > 256 || C > 256) return fail(v, "rows and cols must be in 1..256");
+  pop(v, old);
+  const char *grids[] = {"cells", "mismatch_cells"};
+  for (int g = 0; g < 2; g++) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(m, grids[g]);
+    if (!a) continue;
+    old = push(v, grids[g], 0);
+    char what[96];
+    snprintf(what, sizeof what, "expected %d rows (shape)", R);
+    if (cJSON_GetArraySize(a) != R) return fail(v, what);
+    for (int r = 0; r < R; r++) {
+      size_t o2 = push(v, NULL, r);
+      const cJSON *row = cJSON_GetArrayItem(a, r), *e;
+      snprintf(what, sizeof what, "expected an array of %d numbers (shape)", C);
+      if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != C) return fail(v, what);
+      cJSON_ArrayForEach(e, row) if (!has_type(e, T_NUM | T_NULL)) return fail(v, "expected numbers or null");
+      pop(v, o2);
+    }
+    pop(v, old);
+  }
+  return PG_OK;
+}
+
+static int check_hist(struct vctx *v, const cJSON *h) {
+  WANT(h, "buckets", T_ARR, 1);
+  const cJSON *b;
+  size_t old = push(v, "buckets", 0);
+  int i = 0;
+  cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(h, "buckets")) {
+    size_t o2 = push(v, NULL, i++);
+    if (!cJSON_IsObject(b)) return fail(v, "expected an object");
+    WANT(b, "golden_abs_lo", T_NUM, 1);
+    WANT(b, "golden_abs_hi", T_NUM | T_NULL, 0);
+    WANT(b, "n", T_NUM, 1);
+    WANT(b, "mismatches", T_NUM, 0);
+    WANT(b, "max_abs_diff", T_NUM | T_NULL, 0);
+    WANT(b, "max_err_over_tol", T_NUM | T_NULL, 0);
+    pop(v, o2);
+  }
+  pop(v, old);
+  return PG_OK;
+}
+
+static int check_hint(struct vctx *v, const cJSON *h) {
+  if (!cJSON_IsObject(h)) return fail(v, "expected an object");
+  WANT(h, "kind", T_STR, 1);
+  WANT(h, "confidence", T_NUM, 0);
+  WANT(h, "detail", T_STR, 0);
+  WANT(h, "axis", T_INT | T_NULL, 0);
+  WANT(h, "tile", T_INT | T_NULL, 0);
+  return PG_OK;
+}
+
+static const char *const tensor_nums[] = {
+    "n", "mismatches", "mismatch_ratio", "max_abs_diff", "max_rel_diff", "mean_abs_diff",
+    "rmse", "cosine_similarity", "max_ulp", "nan_impl", "nan_ref", "inf_impl", "inf_ref",
+    "atol", "rtol"};
+
+static int check_tensor(struct vctx *v, const cJSON *t) {
+  if (!cJSON_IsObject(t)) return fail(v, "expected an object");
+  WANT(t, "name", T_STR, 1);
+  WANT(t, "mode", T_STR, 0);
+  WANT(t, "dtype", T_STR, 0);
+  WANT(t, "rule", T_STR, 0);
+  WANT(t, "structural", T_STR, 0);
+  WANT(t, "shape", T_ARR, 0);
+  PG_RETURN_IF_ERROR(want_elems(v, t, "shape", T_INT));
+  WANT(t, "passed", T_BOOL, 0);
+  WANT(t, "values_checked", T_BOOL, 0);
+  for (size_t i = 0; i < sizeof tensor_nums / sizeof *tensor_nums; i++) WANT(t, tensor_nums[i], T_NUM | T_NULL, 0);
+  WANT(t, "hints", T_ARR, 0);
+  const cJSON *h;
+  size_t old = push(v, "hints", 0);
+  int i = 0;
+  cJSON_ArrayForEach(h, cJSON_GetObjectItemCaseSensitive(t, "hints")) {
+    size_t o2 = push(v, NULL, i++);
+    PG_RETURN_IF_ERROR(check_hint(v, h));
+    pop(v, o2);
+  }
+  pop(v, old);
+  WANT(t, "error_map", T_OBJ | T_NULL, 0);
+  WANT(t, "error_histogram", T_OBJ | T_NULL, 0);
+  const cJSON *m = cJSON_GetObjectItemCaseSensitive(t, "error_map");
+  if (cJSON_IsObject(m)) {
+    old = push(v, "error_map", 0);
+    PG_RETURN_IF_ERROR(check_map(v, m));
+    pop(v, old);
+  }
+  const cJSON *hi = cJSON_GetObjectItemCaseSensitive(t, "error_histogram");
+  if (cJSON_IsObject(hi)) {
+    old = push(v, "error_histogram", 0);
+    PG_RETURN_IF_ERROR(check_hist(v, hi));
+    pop(v, old);
+  }
+  return PG_OK;
+}
+
+static int check_mode(struct vctx *v, const cJSON *mo) {
+  if (!cJSON_IsObject(mo)) return fail(v, "expected an object");
+  WANT(mo, "mode", T_STR, 1);
+  WANT(mo, "status", T_STR, 1);
+  WANT(mo, "failure_category", T_STR | T_NULL, 0);
+  WANT(mo, "summary", T_STR, 0);
+  WANT(mo, "stdout", T_STR, 0);
+  WANT(mo, "duration_ms", T_NUM | T_NULL, 0);
+  return PG_OK;
+}
+
+/* An array member whose elements each pass `each`. */
+static int check_list(struct vctx *v, const cJSON *o, const char *key,
+                      int (*each)(struct vctx *, const cJSON *)) {
+  WANT(o, key, T_ARR, 0);
+  const cJSON *e;
+  size_t old = push(v, key, 0);
+  int i = 0;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(o, key)) {
+    size_t o2 = push(v, NULL, i++);
+    PG_RETURN_IF_ERROR(each(v, e));
+    pop(v, o2);
+  }
+  pop(v, old);
+  return PG_OK;
+}
+
+static int check_case(struct vctx *v, const cJSON *c) {
+  if (!cJSON_IsObject(c)) return fail(v, "expected an object");
+  WANT(c, "id", T_STR, 1);
+  WANT(c, "status", T_STR, 1);
+  WANT(c, "level", T_INT, 0);
+  WANT(c, "repro", T_STR, 0);
+  WANT(c, "per_mode_status", T_OBJ, 0);
+  PG_RETURN_IF_ERROR(want_elems(v, c, "hints", T_STR | T_OBJ));
+  WANT(c, "failure", T_OBJ | T_NULL, 0);
+  const cJSON *f = cJSON_GetObjectItemCaseSensitive(c, "failure");
+  if (cJSON_IsObject(f)) {
+    size_t old = push(v, "failure", 0);
+    WANT(f, "failing_module_boundary", T_INT | T_STR, 0); /* the seed's reports: "M<k>" */
+    WANT(f, "earliest_failing_boundary", T_INT | T_NULL, 0);
+    WANT(f, "failure_category", T_STR, 0);
+    WANT(f, "divergence_fingerprint", T_STR, 0);
+    WANT(f, "summary", T_STR, 0);
+    pop(v, old);
+  }
+  PG_RETURN_IF_ERROR(check_list(v, c, "modes", check_mode));
+  return check_list(v, c, "per_tensor", check_tensor);
+}
+
+static int check_report(struct vctx *v, const cJSON *r) {
+  if (!cJSON_IsObject(r)) return fail(v, "not an evaluation report (expected a JSON object)");
+  const cJSON *op = cJSON_GetObjectItemCaseSensitive(r, "op_name");
+  if (!op) return fail(v, "not an evaluation report (no op_name)");
+  WANT(r, "op_name", T_STR, 1);
+  WANT(r, "up_to_module", T_INT, 1);
+  if (int_of(r, "up_to_module") < 1) {
+    push(v, "up_to_module", 0);
+    return fail(v, "expected an integer >= 1");
+  }
+  WANT(r, "total_modules", T_INT, 0);
+  WANT(r, "status", T_STR, 0);
+  WANT(r, "impl_file", T_STR, 0);
+  WANT(r, "tool_version", T_STR, 0);
+  WANT(r, "updated_at", T_STR, 0);
+  WANT(r, "not_implemented", T_BOOL, 0);
+  WANT(r, "per_mode_status", T_OBJ, 0);
+  /* a phase declared not implemented yet may list no case at all */
+  WANT(r, "checks", T_ARR, !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "not_implemented")));
+  return check_list(v, r, "checks", check_case);
+}
+
+/* ---- reading files ---- */
+
+static int read_text(const char *path, char **out, size_t *len, struct pg_error *err) {
+  *out = NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return pg_error_set(err, errno == ENOENT ? PG_ENOENT : PG_EIO, "%s: cannot open: %s", path,
+                        strerror(errno));
+  char *buf = NULL;
+  size_t n = 0, cap = 0;
+  int rc = PG_OK;
+  for (;;) {
+    if (n + 65536 + 1 > cap) {
+      cap = cap ? cap * 2 : 131072;
+      char *nb = cap <= (size_t)REPORT_MAX_BYTES + 131072 ? realloc(buf, cap) : NULL;
+      if (!nb) {
+        rc = cap > (size_t)REPORT_MAX_BYTES ? pg_error_set(err, PG_ELIMIT, "%s: larger than 512 MiB", path)
+                                            : pg_error_set(err, PG_ENOMEM, "%s: out of memory", path);
+        break;
+      }
+      buf = nb;
+    }
+    size_t got = fread(buf + n, 1, 65536, f);
+    n += got;
+    if (got == 0) {
+      if (ferror(f)) rc = pg_error_set(err, PG_EIO, "%s: cannot read: %s", path, strerror(errno));
+      break;
+    }
+  }
+  fclose(f);
+  if (rc != PG_OK) {
+    free(buf);
+    return rc;
+  }
+  buf[n] = '\0';
+  *out = buf;
+  *len = n;
+  return PG_OK;
+}
+
+/* The JSON text of `path` parsed, or an error with the position of the first syntax
+ * error (the position-recording scanner of the spec room says where; cJSON does not). */
+static int parse_report(const char *path, const char *text, size_t len, cJSON **out,
+                        struct pg_error *err) {
+  struct pg_json_pos pos;
+  struct pg_json_fail jf;
+  pg_json_pos_init(&pos);
+  int src = pg_json_pos_scan(text, len, NULL, &pos, &jf);
+  pg_json_pos_reset(&pos);
+  if (src == PG_EPARSE) return pg_error_set_at(err, PG_EPARSE, path, jf.line, jf.col, "%s", jf.message);
+  if (src == PG_ENOMEM) return pg_error_set(err, PG_ENOMEM, "%s: out of memory", path);
+  /* PG_ELIMIT (over a million values): cJSON alone decides below */
+  const char *end = NULL;
+  *out = memchr(text, '\0', len) ? NULL : cJSON_ParseWithOpts(text, &end, 1);
+  if (!*out) {
+    int line = 1, col = 1;
+    if (end && end >= text) pg_json_linecol(text, len, (size_t)(end - text), &line, &col);
+    return pg_error_set_at(err, PG_EPARSE, path, line, col,
+                           src == PG_OK ? "out of memory or nested too deeply" : "malformed JSON");
+  }
+  return PG_OK;
+}
+
+static int add_file(struct pg_report_set *set, const char *path, struct pg_error *err) {
+  char *text = NULL;
+  size_t len = 0;
+  cJSON *json = NULL;
+  PG_RETURN_IF_ERROR(read_text(path, &text, &len, err));
+  int rc = parse_report(path, text, len, &json, err);
+  if (rc == PG_OK) {
+    struct vctx v = {.file = path, .text = text, .len = len, .err = err};
+    rc = check_report(&v, json);
+  }
+  free(text);
+  if (rc == PG_OK && set->n == set->cap) {
+    int cap = set->cap ? set->cap * 2 : 16;
+    struct pg_report_file *nf = realloc(set->files, (size_t)cap * sizeof *nf);
+    if (!nf) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
+    else {
+      set->files = nf;
+      set->cap = cap;
+    }
+  }
+  char *p = rc == PG_OK ? pg_strdup(path) : NULL;
+  if (rc == PG_OK && !p) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
+  if (rc != PG_OK) {
+    cJSON_Delete(json);
+    return rc;
+  }
+  set->files[set->n++] = (struct pg_report_file){p, json};
+  return PG_OK;
+}
+
+/* Files already loaded, by (device, inode): one report reached twice is one report. */
+struct seen {
+  dev_t *dev;
+  ino_t *ino;
+  int n, cap;
+};
+
+static int seen_add(struct seen *s, const struct stat *st, int *dup) {
+  *dup = 0;
+  for (int i = 0; i < s->n; i++)
+    if (s->dev[i] == st->st_dev && s->ino[i] == st->st_ino) *dup = 1;
+  if (*dup) return PG_OK;
+  if (s->n == s->cap) {
+    int cap = s->cap ? s->cap * 2 : 32;
+    dev_t *d = realloc(s->dev, (size_t)cap * sizeof *d);
+    if (d) s->dev = d;
+    ino_t *in = d ? realloc(s->ino, (size_t)cap * sizeof *in) : NULL;
+    if (!in) return PG_ENOMEM;
+    s->ino = in;
+    s->cap = cap;
+  }
+  s->dev[s->n] = st->st_dev;
+  s->ino[s->n++] = st->st_ino;
+  return PG_OK;
+}
+
+static int load_one(struct pg_report_set *set, struct seen *seen, const char *path,
+                    const struct stat *st, struct pg_error *err) {
+  int dup;
+  if (seen_add(seen, st, &dup) != PG_OK) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  return dup ? PG_OK : add_file(set, path, err);
+}
+
+static int name_order(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Every evaluation_report.json under dir; symbolic links to directories are not
- * followed. */
-static int walk(struct pg_report_set *set, const char *dir, int depth, struct pg_error *err) {
-  if (depth > 32) return PG_OK;
+/* Every evaluation_report.json under `dir` (sorted walk, symlinked directories not
+ * followed); *found counts them. */
+static int walk(struct pg_report_set *set, struct seen *seen, const char *dir, int depth,
+                int *found, struct pg_error *err) {
+  if (depth > WALK_MAX_DEPTH) return PG_OK;
   DIR *d = opendir(dir);
-  if (!d) return pg_error_set(err, PG_EIO, "%s: %s", dir, strerror(errno));
+  if (!d) return pg_error_set(err, PG_EIO, "%s: cannot read directory: %s", dir, strerror(errno));
   char **names = NULL;
   int n = 0, cap = 0, rc = PG_OK;
   struct dirent *e;
   while (rc == PG_OK && (e = readdir(d))) {
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
     if (n == cap) {
-      char **nn = realloc(names, (size_t)(cap = cap ? cap * 2 : 32) * sizeof *nn);
-      if (!nn) {
-        rc = pg_error_set(err, PG_ENOMEM, "out of memory");
-        break;
-      }
-      names = nn;
+      cap = cap ? cap * 2 : 32;
+      char **nn = realloc(names, (size_t)cap * sizeof *nn);
+      if (!nn) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
+      else names = nn;
     }
-    if (!(names[n] = pg_strdup(e->d_name))) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
-    else n++;
+    if (rc == PG_OK && !(names[n++] = pg_strdup(e->d_name)))
+      rc = pg_error_set(err, PG_ENOMEM, "out of memory");
   }
   closedir(d);
-  if (n > 1) qsort(names, (size_t)n, sizeof *names, cmp_names);
-  for (int i = 0; i < n; i++) {
-    char *p = rc == PG_OK ? pg_path_join(dir, names[i]) : NULL;
+  if (rc == PG_OK) qsort(names, (size_t)n, sizeof *names, name_order);
+  for (int i = 0; rc == PG_OK && i < n; i++) {
+    char *p = pg_path_join(dir, names[i]);
     struct stat st;
-    if (rc == PG_OK && !p) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
-    if (p && lstat(p, &st) == 0) {
-      if (S_ISDIR(st.st_mode)) rc = walk(set, p, depth + 1, err);
-      else if (S_ISREG(st.st_mode) && strcmp(names[i], "evaluation_report.json") == 0)
-        rc = add_file(set, p, err);
+    if (!p) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
+    else if (lstat(p, &st) != 0) rc = PG_OK; /* vanished while walking */
+    else if (S_ISDIR(st.st_mode)) rc = walk(set, seen, p, depth + 1, found, err);
+    else if (strcmp(names[i], REPORT_NAME) == 0 && stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
+      (*found)++;
+      rc = load_one(set, seen, p, &st, err);
     }
     free(p);
-    free(names[i]);
   }
+  for (int i = 0; i < n; i++) free(names[i]);
   free(names);
   return rc;
 }
 
-static int cmp_files(const void *a, const void *b) {
+static int file_order(const void *a, const void *b) {
   const struct pg_report_file *x = a, *y = b;
   const cJSON *ox = cJSON_GetObjectItemCaseSensitive(x->json, "op_name");
   const cJSON *oy = cJSON_GetObjectItemCaseSensitive(y->json, "op_name");
   int c = strcmp(ox->valuestring, oy->valuestring);
   if (c) return c;
-  double kx = cJSON_GetObjectItemCaseSensitive(x->json, "up_to_module")->valuedouble;
-  double ky = cJSON_GetObjectItemCaseSensitive(y->json, "up_to_module")->valuedouble;
+  int kx = int_of(x->json, "up_to_module"), ky = int_of(y->json, "up_to_module");
   if (kx != ky) return kx < ky ? -1 : 1;
   return strcmp(x->path, y->path);
 }
 
 int pg_report_set_load(const char *const *paths, int n, struct pg_report_set *set,
                        struct pg_error *err) {
-  for (int i = 0; i < n; i++) {
+  struct seen seen = {0};
+  int rc = PG_OK;
+  for (int i = 0; rc == PG_OK && i < n; i++) {
     struct stat st;
-    if (stat(paths[i], &st) != 0)
-      return pg_error_set(err, errno == ENOENT ? PG_ENOENT : PG_EIO, "%s: %s", paths[i],
-                          strerror(errno));
-    if (S_ISDIR(st.st_mode)) {
-      int before = set->n;
-      PG_RETURN_IF_ERROR(walk(set, paths[i], 0, err));
-      if (set->n == before)
-        return pg_error_set(err, PG_ENOTFOUND, "%s: no evaluation_report.json under it", paths[i]);
-    } else {
-      PG_RETURN_IF_ERROR(add_file(set, paths[i], err));
-    }
+    const char *p = paths[i];
+    if (stat(p, &st) != 0)
+      rc = pg_error_set(err, errno == ENOENT ? PG_ENOENT : PG_EIO, "%s: cannot open: %s", p,
+                        strerror(errno));
+    else if (S_ISDIR(st.st_mode)) {
+      int found = 0;
+      rc = walk(set, &seen, p, 0, &found, err);
+      if (rc == PG_OK && found == 0)
+        rc = pg_error_set(err, PG_ENOTFOUND, "%s: no %s under this directory", p, REPORT_NAME);
+    } else if (!S_ISREG(st.st_mode))
+      rc = pg_error_set(err, PG_EIO, "%s: not a regular file or a directory", p);
+    else
+      rc = load_one(set, &seen, p, &st, err);
   }
-  if (set->n > 1) qsort(set->files, (size_t)set->n, sizeof *set->files, cmp_files);
-  return PG_OK;
+  free(seen.dev);
+  free(seen.ino);
+  if (rc == PG_OK && set->n > 1) qsort(set->files, (size_t)set->n, sizeof *set->files, file_order);
+  return rc;
 }
