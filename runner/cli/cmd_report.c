@@ -10,12 +10,15 @@
  * pg_report_html. --junit fills the failure messages of a `ctest --output-junit` file
  * from the reports (report/junit.c; the verify_* targets run it), and writes a page
  * only when --out is given too. Exit 0 when done (whatever the reports say), 2 on a
- * usage error, an unreadable or malformed report, or a directory without reports.
+ * usage error, an unreadable or malformed report named as an argument, or a directory
+ * without a usable report. A bad report found under a directory is a warning (and a
+ * note on the page): one stray file must not hide a build tree's page.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/base.h"
@@ -48,13 +51,33 @@ static void usage(FILE *out) {
           "               No page is written unless --out is given as well\n"
           "  --           every argument after it is a PATH\n"
           "\n"
+          "A report found under a directory that cannot be read or is not a phasegate\n"
+          "report is skipped with a warning (and listed on the page).\n"
           "Exit codes: 0 page written (whatever the reports say), 2 error (usage, a report\n"
-          "that cannot be read or is not a phasegate report, a directory without reports).\n");
+          "named as PATH that cannot be read or is not a phasegate report, a directory\n"
+          "without a usable report).\n");
+}
+
+/* text into a path that is not a regular file: a symlink (its target is written), a
+ * FIFO, /dev/null or /dev/stdout. A rename would replace the node itself. */
+static int write_through(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  int ok = f && fputs(text, f) >= 0;
+  int e = errno;
+  if (f && fclose(f) != 0 && ok) {
+    ok = 0;
+    e = errno;
+  }
+  if (!ok) pg_cli_usage_error("report", "%s: cannot write: %s", path, strerror(e));
+  return ok ? PG_EXIT_PASS : PG_EXIT_ERROR;
 }
 
 /* text into path through <path>.tmp.<pid> and rename(), so a reader never sees half a
  * page; parent directories created. */
 static int write_page(const char *path, const char *text) {
+  struct stat st;
+  if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+    return write_through(path, text);
   const char *slash = strrchr(path, '/');
   if (slash && slash != path) {
     char *dir = pg_path_fmt("%.*s", (int)(slash - path), path);
@@ -121,6 +144,8 @@ int pg_cmd_report(int argc, char **argv) {
   pg_error_clear(&err);
   if (rc == PG_EXIT_PASS && pg_report_set_load(paths, n, &set, &err) != PG_OK)
     rc = pg_cli_usage_error("report", "%s", err.message);
+  for (int i = 0; rc == PG_EXIT_PASS && i < set.n_skipped; i++)
+    fprintf(stderr, "phasegate report: warning: %s (skipped)\n", set.skipped[i]);
   int filled = 0;
   if (rc == PG_EXIT_PASS && junit) {
     if (pg_report_junit_rewrite(junit, &set, &filled, &err) != PG_OK)

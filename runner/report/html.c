@@ -159,7 +159,9 @@ static const char style[] =
     "line.tile{stroke:#10131a;stroke-width:1.4;stroke-dasharray:5 3}"
     "line.tile-halo{stroke:#fff;stroke-width:3.4;stroke-opacity:.85}"
     "svg text{font:11px system-ui,'DejaVu Sans',sans-serif;fill:#1d2330}"
-    ".legend span{margin-right:12px}";
+    ".legend span{margin-right:12px}"
+    ".skipped{background:#fff4e5;border-bottom:1px solid #f0c48a;padding:8px 24px;color:#6b3d00}"
+    ".skipped ul{margin:4px 0}";
 
 /* Where report `i` sits in the matrix: op rows, one per op name (a second report for
  * an (op, phase) already taken opens another row for that op). */
@@ -260,7 +262,7 @@ static void matrix(struct pg__html *h, const struct pg_report_set *set) {
     const cJSON *r = set->files[i].json;
     int k = pg__html_int(r, "up_to_module", 1), t = pg__html_int(r, "total_modules", k);
     if (k > P) P = k;
-    if (t > P && t <= 64) P = t;
+    if (t > P) P = t; /* both <= 1000: load.c */
   }
   struct mrow *rows = calloc((size_t)set->n, sizeof *rows);
   int *at = malloc((size_t)set->n * (size_t)(P + 1) * sizeof *at);
@@ -325,6 +327,16 @@ static void header(struct pg__html *h, const struct pg_report_set *set) {
     pg__html_text(h, newest);
   }
   pg__html_raw(h, "</p></header>\n");
+  if (set->n_skipped == 0) return;
+  pg__html_fmt(h, "<div class=\"skipped\"><b>%d report%s skipped</b> (not readable as a phasegate "
+                  "report; the matrix lacks them):<ul>",
+               set->n_skipped, set->n_skipped == 1 ? "" : "s");
+  for (int i = 0; i < set->n_skipped; i++) {
+    pg__html_raw(h, "<li><code>");
+    pg__html_text(h, set->skipped[i]);
+    pg__html_raw(h, "</code></li>");
+  }
+  pg__html_raw(h, "</ul></div>\n");
 }
 
 char *pg_report_html(const struct pg_report_set *set) {

@@ -41,6 +41,13 @@ static int step_of(const cJSON *v) {
   return STEPS_OK + (s < 0 ? 0 : s >= STEPS_BAD ? STEPS_BAD - 1 : s);
 }
 
+/* A cell's step; a null error that mismatches is a non-finite one (a writer that
+ * kept inf rather than the schema's 1e30). */
+static int cell_step(const cJSON *v, const cJSON *mism) {
+  int s = step_of(v);
+  return s == STEP_NONE && cJSON_IsNumber(mism) && mism->valuedouble > 0 ? STEP_NF : s;
+}
+
 /* 1e-6, 0.001, 1000 as people read decades: "1e-6", "1e-3", "1000". */
 static void decade(char *buf, size_t n, double v) {
   if (v > 0) {
@@ -72,12 +79,14 @@ static void map_row(struct pg__html *h, const struct geom *g, int r, const cJSON
                     const cJSON *mrow, int titled) {
   for (int c = 0; c < g->C;) {
     const cJSON *v = cJSON_GetArrayItem(row, c);
-    int s = step_of(v);
     const cJSON *mm = mrow ? cJSON_GetArrayItem(mrow, c) : NULL;
+    int s = cell_step(v, mm);
     int bad = s >= STEPS_OK && s != STEP_NONE;
     int run = 1;
     if (!(bad && titled))
-      while (c + run < g->C && step_of(cJSON_GetArrayItem(row, c + run)) == s) run++;
+      while (c + run < g->C &&
+             cell_step(cJSON_GetArrayItem(row, c + run), mrow ? cJSON_GetArrayItem(mrow, c + run) : NULL) == s)
+        run++;
     pg__html_fmt(h, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\">",
                  g->x0 + c * g->cw, g->y0 + r * g->ch, run * g->cw, g->ch, step_colour[s]);
     if (bad && titled) {
@@ -155,6 +164,7 @@ static void tile_line(struct pg__html *h, double x1, double y1, double x2, doubl
 static const char *tile_lines(struct pg__html *h, const struct geom *g, int axis, int tile) {
   if (axis >= g->ndim) return "the tensor's shape is not in the report";
   double E = (double)g->ext[axis];
+  if (!(E >= 1)) return "the axis is empty";
   if (axis == g->col_axis) {
     if (E / tile > MAX_LINES || tile / g->cpc * g->cw < 3) return "too fine to draw at this size";
     for (double j = tile; j < E; j += tile)
@@ -170,8 +180,10 @@ static const char *tile_lines(struct pg__html *h, const struct geom *g, int axis
     found |= ax == axis;
   }
   if (!found) return "the axis is not folded into this map";
-  double outer = g->rows / (E * stride);
-  if (outer * (E / tile) > MAX_LINES || tile * stride / g->rpc * g->ch < 3) return "too fine to draw at this size";
+  double outer = floor(g->rows / (E * stride));
+  if (!(stride >= 1) || !(outer >= 1) || outer * ceil(E / tile) > MAX_LINES ||
+      tile * stride / g->rpc * g->ch < 3)
+    return "too fine to draw at this size, or the map's extents disagree with the shape";
   for (double o = 0; o < outer; o++)
     for (double j = tile; j < E; j += tile) {
       double y = g->y0 + (o * E + j) * stride / g->rpc * g->ch;
@@ -279,7 +291,7 @@ static void bucket_label(char *buf, size_t n, const cJSON *b) {
 
 static void hist_bar(struct pg__html *h, const cJSON *b, double x, double bw, double y0, double PH,
                      double lmax) {
-  double n = pg__html_dbl(b, "n", 0), m = pg__html_dbl(b, "mismatches", 0);
+  double n = fmax(0, pg__html_dbl(b, "n", 0)), m = fmin(n, fmax(0, pg__html_dbl(b, "mismatches", 0)));
   double hn = lmax > 0 ? log10(n + 1) / lmax * PH : 0, hm = lmax > 0 ? log10(m + 1) / lmax * PH : 0;
   char label[48], lo[32], hi[32];
   bucket_label(label, sizeof label, b);
@@ -308,7 +320,7 @@ void pg__html_histogram(struct pg__html *h, const cJSON *t) {
   int nb = cJSON_GetArraySize(buckets);
   if (!cJSON_IsObject(hist) || nb == 0) return;
   double nmax = 0;
-  cJSON_ArrayForEach(b, buckets) nmax = fmax(nmax, pg__html_dbl(b, "n", 0));
+  cJSON_ArrayForEach(b, buckets) nmax = fmax(nmax, pg__html_dbl(b, "n", 0)); /* finite: load.c */
   const double bw = 46, PH = 150, x0 = 56, y0 = 20;
   double lmax = log10(nmax + 1), W = x0 + fmax(nb * bw, 220) + 12, H = y0 + PH + 62;
   pg__html_fmt(h,

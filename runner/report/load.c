@@ -20,6 +20,7 @@
 #define REPORT_NAME "evaluation_report.json"
 #define REPORT_MAX_BYTES (512L * 1024 * 1024)
 #define WALK_MAX_DEPTH 64
+#define PG_REPORT_MAX_PHASES 1000 /* the matrix has a column per phase */
 
 void pg_report_set_init(struct pg_report_set *set) { memset(set, 0, sizeof *set); }
 
@@ -29,6 +30,8 @@ void pg_report_set_reset(struct pg_report_set *set) {
     cJSON_Delete(set->files[i].json);
   }
   free(set->files);
+  for (int i = 0; i < set->n_skipped; i++) free(set->skipped[i]);
+  free(set->skipped);
   memset(set, 0, sizeof *set);
 }
 
@@ -101,7 +104,8 @@ static int has_type(const cJSON *x, int types) {
   if (cJSON_IsString(x)) return types & T_STR;
   if (cJSON_IsArray(x)) return types & T_ARR;
   if (cJSON_IsObject(x)) return types & T_OBJ;
-  if (cJSON_IsNumber(x)) {
+  if (cJSON_IsNumber(x)) { /* cJSON reads 1e999 as inf: not a number a reader can draw */
+    if (!isfinite(x->valuedouble)) return 0;
     if (types & T_NUM) return 1;
     return (types & T_INT) && isfinite(x->valuedouble) && x->valuedouble == floor(x->valuedouble) &&
            fabs(x->valuedouble) < 9.0e15;
@@ -316,13 +320,20 @@ static int check_report(struct vctx *v, const cJSON *r) {
   if (!cJSON_IsObject(r)) return fail(v, "not an evaluation report (expected a JSON object)");
   const cJSON *op = cJSON_GetObjectItemCaseSensitive(r, "op_name");
   if (!op) return fail(v, "not an evaluation report (no op_name)");
+  if (!cJSON_GetObjectItemCaseSensitive(r, "up_to_module")) /* a pypto suite has op_name too */
+    return fail(v, "not an evaluation report (no up_to_module)");
   WANT(r, "op_name", T_STR, 1);
   WANT(r, "up_to_module", T_INT, 1);
-  if (int_of(r, "up_to_module") < 1) {
+  if (int_of(r, "up_to_module") < 1 || int_of(r, "up_to_module") > PG_REPORT_MAX_PHASES) {
     push(v, "up_to_module", 0);
-    return fail(v, "expected an integer >= 1");
+    return fail(v, "expected an integer in 1..1000");
   }
   WANT(r, "total_modules", T_INT, 0);
+  const cJSON *tm = cJSON_GetObjectItemCaseSensitive(r, "total_modules");
+  if (tm && (tm->valuedouble < 0 || tm->valuedouble > PG_REPORT_MAX_PHASES)) {
+    push(v, "total_modules", 0);
+    return fail(v, "expected an integer in 0..1000");
+  }
   WANT(r, "status", T_STR, 0);
   WANT(r, "impl_file", T_STR, 0);
   WANT(r, "tool_version", T_STR, 0);
@@ -385,16 +396,33 @@ static int parse_report(const char *path, const char *text, size_t len, cJSON **
   pg_json_pos_reset(&pos);
   if (src == PG_EPARSE) return pg_error_set_at(err, PG_EPARSE, path, jf.line, jf.col, "%s", jf.message);
   if (src == PG_ENOMEM) return pg_error_set(err, PG_ENOMEM, "%s: out of memory", path);
-  /* PG_ELIMIT (over a million values): cJSON alone decides below */
-  const char *end = NULL;
-  *out = memchr(text, '\0', len) ? NULL : cJSON_ParseWithOpts(text, &end, 1);
-  if (!*out) {
-    int line = 1, col = 1;
-    if (end && end >= text) pg_json_linecol(text, len, (size_t)(end - text), &line, &col);
-    return pg_error_set_at(err, PG_EPARSE, path, line, col,
-                           src == PG_OK ? "out of memory or nested too deeply" : "malformed JSON");
+  if (src == PG_OK) { /* valid JSON, nothing after it: cJSON fails only for memory or depth */
+    *out = cJSON_ParseWithLength(text, len);
+    return *out ? PG_OK : pg_error_set_at(err, PG_EPARSE, path, 1, 1, "out of memory or nested too deeply");
   }
-  return PG_OK;
+  /* PG_ELIMIT (over a million values): cJSON alone decides, on a terminated copy */
+  char *copy = malloc(len + 1);
+  if (!copy) return pg_error_set(err, PG_ENOMEM, "%s: out of memory", path);
+  memcpy(copy, text, len);
+  copy[len] = '\0';
+  const char *end = NULL;
+  *out = memchr(copy, '\0', len) ? NULL : cJSON_ParseWithOpts(copy, &end, 1);
+  int line = 1, col = 1;
+  if (!*out && end && end >= copy) pg_json_linecol(copy, len, (size_t)(end - copy), &line, &col);
+  free(copy);
+  return *out ? PG_OK : pg_error_set_at(err, PG_EPARSE, path, line, col, "malformed JSON");
+}
+
+int pg_report_parse(const char *name, const char *text, size_t len, cJSON **out,
+                    struct pg_error *err) {
+  *out = NULL;
+  cJSON *json = NULL;
+  PG_RETURN_IF_ERROR(parse_report(name, text, len, &json, err));
+  struct vctx v = {.file = name, .text = text, .len = len, .err = err};
+  int rc = check_report(&v, json);
+  if (rc != PG_OK) cJSON_Delete(json);
+  else *out = json;
+  return rc;
 }
 
 static int add_file(struct pg_report_set *set, const char *path, struct pg_error *err) {
@@ -402,11 +430,7 @@ static int add_file(struct pg_report_set *set, const char *path, struct pg_error
   size_t len = 0;
   cJSON *json = NULL;
   PG_RETURN_IF_ERROR(read_text(path, &text, &len, err));
-  int rc = parse_report(path, text, len, &json, err);
-  if (rc == PG_OK) {
-    struct vctx v = {.file = path, .text = text, .len = len, .err = err};
-    rc = check_report(&v, json);
-  }
+  int rc = pg_report_parse(path, text, len, &json, err);
   free(text);
   if (rc == PG_OK && set->n == set->cap) {
     int cap = set->cap ? set->cap * 2 : 16;
@@ -464,6 +488,22 @@ static int name_order(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* A report found under a directory that cannot be used: kept with its message. */
+static int skip(struct pg_report_set *set, struct pg_error *err) {
+  if (set->n_skipped == set->cap_skipped) {
+    int cap = set->cap_skipped ? set->cap_skipped * 2 : 8;
+    char **ns = realloc(set->skipped, (size_t)cap * sizeof *ns);
+    if (!ns) return pg_error_set(err, PG_ENOMEM, "out of memory");
+    set->skipped = ns;
+    set->cap_skipped = cap;
+  }
+  if (!(set->skipped[set->n_skipped] = pg_strdup(err->message)))
+    return pg_error_set(err, PG_ENOMEM, "out of memory");
+  set->n_skipped++;
+  pg_error_clear(err);
+  return PG_OK;
+}
+
 /* Every evaluation_report.json under `dir` (sorted walk, symlinked directories not
  * followed); *found counts them. */
 static int walk(struct pg_report_set *set, struct seen *seen, const char *dir, int depth,
@@ -486,7 +526,8 @@ static int walk(struct pg_report_set *set, struct seen *seen, const char *dir, i
       rc = pg_error_set(err, PG_ENOMEM, "out of memory");
   }
   closedir(d);
-  if (rc == PG_OK) qsort(names, (size_t)n, sizeof *names, name_order);
+  if (rc == PG_OK && n > 1) /* names is NULL when the directory is empty */
+    qsort(names, (size_t)n, sizeof *names, name_order);
   for (int i = 0; rc == PG_OK && i < n; i++) {
     char *p = pg_path_join(dir, names[i]);
     struct stat st;
@@ -496,6 +537,7 @@ static int walk(struct pg_report_set *set, struct seen *seen, const char *dir, i
     else if (strcmp(names[i], REPORT_NAME) == 0 && stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
       (*found)++;
       rc = load_one(set, seen, p, &st, err);
+      if (rc != PG_OK && rc != PG_ENOMEM) rc = skip(set, err);
     }
     free(p);
   }
@@ -537,6 +579,8 @@ int pg_report_set_load(const char *const *paths, int n, struct pg_report_set *se
   }
   free(seen.dev);
   free(seen.ino);
+  if (rc == PG_OK && set->n == 0 && set->n_skipped > 0)
+    rc = pg_error_set(err, PG_EVALIDATE, "%s", set->skipped[0]);
   if (rc == PG_OK && set->n > 1) qsort(set->files, (size_t)set->n, sizeof *set->files, file_order);
   return rc;
 }

@@ -117,10 +117,14 @@ struct pg_report_file {
   cJSON *json; /* the whole report */
 };
 
-/* Reports sorted by op_name, then up_to_module, then path. */
+/* Reports sorted by op_name, then up_to_module, then path; and the reports found
+ * under a directory argument that could not be used, each with its error message
+ * ("file:line:col: error: ..."), in the order found. */
 struct pg_report_set {
   struct pg_report_file *files;
   int n, cap;
+  char **skipped;
+  int n_skipped, cap_skipped;
 };
 
 void pg_report_set_init(struct pg_report_set *set);
@@ -132,9 +136,19 @@ void pg_report_set_reset(struct pg_report_set *set);
  * file reached twice (same device and inode) is loaded once. Errors name the file:
  * unreadable (PG_EIO / PG_ENOENT), JSON syntax (PG_EPARSE, "file:line:col: error:
  * ..."), a key of the wrong type or missing (PG_EVALIDATE, "file:line:col: error:
- * checks[2].status: ..."), a directory without any report (PG_ENOTFOUND). */
+ * checks[2].status: ..."), a directory without any report (PG_ENOTFOUND). A file
+ * named in `paths` that fails is an error; one found under a directory is added to
+ * set->skipped instead (one stray file must not hide a build tree's page), unless
+ * no report at all could be loaded: then the first such message is the error. */
 int pg_report_set_load(const char *const *paths, int n, struct pg_report_set *set,
                        struct pg_error *err);
+
+/* One report's text (len bytes, `name` for messages) parsed and checked as above:
+ * PG_OK with *out set (the caller cJSON_Deletes it), or PG_EPARSE / PG_EVALIDATE /
+ * PG_ENOMEM with a "name:line:col: error: ..." message. pg_report_set_load's step for
+ * each file; the fuzz harness drives it directly. */
+int pg_report_parse(const char *name, const char *text, size_t len, cJSON **out,
+                    struct pg_error *err);
 
 /* ---- the HTML page of `phasegate report` (report/html*.c) ---- */
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # `phasegate report`: the error experience (each bad input exits 2 with one stderr
 # line naming the file, with line:col for JSON syntax and key errors; nothing is
-# written) and the page's ground rules on a fixture tree (fixtures.py): written where
+# written; a bad report found under a directory among good ones is a warning) and the page's ground rules on a fixture tree (fixtures.py): written where
 # --out says (default ./phasegate-report.html, its absolute path printed), '-' for
 # stdout, a report reached twice counted once, every report string escaped, nothing
 # that would load a resource or run a script.
@@ -40,6 +40,7 @@ printf '{\n  "op_name": "x",\n  "checks": [1,,2]\n}\n' >syntax.json
 printf '{"op_name": "x", "up_to_module": "2", "checks": []}' >schema.json
 printf '{"a": 1}' >notreport.json
 printf '[]' >array.json
+printf '{"op_name": "x", "test_cases": []}' >suite.json
 : >empty.json
 printf '{"op_name": "x", "up_to_module": 1, "checks": [{"id": "c", "status": "FAIL",\n "per_tensor": [{"name": "y",\n   "error_map": {"shape": [2, 2], "cells": [[1, 2]]}}]}]}' >map.json
 printf '{"op_name": "x", "up_to_module": 1, "checks": [{"id": "c", "status": "FAIL",\n "per_tensor": [{"name": "y", "hints": [{"kind": "tile_edge", "axis": "2"}]}]}]}' >hint.json
@@ -54,9 +55,10 @@ expect 2 "--out needs a value" fx --out
 expect 2 "nowhere.json: cannot open: No such file or directory" nowhere.json
 expect 2 "empty: no evaluation_report.json under this directory" empty
 expect 2 "syntax.json:3:16: error: " syntax.json
-expect 2 "tree/bad/M1/evaluation_report.json:3:16: error: " fx tree
+expect 2 "tree/bad/M1/evaluation_report.json:3:16: error: " tree
 expect 2 "schema.json:1:34: error: up_to_module: expected an integer" schema.json
 expect 2 "notreport.json:1:1: error: not an evaluation report (no op_name)" notreport.json
+expect 2 "suite.json:1:1: error: not an evaluation report (no up_to_module)" suite.json
 expect 2 "array.json:1:1: error: not an evaluation report (expected a JSON object)" array.json
 expect 2 "empty.json:1:1: error: " empty.json
 expect 2 "map.json:3:44: error: checks[0].per_tensor[0].error_map.cells: expected 2 rows (shape)" map.json
@@ -79,6 +81,22 @@ grep -qF "3 phase reports -> $(pwd -P)/sub/dir/page.html" stdout.txt || fail "de
 # '-' writes the page to stdout, the same page as a file.
 "$pg" report --out - fx >stdout.html 2>stderr.txt || fail "--out - exited $?"
 cmp -s stdout.html phasegate-report.html || fail "--out - differs from the file"
+# A bad report found under a directory is skipped with a warning and listed on the page.
+"$pg" report --out mixed.html fx tree >stdout.txt 2>stderr.txt || fail "fx tree exited $?"
+[ "$(wc -l <stderr.txt)" -eq 1 ] && grep -qxF "phasegate report: warning: tree/bad/M1/evaluation_report.json:3:16: error: expected a value, found ',' (skipped)" stderr.txt ||
+  fail "fx tree: stderr: $(cat stderr.txt)"
+grep -qF '4 phase reports ->' stdout.txt || fail "fx tree: stdout: $(cat stdout.txt)"
+grep -qF '<b>1 report skipped</b>' mixed.html || fail "the skipped report is not on the page"
+# An --out that is not a regular file is written through, never replaced: a symlink
+# (its target gets the page), a FIFO (a reader gets the page).
+: >target.html
+ln -s target.html link.html
+"$pg" report --out link.html fx >/dev/null 2>&1 || fail "--out symlink exited $?"
+[ -L link.html ] && cmp -s target.html phasegate-report.html || fail "--out symlink: replaced, or target not written"
+mkfifo page.fifo && { cat page.fifo >fifo.html & }
+"$pg" report --out page.fifo fx >/dev/null 2>&1 || fail "--out fifo exited $?"
+wait
+[ -p page.fifo ] && cmp -s fifo.html phasegate-report.html || fail "--out fifo: replaced, or reader got no page"
 # -- ends the options
 "$pg" report --out page2.html -- fx >/dev/null 2>&1 || fail "-- exited $?"
 
