@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   struct pg_report_file f = {(char *)"fuzz.json", json};
-  struct pg_report_set set = {&f, 1, 1};
+  struct pg_report_set set = {.files = &f, .n = 1, .cap = 1};
   char *page = pg_report_html(&set);
   if (page) {
     size_t n = strlen(page);
