@@ -242,6 +242,9 @@ function(_pg_reports junit title out_html)
     string(STRIP "${out}${err}" msg)
     message("phasegate: warning: the JUnit failure messages were not filled "
             "(phasegate report --junit exited ${rc}): ${msg}")
+  elseif(NOT err STREQUAL "")
+    string(STRIP "${err}" msg)
+    message("${msg}")   # its warnings (a report it skipped), once: not again for --out
   endif()
   get_filename_component(dir "${junit}" DIRECTORY)
   set(html "${dir}/${title}.html")
