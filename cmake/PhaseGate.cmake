@@ -66,8 +66,11 @@ impl's output at the Mk boundary with the cumulative golden. The cases are liste
   or the line ``[phasegate] SKIPPED``) is reported by CTest as skipped.
 
   The targets ``verify_all``, ``verify_<op>`` and ``verify_<op>_M<k>`` build the runner,
-  impl and golden, run the matching tests with ``ctest --output-junit``, print a
-  phase x level summary and fail the build when a test failed or did not run.
+  impl and golden, run the matching tests with ``ctest --output-junit``, fill the JUnit
+  failure messages of the failed cases (category, boundary, hints, repro line) and
+  write the HTML report beside the JUnit file (``phasegate report``, from the report
+  directories of the ops the target covers), print a phase x level summary whose last
+  line names the HTML page, and fail the build when a test failed or did not run.
 
   ``<op>``
     The test namespace, ``[A-Za-z0-9_.-]+``. Usually the contract's op name; two
@@ -302,8 +305,11 @@ function(_phasegate_python_impl file function out_spec out_args)
 endfunction()
 
 # Adds (once) a verify target running the tests whose labels match every regex in
-# ARGN, and makes it depend on DEPS.
-function(_phasegate_verify_target name deps)
+# ARGN, and makes it depend on DEPS. After ctest it runs `RUNNER report` (the first
+# op's runner) on the report directories of every op it covers (REPORT_DIR, collected
+# in the target's PHASEGATE_REPORT_DIRS property), for the JUnit failure messages and
+# the HTML page.
+function(_phasegate_verify_target name deps runner report_dir)
   if(NOT TARGET ${name})
     set(label_args "")
     set(i 0)
@@ -325,10 +331,16 @@ function(_phasegate_verify_target name deps)
               "-DPG_JUNIT=${CMAKE_BINARY_DIR}/phasegate-junit/${name}.xml"
               "-DPG_TITLE=${name}"
               "-DPG_EXTRA_ARGS=${extra}"
+              "-DPG_RUNNER=${runner}"
+              "-DPG_REPORT_DIRS=$<TARGET_PROPERTY:${name},PHASEGATE_REPORT_DIRS>"
               ${cfg_arg} ${label_args}
               -P "${_PHASEGATE_CMAKE_DIR}/PhaseGateSummary.cmake"
       USES_TERMINAL VERBATIM
       COMMENT "phasegate: ${name}")
+  endif()
+  get_target_property(dirs ${name} PHASEGATE_REPORT_DIRS)
+  if(NOT dirs OR NOT report_dir IN_LIST dirs)
+    set_property(TARGET ${name} APPEND PROPERTY PHASEGATE_REPORT_DIRS "${report_dir}")
   endif()
   if(deps)
     add_dependencies(${name} ${deps})
@@ -786,11 +798,12 @@ endif()
   # --- verify targets -----------------------------------------------------------------
   string(REGEX REPLACE "([.+])" "\\\\\\1" op_re "${op}")
   set(deps phasegate_discover_${op} ${impl_deps})
-  _phasegate_verify_target(verify_all "${deps}" "^phasegate$")
-  _phasegate_verify_target(verify_${op} "${deps}" "^op_${op_re}$")
+  set(v "${runner_file}" "${report_dir}")
+  _phasegate_verify_target(verify_all "${deps}" ${v} "^phasegate$")
+  _phasegate_verify_target(verify_${op} "${deps}" ${v} "^op_${op_re}$")
   if(n_modules GREATER 0)
     foreach(k RANGE 1 ${n_modules})
-      _phasegate_verify_target(verify_${op}_M${k} "${deps}" "^op_${op_re}$" "^phase_M${k}$")
+      _phasegate_verify_target(verify_${op}_M${k} "${deps}" ${v} "^op_${op_re}$" "^phase_M${k}$")
     endforeach()
   endif()
   endblock()

@@ -3,8 +3,13 @@
 # phase x level table (passed/failed/skipped/not run, and "not impl." for the phases
 # after an op's PHASES) from the JUnit file and fails when ctest did. The table is
 # printed even when tests fail.
+# Between ctest and the table, `PG_RUNNER report` reads the reports under
+# PG_REPORT_DIRS: `--junit PG_JUNIT` fills the failure messages of the failed cases,
+# `--out <PG_JUNIT dir>/<PG_TITLE>.html` writes the HTML page the table's last line
+# names. Either failing prints a warning and never changes the verdict (ctest's).
 # Inputs: PG_CTEST, PG_TEST_DIR, PG_JUNIT, PG_TITLE, PG_CONFIG (multi-config only),
-# PG_LABEL_<i>, PG_EXTRA_ARGS (a list of extra ctest arguments).
+# PG_LABEL_<i>, PG_EXTRA_ARGS (a list of extra ctest arguments), PG_RUNNER,
+# PG_REPORT_DIRS (a list).
 # With PG_SUMMARY_ONLY set it only prints the table of an existing PG_JUNIT (tests).
 
 cmake_minimum_required(VERSION 3.25)
@@ -19,13 +24,14 @@ function(_pg_pad text width out)
   set(${out} "${text}" PARENT_SCOPE)
 endfunction()
 
-# Prints the table for JUnit file JUNIT; sets <out_failed> to the number of tests that
+# Prints the table for JUnit file JUNIT, ending with a line naming the HTML page (HTML:
+# its path, or "" when none was written); sets <out_failed> to the number of tests that
 # failed or did not run. The <op>/workers/start|stop fixture tests are no cases: they
 # are left out of the table and the totals, and get a line of their own when they did
 # not pass. A case skipped because its phase is after the op's PHASES (its output says
 # "not implemented yet (PHASES k)", run --implemented-phases) counts apart from other
 # skips: such a cell reads "not impl.", such a row "not implemented yet".
-function(phasegate_summary junit title out_failed)
+function(phasegate_summary junit title html out_failed)
   file(READ "${junit}" xml)
   string(ASCII 1 soh)
   string(ASCII 2 stx)
@@ -226,6 +232,11 @@ function(phasegate_summary junit title out_failed)
   foreach(w IN LISTS workers_notes)
     string(APPEND notes "  workers: ${w}\n")
   endforeach()
+  if(html STREQUAL "")
+    set(html_line "  HTML report: not written\n")
+  else()
+    set(html_line "  HTML report: file://${html}\n")
+  endif()
   set(legend "")
   set(not_impl_total "")
   if(totals_x GREATER 0)
@@ -237,7 +248,8 @@ function(phasegate_summary junit title out_failed)
           "  total: ${totals_p} passed, ${totals_f} failed, ${totals_s} skipped, "
           "${totals_n} not run${not_impl_total}\n"
           "${notes}"
-          "  JUnit: ${junit}\n")
+          "  JUnit: ${junit}\n"
+          "${html_line}")
   math(EXPR bad "${totals_f} + ${totals_n} + ${workers_bad}")
   set(${out_failed} ${bad} PARENT_SCOPE)
 endfunction()
@@ -247,9 +259,48 @@ if(NOT CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST_FILE)
 endif()
 
 if(PG_SUMMARY_ONLY)
-  phasegate_summary("${PG_JUNIT}" "${PG_TITLE}" bad)
+  phasegate_summary("${PG_JUNIT}" "${PG_TITLE}" "${PG_HTML}" bad)
   return()
 endif()
+
+# `PG_RUNNER report` on the report directories that exist (a phase that never ran has
+# none): fills the JUnit failure messages, writes the HTML page; sets <out_html> to the
+# page's path, "" when it was not written. Warnings only: the verdict stays ctest's.
+function(_pg_reports junit title out_html)
+  set(${out_html} "" PARENT_SCOPE)
+  set(dirs "")
+  foreach(d IN LISTS PG_REPORT_DIRS)
+    if(IS_DIRECTORY "${d}" AND NOT d IN_LIST dirs)
+      list(APPEND dirs "${d}")
+    endif()
+  endforeach()
+  if(PG_RUNNER STREQUAL "" OR NOT dirs)
+    message("phasegate: warning: no evaluation reports under ${PG_REPORT_DIRS}: JUnit failure "
+            "messages left empty, no HTML report")
+    return()
+  endif()
+  execute_process(COMMAND "${PG_RUNNER}" report --junit "${junit}" ${dirs}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    string(STRIP "${out}${err}" msg)
+    message("phasegate: warning: the JUnit failure messages were not filled "
+            "(phasegate report --junit exited ${rc}): ${msg}")
+  elseif(NOT err STREQUAL "")
+    string(STRIP "${err}" msg)
+    message("${msg}")   # its warnings (a report it skipped), once: not again for --out
+  endif()
+  get_filename_component(dir "${junit}" DIRECTORY)
+  set(html "${dir}/${title}.html")
+  file(REMOVE "${html}")
+  execute_process(COMMAND "${PG_RUNNER}" report --out "${html}" ${dirs}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR NOT EXISTS "${html}")
+    string(STRIP "${out}${err}" msg)
+    message("phasegate: warning: no HTML report (phasegate report --out exited ${rc}): ${msg}")
+    return()
+  endif()
+  set(${out_html} "${html}" PARENT_SCOPE)
+endfunction()
 
 set(args --test-dir "${PG_TEST_DIR}" --output-on-failure --no-tests=error
          --output-junit "${PG_JUNIT}")
@@ -269,7 +320,8 @@ execute_process(COMMAND "${PG_CTEST}" ${args} RESULT_VARIABLE rc)
 
 set(bad 0)
 if(EXISTS "${PG_JUNIT}")
-  phasegate_summary("${PG_JUNIT}" "${PG_TITLE}" bad)
+  _pg_reports("${PG_JUNIT}" "${PG_TITLE}" html)
+  phasegate_summary("${PG_JUNIT}" "${PG_TITLE}" "${html}" bad)
 else()
   message("phasegate: ctest wrote no JUnit file (${PG_JUNIT})")
 endif()

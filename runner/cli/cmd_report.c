@@ -2,11 +2,14 @@
  * (docs/report.md).
  *
  *   phasegate report [--out FILE.html] PATH...
+ *   phasegate report --junit FILE.xml [--out FILE.html] PATH...
  *
  * PATH: a report file, or a directory searched recursively for evaluation_report.json
  * (a phase, an op, a whole build tree). Loading is the report room's
  * (pg_report_set_load), so other readers of reports share it; the page is
- * pg_report_html. Exit 0 when the page is written (whatever the reports say), 2 on a
+ * pg_report_html. --junit fills the failure messages of a `ctest --output-junit` file
+ * from the reports (report/junit.c; the verify_* targets run it), and writes a page
+ * only when --out is given too. Exit 0 when done (whatever the reports say), 2 on a
  * usage error, an unreadable or malformed report named as an argument, or a directory
  * without a usable report. A bad report found under a directory is a warning (and a
  * note on the page): one stray file must not hide a build tree's page.
@@ -40,6 +43,12 @@ static void usage(FILE *out) {
           "options:\n"
           "  --out FILE   where to write the page (default: ./" DEFAULT_OUT "; '-' for\n"
           "               stdout); parent directories are created; the path is printed\n"
+          "  --junit FILE.xml  fill the empty failure message of every failed phasegate case\n"
+          "               test (<op>/M<k>/L<n>/<case>) in FILE.xml, as `ctest --output-junit`\n"
+          "               wrote it, from the case's report: category, boundary, summary,\n"
+          "               strongest hints, repro line; other tests and everything else in\n"
+          "               the file are left unchanged, the file is replaced atomically.\n"
+          "               No page is written unless --out is given as well\n"
           "  --           every argument after it is a PATH\n"
           "\n"
           "A report found under a directory that cannot be read or is not a phasegate\n"
@@ -102,7 +111,8 @@ static int write_page(const char *path, const char *text) {
 }
 
 int pg_cmd_report(int argc, char **argv) {
-  const char *out = DEFAULT_OUT;
+  const char *out = DEFAULT_OUT, *junit = NULL;
+  int out_given = 0;
   const char **paths = calloc((size_t)argc + 1, sizeof *paths);
   if (!paths) return pg_cli_usage_error("report", "out of memory");
   int n = 0, rc = PG_EXIT_PASS, only_paths = 0;
@@ -118,7 +128,10 @@ int pg_cmd_report(int argc, char **argv) {
       return PG_EXIT_PASS;
     } else if (strcmp(a, "--out") == 0) {
       if (i + 1 >= argc || !argv[i + 1][0]) rc = pg_cli_usage_error("report", "--out needs a value");
-      else out = argv[++i];
+      else out = argv[++i], out_given = 1;
+    } else if (strcmp(a, "--junit") == 0) {
+      if (i + 1 >= argc || !argv[i + 1][0]) rc = pg_cli_usage_error("report", "--junit needs a value");
+      else junit = argv[++i];
     } else {
       rc = pg_cli_usage_error("report", "unknown option '%s' (see phasegate report --help)", a);
     }
@@ -133,6 +146,19 @@ int pg_cmd_report(int argc, char **argv) {
     rc = pg_cli_usage_error("report", "%s", err.message);
   for (int i = 0; rc == PG_EXIT_PASS && i < set.n_skipped; i++)
     fprintf(stderr, "phasegate report: warning: %s (skipped)\n", set.skipped[i]);
+  int filled = 0;
+  if (rc == PG_EXIT_PASS && junit) {
+    if (pg_report_junit_rewrite(junit, &set, &filled, &err) != PG_OK)
+      rc = pg_cli_usage_error("report", "%s", err.message);
+    else
+      printf("phasegate report: %s: %d failure message%s filled from %d phase report%s\n", junit,
+             filled, filled == 1 ? "" : "s", set.n, set.n == 1 ? "" : "s");
+    if (rc == PG_EXIT_PASS && !out_given) {
+      pg_report_set_reset(&set);
+      free(paths);
+      return rc;
+    }
+  }
   char *page = rc == PG_EXIT_PASS ? pg_report_html(&set) : NULL;
   if (rc == PG_EXIT_PASS && !page) rc = pg_cli_usage_error("report", "out of memory");
   if (rc == PG_EXIT_PASS && strcmp(out, "-") == 0) {

@@ -70,6 +70,8 @@ static void usage(FILE *out) {
           "  --repeat N                 call the impl N times per case and mode on the same\n"
           "                             inputs and compare the outputs bitwise (a warning,\n"
           "                             hint nondeterministic; default 1)\n"
+          "  --no-progress              no live progress line (drawn on a terminal once a\n"
+          "                             run takes a second; never on a pipe or under CTest)\n"
           "  --show-values              print impl and golden values at the worst and first\n"
           "                             mismatches on the console (never in the report): breaks\n"
           "                             the information barrier on this terminal\n"
@@ -78,12 +80,17 @@ static void usage(FILE *out) {
           "(prints a line starting with \"[phasegate] SKIPPED\").\n");
 }
 
+/* user: the progress line, erased before every console line. */
 static void on_line(void *user, int to_stderr, const char *line) {
-  (void)user;
+  pg_report_progress_clear(user);
   FILE *f = to_stderr ? stderr : stdout;
   fputs(line, f);
   fputc('\n', f);
   fflush(f);
+}
+
+static void on_progress(void *user, const struct pg_run_progress *p) {
+  pg_report_progress_update(user, p);
 }
 
 static int parse_levels(const char *s, unsigned *mask) {
@@ -192,7 +199,9 @@ int pg_cmd_run(int argc, char **argv) {
   o.timeout_s = 120;
   o.tool_version = pg_cli_version;
   o.on_line = on_line;
+  o.on_progress = on_progress;
   o.hooks = pg_report_hooks();
+  int no_progress = 0;
   char self[4096];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self);
   if (n > 0 && (size_t)n < sizeof self) { /* a longer path: repro lines say "phasegate" */
@@ -217,7 +226,7 @@ int pg_cmd_run(int argc, char **argv) {
       snprintf(name, sizeof name, "%s", a);
     }
     static const char *const flags[] = {"--no-golden-cache", "--keep-work", "--no-bisect",
-                                        "--fresh-process", "--show-values"};
+                                        "--fresh-process", "--show-values", "--no-progress"};
     int is_flag = 0;
     for (size_t f = 0; f < sizeof flags / sizeof *flags; f++) is_flag |= strcmp(name, flags[f]) == 0;
     if (is_flag) {
@@ -226,6 +235,7 @@ int pg_cmd_run(int argc, char **argv) {
       else if (strcmp(name, "--keep-work") == 0) o.keep_work = 1;
       else if (strcmp(name, "--fresh-process") == 0) o.fresh_process = 1;
       else if (strcmp(name, "--show-values") == 0) o.show_values = 1;
+      else if (strcmp(name, "--no-progress") == 0) no_progress = 1;
       else o.no_bisect = 1;
       continue;
     }
@@ -242,10 +252,17 @@ int pg_cmd_run(int argc, char **argv) {
 
   /* A closed stdout (`| head`) must not kill the run before the report is written. */
   signal(SIGPIPE, SIG_IGN);
+  /* The progress line: on a terminal only, never on a pipe or under CTest, and only
+   * once the run has taken a second (short runs do not flicker). */
+  struct pg_report_progress progress;
+  pg_report_progress_init(&progress, pg_report_progress_wanted(no_progress) ? stderr : NULL,
+                          1000);
+  o.user = &progress;
   struct pg_run_summary s;
   struct pg_error err;
   pg_error_clear(&err);
   int rc = pg_run(&o, &s, &err);
+  pg_report_progress_clear(&progress);
   int exit_code = s.exit_code;
   pg_run_summary_reset(&s);
   if (rc != PG_OK) {

@@ -3,14 +3,18 @@
  * summary of a failure; every metric of --inspect's output), the tail of a failing
  * mode's captured output (already redacted by run/), the repro and hint lines, the
  * cancellation-stress note, and the summary lines after the last case. tests/faultzoo
- * console_lines pins the format.
+ * console_lines pins the format. On a terminal, a live progress line between them
+ * (pg_report_progress_*), never in the lines themselves.
  *
  * These are the case_lines and summary_lines hooks of pg_run (see pg_report_hooks).
  * Only metrics and indices are printed, never tensor values; nothing is decided here.
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "report/report.h"
 #include "base/base.h"
@@ -280,4 +284,54 @@ void pg_report_summary_lines(const struct pg_run_phase *ph, const struct pg_run_
                  r->fingerprint, r->summary);
     return;
   }
+}
+
+/* ---- the live progress line ---- */
+
+int pg_report_progress_wanted(int off) {
+  const char *term = getenv("TERM");
+  return !off && isatty(STDOUT_FILENO) && isatty(STDERR_FILENO) && term && *term &&
+         strcmp(term, "dumb") != 0 && !getenv("CTEST_INTERACTIVE_DEBUG_MODE") &&
+         !getenv("DASHBOARD_TEST_FROM_CTEST");
+}
+
+void pg_report_progress_init(struct pg_report_progress *p, FILE *out, double delay_ms) {
+  p->out = out;
+  p->t0_ms = pg_now_ms();
+  p->delay_ms = delay_ms;
+  p->shown = 0;
+}
+
+/* "0:42", "1:02:03" */
+static void clock_text(double ms, char *buf, size_t size) {
+  long s = ms > 0 && ms < 1e12 ? (long)(ms / 1000.0 + 0.5) : 0;
+  if (s >= 3600) snprintf(buf, size, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+  else snprintf(buf, size, "%ld:%02ld", s / 60, s % 60);
+}
+
+void pg_report_progress_update(struct pg_report_progress *p, const struct pg_run_progress *r) {
+  if (!p->out || pg_now_ms() - p->t0_ms < p->delay_ms) return;
+  char el[32], eta[48] = "", text[256];
+  clock_text(r->elapsed_ms, el, sizeof el);
+  if (r->done > 0 && r->done < r->total) {
+    char t[32];
+    clock_text(r->elapsed_ms / r->done * (r->total - r->done), t, sizeof t);
+    snprintf(eta, sizeof eta, ", ETA %s", t);
+  }
+  int n = snprintf(text, sizeof text, "[phasegate] progress: %d/%d case-modes, %d failed, %s "
+                   "elapsed%s", r->done, r->total, r->failed, el, eta);
+  /* A line wider than the terminal wraps, and \r would then redraw only its tail. */
+  struct winsize ws;
+  if (ioctl(fileno(p->out), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 && n >= ws.ws_col)
+    text[ws.ws_col - 1] = '\0';
+  fprintf(p->out, "\r%s\033[K", text);
+  fflush(p->out);
+  p->shown = 1;
+}
+
+void pg_report_progress_clear(struct pg_report_progress *p) {
+  if (!p->out || !p->shown) return;
+  fputs("\r\033[K", p->out);
+  fflush(p->out);
+  p->shown = 0;
 }

@@ -527,7 +527,8 @@ static int walk(struct pg_report_set *set, struct seen *seen, const char *dir, i
       rc = pg_error_set(err, PG_ENOMEM, "out of memory");
   }
   closedir(d);
-  if (rc == PG_OK && n > 1) qsort(names, (size_t)n, sizeof *names, name_order);
+  if (rc == PG_OK && n > 1) /* names is NULL when the directory is empty */
+    qsort(names, (size_t)n, sizeof *names, name_order);
   for (int i = 0; rc == PG_OK && i < n; i++) {
     char *p = pg_path_join(dir, names[i]);
     struct stat st;

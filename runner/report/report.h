@@ -81,6 +81,30 @@ void pg_report_summary_lines(const struct pg_run_phase *ph, const struct pg_run_
                              const struct pg_case_result *cases, int n, pg_run_line_fn line,
                              void *user);
 
+/* The live progress line of `phasegate run` on a terminal: "[phasegate] progress:
+ * 12/48 case-modes, 2 failed, 0:14 elapsed, ETA 0:42", redrawn in place (\r, erase to
+ * the end of the line) after each finished case, erased before every console line
+ * (so the lines stay exactly what a pipe gets) and at the end. Drawn only once the
+ * run has taken `delay_ms`, so short runs do not flicker. The caller owns the state. */
+struct pg_report_progress {
+  FILE *out;      /* the terminal; NULL: never drawn */
+  double t0_ms;   /* pg_report_progress_init's time */
+  double delay_ms;
+  int shown;      /* a line is on the terminal now */
+};
+
+/* Whether a progress line belongs on this process's output: stdout and stderr are
+ * terminals, TERM is set and not "dumb", the run is no CTest test (CTest sets
+ * CTEST_INTERACTIVE_DEBUG_MODE or DASHBOARD_TEST_FROM_CTEST in its tests'
+ * environment), and `off` (--no-progress) is 0. */
+int pg_report_progress_wanted(int off);
+/* out: where to draw (NULL: nowhere); delay_ms: how long a run must have taken. */
+void pg_report_progress_init(struct pg_report_progress *p, FILE *out, double delay_ms);
+/* Draws (or redraws) the line for `r`; nothing before the delay. */
+void pg_report_progress_update(struct pg_report_progress *p, const struct pg_run_progress *r);
+/* Erases the line if one is shown. */
+void pg_report_progress_clear(struct pg_report_progress *p);
+
 /* ---- reading reports back: `phasegate report` (report/load.c) ---- */
 
 /* One evaluation_report.json, parsed and checked against the keys the readers use
@@ -131,5 +155,22 @@ int pg_report_parse(const char *name, const char *text, size_t len, cJSON **out,
 /* The whole page for `set`: one static, self-contained HTML document (inline CSS and
  * SVG, no script, no external resource). malloc'ed; NULL when out of memory. */
 char *pg_report_html(const struct pg_report_set *set);
+
+/* ---- JUnit (report/junit.c) ---- */
+
+/* ctest's --output-junit text with the empty <failure message=""/> of every failed
+ * phasegate case test (<op>/M<k>/L<n>/<case>) filled from the case's check in the
+ * report of op and phase k in `set` (when no report is named op, the one report of
+ * phase k holding the case: a CMake op name may differ from the contract's op_name):
+ * category, boundary (failing and earliest failing), summary, the three strongest
+ * hints (kind, confidence), the repro line; a case no report holds says so. A message
+ * ctest wrote itself, other tests and everything else are copied byte for byte.
+ * Returns a malloc'ed text (NULL: out of memory); *n_rewritten = messages written. */
+char *pg_report_junit_text(const char *xml, const struct pg_report_set *set, int *n_rewritten);
+
+/* pg_report_junit_text on the file junit_path, replaced atomically (temp + rename in
+ * its directory). */
+int pg_report_junit_rewrite(const char *junit_path, const struct pg_report_set *set,
+                            int *n_rewritten, struct pg_error *err);
 
 #endif

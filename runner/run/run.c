@@ -437,7 +437,21 @@ static void run_cases(struct pg__run *rc, const int *sel, int n_sel, struct pg_r
     pg__blas_preload_join(rc); /* before forking the workers */
     wrote = pg__run_parallel(rc, sel, n_sel, o->jobs > 64 ? 64 : o->jobs, results, &re);
   } else {
-    for (int i = 0; i < n_sel; i++) pg__run_case(rc, &rc->suite.cases[sel[i]], &results[i]);
+    struct pg_run_progress pr = {0, n_sel * rc->n_modes, 0, 0};
+    double t0 = pg_now_ms();
+    for (int i = 0; i < n_sel; i++) {
+      pg__run_case(rc, &rc->suite.cases[sel[i]], &results[i]);
+      if (!o->on_progress) continue;
+      const struct pg_case_result *r = &results[i];
+      int bad = 0;
+      for (int m = 0; m < r->n_modes; m++)
+        bad += r->modes[m].status == PG_VERDICT_FAIL || r->modes[m].status == PG_VERDICT_ERROR;
+      if (!bad && (r->status == PG_VERDICT_FAIL || r->status == PG_VERDICT_ERROR)) bad = rc->n_modes;
+      pr.done += rc->n_modes;
+      pr.failed += bad < rc->n_modes ? bad : rc->n_modes;
+      pr.elapsed_ms = pg_now_ms() - t0;
+      o->on_progress(o->user, &pr);
+    }
     if (o->hooks.persist)
       wrote = o->hooks.persist(rc->report_path, &rc->phase, results, n_sel, &re);
   }

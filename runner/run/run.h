@@ -251,6 +251,14 @@ __attribute__((format(printf, 4, 5)))
 #endif
 void pg_run_linef(pg_run_line_fn fn, void *user, int to_stderr, const char *fmt, ...);
 
+/* How far a run is, after each finished case: what a live progress line shows. */
+struct pg_run_progress {
+  int done, total;       /* (case, mode) runs finished / selected */
+  int failed;            /* of the finished ones: FAIL or ERROR */
+  double elapsed_ms;     /* since the first case started */
+};
+typedef void (*pg_run_progress_fn)(void *user, const struct pg_run_progress *p);
+
 /* The phase being run: what the report's header and the console lines name. */
 struct pg_run_phase {
   const char *op;
@@ -339,7 +347,10 @@ struct pg_run_opts {
                                  compare the outputs bitwise (nondeterministic) */
   int show_values;            /* --show-values: values at mismatches on the console */
   pg_run_line_fn on_line;
-  void *user;
+  /* After each finished case (and its lines), serial runs only: with --jobs the
+   * worker processes print their case lines themselves. NULL: none. */
+  pg_run_progress_fn on_progress;
+  void *user;                 /* of on_line and on_progress */
   struct pg_run_hooks hooks;  /* pg_report_hooks() */
 };
 

@@ -146,6 +146,25 @@ pg_check(EXISTS "${junit}" MESSAGE "no JUnit at ${junit}")
 file(READ "${junit}" xml)
 pg_check(xml MATCHES "<testcase name=\"toy/M1/L2/L2_bug_at_m1\"[^>]*status=\"fail\"" MESSAGE "JUnit:\n${xml}")
 pg_check(EXISTS "${BUILD}/phasegate-reports/toy/M1/evaluation_report.json" MESSAGE "no M1 report")
+# The failed case's JUnit message says what the report says (`phasegate report --junit`):
+# category, boundary, the hint (the bug is a sign flip), the repro line.
+string(REGEX MATCH "<testcase name=\"toy/M1/L2/L2_bug_at_m1\"[^>]*>[ \t\r\n]*<failure message=\"([^\"]*)\""
+       m "${xml}")
+set(msg "${CMAKE_MATCH_1}")
+foreach(want "category: precision; boundary: M1 \\(earliest failing: M1\\)"
+             "hints: sign_flip \\(confidence 1.00, y\\)"
+             "; repro: [^;]*phasegate run --op-dir [^;]* --up-to-module 1 --case L2_bug_at_m1")
+  pg_check(msg MATCHES "${want}" MESSAGE "JUnit message of toy/M1/L2/L2_bug_at_m1 lacks '${want}':\n${msg}")
+endforeach()
+# The summary's last line names the HTML page (`phasegate report --out`) beside the
+# JUnit file.
+set(html "${BUILD}/phasegate-junit/verify_all.html")
+pg_check(r_out MATCHES "  JUnit: [^\n]*\n  HTML report: file://[^\n]*/phasegate-junit/verify_all[.]html\n"
+         MESSAGE "HTML line:\n${r_out}")
+pg_check(EXISTS "${html}" MESSAGE "no HTML page at ${html}")
+file(READ "${html}" page)
+pg_check(page MATCHES "L2_bug_at_m1" AND page MATCHES "sign_flip" MESSAGE "the page lacks the failed case")
+pg_check(NOT r_out MATCHES "phasegate: warning" MESSAGE "verify_all warned:\n${r_out}")
 
 # Resource groups: with two npus concurrent cases get distinct device ids (the toy
 # impl holds a lock per device id while it runs, and fails on a collision).

@@ -22,6 +22,9 @@
  *   serve --control DIR --stop    removes the marker, exit 0 (also when none runs)
  *       PHASEGATE_FAKE_SERVE_FAIL=start|stop  that one exits 1 with "phasegate serve:
  *                                     error: ..." (a start that fails leaves no daemon)
+ *   run ... --report-dir D        creates D (the real runner writes its reports there)
+ *   report --junit F PATH...      exit 0, F unchanged; report --out F PATH... writes F
+ *       PHASEGATE_FAKE_REPORT_FAIL=1  both exit 2 with "phasegate report: error: ..."
  *   PHASEGATE_FAKE_LOG=FILE      every invocation appends one JSON array of its argv
  *                                (plus "device=<id>" and "cwd=<dir>") so tests can check
  *                                quoting and where each command ran.
@@ -172,6 +175,8 @@ static int cmd_run(int argc, char **argv, int dev) {
     nanosleep(&ts, NULL);
     rmdir(path);
   }
+  const char *report_dir = opt(argc, argv, "--report-dir");
+  if (report_dir) mkdir(report_dir, 0755);
   const char *serve = opt(argc, argv, "--serve-control");
   if (serve) {
     if (file_exists(serve, "fake_serve_running"))
@@ -190,6 +195,22 @@ static int cmd_run(int argc, char **argv, int dev) {
            k ? k : "?", dev);
   }
   return rc;
+}
+
+/* The fake `phasegate report`: --out F writes a page, --junit F leaves F alone. */
+static int cmd_report(int argc, char **argv) {
+  if (getenv("PHASEGATE_FAKE_REPORT_FAIL")) {
+    fprintf(stderr, "phasegate report: error: fake failure\n");
+    return 2;
+  }
+  const char *out = opt(argc, argv, "--out");
+  if (out) {
+    FILE *f = fopen(out, "w");
+    if (!f) return 2;
+    fputs("<!doctype html><title>fake</title>\n", f);
+    fclose(f);
+  }
+  return 0;
 }
 
 /* The fake `phasegate serve`: a marker file stands for the daemon. */
@@ -252,6 +273,7 @@ int main(int argc, char **argv) {
   }
   if (strcmp(argv[1], "selftest") == 0) return 0;
   if (strcmp(argv[1], "serve") == 0) return cmd_serve(argc, argv);
+  if (strcmp(argv[1], "report") == 0) return cmd_report(argc, argv);
   fprintf(stderr, "fake phasegate: unknown command %s\n", argv[1]);
   return 2;
 }

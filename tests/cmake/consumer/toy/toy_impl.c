@@ -1,6 +1,6 @@
 /* phasegate tests — the toy op's impl plugin for the CMake consumer tests: exact
  * float32 versions of M1 (y = 2x), M1..M2 (z = 3x) and M1..M3 (relu(3x)). A case with
- * the knob "inject_bug" gets a wrong M1 (2x + 1), so it fails at every phase.
+ * the knob "inject_bug" gets a wrong M1 (-2x: a sign flip), so it fails at every phase.
  * With PHASEGATE_TOY_DEVLOCK=DIR set it logs its device id to DIR/devices.log, holds
  * DIR/dev<device id> while running and fails when another test holds the same
  * device (the resource-group test). */
@@ -53,7 +53,7 @@ static int toy_phase(int k, const DLTensor *in, int32_t n_in, DLTensor *out, int
   float *y = (float *)out[0].data;
   int bug = call->knobs_json && strstr(call->knobs_json, "inject_bug") != NULL;
   for (int64_t i = 0; i < numel(&in[0]); i++) {
-    float v = 2.0f * x[i] + (bug ? 1.0f : 0.0f);
+    float v = (bug ? -2.0f : 2.0f) * x[i];
     if (k >= 2) v = v + x[i];
     if (k >= 3) v = v > 0.0f ? v : 0.0f;
     y[i] = v;

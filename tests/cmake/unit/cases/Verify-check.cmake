@@ -1,6 +1,6 @@
 # A failing case fails the build of verify_basic, after printing the table.
 set(junit "${BUILD}/phasegate-junit/verify_basic.xml")
-pg_run(r EXPECT_RC 1 ENV PHASEGATE_FAKE_FAIL=a@2
+pg_run(r EXPECT_RC 1 ENV PHASEGATE_FAKE_FAIL=a@2 "PHASEGATE_FAKE_LOG=${BUILD}/fake.log"
        COMMAND "${CMAKE_COMMAND}" --build "${BUILD}" --target verify_basic)
 # M3/L2/c is left out by PHASEGATE_VERIFY_CTEST_ARGS; the `phasegate serve` fixture pair
 # (basic/workers/start|stop) runs but is no row and no case of the table.
@@ -24,6 +24,31 @@ foreach(t start stop)
   pg_check(xml MATCHES "<testcase name=\"basic/workers/${t}\"[^>]*status=\"run\""
            MESSAGE "JUnit lacks basic/workers/${t}: ${xml}")
 endforeach()
+# After ctest, `phasegate report` on the op's report directory fills the JUnit failure
+# messages and writes the HTML page beside the JUnit file; the table's last line names it.
+set(html "${BUILD}/phasegate-junit/verify_basic.html")
+pg_check(r_out MATCHES "  JUnit: [^\n]*/verify_basic[.]xml\n  HTML report: file://[^\n]*/phasegate-junit/verify_basic[.]html\n"
+         MESSAGE "no HTML line after the JUnit line:\n${r_out}")
+pg_check(EXISTS "${html}" MESSAGE "no HTML page at ${html}")
+file(READ "${BUILD}/fake.log" log)
+foreach(call "\"report\",\"--junit\",\"${junit}\",\"${BUILD}/phasegate-reports\""
+             "\"report\",\"--out\",\"${html}\",\"${BUILD}/phasegate-reports\"")
+  string(FIND "${log}" "${call}" at)
+  pg_check(NOT at EQUAL -1 MESSAGE "no call [${call}] in the fake runner's log:\n${log}")
+endforeach()
+# A renderer that fails warns and never changes the verdict (ctest's), failing or not.
+pg_run(r EXPECT_RC 1 ENV PHASEGATE_FAKE_FAIL=a@2 PHASEGATE_FAKE_REPORT_FAIL=1
+       COMMAND "${CMAKE_COMMAND}" --build "${BUILD}" --target verify_basic)
+foreach(want "phasegate: warning: the JUnit failure messages were not filled \\(phasegate report --junit exited 2\\): phasegate report: error: fake failure"
+             "phasegate: warning: no HTML report \\(phasegate report --out exited 2\\)"
+             "  JUnit: [^\n]*\n  HTML report: not written"
+             "verify_basic failed \\(ctest exit 8")
+  pg_check(r_out MATCHES "${want}" MESSAGE "verify_basic, renderer failing: no '${want}':\n${r_out}")
+endforeach()
+pg_check(NOT EXISTS "${html}" MESSAGE "a stale HTML page survived: ${html}")
+pg_run(r ENV PHASEGATE_FAKE_REPORT_FAIL=1
+       COMMAND "${CMAKE_COMMAND}" --build "${BUILD}" --target verify_basic_M1)
+pg_check(r_out MATCHES "phasegate: warning: no HTML report" MESSAGE "verify_basic_M1:\n${r_out}")
 # Per-phase target, passing: contract, the M1 cases and the M1 gate (the workers pair
 # comes with them as a fixture and is not counted).
 pg_run(r COMMAND "${CMAKE_COMMAND}" --build "${BUILD}" --target verify_basic_M1)
