@@ -9,6 +9,7 @@
 #include "impl/sandbox.h"
 #include "base/base.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -88,6 +89,81 @@ static int pidfd_open_compat(pid_t pid) {
 #endif
 }
 
+/* ------------------------------------------------------------------ leftovers */
+
+void pg__proc_tag(const void *owner, char *buf, size_t size) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  snprintf(buf, size, "PHASEGATE_PROC_TAG=%ld.%lx.%lld.%ld", (long)getpid(),
+           (unsigned long)(uintptr_t)owner, (long long)ts.tv_sec, (long)ts.tv_nsec);
+}
+
+/* 1 when /proc/<pid>/environ holds the entry `tag` (NUL-separated entries). */
+static int environ_has(const char *pid, const char *tag) {
+  char path[300];
+  snprintf(path, sizeof path, "/proc/%.200s/environ", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  size_t cap = 256u << 10, len = 0, tl = strlen(tag);
+  char *buf = malloc(cap + 1);
+  ssize_t n;
+  while (buf && len < cap && (n = read(fd, buf + len, cap - len)) > 0) len += (size_t)n;
+  close(fd);
+  int found = 0;
+  for (size_t i = 0; buf && !found && i + tl <= len; i += strnlen(buf + i, len - i) + 1)
+    found = memcmp(buf + i, tag, tl) == 0 && (i + tl == len || buf[i + tl] == '\0');
+  free(buf);
+  return found;
+}
+
+/* One pass over /proc: SIGKILL to every live member of pgid and every carrier of tag. */
+static int kill_pass(int pgid, const char *tag) {
+  DIR *d = opendir("/proc");
+  if (!d) return 0;
+  int n = 0;
+  pid_t self = getpid();
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    char *end;
+    long pid = strtol(de->d_name, &end, 10);
+    if (*end || pid <= 0 || pid == (long)self) continue;
+    char path[64], st[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd >= 0 ? read(fd, st, sizeof st - 1) : -1;
+    if (fd >= 0) close(fd);
+    if (got <= 0) continue;
+    st[got] = '\0';
+    char *rp = strrchr(st, ')'), state = 0; /* "pid (comm) S ppid pgrp …" */
+    int ppid = 0, pgrp = 0;
+    if (!rp || sscanf(rp + 1, " %c %d %d", &state, &ppid, &pgrp) != 3) continue;
+    if (state == 'Z' || state == 'X') continue; /* dead: holds nothing any more */
+    if ((pgid > 0 && pgrp == pgid) || (tag && environ_has(de->d_name, tag))) {
+      kill((pid_t)pid, SIGKILL);
+      n++;
+    }
+  }
+  closedir(d);
+  return n;
+}
+
+int pg__kill_leftovers(int pgid, const char *tag, double max_ms) {
+  if (tag && !*tag) tag = NULL;
+  if (pgid > 0) kill(-pgid, SIGKILL);
+  int total = 0;
+  double until = pg_now_ms() + max_ms;
+  for (;;) {
+    int n = kill_pass(pgid, tag);
+    total += n;
+    if (n == 0 || pg_now_ms() >= until) break;
+    struct timespec ts = {0, 2000000}; /* SIGKILL is delivered asynchronously */
+    nanosleep(&ts, NULL);
+  }
+  return total;
+}
+
+/* ------------------------------------------------------------------ child */
+
 static void child_setup(const struct pg_sandbox_opts *o, int out_w, int err_w) {
   setpgid(0, 0);
   pg_sandbox_default_signals();
@@ -149,6 +225,7 @@ int pg_sandbox_start(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *
     return pg_error_set(err, PG_EIO, "sandbox: pipe: %s", strerror(e));
   }
   fflush(NULL); /* buffered parent output must not be duplicated by the child */
+  pg__proc_tag(p, p->tag, sizeof p->tag);
   double t0 = pg_now_ms();
   pid_t pid = fork();
   if (pid < 0) {
@@ -161,6 +238,7 @@ int pg_sandbox_start(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *
     close(pout[0]);
     close(perr[0]);
     child_setup(opts, pout[1], perr[1]);
+    putenv(p->tag); /* the child's copy of p: lives as long as the child */
     int rc = fn(ctx);
     fflush(NULL);
     *end = pg_now_ms();
@@ -279,7 +357,7 @@ int pg_sandbox_wait(struct pg_sandbox_proc *p, struct pg_sandbox_result *r,
     }
   }
   if (!reaped) waitpid(pid, &status, 0), reaped_at = pg_now_ms();
-  kill(-pid, SIGKILL);
+  pg__kill_leftovers(pid, p->tag, 1000); /* the group, and children that left it */
   if (pidfd >= 0) close(pidfd);
   close(pout0);
   close(perr0);
