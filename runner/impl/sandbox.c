@@ -91,33 +91,46 @@ static int pidfd_open_compat(pid_t pid) {
 
 /* ------------------------------------------------------------------ leftovers */
 
+/* Now in the clock ticks of /proc/<pid>/stat's starttime (boot-based), minus one tick:
+ * a process started before this cannot descend from one started after it. */
+static unsigned long long boot_ticks(void) {
+  struct timespec ts;
+  long hz = sysconf(_SC_CLK_TCK);
+  if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) != 0) return 0;
+  unsigned long long t = (unsigned long long)ts.tv_sec * (unsigned long long)hz +
+                         (unsigned long long)ts.tv_nsec / (1000000000ull / (unsigned long long)hz);
+  return t > 1 ? t - 1 : 0;
+}
+
 void pg__proc_tag(const void *owner, char *buf, size_t size) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  snprintf(buf, size, "PHASEGATE_PROC_TAG=%ld.%lx.%lld.%ld", (long)getpid(),
+  /* the tag says when it was made (ticks): older processes are never searched for it */
+  snprintf(buf, size, "PHASEGATE_PROC_TAG=%llu.%ld.%lx.%lld.%ld", boot_ticks(), (long)getpid(),
            (unsigned long)(uintptr_t)owner, (long long)ts.tv_sec, (long)ts.tv_nsec);
 }
 
-/* 1 when /proc/<pid>/environ holds the entry `tag` (NUL-separated entries). */
-static int environ_has(const char *pid, const char *tag) {
+/* 1 when /proc/<pid>/environ holds the entry `tag` (NUL-separated entries); buf is
+ * scratch space of `cap` bytes (a longer environment is searched in its first cap). */
+static int environ_has(const char *pid, const char *tag, char *buf, size_t cap) {
   char path[300];
   snprintf(path, sizeof path, "/proc/%.200s/environ", pid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
-  size_t cap = 256u << 10, len = 0, tl = strlen(tag);
-  char *buf = malloc(cap + 1);
+  size_t len = 0, tl = strlen(tag);
   ssize_t n;
-  while (buf && len < cap && (n = read(fd, buf + len, cap - len)) > 0) len += (size_t)n;
+  while (len < cap && (n = read(fd, buf + len, cap - len)) > 0) len += (size_t)n;
   close(fd);
   int found = 0;
-  for (size_t i = 0; buf && !found && i + tl <= len; i += strnlen(buf + i, len - i) + 1)
+  for (size_t i = 0; !found && i + tl <= len; i += strnlen(buf + i, len - i) + 1)
     found = memcmp(buf + i, tag, tl) == 0 && (i + tl == len || buf[i + tl] == '\0');
-  free(buf);
   return found;
 }
 
-/* One pass over /proc: SIGKILL to every live member of pgid and every carrier of tag. */
-static int kill_pass(int pgid, const char *tag) {
+/* One pass over /proc: SIGKILL to every live member of pgid and every carrier of tag
+ * (only processes started since the tag was made are searched). */
+static int kill_pass(int pgid, const char *tag, unsigned long long since, char *buf,
+                     size_t cap) {
   DIR *d = opendir("/proc");
   if (!d) return 0;
   int n = 0;
@@ -127,18 +140,24 @@ static int kill_pass(int pgid, const char *tag) {
     char *end;
     long pid = strtol(de->d_name, &end, 10);
     if (*end || pid <= 0 || pid == (long)self) continue;
-    char path[64], st[512];
+    char path[64], st[1024];
     snprintf(path, sizeof path, "/proc/%ld/stat", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     ssize_t got = fd >= 0 ? read(fd, st, sizeof st - 1) : -1;
     if (fd >= 0) close(fd);
     if (got <= 0) continue;
     st[got] = '\0';
-    char *rp = strrchr(st, ')'), state = 0; /* "pid (comm) S ppid pgrp …" */
-    int ppid = 0, pgrp = 0;
-    if (!rp || sscanf(rp + 1, " %c %d %d", &state, &ppid, &pgrp) != 3) continue;
+    /* "pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+     * utime stime cutime cstime priority nice threads itrealvalue starttime …" */
+    char *rp = strrchr(st, ')'), state = 0;
+    int pgrp = 0;
+    unsigned long long start = 0;
+    if (!rp || sscanf(rp + 1, " %c %*d %d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+                      "%*d %*d %*d %llu", &state, &pgrp, &start) != 3)
+      continue;
     if (state == 'Z' || state == 'X') continue; /* dead: holds nothing any more */
-    if ((pgid > 0 && pgrp == pgid) || (tag && environ_has(de->d_name, tag))) {
+    if ((pgid > 0 && pgrp == pgid) ||
+        (tag && buf && start >= since && environ_has(de->d_name, tag, buf, cap))) {
       kill((pid_t)pid, SIGKILL);
       n++;
     }
@@ -150,15 +169,19 @@ static int kill_pass(int pgid, const char *tag) {
 int pg__kill_leftovers(int pgid, const char *tag, double max_ms) {
   if (tag && !*tag) tag = NULL;
   if (pgid > 0) kill(-pgid, SIGKILL);
+  unsigned long long since = tag ? strtoull(strchr(tag, '=') + 1, NULL, 10) : 0;
+  size_t cap = 64u << 10;
+  char *buf = tag ? malloc(cap) : NULL;
   int total = 0;
   double until = pg_now_ms() + max_ms;
   for (;;) {
-    int n = kill_pass(pgid, tag);
+    int n = kill_pass(pgid, tag, since, buf, cap);
     total += n;
     if (n == 0 || pg_now_ms() >= until) break;
     struct timespec ts = {0, 2000000}; /* SIGKILL is delivered asynchronously */
     nanosleep(&ts, NULL);
   }
+  free(buf);
   return total;
 }
 
