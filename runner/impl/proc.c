@@ -201,7 +201,7 @@ static void reap(struct pg_proc *p, int wait_ms, struct pg_proc_result *r) {
   }
   /* what is left: the group's stragglers and children that left it with setsid(), all
    * gone before the caller starts a replacement (a flock they hold is released) */
-  pg__kill_leftovers(p->pid, p->tag, 1000);
+  pg__kill_leftovers(p->pid, p->tag, &p->log_fd, 1, 1000);
   if (r && got) {
     if (WIFEXITED(status)) r->exited = 1, r->exit_code = WEXITSTATUS(status);
     else if (WIFSIGNALED(status)) r->signaled = 1, r->signo = WTERMSIG(status);

@@ -21,6 +21,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -127,10 +128,40 @@ static int environ_has(const char *pid, const char *tag, char *buf, size_t cap) 
   return found;
 }
 
-/* One pass over /proc: SIGKILL to every live member of pgid and every carrier of tag
- * (only processes started since the tag was made are searched). */
-static int kill_pass(int pgid, const char *tag, unsigned long long since, char *buf,
-                     size_t cap) {
+/* What marks a descendant besides the group: the tag in its environment (a process
+ * that exec()ed since the tag was set, and its forks), or an open file it inherited
+ * (the capture pipe, the log: a fork of a forked child, whose /proc environ is still
+ * the runner's own). */
+struct marks {
+  const char *tag;
+  unsigned long long since; /* only processes started since are searched */
+  int n;
+  dev_t dev[4];
+  ino_t ino[4];
+  char *buf;                /* scratch for environments */
+  size_t cap;
+};
+
+/* 1 when process pid has one of the marked files open. */
+static int holds_marked_file(const char *pid, const struct marks *m) {
+  if (m->n == 0) return 0;
+  char path[300];
+  snprintf(path, sizeof path, "/proc/%.200s/fd", pid);
+  DIR *d = opendir(path);
+  if (!d) return 0;
+  int found = 0;
+  struct dirent *de;
+  while (!found && (de = readdir(d)) != NULL) {
+    struct stat st;
+    if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, 0) != 0) continue;
+    for (int i = 0; i < m->n && !found; i++) found = st.st_dev == m->dev[i] && st.st_ino == m->ino[i];
+  }
+  closedir(d);
+  return found;
+}
+
+/* One pass over /proc: SIGKILL to every live member of pgid and every marked process. */
+static int kill_pass(int pgid, const struct marks *m) {
   DIR *d = opendir("/proc");
   if (!d) return 0;
   int n = 0;
@@ -157,7 +188,9 @@ static int kill_pass(int pgid, const char *tag, unsigned long long since, char *
       continue;
     if (state == 'Z' || state == 'X') continue; /* dead: holds nothing any more */
     if ((pgid > 0 && pgrp == pgid) ||
-        (tag && buf && start >= since && environ_has(de->d_name, tag, buf, cap))) {
+        (start >= m->since && ((m->tag && m->buf && environ_has(de->d_name, m->tag, m->buf,
+                                                                  m->cap)) ||
+                               holds_marked_file(de->d_name, m)))) {
       kill((pid_t)pid, SIGKILL);
       n++;
     }
@@ -166,22 +199,28 @@ static int kill_pass(int pgid, const char *tag, unsigned long long since, char *
   return n;
 }
 
-int pg__kill_leftovers(int pgid, const char *tag, double max_ms) {
-  if (tag && !*tag) tag = NULL;
+int pg__kill_leftovers(int pgid, const char *tag, const int *fds, int n_fds, double max_ms) {
+  struct marks m;
+  memset(&m, 0, sizeof m);
+  m.tag = tag && *tag ? tag : NULL;
+  m.since = m.tag ? strtoull(strchr(m.tag, '=') + 1, NULL, 10) : 0;
+  for (int i = 0; i < n_fds && m.n < 4; i++) {
+    struct stat st;
+    if (fds[i] >= 0 && fstat(fds[i], &st) == 0) m.dev[m.n] = st.st_dev, m.ino[m.n++] = st.st_ino;
+  }
+  m.cap = 64u << 10;
+  m.buf = m.tag ? malloc(m.cap) : NULL;
   if (pgid > 0) kill(-pgid, SIGKILL);
-  unsigned long long since = tag ? strtoull(strchr(tag, '=') + 1, NULL, 10) : 0;
-  size_t cap = 64u << 10;
-  char *buf = tag ? malloc(cap) : NULL;
   int total = 0;
   double until = pg_now_ms() + max_ms;
   for (;;) {
-    int n = kill_pass(pgid, tag, since, buf, cap);
+    int n = kill_pass(pgid, &m);
     total += n;
     if (n == 0 || pg_now_ms() >= until) break;
     struct timespec ts = {0, 2000000}; /* SIGKILL is delivered asynchronously */
     nanosleep(&ts, NULL);
   }
-  free(buf);
+  free(m.buf);
   return total;
 }
 
@@ -380,7 +419,8 @@ int pg_sandbox_wait(struct pg_sandbox_proc *p, struct pg_sandbox_result *r,
     }
   }
   if (!reaped) waitpid(pid, &status, 0), reaped_at = pg_now_ms();
-  pg__kill_leftovers(pid, p->tag, 1000); /* the group, and children that left it */
+  int marked[2] = {pout0, perr0}; /* a forked child's forks do not show the tag */
+  pg__kill_leftovers(pid, p->tag, marked, 2, 1000); /* the group, and children that left it */
   if (pidfd >= 0) close(pidfd);
   close(pout0);
   close(perr0);

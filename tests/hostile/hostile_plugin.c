@@ -10,6 +10,7 @@
  *   HA_DUP2_FDS    dup2()s the host's answer fd onto stdout, then prints
  *   HA_SIGSTOP     stops its own process
  *   HA_FORK_BOMB   forks HOSTILE_FORKS (200) children that sleep 60 s, then returns
+ *   HA_SETSID      the same, each child in a session of its own (setsid)
  *   HA_LOCK        holds an exclusive flock on HOSTILE_LOCK from its first call on and
  *                  never releases it; "device busy" (returns 5) when it cannot take it;
  *                  leaks 1 MiB per call as well; crashes on call HOSTILE_CRASH (0: never)
@@ -34,6 +35,7 @@
 #define HA_SIGSTOP 3
 #define HA_FORK_BOMB 4
 #define HA_LOCK 5
+#define HA_SETSID 6
 
 static int env_int(const char *name, int dflt) {
   const char *v = getenv(name);
@@ -83,10 +85,11 @@ static void attack(int call, const char *case_id) {
   fflush(stdout);
 #elif HOSTILE_ATTACK == HA_SIGSTOP
   raise(SIGSTOP);
-#elif HOSTILE_ATTACK == HA_FORK_BOMB
+#elif HOSTILE_ATTACK == HA_FORK_BOMB || HOSTILE_ATTACK == HA_SETSID
   int n = env_int("HOSTILE_FORKS", 200);
   for (int i = 0; i < n; i++)
     if (fork() == 0) {
+      if (HOSTILE_ATTACK == HA_SETSID) setsid(); /* out of the process group */
       sleep(60);
       _exit(0);
     }
