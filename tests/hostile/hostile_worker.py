@@ -20,6 +20,7 @@ import os
 import shutil
 import signal
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -114,10 +115,16 @@ def attack(n, req, raw):
         attention_exec.compute(req)
         return ok
     elif ATTACK == "ok_then_write":      # answers first, writes once the runner is done
+        attention_exec.compute(req)      # (computed first: the inputs go with the directory)
+        late = tempfile.mkdtemp(prefix="hostile-late-")
+        for name in os.listdir(out_dir):
+            shutil.move(os.path.join(out_dir, name), late)
         send(ok)
         wait_gone(out_dir)
-        os.makedirs(out_dir, exist_ok=True)
-        attention_exec.compute(req)      # into the old, removed (now re-made) directory
+        os.makedirs(out_dir, exist_ok=True)  # the old, removed directory, made again
+        for name in os.listdir(late):
+            shutil.move(os.path.join(late, name), out_dir)
+        os.rmdir(late)
         return None
     elif ATTACK == "ok_partial":         # half an output file, answered ok
         attention_exec.compute(req)
