@@ -120,11 +120,14 @@ def attack(n, req, raw):
         for name in os.listdir(out_dir):
             shutil.move(os.path.join(out_dir, name), late)
         send(ok)
-        wait_gone(out_dir)
-        os.makedirs(out_dir, exist_ok=True)  # the old, removed directory, made again
-        for name in os.listdir(late):
-            shutil.move(os.path.join(late, name), out_dir)
-        os.rmdir(late)
+        wait_gone(case_dir)                  # removed last: the runner is done with it
+        try:
+            os.makedirs(out_dir, exist_ok=True)  # the old, removed directory, made again
+            for name in os.listdir(late):
+                shutil.move(os.path.join(late, name), out_dir)
+            os.rmdir(late)
+        except OSError as e:                 # a late writer may lose: it must not die
+            print("late write failed: %s" % e, file=sys.stderr)
         return None
     elif ATTACK == "ok_partial":         # half an output file, answered ok
         attention_exec.compute(req)
@@ -192,6 +195,10 @@ def main():
         req = pg_exec_helper.Request(raw=raw)
         if busy:
             send({"id": raw["id"], "status": "error", "message": busy})
+            continue
+        mode = os.stat(os.path.dirname(raw["out_dir"])).st_mode & 0o777
+        if mode != 0o700:  # case directories are private to the user
+            send({"id": raw["id"], "status": "error", "message": "case directory mode %o" % mode})
             continue
         if n == AT:
             attacking = first_attack()
