@@ -1,14 +1,16 @@
 /* phasegate runner — base helpers (base.h): the one copy of each. */
 #include "base/base.h"
 
+#include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 double pg_now_ms(void) {
   struct timespec ts;
@@ -58,14 +60,40 @@ int pg_is_dir(const char *path) {
   return path && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static int remove_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  remove(path);
-  return 0;
+/* Empties the directory dfd (closed here), depth levels at most. Every step is relative
+ * to an fd opened with O_NOFOLLOW: a tree whose owner is still running (a persistent
+ * worker cleaning up late) cannot swap a subdirectory for a symlink between a check and
+ * the removal and so steer it outside the tree, as a path-based walk (nftw) could. */
+static void empty_dir(int dfd, int depth) {
+  DIR *d = fdopendir(dfd);
+  if (!d) {
+    close(dfd);
+    return;
+  }
+  for (int pass = 0; pass < 4; pass++) { /* entries added meanwhile: a few more passes */
+    int removed_all = 1;
+    struct dirent *de;
+    rewinddir(d);
+    while ((de = readdir(d)) != NULL) {
+      if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+      if (unlinkat(dfd, de->d_name, 0) == 0) continue;
+      int sub = depth > 0 ? openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+                                   O_CLOEXEC) : -1;
+      if (sub >= 0) empty_dir(sub, depth - 1);
+      if (unlinkat(dfd, de->d_name, AT_REMOVEDIR) != 0) removed_all = 0;
+    }
+    if (removed_all) break;
+  }
+  closedir(d);
 }
 
 void pg_remove_tree(const char *path) {
-  if (path && *path) nftw(path, remove_cb, 16, FTW_DEPTH | FTW_PHYS);
+  if (!path || !*path) return;
+  if (unlink(path) == 0) return; /* a file, or a symlink (never followed) */
+  int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0) return;
+  empty_dir(dfd, 64);
+  rmdir(path);
 }
 
 char *pg_path_join(const char *a, const char *b) {

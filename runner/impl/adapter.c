@@ -5,6 +5,7 @@
  * (timeout, signal, sanitizer report, out of memory). Never decides a verdict. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -338,16 +339,74 @@ static int declared(const struct pg_impl_request *req, const char *name, size_t 
   return -1;
 }
 
+/* How an output file is opened. Impl-written outputs (exec:, worker:) are opened
+ * strictly: never through a symlink (O_NOFOLLOW, relative to out/ opened the same way),
+ * never a hard link to a file elsewhere (a link count above 1), never a FIFO or a device
+ * (O_NONBLOCK, then a regular file required), and read into memory rather than mapped
+ * (a live worker could truncate a mapped file under the runner: SIGBUS). The impl owns
+ * its case directory but cannot make the runner read anything outside it. Replayed
+ * dumps are the user's own files and may be links. */
+struct out_dir {
+  int fd;              /* out/ (O_DIRECTORY) */
+  const char *shown;   /* its path, for messages */
+  int strict;
+};
+
+/* Opens output file `file` of out/ into *fd. 1: open; 0: a fact is recorded (missing:
+ * WRONG_OUTPUT_COUNT, unsafe: UNSAFE_OUTPUT); -1: no memory (err). */
+static int open_output(const struct out_dir *od, const char *file, int i, int n_npy,
+                       const struct pg_impl_request *req, struct pg_impl_outcome *out, int *fd,
+                       struct pg_error *err) {
+  int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (od->strict ? O_NOFOLLOW : 0);
+  *fd = openat(od->fd, file, flags);
+  int e = errno;
+  struct stat st;
+  const char *why = NULL;
+  if (*fd < 0 && e == ENOENT) {
+    out->output = i;
+    out->expected = req->n_outputs;
+    out->got = n_npy;
+    if (i < 0) return pg__impl_fact(out, PG_IMPL_FACT_PROTOCOL_ERROR, "cannot read %s", file);
+    pg__impl_fact(out, PG_IMPL_FACT_WRONG_OUTPUT_COUNT,
+                  "wrong output count: missing output '%s' (no %s; %d of %d declared "
+                  "outputs written)", req->outputs[i].name, file, n_npy, req->n_outputs);
+    return 0;
+  }
+  if (*fd < 0 && e == ENOMEM) return pg_error_set(err, PG_ENOMEM, "out of memory"), -1;
+  if (*fd < 0) why = e == ELOOP ? "a symbolic link" : strerror(e);
+  else if (fstat(*fd, &st) != 0) why = strerror(errno);
+  else if (!S_ISREG(st.st_mode)) why = S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode)
+                                       ? "a directory" : "not a regular file";
+  else if (od->strict && st.st_nlink != 1) why = "a hard link to a file elsewhere";
+  if (!why) return 1;
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+  out->output = i;
+  if (!od->strict) /* replay: the user's own file, reported as unreadable */
+    return pg__impl_fact(out, PG_IMPL_FACT_PROTOCOL_ERROR, "cannot read %s/%s: %s", od->shown,
+                         file, why);
+  pg__impl_fact(out, PG_IMPL_FACT_UNSAFE_OUTPUT, "the impl left out/%s as %s, not a file it "
+                "wrote: not read (phasegate reads outputs only from regular files inside the "
+                "case directory)", file, why);
+  return 0;
+}
+
 /* outputs.safetensors: one file holding every output, by name. */
-static int collect_safetensors(const char *path, const struct pg_impl_request *req,
-                               struct pg_impl_outcome *out) {
+static int collect_safetensors(const struct out_dir *od, const struct pg_impl_request *req,
+                               struct pg_impl_outcome *out, struct pg_error *err) {
   struct pg_tensor *list = NULL;
-  int count = 0;
+  int count = 0, fd = -1;
+  int got = open_output(od, "outputs.safetensors", -1, 1, req, out, &fd, err);
+  if (got <= 0) return got < 0 ? err->code : PG_OK;
   struct pg_error e;
   pg_error_clear(&e);
-  if (pg_safetensors_read(path, &list, &count, &e) != PG_OK)
+  char *shown = pg_path_fmt("%s/outputs.safetensors", od->shown);
+  int rc = pg_safetensors_read_fd(fd, shown ? shown : "outputs.safetensors", &list, &count, &e);
+  close(fd);
+  free(shown);
+  if (rc != PG_OK)
     return pg__impl_fact(out, PG_IMPL_FACT_PROTOCOL_ERROR, "cannot read outputs.safetensors: %s",
-                         e.message);
+                         e.message), PG_OK;
   for (int j = 0; j < count; j++)
     if (declared(req, list[j].name, strlen(list[j].name)) < 0) {
       pg__impl_fact(out, PG_IMPL_FACT_WRONG_OUTPUT_NAME,
@@ -355,7 +414,7 @@ static int collect_safetensors(const char *path, const struct pg_impl_request *r
                     "does not declare at this boundary (%d expected)",
                     list[j].name, req->n_outputs);
       pg_tensor_list_free(list, count);
-      return 0;
+      return PG_OK;
     }
   for (int i = 0; i < req->n_outputs; i++) {
     int found = -1;
@@ -367,26 +426,30 @@ static int collect_safetensors(const char *path, const struct pg_impl_request *r
                     "wrong output count: outputs.safetensors has no tensor '%s'",
                     req->outputs[i].name);
       pg_tensor_list_free(list, count);
-      return 0;
+      return PG_OK;
     }
     pg_tensor_move(&out->outputs[i], &list[found]);
     pg_tensor_set_name(&out->outputs[i], req->outputs[i].name);
     if (!check_output(&out->outputs[i], req, i, out)) {
       pg_tensor_list_free(list, count);
-      return 0;
+      return PG_OK;
     }
   }
   pg_tensor_list_free(list, count);
   out->n_outputs = req->n_outputs;
-  return pg__impl_fact(out, PG_IMPL_FACT_OK, NULL);
+  return pg__impl_fact(out, PG_IMPL_FACT_OK, NULL), PG_OK;
 }
 
 /* <name>.npy per output: first files nobody asked for (wrong output count). */
-static int collect_npy(const char *dir, const struct pg_impl_request *req,
+static int collect_npy(const struct out_dir *od, const struct pg_impl_request *req,
                        struct pg_impl_outcome *out, struct pg_error *err) {
-  DIR *d = opendir(dir);
-  if (!d) return pg_error_set(err, PG_EIO, "%s: cannot open output directory: %s", dir,
-                              strerror(errno));
+  int lfd = fcntl(od->fd, F_DUPFD_CLOEXEC, 0);
+  DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+  if (!d) {
+    if (lfd >= 0) close(lfd);
+    return pg_error_set(err, PG_EIO, "%s: cannot open output directory: %s", od->shown,
+                        strerror(errno));
+  }
   struct dirent *de;
   char extra[256] = "";
   int n_npy = 0;
@@ -407,31 +470,25 @@ static int collect_npy(const char *dir, const struct pg_impl_request *req,
   }
   for (int i = 0; i < req->n_outputs; i++) {
     const char *name = req->outputs[i].name;
-    char *path = pg_path_fmt("%s/%s.npy", dir, name);
-    if (!path) return pg_error_set(err, PG_ENOMEM, "out of memory");
-    struct stat st;
+    char *file = pg_path_fmt("%s.npy", name), *shown = pg_path_fmt("%s/%s.npy", od->shown, name);
+    int fd = -1, got = file && shown ? open_output(od, file, i, n_npy, req, out, &fd, err)
+                                     : (pg_error_set(err, PG_ENOMEM, "out of memory"), -1);
     struct pg_error e;
     pg_error_clear(&e);
     /* ml_dtypes saves bfloat16 as '<V2'; accept it exactly where bfloat16 is expected. */
-    unsigned flags = req->outputs[i].dtype == PG_DTYPE_BF16 ? PG_NPY_ACCEPT_V2_AS_BF16 : 0u;
-    int ok = 0;
-    if (stat(path, &st) != 0) {
-      out->expected = req->n_outputs;
-      out->got = n_npy;
-      pg__impl_fact(out, PG_IMPL_FACT_WRONG_OUTPUT_COUNT,
-                    "wrong output count: missing output '%s' (no %s.npy; %d of %d declared "
-                    "outputs written)", name, name, n_npy, req->n_outputs);
-    } else if (pg_npy_read_ex(path, flags, &out->outputs[i], &e) != PG_OK) {
+    unsigned flags = (req->outputs[i].dtype == PG_DTYPE_BF16 ? PG_NPY_ACCEPT_V2_AS_BF16 : 0u) |
+                     (od->strict ? PG_NPY_NO_MMAP : 0u);
+    if (got == 1 && pg_npy_read_fd(fd, shown, flags, &out->outputs[i], &e) != PG_OK) {
+      out->output = i;
       pg__impl_fact(out, PG_IMPL_FACT_PROTOCOL_ERROR, "cannot read output '%s': %s", name,
                     e.message);
-    } else {
-      ok = 1;
+      got = 0;
     }
-    free(path);
-    if (!ok) {
-      out->output = i;
-      return PG_OK;
-    }
+    if (fd >= 0) close(fd);
+    free(file);
+    free(shown);
+    if (got < 0) return err->code;
+    if (got == 0) return PG_OK;
     pg_tensor_set_name(&out->outputs[i], name);
     if (!check_output(&out->outputs[i], req, i, out)) return PG_OK;
   }
@@ -440,13 +497,49 @@ static int collect_npy(const char *dir, const struct pg_impl_request *req,
   return PG_OK;
 }
 
+static int collect(const struct out_dir *od, const struct pg_impl_request *req,
+                   struct pg_impl_outcome *out, struct pg_error *err) {
+  struct stat st;
+  if (fstatat(od->fd, "outputs.safetensors", &st, AT_SYMLINK_NOFOLLOW) == 0)
+    return collect_safetensors(od, req, out, err);
+  return collect_npy(od, req, out, err);
+}
+
 int pg__collect_outputs(const char *dir, const struct pg_impl_request *req,
                         struct pg_impl_outcome *out, struct pg_error *err) {
-  char *path = pg_path_join(dir, "outputs.safetensors");
-  if (!path) return pg_error_set(err, PG_ENOMEM, "out of memory");
-  struct stat st;
-  int single = stat(path, &st) == 0;
-  if (single) collect_safetensors(path, req, out);
-  free(path);
-  return single ? PG_OK : collect_npy(dir, req, out, err);
+  struct out_dir od = {open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), dir, 0};
+  if (od.fd < 0)
+    return pg_error_set(err, PG_EIO, "%s: cannot open output directory: %s", dir,
+                        strerror(errno));
+  int rc = collect(&od, req, out, err);
+  close(od.fd);
+  return rc;
+}
+
+int pg__collect_case_outputs(const char *case_dir, const struct pg_impl_request *req,
+                             struct pg_impl_outcome *out, struct pg_error *err) {
+  const int dflags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  int cfd = open(case_dir, dflags), e = errno;
+  struct out_dir od = {cfd >= 0 ? openat(cfd, "out", dflags) : -1, case_dir, 1};
+  if (cfd >= 0) e = errno;
+  if (cfd >= 0) close(cfd);
+  char *shown = pg_path_join(case_dir, "out");
+  if (!shown) {
+    if (od.fd >= 0) close(od.fd);
+    return pg_error_set(err, PG_ENOMEM, "out of memory");
+  }
+  int rc = PG_OK;
+  if (od.fd < 0) {
+    /* the impl removed or replaced its case directory or out/: nothing is read */
+    pg__impl_fact(out, PG_IMPL_FACT_UNSAFE_OUTPUT, "the impl %s %s%s: no output read "
+                  "(phasegate reads outputs only from the case directory's own out/)",
+                  e == ENOENT ? "removed" : "replaced", cfd < 0 ? "its case directory" : "out/",
+                  e == ENOENT ? "" : " by a symlink or a file");
+  } else {
+    od.shown = shown;
+    rc = collect(&od, req, out, err);
+    close(od.fd);
+  }
+  free(shown);
+  return rc;
 }

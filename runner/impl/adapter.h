@@ -58,6 +58,12 @@ int pg__impl_wait(struct pg_sandbox_proc *proc, struct pg_impl_outcome *out,
 int pg__collect_outputs(const char *dir, const struct pg_impl_request *req,
                         struct pg_impl_outcome *out, struct pg_error *err);
 
+/* The same for the out/ of a case directory the runner made (exec:, worker:), opened
+ * without following any link: out/ or an output that is a symlink, a hard link, a FIFO
+ * or a device, or a removed out/, is an UNSAFE_OUTPUT fact and nothing is read. */
+int pg__collect_case_outputs(const char *case_dir, const struct pg_impl_request *req,
+                             struct pg_impl_outcome *out, struct pg_error *err);
+
 /* What every request object says about the call: schema_version, op, suffix,
  * up_to_module, total_modules, mode, device_id, case, dims, knobs (exec:'s
  * request.json, the worker: and plugin host lines). NULL when out of memory. */

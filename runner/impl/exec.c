@@ -227,11 +227,7 @@ static int exec_fact(const struct exec_call *c, const struct pg_impl_request *re
                          sr->exit_code == 127 ? " (command not found?)" : "",
                          last[0] ? ": " : "", last), PG_OK;
   }
-  char *out_dir = pg_path_join(c->dir, "out");
-  int rc = out_dir ? pg__collect_outputs(out_dir, req, out, err)
-                   : pg_error_set(err, PG_ENOMEM, "out of memory");
-  free(out_dir);
-  return rc;
+  return pg__collect_case_outputs(c->dir, req, out, err);
 }
 
 static int exec_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,

@@ -135,6 +135,9 @@ enum pg_impl_fact {
   PG_IMPL_FACT_WORKER_STRUCTURAL,  /* a worker answered "structural": the impl lacks the
                                       function the phase calls, returned the wrong number of
                                       outputs, … (message in the summary) */
+  PG_IMPL_FACT_UNSAFE_OUTPUT,      /* out/ or an output is not a file the impl wrote in its
+                                      case directory (a symlink, a hard link, a FIFO, a
+                                      device, out/ removed): never read */
   PG_IMPL_FACT_COUNT
 };
 

@@ -628,11 +628,21 @@ static int host_finish(struct pg_impl_pending *p, struct plugin_call *c,
       pg__impl_fact(out, PG_IMPL_FACT_RUNNER_FAILURE, "the plugin host could not run the call: "
                     "%.300s", m ? m : st);
     } else if (r.end == PG_PROC_PROTOCOL) {
-      pg__impl_fact(out, PG_IMPL_FACT_RUNNER_FAILURE, "the plugin host broke the protocol: %s",
-                    r.protocol);
+      /* the host writes nothing but its answers there: the plugin wrote on its fds */
+      pg__impl_fact(out, PG_IMPL_FACT_WORKER_PROTOCOL, "the plugin host broke the protocol "
+                    "while %s ran in mode '%s' (the plugin wrote on the host's protocol fds?): "
+                    "%s", c->symbol, p->req->mode, r.protocol);
     } else {
       if (r.end == PG_PROC_ANSWERED) out->sandbox.exited = 1;
-      if (!fact_before_return(c, p->impl, p->req, out)) {
+      int before = fact_before_return(c, p->impl, p->req, out);
+      if (!before && r.end != PG_PROC_ANSWERED) {
+        /* the wrapper returned, then the host could not answer: only the plugin can have
+         * taken its socket away (closed fd 3 and 4, or dup2()ed over them) */
+        pg__impl_fact(out, PG_IMPL_FACT_WORKER_PROTOCOL, "the plugin host lost its protocol "
+                      "fds after %s returned in mode '%s': the plugin closed or replaced fds "
+                      "%s (the host then %s)", c->symbol, p->req->mode, PG_PROC_FDS,
+                      r.exited ? "exited" : "was killed");
+      } else if (!before) {
         fact_after_return(c, p->req, out);
         /* returned, canaries intact: whatever the wrapper said, the host may go on */
         healthy = r.end == PG_PROC_ANSWERED && out->fact != PG_IMPL_FACT_CANARY_HIT;

@@ -62,21 +62,22 @@ int pg_proc_alive(struct pg_proc *p) {
 /* ------------------------------------------------------------------ spawning */
 
 /* environ with every name of `add` replaced by its entry there. */
-static char **build_env(const char *const *add) {
+static char **build_env(const char *const *add, const char *tag) {
   size_t n_env = 0, n_add = 0;
   while (environ && environ[n_env]) n_env++;
   while (add && add[n_add]) n_add++;
-  char **envp = calloc(n_env + n_add + 1, sizeof *envp);
+  char **envp = calloc(n_env + n_add + 2, sizeof *envp);
   if (!envp) return NULL;
   size_t k = 0;
   for (size_t i = 0; i < n_env; i++) {
     const char *eq = strchr(environ[i], '=');
     size_t len = eq ? (size_t)(eq - environ[i]) + 1 : strlen(environ[i]);
-    int replaced = 0;
+    int replaced = strncmp(tag, environ[i], len) == 0; /* a tag of our own parent's */
     for (size_t j = 0; j < n_add && !replaced; j++) replaced = strncmp(add[j], environ[i], len) == 0;
     if (!replaced) envp[k++] = environ[i];
   }
   for (size_t j = 0; j < n_add; j++) envp[k++] = (char *)add[j];
+  envp[k++] = (char *)tag;
   return envp;
 }
 
@@ -135,7 +136,8 @@ static int spawn(struct pg_proc *p, const struct pg_proc_spec *s, int child_sock
   posix_spawn_file_actions_adddup2(&fa, child_sock, 4);
   pg__spawn_attr_init(&at, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&at, 0);
-  char **envp = build_env(s->env_add);
+  pg__proc_tag(p, p->tag, sizeof p->tag);
+  char **envp = build_env(s->env_add, p->tag);
   /* An address-space limit must be in place before the command runs (a prlimit() after
    * the spawn races with a shell that forks the command): a shell sets it, then execs
    * the real argv. */
@@ -197,6 +199,9 @@ static void reap(struct pg_proc *p, int wait_ms, struct pg_proc_result *r) {
     while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR) {
     }
   }
+  /* what is left: the group's stragglers and children that left it with setsid(), all
+   * gone before the caller starts a replacement (a flock they hold is released) */
+  pg__kill_leftovers(p->pid, p->tag, &p->log_fd, 1, 1000);
   if (r && got) {
     if (WIFEXITED(status)) r->exited = 1, r->exit_code = WEXITSTATUS(status);
     else if (WIFSIGNALED(status)) r->signaled = 1, r->signo = WTERMSIG(status);
@@ -322,6 +327,7 @@ int pg_proc_spawn(struct pg_proc *p, const struct pg_proc_spec *s, struct pg_err
     return rc;
   }
   const char *what = s->argv[s->argv[1] && strcmp(s->argv[1], "-c") == 0 ? 2 : 0];
+  if (what != s->argv[0] && strncmp(what, "exec ", 5) == 0) what += 5; /* as the user wrote it */
   snprintf(p->what, sizeof p->what, "%s", what);
   p->handshake_timeout_s = s->start_timeout_s > 0 ? s->start_timeout_s : 120;
   p->handshake_pending = 1;
@@ -483,12 +489,37 @@ void pg_proc_argv_reset(struct pg_proc_argv *a) {
   memset(a, 0, sizeof *a);
 }
 
+/* 1 when COMMAND is one plain external command with arguments (no shell syntax, no
+ * assignment or builtin first): `exec` can then replace the shell by it. */
+static int simple_command(const char *cmd) {
+  static const char *const builtins[] = {"exec", "cd", "eval", ".", "time", "command",
+                                         "builtin", "ulimit", "umask", "set", "trap", "export",
+                                         "readonly", "unset", "alias", "source", "wait", "exit",
+                                         "return", "shift", ":", "!"};
+  cmd += strspn(cmd, " \t");
+  size_t first = strcspn(cmd, " \t");
+  if (first == 0 || memchr(cmd, '=', first)) return 0;
+  for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
+    if (strlen(builtins[i]) == first && strncmp(cmd, builtins[i], first) == 0) return 0;
+  for (const char *c = cmd; *c; c++)
+    if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+          strchr(" \t/._-+=,:@%^", *c)))
+      return 0;
+  return 1;
+}
+
 int pg_proc_argv_build(const char *impl_spec, const char *mode, int device_id,
                        struct pg_proc_argv *a, struct pg_error *err) {
   memset(a, 0, sizeof *a);
   int n = 0;
   if (strncmp(impl_spec, "worker:", 7) == 0) {
-    a->argv[0] = "/bin/sh", a->argv[1] = "-c", a->argv[2] = impl_spec + 7;
+    /* A shell that waits for the command would hold the protocol fds too: the worker
+     * closing them would not end the protocol, and one more process would have to die.
+     * A plain command replaces the shell (what bash -c does by itself; dash does not). */
+    const char *cmd = impl_spec + 7;
+    if (simple_command(cmd) && !(cmd = a->strings[n++] = pg_path_fmt("exec %s", cmd)))
+      return pg_error_set(err, PG_ENOMEM, "out of memory");
+    a->argv[0] = "/bin/sh", a->argv[1] = "-c", a->argv[2] = cmd;
   } else if (strncmp(impl_spec, "plugin:", 7) == 0) {
     const char *host = pg_plugin_host_path();
     if (!host)

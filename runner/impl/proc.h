@@ -56,6 +56,8 @@ struct pg_proc {
   int handshake_pending;       /* spawned, handshake not read yet (pg_proc_spawn) */
   double handshake_timeout_s;
   char what[256];              /* the command, for messages */
+  char tag[PG_PROC_TAG_MAX];   /* its PHASEGATE_PROC_TAG entry (sandbox.h): found and killed
+                                  with the group when it ends, setsid() or not */
   /* A process this runner did not start (leased from `phasegate serve`) cannot be
    * waited for here: when set, ending it calls this instead of waitpid(). It must
    * kill the process group, fill the exit fields of r (when r is not NULL) with how the

@@ -9,6 +9,7 @@
 #include "impl/sandbox.h"
 #include "base/base.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -20,6 +21,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -88,6 +90,142 @@ static int pidfd_open_compat(pid_t pid) {
 #endif
 }
 
+/* ------------------------------------------------------------------ leftovers */
+
+/* Now in the clock ticks of /proc/<pid>/stat's starttime (boot-based), minus one tick:
+ * a process started before this cannot descend from one started after it. */
+static unsigned long long boot_ticks(void) {
+  struct timespec ts;
+  long hz = sysconf(_SC_CLK_TCK);
+  if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) != 0) return 0;
+  unsigned long long t = (unsigned long long)ts.tv_sec * (unsigned long long)hz +
+                         (unsigned long long)ts.tv_nsec / (1000000000ull / (unsigned long long)hz);
+  return t > 1 ? t - 1 : 0;
+}
+
+void pg__proc_tag(const void *owner, char *buf, size_t size) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  /* the tag says when it was made (ticks): older processes are never searched for it */
+  snprintf(buf, size, "PHASEGATE_PROC_TAG=%llu.%ld.%lx.%lld.%ld", boot_ticks(), (long)getpid(),
+           (unsigned long)(uintptr_t)owner, (long long)ts.tv_sec, (long)ts.tv_nsec);
+}
+
+/* 1 when /proc/<pid>/environ holds the entry `tag` (NUL-separated entries); buf is
+ * scratch space of `cap` bytes (a longer environment is searched in its first cap). */
+static int environ_has(const char *pid, const char *tag, char *buf, size_t cap) {
+  char path[300];
+  snprintf(path, sizeof path, "/proc/%.200s/environ", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  size_t len = 0, tl = strlen(tag);
+  ssize_t n;
+  while (len < cap && (n = read(fd, buf + len, cap - len)) > 0) len += (size_t)n;
+  close(fd);
+  int found = 0;
+  for (size_t i = 0; !found && i + tl <= len; i += strnlen(buf + i, len - i) + 1)
+    found = memcmp(buf + i, tag, tl) == 0 && (i + tl == len || buf[i + tl] == '\0');
+  return found;
+}
+
+/* What marks a descendant besides the group: the tag in its environment (a process
+ * that exec()ed since the tag was set, and its forks), or an open file it inherited
+ * (the capture pipe, the log: a fork of a forked child, whose /proc environ is still
+ * the runner's own). */
+struct marks {
+  const char *tag;
+  unsigned long long since; /* only processes started since are searched */
+  int n;
+  dev_t dev[4];
+  ino_t ino[4];
+  char *buf;                /* scratch for environments */
+  size_t cap;
+};
+
+/* 1 when process pid has one of the marked files open. */
+static int holds_marked_file(const char *pid, const struct marks *m) {
+  if (m->n == 0) return 0;
+  char path[300];
+  snprintf(path, sizeof path, "/proc/%.200s/fd", pid);
+  DIR *d = opendir(path);
+  if (!d) return 0;
+  int found = 0;
+  struct dirent *de;
+  while (!found && (de = readdir(d)) != NULL) {
+    struct stat st;
+    if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, 0) != 0) continue;
+    for (int i = 0; i < m->n && !found; i++) found = st.st_dev == m->dev[i] && st.st_ino == m->ino[i];
+  }
+  closedir(d);
+  return found;
+}
+
+/* One pass over /proc: SIGKILL to every live member of pgid and every marked process. */
+static int kill_pass(int pgid, const struct marks *m) {
+  DIR *d = opendir("/proc");
+  if (!d) return 0;
+  int n = 0;
+  pid_t self = getpid();
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    char *end;
+    long pid = strtol(de->d_name, &end, 10);
+    if (*end || pid <= 0 || pid == (long)self) continue;
+    char path[64], st[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd >= 0 ? read(fd, st, sizeof st - 1) : -1;
+    if (fd >= 0) close(fd);
+    if (got <= 0) continue;
+    st[got] = '\0';
+    /* "pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+     * utime stime cutime cstime priority nice threads itrealvalue starttime …" */
+    char *rp = strrchr(st, ')'), state = 0;
+    int pgrp = 0;
+    unsigned long long start = 0;
+    if (!rp || sscanf(rp + 1, " %c %*d %d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+                      "%*d %*d %*d %llu", &state, &pgrp, &start) != 3)
+      continue;
+    if (state == 'Z' || state == 'X') continue; /* dead: holds nothing any more */
+    if ((pgid > 0 && pgrp == pgid) ||
+        (start >= m->since && ((m->tag && m->buf && environ_has(de->d_name, m->tag, m->buf,
+                                                                  m->cap)) ||
+                               holds_marked_file(de->d_name, m)))) {
+      kill((pid_t)pid, SIGKILL);
+      n++;
+    }
+  }
+  closedir(d);
+  return n;
+}
+
+int pg__kill_leftovers(int pgid, const char *tag, const int *fds, int n_fds, double max_ms) {
+  struct marks m;
+  memset(&m, 0, sizeof m);
+  m.tag = tag && *tag ? tag : NULL;
+  m.since = m.tag ? strtoull(strchr(m.tag, '=') + 1, NULL, 10) : 0;
+  for (int i = 0; i < n_fds && m.n < 4; i++) {
+    struct stat st;
+    if (fds[i] >= 0 && fstat(fds[i], &st) == 0) m.dev[m.n] = st.st_dev, m.ino[m.n++] = st.st_ino;
+  }
+  m.cap = 64u << 10;
+  m.buf = m.tag ? malloc(m.cap) : NULL;
+  if (pgid > 0) kill(-pgid, SIGKILL);
+  int total = 0;
+  double until = pg_now_ms() + max_ms;
+  for (;;) {
+    int n = kill_pass(pgid, &m);
+    total += n;
+    if (n == 0 || pg_now_ms() >= until) break;
+    struct timespec ts = {0, 2000000}; /* SIGKILL is delivered asynchronously */
+    nanosleep(&ts, NULL);
+  }
+  free(m.buf);
+  return total;
+}
+
+/* ------------------------------------------------------------------ child */
+
 static void child_setup(const struct pg_sandbox_opts *o, int out_w, int err_w) {
   setpgid(0, 0);
   pg_sandbox_default_signals();
@@ -149,6 +287,7 @@ int pg_sandbox_start(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *
     return pg_error_set(err, PG_EIO, "sandbox: pipe: %s", strerror(e));
   }
   fflush(NULL); /* buffered parent output must not be duplicated by the child */
+  pg__proc_tag(p, p->tag, sizeof p->tag);
   double t0 = pg_now_ms();
   pid_t pid = fork();
   if (pid < 0) {
@@ -161,6 +300,7 @@ int pg_sandbox_start(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *
     close(pout[0]);
     close(perr[0]);
     child_setup(opts, pout[1], perr[1]);
+    putenv(p->tag); /* the child's copy of p: lives as long as the child */
     int rc = fn(ctx);
     fflush(NULL);
     *end = pg_now_ms();
@@ -279,7 +419,8 @@ int pg_sandbox_wait(struct pg_sandbox_proc *p, struct pg_sandbox_result *r,
     }
   }
   if (!reaped) waitpid(pid, &status, 0), reaped_at = pg_now_ms();
-  kill(-pid, SIGKILL);
+  int marked[2] = {pout0, perr0}; /* a forked child's forks do not show the tag */
+  pg__kill_leftovers(pid, p->tag, marked, 2, 1000); /* the group, and children that left it */
   if (pidfd >= 0) close(pidfd);
   close(pout0);
   close(perr0);

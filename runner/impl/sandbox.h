@@ -31,6 +31,24 @@
 #define PG_SANDBOX_ASAN 0
 #endif
 
+/* Every process the impl room starts carries a unique PHASEGATE_PROC_TAG=… entry in its
+ * environment, inherited by whatever it forks. A child that leaves its process group
+ * (setsid(), setpgid()) escapes kill(-pgid) but not its environment: the end of a
+ * process kills the group and every process still carrying the tag (or, for the forks
+ * of a forked child, whose /proc environ is the runner's, still holding the capture
+ * pipe or log it inherited). Not covered: a descendant that also drops its environment
+ * (execve with a clean one) and closes what it inherited — a cgroup would be needed,
+ * and none is available to an unprivileged runner. */
+#define PG_PROC_TAG_MAX 80
+void pg__proc_tag(const void *owner, char *buf, size_t size);
+/* Kills (SIGKILL) every live process of group pgid (> 0), every process whose
+ * environment holds the entry `tag` (may be NULL) and every process started since the
+ * tag that holds one of the files of fds open (the capture pipes, the log: how the forks
+ * of a forked, never exec()ed child are found), over and over until none is left or
+ * max_ms passed (a fork loop racing the kill), so that whatever the impl held — a
+ * flock, a device — is released when this returns. Returns how many it killed. */
+int pg__kill_leftovers(int pgid, const char *tag, const int *fds, int n_fds, double max_ms);
+
 /* Runs in the child; its return value becomes the child's exit status. It may also
  * exec() another program (the exec adapter does). */
 typedef int (*pg_sandbox_fn)(void *ctx);
@@ -76,6 +94,7 @@ int pg_sandbox_run(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *op
  * to when it exited (opts->stamp_exit), or else to the reap. */
 struct pg_sandbox_proc {
   int pid;                 /* 0: nothing started */
+  char tag[PG_PROC_TAG_MAX]; /* the child's PHASEGATE_PROC_TAG entry (pg__proc_tag) */
   int pidfd, out_fd, err_fd;
   size_t cap;
   double t0, timeout_ms;

@@ -683,7 +683,8 @@ static int reap_one(struct wproc *w) {
   if (waitpid(w->pid, &st, WNOHANG) != w->pid) return 0;
   w->reaped = 1;
   w->status = st;
-  kill(-w->pid, SIGKILL); /* what it left behind in its group */
+  /* what it left behind in its group, and children that left it (setsid) */
+  pg__kill_leftovers(w->pid, w->p.tag, &w->p.log_fd, 1, 200);
   return 1;
 }
 

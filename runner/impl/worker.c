@@ -141,10 +141,7 @@ static int answered(struct worker_call *c, const struct pg_impl_request *req, co
   const char *status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "status"));
   const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "message"));
   if (strcmp(status, "ok") == 0) {
-    char *out_dir = pg_path_join(c->dir, "out");
-    *rc = out_dir ? pg__collect_outputs(out_dir, req, out, err)
-                  : pg_error_set(err, PG_ENOMEM, "out of memory");
-    free(out_dir);
+    *rc = pg__collect_case_outputs(c->dir, req, out, err);
     return 1;
   }
   if (strcmp(status, "unavailable") == 0) {

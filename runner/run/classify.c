@@ -124,7 +124,8 @@ enum hint {
   HINT_NAN,       /* … with NaN where the reference has none */
   HINT_INSPECT,
   HINT_PROTOCOL,  /* a persistent process broke the worker protocol */
-  HINT_PY_EXPORT  /* a worker found the impl malformed (python: no such function, …) */
+  HINT_PY_EXPORT, /* a worker found the impl malformed (python: no such function, …) */
+  HINT_OUT_FILES  /* an output that is a link, a FIFO, …: never read */
 };
 
 static const char *const hint_text[] = {
@@ -143,6 +144,9 @@ static const char *const hint_text[] = {
     [HINT_PROTOCOL] = "the worker must write the handshake, then exactly one answer line per "
                       "request with its id, on the fd pair of PHASEGATE_WORKER_FDS (never "
                       "stdout): see docs/worker_protocol.md and the worker log named above",
+    [HINT_OUT_FILES] = "write each output as a regular file of its own in out/ (no symlink, "
+                       "hard link or FIFO, and keep out/ itself): phasegate never reads "
+                       "outside the case directory",
     [HINT_PY_EXPORT] = "a python: impl module defines the function named above; it takes the "
                        "primary inputs in contract order and returns the boundary outputs in "
                        "declared order (a tensor, a tuple or list, or a dict by output name)",
@@ -193,6 +197,7 @@ static const struct rule rules[] = {
     {IMPL(WORKER_PROTOCOL), PG_VERDICT_FAIL, PG_CAT_RUNTIME, 0, HINT_PROTOCOL},
     {IMPL(WORKER_ERROR), PG_VERDICT_FAIL, PG_CAT_RUNTIME, 0, HINT_NONE},
     {IMPL(WORKER_STRUCTURAL), PG_VERDICT_FAIL, PG_CAT_STRUCTURAL, 0, HINT_PY_EXPORT},
+    {IMPL(UNSAFE_OUTPUT), PG_VERDICT_FAIL, PG_CAT_STRUCTURAL, 0, HINT_OUT_FILES},
 };
 #undef IMPL
 #undef RUN

@@ -338,11 +338,27 @@ static void release_mmap(struct pg_tensor *t) {
   if (t->owned) munmap(t->owned, (size_t)(uintptr_t)t->release_ctx);
 }
 
+/* The reader proper: reads the open file fd (closed here), `path` names it in messages. */
+static int read_open_fd(int fd, const char *path, unsigned flags, struct pg_tensor *out,
+                        struct pg_error *err);
+
 int pg_npy_read_ex(const char *path, unsigned flags, struct pg_tensor *out, struct pg_error *err) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return pg_error_set(err, errno == ENOENT ? PG_ENOENT : PG_EIO, "%s: cannot open: %s", path,
                         strerror(errno));
+  return read_open_fd(fd, path, flags, out, err);
+}
+
+int pg_npy_read_fd(int fd, const char *what, unsigned flags, struct pg_tensor *out,
+                   struct pg_error *err) {
+  int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (own < 0) return pg_error_set(err, PG_EIO, "%s: %s", what, strerror(errno));
+  return read_open_fd(own, what, flags, out, err);
+}
+
+static int read_open_fd(int fd, const char *path, unsigned flags, struct pg_tensor *out,
+                        struct pg_error *err) {
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     close(fd);

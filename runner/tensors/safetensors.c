@@ -309,6 +309,10 @@ static int pread_full(int fd, void *buf, size_t n, uint64_t off) {
   return 0;
 }
 
+/* The reader proper: reads the open file fd (closed here), `path` names it in messages. */
+static int read_open_fd(int fd, const char *path, struct pg_tensor **tensors, int *count,
+                        struct pg_error *err);
+
 int pg_safetensors_read(const char *path, struct pg_tensor **tensors, int *count,
                         struct pg_error *err) {
   *tensors = NULL;
@@ -317,6 +321,20 @@ int pg_safetensors_read(const char *path, struct pg_tensor **tensors, int *count
   if (fd < 0)
     return pg_error_set(err, errno == ENOENT ? PG_ENOENT : PG_EIO, "%s: cannot open: %s", path,
                         strerror(errno));
+  return read_open_fd(fd, path, tensors, count, err);
+}
+
+int pg_safetensors_read_fd(int fd, const char *what, struct pg_tensor **tensors, int *count,
+                           struct pg_error *err) {
+  *tensors = NULL;
+  *count = 0;
+  int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (own < 0) return pg_error_set(err, PG_EIO, "%s: %s", what, strerror(errno));
+  return read_open_fd(own, what, tensors, count, err);
+}
+
+static int read_open_fd(int fd, const char *path, struct pg_tensor **tensors, int *count,
+                        struct pg_error *err) {
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     close(fd);

@@ -40,6 +40,14 @@ int pg_npy_read_ex(const char *path, unsigned flags, struct pg_tensor *out,
 int pg_npy_read_buffer_ex(const void *data, size_t size, unsigned flags, struct pg_tensor *out,
                           struct pg_error *err);
 
+/* The same from a file the caller opened (fd stays the caller's; `what` names the file
+ * in messages): a caller that must not follow symlinks or block on a FIFO opens it
+ * itself (the impl adapters read impl-written outputs this way). */
+int pg_npy_read_fd(int fd, const char *what, unsigned flags, struct pg_tensor *out,
+                   struct pg_error *err);
+int pg_safetensors_read_fd(int fd, const char *what, struct pg_tensor **tensors, int *count,
+                           struct pg_error *err);
+
 /* pg_tensor_file_read with pg_npy_read_ex flags for .npy files (e.g. pass
  * PG_NPY_ACCEPT_V2_AS_BF16 when the contract expects a bfloat16 output). */
 int pg_tensor_file_read_ex(const char *path, const char *name, unsigned npy_flags,

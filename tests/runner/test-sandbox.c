@@ -1,14 +1,17 @@
 /* Unit tests for runner/impl/sandbox.c: exit codes, signals, timeouts that kill the whole
- * process group, bounded capture, rlimits. */
+ * process group, children that leave it with setsid(), bounded capture, rlimits; and the
+ * removal of case directories (pg_remove_tree) that never follows a link. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "pg_test.h"
+#include "base/base.h"
 #include "impl/sandbox.h"
 
 static int say_and_exit(void *ctx) {
@@ -222,4 +225,66 @@ PG_TEST(sandbox_stamp_exit_for_exec) {
   PG_CHECK_EQ_INT(5, r.exit_code);
   PG_CHECK(r.wall_ms >= 0 && r.wall_ms < 300);
   pg_sandbox_result_reset(&r);
+}
+
+/* The child leaves a grandchild in a session of its own (setsid: out of the process
+ * group), which reports its pid through a pipe; the sandbox must kill it all the same
+ * (it carries the child's PHASEGATE_PROC_TAG). */
+static int escape_with_setsid(void *ctx) {
+  int *fds = ctx;
+  pid_t g = fork();
+  if (g == 0) {
+    setsid();
+    pid_t me[2] = {getpid(), getpid()}; /* one for the child, one for the test */
+    if (write(fds[1], me, sizeof me) != (ssize_t)sizeof me) _exit(1);
+    for (int i = 0; i < 600; i++) sleep(1); /* bounded: 10 minutes at most */
+    _exit(0);
+  }
+  pid_t got;
+  return read(fds[0], &got, sizeof got) == (ssize_t)sizeof got ? 0 : 1; /* it is running */
+}
+
+PG_TEST(sandbox_kills_setsid_escapee) {
+  int fds[2];
+  PG_CHECK(pipe(fds) == 0);
+  struct pg_sandbox_result r;
+  struct pg_sandbox_opts o = {10, 0, 0, 0};
+  PG_CHECK_OK(pg_sandbox_run(escape_with_setsid, fds, &o, &r, NULL));
+  PG_CHECK(r.exited && r.exit_code == 0);
+  pid_t escapee = 0;
+  PG_CHECK(read(fds[0], &escapee, sizeof escapee) == (ssize_t)sizeof escapee);
+  close(fds[0]);
+  close(fds[1]);
+  /* gone, or a zombie of init's at most: never a live process */
+  char path[64], st[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)escapee);
+  FILE *f = fopen(path, "r");
+  char state = 'X';
+  if (f && fgets(st, sizeof st, f) && strrchr(st, ')')) state = strrchr(st, ')')[2];
+  if (f) fclose(f);
+  PG_CHECK_MSG(state == 'X' || state == 'Z', "escapee %d still running (state %c)",
+               (int)escapee, state);
+  if (state != 'X' && state != 'Z') kill(escapee, SIGKILL);
+  pg_sandbox_result_reset(&r);
+}
+
+/* Case directories are removed by pg_remove_tree: links in them are removed, never
+ * followed (the directory and file they point to stay whole). */
+PG_TEST(remove_tree_never_follows_links) {
+  char root[] = "/tmp/pg-remove-tree-XXXXXX";
+  PG_CHECK(mkdtemp(root) != NULL);
+  char *outside = pg_path_fmt("%s/outside", root), *tree = pg_path_fmt("%s/tree", root);
+  char *keep = pg_path_fmt("%s/keep.txt", outside), *deep = pg_path_fmt("%s/a/b/c", tree);
+  char *l1 = pg_path_fmt("%s/a/out", tree), *l2 = pg_path_fmt("%s/a/b/file.npy", tree);
+  PG_CHECK(mkdir(outside, 0700) == 0 && pg_mkdir_p(deep) == 0);
+  FILE *f = fopen(keep, "w");
+  PG_CHECK(f != NULL);
+  if (f) fputs("keep\n", f), fclose(f);
+  PG_CHECK(symlink(outside, l1) == 0 && symlink(keep, l2) == 0);
+  pg_remove_tree(tree);
+  PG_CHECK(!pg_is_dir(tree));
+  PG_CHECK(pg_is_file(keep));
+  pg_remove_tree(root);
+  PG_CHECK(!pg_is_dir(root));
+  free(outside), free(tree), free(keep), free(deep), free(l1), free(l2);
 }
