@@ -133,6 +133,7 @@ static int environ_has(const char *pid, const char *tag, char *buf, size_t cap) 
  * (the capture pipe, the log: a fork of a forked child, whose /proc environ is still
  * the runner's own). */
 struct marks {
+  long min_pid;             /* older pids are skipped unread (0: none skipped) */
   const char *tag;
   unsigned long long since; /* only processes started since are searched */
   int n;
@@ -160,7 +161,10 @@ static int holds_marked_file(const char *pid, const struct marks *m) {
   return found;
 }
 
-/* One pass over /proc: SIGKILL to every live member of pgid and every marked process. */
+/* One pass over /proc: SIGKILL to every live member of pgid and every marked process.
+ * Returns how many marked processes outside the group it killed: only those can have
+ * forked since (a fork racing with the group's SIGKILL fails in the kernel), so only
+ * they call for another pass. The common end, nothing escaped, costs one pass. */
 static int kill_pass(int pgid, const struct marks *m) {
   DIR *d = opendir("/proc");
   if (!d) return 0;
@@ -170,7 +174,7 @@ static int kill_pass(int pgid, const struct marks *m) {
   while ((de = readdir(d)) != NULL) {
     char *end;
     long pid = strtol(de->d_name, &end, 10);
-    if (*end || pid <= 0 || pid == (long)self) continue;
+    if (*end || pid <= 0 || pid < m->min_pid || pid == (long)self) continue;
     char path[64], st[1024];
     snprintf(path, sizeof path, "/proc/%ld/stat", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -187,10 +191,11 @@ static int kill_pass(int pgid, const struct marks *m) {
                       "%*d %*d %*d %llu", &state, &pgrp, &start) != 3)
       continue;
     if (state == 'Z' || state == 'X') continue; /* dead: holds nothing any more */
-    if ((pgid > 0 && pgrp == pgid) ||
-        (start >= m->since && ((m->tag && m->buf && environ_has(de->d_name, m->tag, m->buf,
-                                                                  m->cap)) ||
-                               holds_marked_file(de->d_name, m)))) {
+    if (pgid > 0 && pgrp == pgid) {
+      kill((pid_t)pid, SIGKILL); /* dying already: the group was killed before the pass */
+    } else if (start >= m->since &&
+               ((m->tag && m->buf && environ_has(de->d_name, m->tag, m->buf, m->cap)) ||
+                holds_marked_file(de->d_name, m))) {
       kill((pid_t)pid, SIGKILL);
       n++;
     }
@@ -210,6 +215,16 @@ int pg__kill_leftovers(int pgid, const char *tag, const int *fds, int n_fds, dou
   }
   m.cap = 64u << 10;
   m.buf = m.tag ? malloc(m.cap) : NULL;
+  /* Everything to find was forked after the leader pgid, so has a greater pid unless
+   * the pid counter wrapped since; skipping the older ones unread makes the pass cost
+   * the processes started since, not every process on the machine. */
+  long last = 0;
+  FILE *f = pgid > 0 ? fopen("/proc/sys/kernel/ns_last_pid", "re") : NULL;
+  if (f) {
+    if (fscanf(f, "%ld", &last) != 1) last = 0;
+    fclose(f);
+  }
+  m.min_pid = (pgid > 0 && last >= pgid) ? pgid : 0;
   if (pgid > 0) kill(-pgid, SIGKILL);
   int total = 0;
   double until = pg_now_ms() + max_ms;
