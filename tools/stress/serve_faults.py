@@ -258,13 +258,28 @@ def sc_client(env, rng, stats):
     cid = env.next_case("hang" if hang else "c")
     p = env.popen(cid)
     time.sleep(rng.uniform(0.05, 0.5) if hang else rng.uniform(0, 0.15))
+    in_call = hang and leased(env)  # the hang case holds the only process: mid-call
+    held = worker_pids(env) if in_call else []
     p.kill()
     p.communicate()
-    if hang:
+    if in_call:
         stats["clients_killed_in_a_call"] = stats.get("clients_killed_in_a_call", 0) + 1
+        until = time.monotonic() + 5
+        while any(os.path.exists("/proc/%d" % q) and not zombie(q) for q in held):
+            if time.monotonic() > until:
+                raise Fault("the process a killed client held is still running: %s" % held)
+            time.sleep(0.02)
     # the process that client held is ended by the daemon; the next lease gets a live one
     env.run_right("after a client was killed")
     env.stop()
+
+
+def zombie(pid):
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return True
 
 
 def sc_deleted(env, rng, stats):
@@ -275,10 +290,7 @@ def sc_deleted(env, rng, stats):
     shutil.rmtree(env.build)
     join(ts, bad, "build tree deleted")
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and os.path.exists("/proc/%d" % pid):
-        with open("/proc/%d/stat" % pid, "rb") as f:
-            if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
-                break
+    while time.monotonic() < deadline and not zombie(pid):
         time.sleep(0.05)
     env.none_left("build tree deleted: the daemon and its processes")
     env.run_right("after the build tree was deleted (standalone)")
@@ -389,6 +401,7 @@ def main():
     ap.add_argument("--kind", help=argparse.SUPPRESS)
     ap.add_argument("--root", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)
     su.resolve_build(args)
     if args.inner_unwritable:
         try:

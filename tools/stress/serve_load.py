@@ -44,6 +44,15 @@ sys.path.insert(0, HERE)
 import stress_util as su  # noqa: E402
 
 
+def daemon_leases(args, ctl, env):
+    p = subprocess.run([args.phasegate, "serve", "--control", ctl, "--status"], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=30)
+    try:
+        return int(json.loads(p.stdout.decode())["leases"])
+    except (ValueError, KeyError, TypeError):
+        return -1
+
+
 def run_clients(args, ctl, spec, work, env, tag, crash_every, root):
     """The `run` way: N threads, each C sequential `phasegate run` processes."""
     n, calls = args.clients, args.run_calls
@@ -80,6 +89,7 @@ def run_clients(args, ctl, spec, work, env, tag, crash_every, root):
                     problems.append("client %d case %s: exit %d, want %d: %s" % (
                         k, c["id"], p.returncode, want, p.stdout.decode(errors="replace")[-600:]))
 
+    leases0 = daemon_leases(args, ctl, env)
     t0 = time.monotonic()
     threads = [threading.Thread(target=client, args=(k,)) for k in range(n)]
     for t in threads:
@@ -87,6 +97,7 @@ def run_clients(args, ctl, spec, work, env, tag, crash_every, root):
     for t in threads:
         t.join()
     wall = (time.monotonic() - t0) * 1000
+    leased = daemon_leases(args, ctl, env) - leases0
     counts = {"correct": 0, "crashes": 0, "lost": 0, "duplicated": 0, "wrong": 0}
     for k in range(n):
         rep = os.path.join(root, "reports_%d" % k, "load", "M1", "evaluation_report.json")
@@ -125,8 +136,9 @@ def run_clients(args, ctl, spec, work, env, tag, crash_every, root):
                wall_ms=round(wall, 1), calls_per_s=round(total / (wall / 1000), 1),
                p50_ms=round(lat[len(lat) // 2], 2) if lat else None,
                p99_ms=round(lat[int(len(lat) * 0.99)], 2) if lat else None,
-               max_ms=round(lat[-1], 2) if lat else None, **counts)
-    fig["ok"] = (not problems and counts["correct"] + counts["crashes"] == total
+               max_ms=round(lat[-1], 2) if lat else None, daemon_leases=leased, **counts)
+    # every run leased its process from the daemon: none fell back to standalone
+    fig["ok"] = (not problems and leased == total and counts["correct"] + counts["crashes"] == total
                  and counts["crashes"] == expected_crashes)
     for p in problems[:20]:
         print("  " + p)
@@ -200,6 +212,7 @@ def main():
     ap.add_argument("--short", action="store_true", help="the CTest variant: 4 x 25, 4 x 6 runs")
     ap.add_argument("--json", help="write every figure here")
     args = ap.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)
     if args.short:
         args.clients, args.calls, args.run_calls, args.crash_every = 4, 25, 6, 5
     args.modes = [m for m in args.modes.split(",") if m]
