@@ -77,7 +77,11 @@ static int start_slot(const struct pg_impl *impl, struct pg_pool *pool, struct p
   if (!impl->fresh_process && serve_conn(impl, pool) >= 0) {
     int rc = pg_serve_lease(pool->conn, spec, req->mode, req->device_id, as, start_timeout,
                             &s->proc, start_fail, err);
-    if (rc != PG_ENOTFOUND && rc != PG_ELIMIT) return rc;
+    /* PG_EIMPL: the impl's own start failed, reported as a standalone start would be.
+     * Anything else failed on the daemon's side (its control directory read-only or
+     * full, no memory there): this process starts it itself, which gives the same
+     * answer as a run without a daemon (tools/stress/serve_faults.py "unwritable"). */
+    if (rc == PG_OK || rc == PG_EIMPL) return rc;
     if (rc == PG_ENOTFOUND) { /* the daemon went away: standalone from now on */
       pg_serve_disconnect(pool->conn);
       pool->conn = -1;

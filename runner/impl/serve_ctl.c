@@ -43,6 +43,9 @@ static cJSON *ping_dir(const char *dir) {
 static int take_lock(const char *dir, struct pg_error *err) {
   char *path = pg_path_join(dir, PG_SERVE_LOCK);
   int fd = path ? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
+  /* a read-only control directory: its existing lock file still locks read-only */
+  if (fd < 0 && path && (errno == EROFS || errno == EACCES))
+    fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     pg_error_set(err, PG_EIO, "%s: %s", path ? path : dir, strerror(errno));
     free(path);
@@ -143,10 +146,17 @@ int pg_serve_stop(const char *control_dir, double timeout_s, int *pid, struct pg
   if (!control_dir || !*control_dir) return pg_error_set(err, PG_EINVAL, "no control directory");
   struct stat st;
   if (stat(control_dir, &st) != 0) return PG_OK; /* nothing was ever started there */
-  int lock = take_lock(control_dir, err);
-  if (lock < 0) return err ? err->code : PG_EIO;
+  struct pg_error lock_err;
+  pg_error_clear(&lock_err);
+  int lock = take_lock(control_dir, &lock_err);
+  /* No lock file and none can be made (a read-only directory): no starter can take it
+   * either, so stop without it rather than leave a daemon nobody can stop. */
+  if (lock < 0 && lock_err.code == PG_ETIMEOUT) {
+    if (err) *err = lock_err;
+    return lock_err.code;
+  }
   int rc = stop_locked(control_dir, timeout_s, pid, err);
-  close(lock);
+  if (lock >= 0) close(lock);
   return rc;
 }
 
