@@ -1,4 +1,4 @@
-/* pg_worker_c — the worker protocol (version 1, DESIGN.md §6) in C: a no-op impl.
+/* pg_worker_c — the worker protocol (version 1, docs/worker_protocol.md) in C: a no-op impl.
  *
  * Started by phasegate as `worker:COMMAND` (under /bin/sh -c, with PHASEGATE_WORKER=1,
  * PHASEGATE_MODE, PHASEGATE_DEVICE_ID and PHASEGATE_WORKER_FDS=R,W), it writes the
@@ -297,7 +297,7 @@ int main(void) {
     return 2;
   }
   /* The protocol fds are never inherited by children; fd 1 becomes stderr, so neither
-   * printf nor a library's write(1, …) can reach the protocol (DESIGN.md §6). */
+   * printf nor a library's write(1, …) can reach the protocol. */
   fcntl(r, F_SETFD, FD_CLOEXEC);
   fcntl(w, F_SETFD, FD_CLOEXEC);
   fflush(stdout);

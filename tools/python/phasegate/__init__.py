@@ -1,4 +1,4 @@
-"""phasegate's Python side (DESIGN.md §6, docs/python.md).
+"""phasegate's Python side (docs/python.md).
 
 - phasegate.protocol: the exec/worker impl protocol (Request, serve, main), the API
   that tools/pg_exec_helper.py re-exports for existing impls;

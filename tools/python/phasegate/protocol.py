@@ -1,4 +1,4 @@
-"""The exec and worker impl protocols, impl side (DESIGN.md §6, docs/worker_protocol.md).
+"""The exec and worker impl protocols, impl side (docs/worker_protocol.md).
 
 An exec impl is any program phasegate runs once per (case, mode) with PHASEGATE_REQUEST
 pointing at a request.json (op, suffix, up_to_module, mode, case, dims, knobs, inputs,
@@ -125,7 +125,7 @@ class Request:
 
 def load_request(path=None):
     return Request(path)
-# ---- worker protocol, version 1 (DESIGN.md §6, docs/worker_protocol.md) ----
+# ---- worker protocol, version 1 (docs/worker_protocol.md) ----
 
 def _protocol_fds():
     """(R, W) from PHASEGATE_WORKER_FDS=R,W."""

@@ -1,4 +1,4 @@
-"""phasegate's Python worker: `python3 -m phasegate.worker` (DESIGN.md §6, docs/python.md).
+"""phasegate's Python worker: `python3 -m phasegate.worker` (docs/python.md).
 
 One persistent process (worker protocol v1, phasegate.protocol.serve) that calls Python
 functions by file and name: the impl modules behind `--impl python:FILE.py[::FUNCTION]`
