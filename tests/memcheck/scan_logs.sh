@@ -1,10 +1,11 @@
 #!/bin/sh
 # scan_logs.sh SCAN_SH LOGS: tools/valgrind/scan.sh on hand-made valgrind logs (LOGS/<case>/):
 # a clean run passes (a forked child whose log ends at its exec, descriptors the test
-# itself handed down, a process of another tree whose parent pid is a pid of this one,
-# a descriptor held by a process that crashed); an error, a definite leak, an error in a
-# process later killed, a descriptor leaked into the plugin host, one a process opened
-# and held at exit, and a directory without logs each fail, naming what was found.
+# itself handed down, its own valgrind log, a process of another tree whose parent pid
+# is a pid of this one, a descriptor held by a process that crashed); an error, a
+# definite leak, an error in a process later killed, a descriptor leaked into the plugin
+# host, one a process opened and held at exit, and a directory without logs each fail,
+# naming what was found.
 set -u
 scan=$1 logs=$2
 fails=0

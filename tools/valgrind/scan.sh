@@ -17,7 +17,7 @@ if [ ! -e "$1" ]; then
   echo "memcheck: no valgrind logs in $dir"
   exit 1
 fi
-awk -v logdir="$dir" '
+awk '
 # Per log: its pid and parent, errors, leaks, the descriptors it inherited (beyond 0..4)
 # and the ones it opened and still held when it exited (valgrind logs left out).
 # - A child (its parent is a traced process: an exec of the plugin host or the daemon,
@@ -40,8 +40,9 @@ FNR == 1 { n++; file[n] = FILENAME; k = key(FILENAME); idx[k] = n; tr[n] = tree;
 /^ *indirectly lost: / { v = $3; gsub(/,/, "", v); ind[n] = v + 0 }
 /^Open [A-Za-z_ ]*(descriptor|socket) [0-9]+:/ {
   fd = $0; sub(/:.*/, "", fd); sub(/.* /, "", fd); fd += 0
-  if (index($0, logdir "/vg.") > 0) fd = -1
-  what = $0; sub(/^[^:]*: ?/, "", what); next }
+  what = $0; sub(/^[^:]*: ?/, "", what)
+  if (what ~ /\/vg\.[^\/]*\.[0-9]+\.log$/) fd = -1 # a valgrind log (vg.sh names them)
+  next }
 fd >= 0 && /<inherited from parent>/ { if (fd > 4) inh[n, fd] = what; fd = -1; next }
 fd >= 0 && /^ *at 0x/ { at = $0; sub(/^ *at 0x[0-9A-Fa-f]+: /, "", at); opened[n, fd] = what " " at; fd = -1 }
 END {
