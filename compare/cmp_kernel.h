@@ -234,7 +234,8 @@ PG__KATTR static void PG__K(chunk)(const struct pg__kparams *kp, const void *imp
       double r0 = pg__rel_r0(kp, p);
       enum pg__hot_mode mode = full_left > 0 ? PG__HOT_FULL : pg__hot_mode(kp, r0);
       PG__HOT(kp, mode, pa, pb, m, r0, &h);
-      if (mode != PG__HOT_FULL && h.rel && !h.nonfin) {
+      /* h.nonfin first: with a non-finite pair the kernel stops before setting h.rel */
+      if (mode != PG__HOT_FULL && !h.nonfin && h.rel) {
         /* a pair may raise max_rel: the skipped tests are needed after all */
         PG__HOT(kp, PG__HOT_FULL, pa, pb, m, r0, &h);
         full_left = 16;

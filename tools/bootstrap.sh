@@ -14,6 +14,7 @@ packages=(
   python3-torch                                  # attention_torch.py example impl + its tests (CPU)
   python3-venv                                   # the installed wheel into a venv (python_impl/install)
   chromium fonts-dejavu-core                     # the HTML report in headless Chromium (report_html/chromium)
+  valgrind                                       # memcheck/* tests, tools/valgrind/memcheck.sh
 )
 
 sudo=""

@@ -1,7 +1,8 @@
 #!/bin/sh
 # repo/readme_ci: the README's first fenced block holds exactly two commands; the first
 # ends in the main job (verify_all), the second runs the test suite; `.ci/run` contains
-# the second line verbatim; tools/bootstrap.sh lists every package issue 2 names.
+# the second line verbatim; tools/bootstrap.sh lists every package issue 2 names, and
+# valgrind (the memcheck/* tests register only where it is installed).
 # usage: readme_ci.sh SOURCE_DIR
 set -eu
 src=$1
@@ -24,7 +25,7 @@ case $cmd2 in *workflow*|*ctest*) ;; *) fail "command 2 runs no tests: $cmd2" ;;
 grep -qxF "$cmd2" "$src/.ci/run" || fail ".ci/run does not contain command 2 verbatim: $cmd2"
 grep -q '^set -e' "$src/.ci/run" || fail ".ci/run does not stop on failure (set -e)"
 
-for p in cmake ninja-build libyaml-dev libcjson-dev libopenblas-dev libdlpack-dev python3-numpy clang; do
+for p in cmake ninja-build libyaml-dev libcjson-dev libopenblas-dev libdlpack-dev python3-numpy clang valgrind; do
   grep -qw -- "$p" "$src/tools/bootstrap.sh" || fail "tools/bootstrap.sh does not install $p"
 done
 echo "repo/readme_ci: ok"
