@@ -200,8 +200,12 @@ static void reap(struct pg_proc *p, int wait_ms, struct pg_proc_result *r) {
     }
   }
   /* what is left: the group's stragglers and children that left it with setsid(), all
-   * gone before the caller starts a replacement (a flock they hold is released) */
-  pg__kill_leftovers(p->pid, p->tag, &p->log_fd, 1, 1000);
+   * gone before the caller starts a replacement (a flock they hold is released). By the
+   * tag alone, not by the log file: a persistent process is exec()ed, so its
+   * descendants carry the tag, while `phasegate run` clients of `phasegate serve` hold
+   * the worker's log open to read their calls' output, and must not be taken for its
+   * children (serve/load_short, serve/faults_short). */
+  pg__kill_leftovers(p->pid, p->tag, NULL, 0, 1000);
   if (r && got) {
     if (WIFEXITED(status)) r->exited = 1, r->exit_code = WEXITSTATUS(status);
     else if (WIFSIGNALED(status)) r->signaled = 1, r->signo = WTERMSIG(status);

@@ -684,7 +684,7 @@ static int reap_one(struct wproc *w) {
   w->reaped = 1;
   w->status = st;
   /* what it left behind in its group, and children that left it (setsid) */
-  pg__kill_leftovers(w->pid, w->p.tag, &w->p.log_fd, 1, 200);
+  pg__kill_leftovers(w->pid, w->p.tag, NULL, 0, 200); /* by tag only: see proc.c */
   return 1;
 }
 

@@ -332,7 +332,7 @@ static void shutdown_all(struct daemon *d) {
       }
       w->reaped = 1, w->status = st;
     }
-    pg__kill_leftovers(w->pid, w->p.tag, &w->p.log_fd, 1, 200); /* children that left the group too */
+    pg__kill_leftovers(w->pid, w->p.tag, NULL, 0, 200); /* children that left the group too */
     if (w->end_to) pg__serve_answer_end(d, w->end_to, w, 0);
     pg__serve_w_remove(w);
   }
