@@ -193,7 +193,7 @@ int pg_serve_lease(int conn, const char *impl_spec, const char *mode, int device
     rc = (int)pg__serve_int(a, "code", PG_EIO, INT_MIN, INT_MAX);
     if (rc == PG_OK) rc = PG_EIO;
     const char *msg = pg__serve_str(a, "message");
-    pg_error_set(err, rc, "%s", msg ? msg : "the daemon refused the lease");
+    pg_error_set(err, rc, "%s", msg && *msg ? msg : "the daemon refused the lease");
     if (rc == PG_EIMPL) start_facts(a, start_fail);
   } else if (fd < 0) {
     rc = pg_error_set(err, PG_ENOTFOUND, "the daemon's lease came without a socket");

@@ -628,6 +628,12 @@ static cJSON *merged_checks(const char *path, const struct pg_run_phase *m,
     pg_json_pos_reset(&pos);
     cJSON *prev = src == PG_OK || src == PG_ELIMIT ? cJSON_Parse(old) : NULL;
     if ((!prev && src == PG_OK) || src == PG_ENOMEM) report_oom = 1;
+    /* ... and with the keys the loader wants (a check without its status is corrupt) */
+    struct pg_error verr;
+    if (prev && pg__report_validate(path, old, strlen(old), prev, &verr) != PG_OK) {
+      cJSON_Delete(prev);
+      prev = NULL;
+    }
     free(old);
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(prev, "op_name");
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(prev, "up_to_module");

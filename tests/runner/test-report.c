@@ -422,12 +422,12 @@ PG_TEST(report_merge_upgrades_schema_1_boundary) {
 }
 
 /* An existing report whose text cJSON accepts but JSON does not (a byte that is no
- * UTF-8 in a check's string) is corrupt: it is replaced, so the written report loads
- * in `phasegate report` (fuzz_report_merge's regression, tests/fuzz-corpus/
- * report_merge/regress-invalid-utf8). */
-PG_TEST(report_merge_replaces_invalid_utf8) {
+ * UTF-8 in a check's string), or whose check lacks a key the loader wants, is corrupt:
+ * it is replaced, so the written report loads in `phasegate report` (fuzz_report_merge's
+ * regressions, tests/fuzz-corpus/report_merge/regress-*). */
+static void merge_into_corrupt(const char *name, const char *old) {
   char path[4096];
-  snprintf(path, sizeof path, "%s/utf8/evaluation_report.json", pg_test_tmpdir());
+  snprintf(path, sizeof path, "%s/%s/evaluation_report.json", pg_test_tmpdir(), name);
   struct pg_run_phase m = {"op", "plugin:x.so", 3, 3, "0.1.0", NULL, NULL, "sim", NULL};
   char *dir = strdup(path);
   *strrchr(dir, '/') = 0;
@@ -435,8 +435,7 @@ PG_TEST(report_merge_replaces_invalid_utf8) {
   free(dir);
   FILE *f = fopen(path, "w");
   PG_CHECK(f != NULL);
-  fputs("{\"schema_version\":2,\"op_name\":\"op\",\"up_to_module\":3,\"checks\":["
-        "{\"id\":\"L1_\xAA\",\"suite_index\":0,\"status\":\"PASS\"}]}", f);
+  fputs(old, f);
   fclose(f);
   struct pg_case_result a;
   fake_case(&a, "L2_new", 1, PG_VERDICT_PASS, PG_VERDICT_PASS);
@@ -453,6 +452,14 @@ PG_TEST(report_merge_replaces_invalid_utf8) {
   PG_CHECK_EQ_INT(1, cJSON_GetObjectItem(r, "cases_total")->valueint);
   PG_CHECK_EQ_STR("L2_new", str(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "checks"), 0), "id"));
   cJSON_Delete(r);
+}
+
+PG_TEST(report_merge_replaces_corrupt_reports) {
+  merge_into_corrupt("utf8", "{\"schema_version\":2,\"op_name\":\"op\",\"up_to_module\":3,"
+                     "\"checks\":[{\"id\":\"L1_\xAA\",\"suite_index\":0,\"status\":\"PASS\"}]}");
+  merge_into_corrupt("nostatus", "{\"schema_version\":2,\"op_name\":\"op\",\"up_to_module\":3,"
+                     "\"checks\":[{\"id\":\"L1_a\",\"status\":\"PASS\",\"modes\":[{\"mode\":"
+                     "\"sim\"}]}]}");
 }
 
 PG_TEST(report_concurrent_writers) {

@@ -83,6 +83,23 @@ PG_TEST(start_facts_out_of_range_are_clamped) {
   close(sv[0]), close(sv[1]);
 }
 
+/* A refusal with an empty message still says what happened. */
+PG_TEST(refusal_without_message) {
+  int sv[2];
+  PG_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+  int big = 1 << 20;
+  setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+  send_answer(sv[1], "{\"code\":9,\"message\":\"\"}\n", -1);
+  struct pg_proc p;
+  struct pg_proc_result fail;
+  struct pg_error err;
+  pg_proc_result_init(&fail);
+  PG_CHECK(pg_serve_lease(sv[0], "worker:./w.sh", "sim", 0, 0, 10, &p, &fail, &err) != PG_OK);
+  PG_CHECK_EQ_STR("the daemon refused the lease", err.message);
+  pg_proc_result_reset(&fail);
+  close(sv[0]), close(sv[1]);
+}
+
 PG_TEST(serve_int_clamps) {
   cJSON *o = cJSON_Parse("{\"big\":1e300,\"small\":-1e300,\"mid\":42.9,\"s\":\"7\"}");
   PG_CHECK(o != NULL);
