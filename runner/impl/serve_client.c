@@ -118,22 +118,35 @@ static void lease_end(void *ctx, struct pg_proc *p, int wait_ms, struct pg_proc_
   cJSON_Delete(req);
   if (ok && r) {
     r->exited = pg__serve_is_true(a, "exited");
-    r->exit_code = (int)pg__serve_num(a, "exit_code", 0);
+    r->exit_code = (int)pg__serve_int(a, "exit_code", 0, INT_MIN, INT_MAX);
     r->signaled = pg__serve_is_true(a, "signaled");
-    r->signo = (int)pg__serve_num(a, "signo", 0);
+    r->signo = (int)pg__serve_int(a, "signo", 0, 0, INT_MAX);
   }
   if (!ok) pg__serve_kill_foreign(p->pid);
   cJSON_Delete(a);
 }
 
+/* The process's log, read for each call's captured output: a regular file only (a FIFO
+ * or a device named by the answer would block the open or the reads). */
+static int open_log(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
 /* Fills the start facts of an error answer into r. */
 static void start_facts(const cJSON *a, struct pg_proc_result *r) {
   if (!r) return;
-  r->end = (enum pg_proc_end)(int)pg__serve_num(a, "end", PG_PROC_EXITED);
+  r->end = (enum pg_proc_end)pg__serve_int(a, "end", PG_PROC_EXITED, PG_PROC_TIMEOUT,
+                                                PG_PROC_PROTOCOL);
   r->exited = pg__serve_is_true(a, "exited");
-  r->exit_code = (int)pg__serve_num(a, "exit_code", 0);
+  r->exit_code = (int)pg__serve_int(a, "exit_code", 0, INT_MIN, INT_MAX);
   r->signaled = pg__serve_is_true(a, "signaled");
-  r->signo = (int)pg__serve_num(a, "signo", 0);
+  r->signo = (int)pg__serve_int(a, "signo", 0, 0, INT_MAX);
   r->wall_ms = pg__serve_num(a, "wall_ms", 0);
   r->captured_truncated = pg__serve_is_true(a, "captured_truncated");
   const char *proto = pg__serve_str(a, "protocol");
@@ -177,22 +190,26 @@ int pg_serve_lease(int conn, const char *impl_spec, const char *mode, int device
   }
   int rc = PG_OK;
   if (!pg__serve_status_ok(a)) {
-    rc = (int)pg__serve_num(a, "code", PG_EIO);
+    rc = (int)pg__serve_int(a, "code", PG_EIO, INT_MIN, INT_MAX);
     if (rc == PG_OK) rc = PG_EIO;
     const char *msg = pg__serve_str(a, "message");
-    pg_error_set(err, rc, "%s", msg ? msg : "the daemon refused the lease");
+    pg_error_set(err, rc, "%s", msg && *msg ? msg : "the daemon refused the lease");
     if (rc == PG_EIMPL) start_facts(a, start_fail);
   } else if (fd < 0) {
     rc = pg_error_set(err, PG_ENOTFOUND, "the daemon's lease came without a socket");
+  } else if (pg__serve_int(a, "pid", 0, 0, INT_MAX) < 2) {
+    /* the process group of pid 1 (or 0) is not a worker: ending the lease would kill
+     * everything this user runs (kill(-1, SIGKILL)) */
+    rc = pg_error_set(err, PG_ENOTFOUND, "the daemon's lease names no process (pid %d)",
+                      (int)pg__serve_int(a, "pid", 0, INT_MIN, INT_MAX));
   } else {
     const char *log = pg__serve_str(a, "log");
-    p->pid = (int)pg__serve_num(a, "pid", 0);
+    p->pid = (int)pg__serve_int(a, "pid", 0, 0, INT_MAX);
     p->sock = fd;
     p->log_path = pg_strdup(log ? log : "");
-    p->log_fd = log ? open(log, O_RDONLY | O_CLOEXEC) : -1;
-    p->calls = (int)pg__serve_num(a, "calls", 0);
-    p->next_id = (int64_t)pg__serve_num(a, "next_id", 1);
-    if (p->next_id < 1) p->next_id = 1;
+    p->log_fd = log ? open_log(log) : -1;
+    p->calls = (int)pg__serve_int(a, "calls", 0, 0, INT_MAX);
+    p->next_id = pg__serve_int(a, "next_id", 1, 1, INT64_MAX);
     p->start_ms = pg__serve_num(a, "start_ms", 0);
     p->remote_end = lease_end;
     p->remote_ctx = (void *)(intptr_t)conn;

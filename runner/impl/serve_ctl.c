@@ -116,7 +116,7 @@ static int stop_locked(const char *dir, double timeout_s, int *pid, struct pg_er
     reclaim(dir);
     return PG_OK;
   }
-  *pid = (int)pg__serve_num(ping, "pid", 0);
+  *pid = (int)pg__serve_int(ping, "pid", 0, 0, INT_MAX);
   cJSON_Delete(ping);
   cJSON *a = NULL;
   int ms = (int)(timeout_s * 1000);
@@ -176,7 +176,7 @@ int pg_serve_start(const struct pg_serve_options *o, const char *const *daemon_a
     snprintf(exe, sizeof exe, "%016" PRIx64, pg__serve_exe_fp());
     const char *theirs = pg__serve_str(ping, "exe");
     int same = theirs && strcmp(theirs, exe) == 0;
-    *pid = (int)pg__serve_num(ping, "pid", 0);
+    *pid = (int)pg__serve_int(ping, "pid", 0, 0, INT_MAX);
     cJSON_Delete(ping);
     if (same) {
       *already = 1;
@@ -219,7 +219,7 @@ int pg_serve_start(const struct pg_serve_options *o, const char *const *daemon_a
       break;
     }
     ping = ping_dir(dir);
-    int ready = ping && (int)pg__serve_num(ping, "pid", 0) == (int)child;
+    int ready = ping && pg__serve_int(ping, "pid", 0, 0, INT_MAX) == (int64_t)child;
     cJSON_Delete(ping);
     if (ready) {
       *pid = (int)child;

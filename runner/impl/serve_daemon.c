@@ -405,9 +405,9 @@ static void on_lease(struct daemon *d, struct conn *c, const cJSON *req) {
   char **ev = calloc(n_env + 1, sizeof *ev);
   const cJSON *e;
   cJSON_ArrayForEach(e, env) if (ev && cJSON_IsString(e)) ev[k++] = e->valuestring;
-  struct pool *pl = ev ? pg__serve_pool_get(d, impl, mode, (int)pg__serve_num(req, "device", 0),
-                                  (uint64_t)pg__serve_num(req, "rlimit_as", 0), cwd,
-                                  (int)pg__serve_num(req, "umask", 022), ev, k, host)
+  struct pool *pl = ev ? pg__serve_pool_get(d, impl, mode, (int)pg__serve_int(req, "device", 0, INT_MIN, INT_MAX),
+                                  (uint64_t)pg__serve_int(req, "rlimit_as", 0, 0, INT64_MAX), cwd,
+                                  (int)pg__serve_int(req, "umask", 022, 0, 0777), ev, k, host)
                        : NULL;
   free(ev);
   if (!pl) {
@@ -448,15 +448,15 @@ static struct wproc *held(struct daemon *d, struct conn *c, int pid) {
 
 static void on_release(struct daemon *d, struct conn *c, const cJSON *req) {
   int ok = pg__serve_is_true(req, "ok");
-  struct wproc *w = held(d, c, (int)pg__serve_num(req, "pid", 0));
+  struct wproc *w = held(d, c, (int)pg__serve_int(req, "pid", 0, 0, INT_MAX));
   if (!w) {
     if (!ok) answer_error(d, c, PG_EINVAL, "no such lease on this connection");
     return;
   }
-  int calls = (int)pg__serve_num(req, "calls", w->calls);
+  int calls = (int)pg__serve_int(req, "calls", w->calls, 0, INT_MAX);
   if (calls > w->calls) d->calls += calls - w->calls;
   w->calls = calls;
-  w->next_id = (int64_t)pg__serve_num(req, "next_id", (double)w->next_id);
+  w->next_id = pg__serve_int(req, "next_id", w->next_id, 1, INT64_MAX);
   w->holder = NULL;
   struct pool *pl = w->pool;
   if (ok) {
@@ -479,7 +479,7 @@ static void on_release(struct daemon *d, struct conn *c, const cJSON *req) {
     dispatch(d, pl);
     return;
   }
-  int wait_ms = (int)pg__serve_num(req, "wait_ms", 0);
+  int wait_ms = (int)pg__serve_int(req, "wait_ms", 0, 0, INT_MAX);
   w->state = W_DYING;
   w->end_to = c;
   w->deadline = pg_now_ms() + wait_ms;

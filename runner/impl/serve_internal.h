@@ -7,6 +7,7 @@
 #define PHASEGATE_IMPL_SERVE_INTERNAL_H
 
 #include <pthread.h>
+#include <limits.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/un.h>
@@ -118,6 +119,9 @@ void pg__serve_kill_foreign(int pid);
 int pg__serve_sock_addr(const char *dir, struct sockaddr_un *sa, int *dirfd);
 int pg__serve_recv_json(int fd, int timeout_ms, cJSON **out, int *got_fd);
 double pg__serve_num(const cJSON *o, const char *key, double dflt);
+/* The number at key as an integer in [lo, hi] (the nearest bound when outside); dflt
+ * when there is no number. */
+int64_t pg__serve_int(const cJSON *o, const char *key, int64_t dflt, int64_t lo, int64_t hi);
 const char *pg__serve_str(const cJSON *o, const char *key);
 int pg__serve_is_true(const cJSON *o, const char *key);
 int pg__serve_status_ok(const cJSON *a);

@@ -256,6 +256,16 @@ double pg__serve_num(const cJSON *o, const char *key, double dflt) {
   return cJSON_IsNumber(v) ? v->valuedouble : dflt;
 }
 
+/* Integers from the other side are clamped, not cast: a cast of a double outside the
+ * target type is undefined behaviour (1e300 as a pid; found by fuzz_serve_daemon). */
+int64_t pg__serve_int(const cJSON *o, const char *key, int64_t dflt, int64_t lo, int64_t hi) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble) return dflt;
+  if (v->valuedouble <= (double)lo) return lo;
+  if (v->valuedouble >= (double)hi) return hi;
+  return (int64_t)v->valuedouble;
+}
+
 const char *pg__serve_str(const cJSON *o, const char *key) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   return cJSON_IsString(v) ? v->valuestring : NULL;

@@ -414,13 +414,18 @@ static int parse_report(const char *path, const char *text, size_t len, cJSON **
   return *out ? PG_OK : pg_error_set_at(err, PG_EPARSE, path, line, col, "malformed JSON");
 }
 
+int pg__report_validate(const char *name, const char *text, size_t len, const cJSON *json,
+                        struct pg_error *err) {
+  struct vctx v = {.file = name, .text = text, .len = len, .err = err};
+  return check_report(&v, json);
+}
+
 int pg_report_parse(const char *name, const char *text, size_t len, cJSON **out,
                     struct pg_error *err) {
   *out = NULL;
   cJSON *json = NULL;
   PG_RETURN_IF_ERROR(parse_report(name, text, len, &json, err));
-  struct vctx v = {.file = name, .text = text, .len = len, .err = err};
-  int rc = check_report(&v, json);
+  int rc = pg__report_validate(name, text, len, json, err);
   if (rc != PG_OK) cJSON_Delete(json);
   else *out = json;
   return rc;

@@ -617,14 +617,22 @@ static cJSON *merged_checks(const char *path, const struct pg_run_phase *m,
   cJSON *checks = cJSON_CreateArray();
   char *old = read_file(path, &report_oom);
   if (old) {
-    cJSON *prev = cJSON_Parse(old);
-    if (!prev) { /* a corrupt report is replaced; a valid one cJSON could not hold is OOM */
-      struct pg_json_pos pos;
-      struct pg_json_fail fail;
-      pg_json_pos_init(&pos);
-      int src = pg_json_pos_scan(old, strlen(old), NULL, &pos, &fail);
-      if (src == PG_OK || src == PG_ENOMEM) report_oom = 1;
-      pg_json_pos_reset(&pos);
+    /* A corrupt report is replaced; a valid one cJSON could not hold is OOM. Valid as
+     * the report loader (load.c) reads it: cJSON alone lets bytes through that are no
+     * JSON (invalid UTF-8, text after the value), and a merge that kept them would
+     * write a report `phasegate report` refuses (found by fuzz_report_merge). */
+    struct pg_json_pos pos;
+    struct pg_json_fail fail;
+    pg_json_pos_init(&pos);
+    int src = pg_json_pos_scan(old, strlen(old), NULL, &pos, &fail);
+    pg_json_pos_reset(&pos);
+    cJSON *prev = src == PG_OK || src == PG_ELIMIT ? cJSON_Parse(old) : NULL;
+    if ((!prev && src == PG_OK) || src == PG_ENOMEM) report_oom = 1;
+    /* ... and with the keys the loader wants (a check without its status is corrupt) */
+    struct pg_error verr;
+    if (prev && pg__report_validate(path, old, strlen(old), prev, &verr) != PG_OK) {
+      cJSON_Delete(prev);
+      prev = NULL;
     }
     free(old);
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(prev, "op_name");

@@ -149,6 +149,11 @@ int pg_report_set_load(const char *const *paths, int n, struct pg_report_set *se
  * each file; the fuzz harness drives it directly. */
 int pg_report_parse(const char *name, const char *text, size_t len, cJSON **out,
                     struct pg_error *err);
+/* Room-internal: the key check of pg_report_parse on an already parsed report (`text`
+ * its source, for positions). The merge (report.c) keeps an existing report only when
+ * it passes, so a merge never writes a report `phasegate report` would refuse. */
+int pg__report_validate(const char *name, const char *text, size_t len, const cJSON *json,
+                        struct pg_error *err);
 
 /* ---- the HTML page of `phasegate report` (report/html*.c) ---- */
 

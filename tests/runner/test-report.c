@@ -422,6 +422,47 @@ PG_TEST(report_merge_upgrades_schema_1_boundary) {
   pg_case_result_reset(&a);
 }
 
+/* An existing report whose text cJSON accepts but JSON does not (a byte that is no
+ * UTF-8 in a check's string), or whose check lacks a key the loader wants, is corrupt:
+ * it is replaced, so the written report loads in `phasegate report` (fuzz_report_merge's
+ * regressions, tests/fuzz-corpus/report_merge/regress-*). */
+static void merge_into_corrupt(const char *name, const char *old) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s/evaluation_report.json", pg_test_tmpdir(), name);
+  struct pg_run_phase m = {"op", "plugin:x.so", 3, 3, "0.1.0", NULL, NULL, "sim", NULL};
+  char *dir = strdup(path);
+  *strrchr(dir, '/') = 0;
+  PG_CHECK(pg_mkdir_p(dir) == 0);
+  free(dir);
+  FILE *f = fopen(path, "w");
+  PG_CHECK(f != NULL);
+  fputs(old, f);
+  fclose(f);
+  struct pg_case_result a;
+  fake_case(&a, "L2_new", 1, PG_VERDICT_PASS, PG_VERDICT_PASS);
+  PG_CHECK_OK(pg_report_merge_write(path, &m, &a, 1, NULL));
+  pg_case_result_reset(&a);
+  f = fopen(path, "r");
+  PG_CHECK(f != NULL);
+  static char text[1 << 20];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  cJSON *r = NULL;
+  struct pg_error err;
+  PG_CHECK_OK(pg_report_parse("merged.json", text, n, &r, &err));
+  PG_CHECK_EQ_INT(1, cJSON_GetObjectItem(r, "cases_total")->valueint);
+  PG_CHECK_EQ_STR("L2_new", str(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "checks"), 0), "id"));
+  cJSON_Delete(r);
+}
+
+PG_TEST(report_merge_replaces_corrupt_reports) {
+  merge_into_corrupt("utf8", "{\"schema_version\":2,\"op_name\":\"op\",\"up_to_module\":3,"
+                     "\"checks\":[{\"id\":\"L1_\xAA\",\"suite_index\":0,\"status\":\"PASS\"}]}");
+  merge_into_corrupt("nostatus", "{\"schema_version\":2,\"op_name\":\"op\",\"up_to_module\":3,"
+                     "\"checks\":[{\"id\":\"L1_a\",\"status\":\"PASS\",\"modes\":[{\"mode\":"
+                     "\"sim\"}]}]}");
+}
+
 PG_TEST(report_concurrent_writers) {
   char path[4096];
   snprintf(path, sizeof path, "%s/r/evaluation_report.json", pg_test_tmpdir());

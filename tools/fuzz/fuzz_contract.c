@@ -1,7 +1,7 @@
 /* phasegate fuzz harness — the contract loader (runner/spec/contract_yaml.c,
  * contract_schema.c) and the shape/fill checks it drives.
  *
- *   build/asan/tools/fuzz/fuzz_contract tools/fuzz/corpus/fuzz_contract
+ *   build/asan/tools/fuzz/fuzz_contract tests/fuzz-corpus/contract
  *
  * Each input is loaded as module_interfaces.yaml. Besides the sanitizers, the harness
  * checks the loader's promises and traps when one is broken: PG_OK exactly when no

@@ -1,6 +1,6 @@
 /* phasegate fuzz harness — shape and float expressions (goldens/expr.c).
  *
- *   build/asan/tools/fuzz/fuzz_expr tools/fuzz/corpus/fuzz_expr
+ *   build/asan/tools/fuzz/fuzz_expr tests/fuzz-corpus/expr
  *
  * The input is one expression (bytes up to the first NUL). It is checked and
  * evaluated in both grammars against a few bindings, including extreme values, and

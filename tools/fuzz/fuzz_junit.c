@@ -1,7 +1,7 @@
 /* phasegate fuzz harness — filling ctest's JUnit failure messages (runner/report/junit.c):
  * pg_report_junit_text on arbitrary text, with one fixed report.
  *
- *   build/asan/tools/fuzz/fuzz_junit tools/fuzz/corpus/fuzz_junit
+ *   build/asan/tools/fuzz/fuzz_junit tests/fuzz-corpus/junit
  *
  * Each input is one JUnit file. Besides the sanitizers, the harness traps when a
  * promise breaks: a text with nothing to fill comes back byte for byte; a filled text

@@ -1,7 +1,7 @@
 /* phasegate fuzz harness — the .npy reader (runner/tensors/npy.c) from a buffer.
  *
  *   clang -fsanitize=fuzzer,address,undefined (built by tools/fuzz/CMakeLists.txt)
- *   ./fuzz_npy tools/fuzz/corpus/fuzz_npy
+ *   ./fuzz_npy tests/fuzz-corpus/npy
  *
  * Every input is read with and without the V2-as-bfloat16 flag. Invariants (a
  * violation traps so the fuzzer keeps the input): success means a valid dtype, a

@@ -1,7 +1,7 @@
 /* phasegate fuzz harness — reading a report back and rendering it
  * (runner/report/load.c, html*.c): pg_report_parse, then pg_report_html on what loads.
  *
- *   build/asan/tools/fuzz/fuzz_report tools/fuzz/corpus/fuzz_report
+ *   build/asan/tools/fuzz/fuzz_report tests/fuzz-corpus/report
  *
  * Each input is one evaluation_report.json. Besides the sanitizers, the harness traps
  * when a promise breaks: a refusal always has a message and a 1-based position (or is

@@ -2,7 +2,7 @@
  * buffer (pg_safetensors_read_buffer).
  *
  *   clang -fsanitize=fuzzer,address,undefined (built by tools/fuzz/CMakeLists.txt)
- *   ./fuzz_safetensors tools/fuzz/corpus/fuzz_safetensors
+ *   ./fuzz_safetensors tests/fuzz-corpus/safetensors
  *
  * Invariants (a violation traps): success means every tensor has a valid dtype, a
  * name, rank <= PG_MAX_NDIM, numel * itemsize == nbytes, readable bytes (checksummed

@@ -1,7 +1,7 @@
 /* phasegate fuzz harness — the suite loader and its JSON position scanner.
  *
  *   clang -fsanitize=fuzzer,address,undefined (built by tools/fuzz/CMakeLists.txt)
- *   ./fuzz_suite tools/fuzz/corpus/fuzz_suite
+ *   ./fuzz_suite tests/fuzz-corpus/suite
  *
  * Each input is loaded twice, without and with a small attention-like contract, and
  * the results are checked for consistency: PG_OK means no error finding; a failure
