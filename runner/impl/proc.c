@@ -30,7 +30,7 @@ extern char **environ;
 
 void pg_proc_init(struct pg_proc *p) {
   memset(p, 0, sizeof *p);
-  p->sock = p->log_fd = -1;
+  p->sock = p->log_fd = p->pidfd = -1;
   p->next_id = 1;
 }
 
@@ -184,21 +184,16 @@ static void reap(struct pg_proc *p, int wait_ms, struct pg_proc_result *r) {
   }
   int status = 0, got = 0;
   double until = pg_now_ms() + wait_ms;
-  for (;;) {
-    pid_t w = waitpid(p->pid, &status, WNOHANG);
-    if (w == p->pid) {
-      got = 1;
+  for (;;) { /* exited by itself? (not reaped yet: see pg__child_exited) */
+    int e = pg__child_exited(p->pid, 0);
+    if (e != 0) {
+      got = e == 1;
       break;
     }
-    if (w < 0 && errno != EINTR) break;
     if (pg_now_ms() >= until) break;
     usleep(2000);
   }
   kill(-p->pid, SIGKILL); /* background children too, and the process if still there */
-  if (!got) {
-    while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
   /* what is left: the group's stragglers and children that left it with setsid(), all
    * gone before the caller starts a replacement (a flock they hold is released). By the
    * tag alone, not by the log file: a persistent process is exec()ed, so its
@@ -206,6 +201,8 @@ static void reap(struct pg_proc *p, int wait_ms, struct pg_proc_result *r) {
    * the worker's log open to read their calls' output, and must not be taken for its
    * children (serve/load_short, serve/faults_short). */
   pg__kill_leftovers(p->pid, p->tag, NULL, 0, 1000);
+  while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR) {
+  }
   if (r && got) {
     if (WIFEXITED(status)) r->exited = 1, r->exit_code = WEXITSTATUS(status);
     else if (WIFSIGNALED(status)) r->signaled = 1, r->signo = WTERMSIG(status);
@@ -215,6 +212,7 @@ static void reap(struct pg_proc *p, int wait_ms, struct pg_proc_result *r) {
 
 static void close_all(struct pg_proc *p, int keep_log) {
   if (p->sock >= 0) close(p->sock);
+  if (p->pidfd >= 0) close(p->pidfd);
   if (p->log_fd >= 0) close(p->log_fd);
   if (p->log_path && !keep_log) unlink(p->log_path);
   free(p->log_path);
@@ -355,11 +353,16 @@ int pg_proc_handshake(struct pg_proc *p, struct pg_proc_result *r, struct pg_err
       snprintf(r->protocol, sizeof r->protocol, "its first line was '%s', not the handshake "
                "{\"phasegate_worker\": 1}", ex);
     end_call(p, got == 0 ? PG_PROC_EXITED : got == -1 ? PG_PROC_TIMEOUT : PG_PROC_PROTOCOL, r);
-    rc = pg_error_set(err, PG_EIMPL, "'%s' %s (worker protocol: the first line on fd 4 must "
+    /* how it ended tells a crash at import from a kill from outside (OOM killer, a
+     * stray kill -9) */
+    char how[64] = "";
+    if (got == 0 && r->signaled) snprintf(how, sizeof how, " (killed by signal %d)", r->signo);
+    else if (got == 0 && r->exited) snprintf(how, sizeof how, " (exit status %d)", r->exit_code);
+    rc = pg_error_set(err, PG_EIMPL, "'%s' %s%s (worker protocol: the first line on fd 4 must "
                       "be {\"phasegate_worker\": 1}; its log: %s)", p->what,
                       got == 0 ? "ended before its handshake"
                       : got == -1 ? "sent no handshake in time" : "did not start with the handshake",
-                      p->log_path);
+                      how, p->log_path);
   } else {
     p->start_ms = pg_now_ms() - p->sent_ms;
   }

@@ -64,6 +64,8 @@ struct pg_proc {
    * process ended, and is called at most once per process. */
   void (*remote_end)(void *ctx, struct pg_proc *p, int wait_ms, struct pg_proc_result *r);
   void *remote_ctx;
+  int pidfd;                   /* a leased process: its pidfd (sandbox.h), -1 if none; tells
+                                  whether pid is still its own before a kill */
 };
 
 /* How a wait (or a start) ended. */

@@ -80,14 +80,33 @@ static int drain(int fd, struct tail *t) {
   }
 }
 
-static int pidfd_open_compat(pid_t pid) {
+int pg__pidfd_open(int pid) {
 #ifdef SYS_pidfd_open
-  return (int)syscall(SYS_pidfd_open, pid, 0);
+  return (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
 #else
   (void)pid;
   errno = ENOSYS;
   return -1;
 #endif
+}
+
+int pg__pidfd_alive(int pidfd) {
+#ifdef SYS_pidfd_send_signal
+  return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
+#else
+  (void)pidfd;
+  return 0;
+#endif
+}
+
+int pg__child_exited(int pid, int block) {
+  for (;;) {
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT | (block ? 0 : WNOHANG)) == 0)
+      return si.si_pid == (pid_t)pid;
+    if (errno != EINTR) return -1;
+  }
 }
 
 /* ------------------------------------------------------------------ leftovers */
@@ -327,7 +346,7 @@ int pg_sandbox_start(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *
   fcntl(pout[0], F_SETFL, O_NONBLOCK);
   fcntl(perr[0], F_SETFL, O_NONBLOCK);
   p->pid = pid;
-  p->pidfd = pidfd_open_compat(pid);
+  p->pidfd = pg__pidfd_open(pid);
   p->out_fd = pout[0];
   p->err_fd = perr[0];
   p->t0 = t0;
@@ -380,16 +399,13 @@ int pg_sandbox_wait(struct pg_sandbox_proc *p, struct pg_sandbox_result *r,
     double late = pg_now_ms() - t0;
     if (late > 0) timeout_ms += late;
   }
-  int out_open = 1, err_open = 1, reaped = 0, status = 0, pidfd = p->pidfd;
+  int out_open = 1, err_open = 1, exited = 0, status = 0, pidfd = p->pidfd;
   int pout0 = p->out_fd, perr0 = p->err_fd;
-  double reaped_at = 0.0;
+  double exited_at = 0.0;
   for (;;) {
-    if (!reaped) {
-      pid_t w = waitpid(pid, &status, WNOHANG);
-      if (w == pid) reaped = 1, reaped_at = pg_now_ms();
-    }
-    if (reaped && !out_open && !err_open) break;
-    if (reaped) {
+    if (!exited && pg__child_exited(pid, 0) != 0) exited = 1, exited_at = pg_now_ms();
+    if (exited && !out_open && !err_open) break;
+    if (exited) {
       /* The child is gone: stragglers of its group must not keep the pipes open. */
       kill(-pid, SIGKILL);
       if (out_open) out_open = drain(pout0, &tout);
@@ -406,8 +422,8 @@ int pg_sandbox_wait(struct pg_sandbox_proc *p, struct pg_sandbox_result *r,
     if (timeout_ms >= 0 && elapsed >= timeout_ms) {
       kill(-pid, SIGKILL);
       kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      reaped = 1, reaped_at = pg_now_ms();
+      pg__child_exited(pid, 1);
+      exited = 1, exited_at = pg_now_ms();
       r->timed_out = 1;
       continue;
     }
@@ -433,9 +449,12 @@ int pg_sandbox_wait(struct pg_sandbox_proc *p, struct pg_sandbox_result *r,
         err_open = drain(perr0, &terr);
     }
   }
-  if (!reaped) waitpid(pid, &status, 0), reaped_at = pg_now_ms();
+  if (!exited) pg__child_exited(pid, 1), exited_at = pg_now_ms();
   int marked[2] = {pout0, perr0}; /* a forked child's forks do not show the tag */
   pg__kill_leftovers(pid, p->tag, marked, 2, 1000); /* the group, and children that left it */
+  /* reaped only now: until here its zombie kept pid and group id from being reused */
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
   if (pidfd >= 0) close(pidfd);
   close(pout0);
   close(perr0);
@@ -446,7 +465,7 @@ int pg_sandbox_wait(struct pg_sandbox_proc *p, struct pg_sandbox_result *r,
     if (end <= 0.0 && es->at > 0.0) end = es->at;
     free(es);
   }
-  r->wall_ms = (end > 0.0 && !r->timed_out ? end : reaped_at) - t0;
+  r->wall_ms = (end > 0.0 && !r->timed_out ? end : exited_at) - t0;
   if (p->end_ms) munmap((void *)p->end_ms, sizeof *p->end_ms);
   memset(p, 0, sizeof *p);
   p->pidfd = p->out_fd = p->err_fd = -1;

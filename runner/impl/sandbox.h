@@ -49,6 +49,19 @@ void pg__proc_tag(const void *owner, char *buf, size_t size);
  * flock, a device — is released when this returns. Returns how many it killed. */
 int pg__kill_leftovers(int pgid, const char *tag, const int *fds, int n_fds, double max_ms);
 
+/* 1 when the child pid has exited, without reaping it (waitid WNOWAIT); 0 when it runs;
+ * -1 when it is not a child. block: wait for the exit. Callers reap only after killing
+ * what it left behind: while its zombie stays, neither its pid nor its group id can be
+ * given to another process (pid_max is 32768 on many machines and wraps within a test
+ * run), so kill(-pid) and pg__kill_leftovers(pid, …) cannot reach a stranger. */
+int pg__child_exited(int pid, int block);
+
+/* pidfd_open(2), -1 where the kernel has none; pg__pidfd_alive: 1 while the process is
+ * not reaped (running or a zombie: its pid and group id are still its own). For a
+ * process that is not our child (a leased worker), a pid alone may name a stranger. */
+int pg__pidfd_open(int pid);
+int pg__pidfd_alive(int pidfd);
+
 /* Runs in the child; its return value becomes the child's exit status. It may also
  * exec() another program (the exec adapter does). */
 typedef int (*pg_sandbox_fn)(void *ctx);

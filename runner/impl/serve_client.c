@@ -122,7 +122,7 @@ static void lease_end(void *ctx, struct pg_proc *p, int wait_ms, struct pg_proc_
     r->signaled = pg__serve_is_true(a, "signaled");
     r->signo = (int)pg__serve_int(a, "signo", 0, 0, INT_MAX);
   }
-  if (!ok) pg__serve_kill_foreign(p->pid);
+  if (!ok) pg__serve_kill_foreign(p->pid, p->pidfd);
   cJSON_Delete(a);
 }
 
@@ -205,6 +205,7 @@ int pg_serve_lease(int conn, const char *impl_spec, const char *mode, int device
   } else {
     const char *log = pg__serve_str(a, "log");
     p->pid = (int)pg__serve_int(a, "pid", 0, 0, INT_MAX);
+    p->pidfd = pg__pidfd_open(p->pid);
     p->sock = fd;
     p->log_path = pg_strdup(log ? log : "");
     p->log_fd = log ? open_log(log) : -1;
@@ -236,7 +237,7 @@ int pg_serve_release(int conn, struct pg_proc *p, int ok) {
     cJSON_AddNumberToObject(req, "calls", p->calls);
     cJSON_AddNumberToObject(req, "next_id", (double)p->next_id);
     if (pg__proc_send_line(conn, req, -1, PG_SERVE_ANSWER_MS) != 0) {
-      pg__serve_kill_foreign(p->pid);
+      pg__serve_kill_foreign(p->pid, p->pidfd);
       rc = PG_ENOTFOUND;
     }
     cJSON_Delete(req);
@@ -244,6 +245,7 @@ int pg_serve_release(int conn, struct pg_proc *p, int ok) {
   /* Close our copies only: a shutdown() would end the process for the daemon too. */
   if (p->sock >= 0) close(p->sock);
   if (p->log_fd >= 0) close(p->log_fd);
+  if (p->pidfd >= 0) close(p->pidfd);
   free(p->log_path);
   free(p->buf);
   pg_proc_init(p);

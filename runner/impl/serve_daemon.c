@@ -89,7 +89,9 @@ static void answer_error(struct daemon *d, struct conn *c, int code, const char 
 /* ------------------------------------------------------------------ process states */
 
 void pg__serve_kill_group(struct wproc *w) {
-  if (w->pid > 0) kill(-w->pid, SIGKILL);
+  /* once reaped, its pid may be another process's (pid_max wraps): what it left
+   * behind was killed when it was reaped (reap_one) */
+  if (w->pid > 0 && !w->reaped) kill(-w->pid, SIGKILL);
   w->killed = 1;
 }
 
@@ -679,12 +681,15 @@ static void on_reaped(struct daemon *d, struct wproc *w) {
 /* 1 when w's pid has been reaped now (its status kept in w). */
 static int reap_one(struct wproc *w) {
   if (w->gone || w->reaped || w->state == W_STARTING || w->pid <= 0) return 0;
-  int st;
-  if (waitpid(w->pid, &st, WNOHANG) != w->pid) return 0;
+  if (pg__child_exited(w->pid, 0) == 0) return 0;
+  /* what it left behind in its group, and children that left it (setsid), while its
+   * zombie still holds the pid (pg__child_exited) */
+  pg__kill_leftovers(w->pid, w->p.tag, NULL, 0, 200); /* by tag only: see proc.c */
+  int st = 0;
+  while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR) {
+  }
   w->reaped = 1;
   w->status = st;
-  /* what it left behind in its group, and children that left it (setsid) */
-  pg__kill_leftovers(w->pid, w->p.tag, NULL, 0, 200); /* by tag only: see proc.c */
   return 1;
 }
 

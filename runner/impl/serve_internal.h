@@ -115,7 +115,7 @@ uint64_t pg__serve_env_hash(char **env, size_t n);
 void pg__serve_free_strv(char **v);
 int pg__serve_current_umask(void);
 int pg__serve_pid_gone(int pid);
-void pg__serve_kill_foreign(int pid);
+void pg__serve_kill_foreign(int pid, int pidfd);
 int pg__serve_sock_addr(const char *dir, struct sockaddr_un *sa, int *dirfd);
 int pg__serve_recv_json(int fd, int timeout_ms, cJSON **out, int *got_fd);
 double pg__serve_num(const cJSON *o, const char *key, double dflt);

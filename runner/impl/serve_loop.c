@@ -314,25 +314,23 @@ static void shutdown_all(struct daemon *d) {
   double until = pg_now_ms() + SERVE_GRACE_MS;
   for (;;) {
     int left = 0;
-    for (struct wproc *w = d->procs; w; w = w->next) {
-      if (w->gone || w->reaped || w->pid <= 0) continue;
-      int st;
-      if (waitpid(w->pid, &st, WNOHANG) == w->pid) w->reaped = 1, w->status = st;
-      else left++;
-    }
+    for (struct wproc *w = d->procs; w; w = w->next)
+      left += !w->gone && !w->reaped && w->pid > 0 && pg__child_exited(w->pid, 0) == 0;
     if (!left || pg_now_ms() >= until) break;
     usleep(5000);
   }
   for (struct wproc *w = d->procs; w; w = w->next) {
     if (w->gone || w->pid <= 0) continue;
-    kill(-w->pid, SIGKILL);
+    /* one reaped before (died while leased) had its leftovers killed then, and its
+     * pid may be a stranger's now */
     if (!w->reaped) {
-      int st;
+      kill(-w->pid, SIGKILL);
+      pg__kill_leftovers(w->pid, w->p.tag, NULL, 0, 200); /* children that left the group too */
+      int st = 0;
       while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR) {
       }
       w->reaped = 1, w->status = st;
     }
-    pg__kill_leftovers(w->pid, w->p.tag, NULL, 0, 200); /* children that left the group too */
     if (w->end_to) pg__serve_answer_end(d, w->end_to, w, 0);
     pg__serve_w_remove(w);
   }

@@ -158,9 +158,10 @@ int pg__serve_pid_gone(int pid) {
 }
 
 /* SIGKILL to the group of a process that is not our child, and a wait (<= 1 s) until
- * it has gone. */
-void pg__serve_kill_foreign(int pid) {
-  if (pid <= 0) return;
+ * it has gone. Its parent (the daemon) may have reaped it already, and then the pid may
+ * be a stranger's: the pidfd taken with the lease (-1: none) says whether it is not. */
+void pg__serve_kill_foreign(int pid, int pidfd) {
+  if (pid <= 0 || (pidfd >= 0 && !pg__pidfd_alive(pidfd))) return;
   kill(-pid, SIGKILL);
   kill(pid, SIGKILL);
   for (int i = 0; i < 200 && !pg__serve_pid_gone(pid); i++) usleep(5000);

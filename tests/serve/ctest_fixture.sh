@@ -13,6 +13,14 @@ spec="worker:exec $worker --tag $tag"
 ctl="$work/phasegate-serve/op"
 rm -rf "$work" && mkdir -p "$work" || exit 1
 fail() { echo "FAIL: $*"; "$pg" serve --control "$ctl" --stop >/dev/null 2>&1; exit 1; }
+# a ctest output, and the log of every worker it names (one that ended early: what it
+# wrote is the first thing to read)
+show() {
+  cat "$1"
+  for log in $(sed -n 's/.*its log: \([^)]*\)).*/\1/p' "$1"); do
+    echo "--- $log"; cat "$log"
+  done
+}
 
 cat >"$work/resources.json" <<JSON
 {"version": {"major": 1, "minor": 0},
@@ -31,7 +39,7 @@ JSON
 
 start=$(date +%s)
 timeout 120 ctest --test-dir "$work" -j4 --resource-spec-file "$work/resources.json" \
-  --output-on-failure >"$work/ctest1.txt" 2>&1 || { cat "$work/ctest1.txt"; fail "ctest -j4 with the daemon"; }
+  --output-on-failure >"$work/ctest1.txt" 2>&1 || { show "$work/ctest1.txt"; fail "ctest -j4 with the daemon"; }
 took=$(( $(date +%s) - start ))
 [ "$took" -lt 60 ] || fail "ctest took ${took}s: did it wait for the daemon's stdio?"
 cat "$work/served.log"
@@ -57,7 +65,7 @@ check_devices >"$work/results1.txt"
 
 rm -f "$work/served.log"
 timeout 120 ctest --test-dir "$work" -j4 --resource-spec-file "$work/resources.json" -FA '.*' \
-  -E workers --output-on-failure >"$work/ctest2.txt" 2>&1 || { cat "$work/ctest2.txt"; fail "ctest -FA"; }
+  -E workers --output-on-failure >"$work/ctest2.txt" 2>&1 || { show "$work/ctest2.txt"; fail "ctest -FA"; }
 [ "$(grep -c 'via=standalone' "$work/served.log")" = 8 ] || fail "-FA cases did not run standalone"
 check_devices >"$work/results2.txt"
 cmp -s "$work/results1.txt" "$work/results2.txt" || fail "standalone results differ from served ones"
