@@ -182,16 +182,14 @@ static void reap(struct pg_proc *p, int wait_ms, struct pg_proc_result *r) {
     p->pid = 0;
     return;
   }
-  int status = 0, got = 0;
+  int status = 0, e;
   double until = pg_now_ms() + wait_ms;
-  for (;;) { /* exited by itself? (not reaped yet: see pg__child_exited) */
-    int e = pg__child_exited(p->pid, 0);
-    if (e != 0) {
-      got = e == 1;
-      break;
-    }
-    if (pg_now_ms() >= until) break;
-    usleep(2000);
+  /* exited by itself? (not reaped yet: see pg__child_exited) */
+  while ((e = pg__child_exited(p->pid, 0)) == 0 && pg_now_ms() < until) usleep(2000);
+  int got = e == 1;
+  if (e < 0) { /* not our child (any more): its pid is nobody we may signal */
+    p->pid = 0;
+    return;
   }
   kill(-p->pid, SIGKILL); /* background children too, and the process if still there */
   /* what is left: the group's stragglers and children that left it with setsid(), all

@@ -681,12 +681,14 @@ static void on_reaped(struct daemon *d, struct wproc *w) {
 /* 1 when w's pid has been reaped now (its status kept in w). */
 static int reap_one(struct wproc *w) {
   if (w->gone || w->reaped || w->state == W_STARTING || w->pid <= 0) return 0;
-  if (pg__child_exited(w->pid, 0) == 0) return 0;
-  /* what it left behind in its group, and children that left it (setsid), while its
-   * zombie still holds the pid (pg__child_exited) */
-  pg__kill_leftovers(w->pid, w->p.tag, NULL, 0, 200); /* by tag only: see proc.c */
-  int st = 0;
-  while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR) {
+  int e = pg__child_exited(w->pid, 0), st = 0;
+  if (e == 0) return 0;
+  if (e == 1) { /* (-1: not a child any more; nothing of it to kill or reap) */
+    /* what it left behind in its group, and children that left it (setsid), while its
+     * zombie still holds the pid (pg__child_exited) */
+    pg__kill_leftovers(w->pid, w->p.tag, NULL, 0, 200); /* by tag only: see proc.c */
+    while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR) {
+    }
   }
   w->reaped = 1;
   w->status = st;

@@ -613,7 +613,7 @@ static cJSON *upgrade_check(cJSON *c, int k) {
 /* The checks of an existing report at path for the same op and phase, except those of
  * `cases` (which replace them), then those of `cases`. */
 static cJSON *merged_checks(const char *path, const struct pg_run_phase *m,
-                            const struct pg_case_result *cases, int n) {
+                            const struct pg_case_result *cases, int n, struct pg_error *note) {
   cJSON *checks = cJSON_CreateArray();
   char *old = read_file(path, &report_oom);
   if (old) {
@@ -630,11 +630,25 @@ static cJSON *merged_checks(const char *path, const struct pg_run_phase *m,
     if ((!prev && src == PG_OK) || src == PG_ENOMEM) report_oom = 1;
     /* ... and with the keys the loader wants (a check without its status is corrupt) */
     struct pg_error verr;
+    pg_error_clear(&verr);
+    if (src != PG_OK && src != PG_ELIMIT && src != PG_ENOMEM)
+      pg_error_set_at(&verr, PG_EPARSE, path, fail.line, fail.col, "%s", fail.message);
     if (prev && pg__report_validate(path, old, strlen(old), prev, &verr) != PG_OK) {
       cJSON_Delete(prev);
       prev = NULL;
     }
     free(old);
+    /* Refused, not out of memory: the other cases' results in it cannot be merged, but
+     * are not thrown away either; the run says where they went. */
+    if (!prev && !report_oom && note) {
+      char *aside = pg_path_fmt("%s.corrupt", path);
+      if (aside && rename(path, aside) == 0)
+        snprintf(note->message, sizeof note->message,
+                 "the existing report could not be merged into (%s): moved to %s, a new "
+                 "report started", verr.message[0] ? verr.message : "not a phasegate report",
+                 aside);
+      free(aside);
+    }
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(prev, "op_name");
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(prev, "up_to_module");
     const cJSON *pc = cJSON_GetObjectItemCaseSensitive(prev, "checks");
@@ -688,7 +702,7 @@ int pg_report_merge_write(const char *path, const struct pg_run_phase *m,
   int lfd;
   PG_RETURN_IF_ERROR(lock_report(path, &lfd, err));
   report_oom = 0;
-  cJSON *report = pg_report_build(m, merged_checks(path, m, cases, n));
+  cJSON *report = pg_report_build(m, merged_checks(path, m, cases, n, err));
   int rc = PG_OK;
   char *text = NULL;
   if (report && pg_report_sanitize(report) < 0) report_oom = 1;

@@ -40,7 +40,9 @@ cJSON *pg_report_build(const struct pg_run_phase *m, cJSON *checks);
 
 /* Locks the report's directory (flock), reads an existing report for the same op and phase, replaces or
  * adds the checks of `cases` by case id, rebuilds the aggregates, sanitizes, writes
- * <path> atomically (temp + rename). Creates parent directories. */
+ * <path> atomically (temp + rename). Creates parent directories. An existing report
+ * that cannot be read is moved to <path>.corrupt: PG_OK with err->message saying so
+ * (a warning for the console). */
 int pg_report_merge_write(const char *path, const struct pg_run_phase *m,
                           const struct pg_case_result *cases, int n, struct pg_error *err);
 

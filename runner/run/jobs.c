@@ -76,6 +76,8 @@ static int collect(int fd, int n_sel, struct pg_case_result *results, char *seen
     if (!cr.report_ok && report_ok) {
       report_ok = 0;
       pg_error_set(err, PG_EIO, "%s", cr.report_error);
+    } else if (report_ok && cr.report_error[0] && !err->message[0]) {
+      snprintf(err->message, sizeof err->message, "%s", cr.report_error); /* a warning */
     }
     if (seen) seen[cr.slot] = 1;
   }

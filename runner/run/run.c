@@ -419,6 +419,7 @@ static void summarize(struct pg__run *rc, struct pg_run_summary *s,
                       const struct pg_error *re) {
   pg__classify_run(s, results, n, wrote == PG_OK);
   if (wrote != PG_OK) pg__line(rc, 1, "phasegate: error: %s", re->message);
+  else if (re->message[0]) pg__line(rc, 1, "phasegate: warning: %s", re->message);
   const struct pg_run_hooks *h = &rc->o->hooks;
   if (h->summary_lines) h->summary_lines(&rc->phase, s, results, n, rc->o->on_line, rc->o->user);
 }

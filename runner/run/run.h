@@ -284,7 +284,8 @@ void pg_run_summary_reset(struct pg_run_summary *s);
  * implements these, pg_report_hooks() returns the standard set, the CLI passes it). */
 struct pg_run_hooks {
   /* Makes the finished cases durable: merges them into the phase's report at `path`
-   * (locked, so --jobs workers may call it concurrently). NULL: nothing is written. */
+   * (locked, so --jobs workers may call it concurrently). NULL: nothing is written.
+   * PG_OK with err->message set: written, and the message is a warning to show. */
   int (*persist)(const char *path, const struct pg_run_phase *ph,
                  const struct pg_case_result *cases, int n, struct pg_error *err);
   /* The console lines of one finished case, sent to line(user, …). NULL: none. */

@@ -1,6 +1,7 @@
 /* phasegate runner — finds an op's contract and suite in DIR or DIR/eval (the pypto
  * layout custom/<op>/eval/), and applies the CLI's --op-dir / --contract / --suite
  * precedence in one place. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,15 +32,42 @@ enum pg_op_layout pg_op_dir_layout(const char *dir) {
   return layout_of(dir, &oom);
 }
 
+/* Why layout_of found nothing, as " (…)" for the message: the directory itself missing,
+ * not a directory or a symlink loop, or a candidate that is there but cannot be read as
+ * a file. "" when simply neither file exists. */
+static void why_missing(const char *dir, char *why, size_t size) {
+  struct stat st;
+  why[0] = '\0';
+  if (stat(dir, &st) != 0) {
+    snprintf(why, size, " (%s)", errno == ENOENT ? "no such directory" : strerror(errno));
+    return;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    snprintf(why, size, " (not a directory)");
+    return;
+  }
+  for (size_t i = 0; i < sizeof subdirs / sizeof *subdirs; i++) {
+    char *c = pg_path_fmt("%s%s/module_interfaces.yaml", dir, subdirs[i]);
+    int e = !c ? 0 : stat(c, &st) != 0 ? errno : S_ISREG(st.st_mode) ? 0 : EISDIR;
+    if (e && e != ENOENT && e != ENOTDIR)
+      snprintf(why, size, " (%s: %s)", c, e == EISDIR ? "not a regular file" : strerror(e));
+    free(c);
+    if (why[0]) return;
+  }
+}
+
 int pg_op_dir_resolve(const char *dir, char *contract_path, size_t contract_size,
                       char *suite_path, size_t suite_size, struct pg_error *err) {
   int oom = 0;
   enum pg_op_layout l = layout_of(dir, &oom);
   if (oom) return pg_error_set(err, PG_ENOMEM, "out of memory");
-  if (l == PG_OP_LAYOUT_NONE)
+  if (l == PG_OP_LAYOUT_NONE) {
+    char why[600];
+    why_missing(dir, why, sizeof why);
     return pg_error_set(err, PG_ENOENT,
-                        "%s: no module_interfaces.yaml in the directory or its eval/ subdirectory",
-                        dir);
+                        "%s: no module_interfaces.yaml in the directory or its eval/ subdirectory%s",
+                        dir, why);
+  }
   int fits = (size_t)snprintf(contract_path, contract_size, "%s%s/module_interfaces.yaml", dir,
                               subdirs[l]) < contract_size;
   if (fits && suite_path)

@@ -10,6 +10,8 @@ set -u
 pg=$1 op=$2 out=$3 ctor_crash=$4
 rm -rf "$out" && mkdir -p "$out/adir" "$out/emptyop" && cd "$out" || exit 1
 : >afile
+ln -s loop1 loop2 && ln -s loop2 loop1               # an --op-dir that is a symlink loop
+mkdir -p ydir/module_interfaces.yaml                 # the contract's name on a directory
 fails=0
 # expect CODE NEEDLE ARGS...: exit CODE, stderr is exactly one line containing NEEDLE
 expect() {
@@ -34,7 +36,10 @@ for cmd in validate list selftest; do
   expect 2 "nowhere.yaml: cannot open" $cmd --contract nowhere.yaml
   expect 2 "adir: cannot read: Is a directory" $cmd --contract adir
   expect 2 "emptyop: no module_interfaces.yaml" $cmd --op-dir emptyop
-  expect 2 "afile: no module_interfaces.yaml" $cmd --op-dir afile
+  expect 2 "afile: no module_interfaces.yaml in the directory or its eval/ subdirectory (not a directory)" $cmd --op-dir afile
+  expect 2 "nodir: no module_interfaces.yaml in the directory or its eval/ subdirectory (no such directory)" $cmd --op-dir nodir
+  expect 2 "loop1: no module_interfaces.yaml in the directory or its eval/ subdirectory (Too many levels of symbolic links)" $cmd --op-dir loop1
+  expect 2 "ydir: no module_interfaces.yaml in the directory or its eval/ subdirectory (ydir/module_interfaces.yaml: not a regular file)" $cmd --op-dir ydir
   expect 2 "unknown option '--bogus'" $cmd --op-dir "$op" --bogus
   expect 2 "--op-dir needs a value" $cmd --op-dir
   expect 2 "--op-dir DIR or --contract FILE" $cmd

@@ -423,10 +423,12 @@ PG_TEST(report_merge_upgrades_schema_1_boundary) {
 }
 
 /* An existing report whose text cJSON accepts but JSON does not (a byte that is no
- * UTF-8 in a check's string), or whose check lacks a key the loader wants, is corrupt:
- * it is replaced, so the written report loads in `phasegate report` (fuzz_report_merge's
- * regressions, tests/fuzz-corpus/report_merge/regress-*). */
-static void merge_into_corrupt(const char *name, const char *old) {
+ * UTF-8 in a check's string), whose check lacks a key the loader wants, or that is no
+ * JSON at all, is corrupt: a new report is started, so the written report loads in
+ * `phasegate report` (fuzz_report_merge's regressions,
+ * tests/fuzz-corpus/report_merge/regress-*), and the old bytes are kept beside it in
+ * <report>.corrupt, named by the merge's warning (`why`: what the warning says of it). */
+static void merge_into_corrupt(const char *name, const char *old, const char *why) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s/evaluation_report.json", pg_test_tmpdir(), name);
   struct pg_run_phase m = {"op", "plugin:x.so", 3, 3, "0.1.0", NULL, NULL, "sim", NULL};
@@ -440,7 +442,12 @@ static void merge_into_corrupt(const char *name, const char *old) {
   fclose(f);
   struct pg_case_result a;
   fake_case(&a, "L2_new", 1, PG_VERDICT_PASS, PG_VERDICT_PASS);
-  PG_CHECK_OK(pg_report_merge_write(path, &m, &a, 1, NULL));
+  struct pg_error note;
+  pg_error_clear(&note);
+  PG_CHECK_OK(pg_report_merge_write(path, &m, &a, 1, &note));
+  PG_CHECK_MSG(strstr(note.message, "moved to") && strstr(note.message, ".corrupt") &&
+               strstr(note.message, why), "%s: warning '%s'", name, note.message);
+  PG_CHECK_OK(pg_report_merge_write(path, &m, &a, 1, NULL)); /* no warning channel: fine */
   pg_case_result_reset(&a);
   f = fopen(path, "r");
   PG_CHECK(f != NULL);
@@ -453,14 +460,26 @@ static void merge_into_corrupt(const char *name, const char *old) {
   PG_CHECK_EQ_INT(1, cJSON_GetObjectItem(r, "cases_total")->valueint);
   PG_CHECK_EQ_STR("L2_new", str(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "checks"), 0), "id"));
   cJSON_Delete(r);
+  /* the old bytes, unchanged */
+  char aside[4200];
+  snprintf(aside, sizeof aside, "%s.corrupt", path);
+  f = fopen(aside, "r");
+  PG_CHECK_MSG(f != NULL, "%s: no %s", name, aside);
+  n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+  if (f) fclose(f);
+  text[n] = '\0';
+  PG_CHECK_EQ_STR(old, text);
 }
 
 PG_TEST(report_merge_replaces_corrupt_reports) {
   merge_into_corrupt("utf8", "{\"schema_version\":2,\"op_name\":\"op\",\"up_to_module\":3,"
-                     "\"checks\":[{\"id\":\"L1_\xAA\",\"suite_index\":0,\"status\":\"PASS\"}]}");
+                     "\"checks\":[{\"id\":\"L1_\xAA\",\"suite_index\":0,\"status\":\"PASS\"}]}",
+                     "evaluation_report.json:1:");
   merge_into_corrupt("nostatus", "{\"schema_version\":2,\"op_name\":\"op\",\"up_to_module\":3,"
                      "\"checks\":[{\"id\":\"L1_a\",\"status\":\"PASS\",\"modes\":[{\"mode\":"
-                     "\"sim\"}]}]}");
+                     "\"sim\"}]}]}", "evaluation_report.json:1:");
+  merge_into_corrupt("truncated", "{\"schema_version\":2,\"op_name\":\"op\",\n\"up_to",
+                     "evaluation_report.json:2:");
 }
 
 PG_TEST(report_concurrent_writers) {

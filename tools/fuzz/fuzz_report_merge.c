@@ -7,8 +7,9 @@
  * The bytes are written to <tmp>/attention/M3/evaluation_report.json, then the writer
  * merges one case (L1_small of attention, phase 3: the id of a check in the seeds, so
  * the replace-by-id path runs) into it exactly as `phasegate run` does. Promises
- * checked: the merge succeeds (a corrupt report is replaced, never an error; out of
- * memory aside); what it wrote is one JSON object that `phasegate report` loads
+ * checked: the merge succeeds (a corrupt report is moved aside to .corrupt and a new
+ * one started, never an error; out of memory aside); what it wrote is one JSON object
+ * that `phasegate report` loads
  * (pg_report_parse), whose checks hold the merged case once, with cases_total = the
  * number of checks.
  */
@@ -44,6 +45,9 @@ static void setup(void) {
 static void remove_dir(void) {
   if (!dir[0]) return;
   unlink(path);
+  char *aside = pg_path_fmt("%s.corrupt", path);
+  if (aside) unlink(aside);
+  free(aside);
   char *p = pg_path_fmt("%s/attention/M3", dir);
   rmdir(p);
   free(p);
