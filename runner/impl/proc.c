@@ -208,11 +208,18 @@ static void reap(struct pg_proc *p, int wait_ms, struct pg_proc_result *r) {
   p->pid = 0;
 }
 
+int pg_proc_log_has_bytes(const char *log_path) {
+  struct stat st;
+  return log_path && *log_path && stat(log_path, &st) == 0 && st.st_size > 0;
+}
+
 static void close_all(struct pg_proc *p, int keep_log) {
   if (p->sock >= 0) close(p->sock);
   if (p->pidfd >= 0) close(p->pidfd);
   if (p->log_fd >= 0) close(p->log_fd);
-  if (p->log_path && !keep_log) unlink(p->log_path);
+  /* an empty log is not kept: no message names it (pg_proc_log_has_bytes), and kept
+   * ones pile up in $TMPDIR */
+  if (p->log_path && (!keep_log || !pg_proc_log_has_bytes(p->log_path))) unlink(p->log_path);
   free(p->log_path);
   free(p->buf);
   int64_t next = p->next_id;
@@ -356,11 +363,13 @@ int pg_proc_handshake(struct pg_proc *p, struct pg_proc_result *r, struct pg_err
     char how[64] = "";
     if (got == 0 && r->signaled) snprintf(how, sizeof how, " (killed by signal %d)", r->signo);
     else if (got == 0 && r->exited) snprintf(how, sizeof how, " (exit status %d)", r->exit_code);
+    int logged = pg_proc_log_has_bytes(p->log_path);
     rc = pg_error_set(err, PG_EIMPL, "'%s' %s%s (worker protocol: the first line on fd 4 must "
-                      "be {\"phasegate_worker\": 1}; its log: %s)", p->what,
+                      "be {\"phasegate_worker\": 1}; %s%s)", p->what,
                       got == 0 ? "ended before its handshake"
                       : got == -1 ? "sent no handshake in time" : "did not start with the handshake",
-                      how, p->log_path);
+                      how, logged ? "its log: " : "it wrote nothing to stdout or stderr",
+                      logged ? p->log_path : "");
   } else {
     p->start_ms = pg_now_ms() - p->sent_ms;
   }

@@ -89,6 +89,10 @@ struct pg_proc_result {
 };
 
 void pg_proc_init(struct pg_proc *p);
+
+/* 1 when the log at log_path exists and holds bytes: only then is it kept when a
+ * process is stopped with keep_log, and named in messages. */
+int pg_proc_log_has_bytes(const char *log_path);
 void pg_proc_result_init(struct pg_proc_result *r);
 void pg_proc_result_reset(struct pg_proc_result *r);
 

@@ -38,10 +38,11 @@ static void call_free(struct worker_call *c, const struct pg_impl_request *req,
   free(c);
 }
 
-/* Appends " (worker log: PATH)" to the summary: the log keeps the whole story. */
+/* Appends " (worker log: PATH)" to the summary: the log keeps the whole story (an
+ * empty one is not kept, so not named). */
 static void name_log(struct pg_impl_outcome *out, const char *log_path) {
   size_t n = strlen(out->summary);
-  if (log_path && n + 32 < sizeof out->summary)
+  if (pg_proc_log_has_bytes(log_path) && n + 32 < sizeof out->summary)
     snprintf(out->summary + n, sizeof out->summary - n, " (worker log: %s)", log_path);
 }
 

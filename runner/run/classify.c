@@ -143,7 +143,8 @@ static const char *const hint_text[] = {
                  "(missing max subtraction), 0/0, or uninitialised memory",
     [HINT_PROTOCOL] = "the worker must write the handshake, then exactly one answer line per "
                       "request with its id, on the fd pair of PHASEGATE_WORKER_FDS (never "
-                      "stdout): see docs/worker_protocol.md and the worker log named above",
+                      "stdout): see docs/worker_protocol.md, and the worker log if the line "
+                      "names one",
     [HINT_OUT_FILES] = "write each output as a regular file of its own in out/ (no symlink, "
                        "hard link or FIFO, and keep out/ itself): phasegate never reads "
                        "outside the case directory",
