@@ -122,6 +122,7 @@ enum hint {
   HINT_LAYOUT,    /* outputs not as the contract declares them */
   HINT_VALUES,    /* values outside the tolerance: HINT_NAN or HINT_INSPECT */
   HINT_NAN,       /* … with NaN where the reference has none */
+  HINT_NAN_INPUT, /* … and an input holds non-finite values (nan_origin names it) */
   HINT_INSPECT,
   HINT_PROTOCOL,  /* a persistent process broke the worker protocol */
   HINT_PY_EXPORT, /* a worker found the impl malformed (python: no such function, …) */
@@ -141,6 +142,9 @@ static const char *const hint_text[] = {
                     "shapes, dtypes)",
     [HINT_NAN] = "the impl produces NaN where the reference has none: look for exp overflow "
                  "(missing max subtraction), 0/0, or uninitialised memory",
+    [HINT_NAN_INPUT] = "the impl produces NaN where the reference has none, and an input holds "
+                       "NaN/Inf: check how the kernel treats non-finite inputs (see the "
+                       "nan_origin hint)",
     [HINT_PROTOCOL] = "the worker must write the handshake, then exactly one answer line per "
                       "request with its id, on the fd pair of PHASEGATE_WORKER_FDS (never "
                       "stdout): see docs/worker_protocol.md, and the worker log if the line "
@@ -397,7 +401,7 @@ static void fact_hint(struct pg_case_result *r, const struct pg_mode_result *m, 
       m->fact_output >= 0 && m->fact_output < m->n_tensors ? &m->tensors[m->fact_output] : NULL;
   enum hint h = mode_rule(m)->hint;
   if (h == HINT_VALUES)
-    h = t && t->cmp.nan_impl > t->cmp.nan_ref ? HINT_NAN
+    h = t && t->cmp.nan_impl > t->cmp.nan_ref ? (t->nan_input[0] ? HINT_NAN_INPUT : HINT_NAN)
         : r->precision_checked                ? HINT_INSPECT
                                               : HINT_NONE;
   if (h == HINT_EXPORT) {
@@ -610,6 +614,7 @@ static void mask_value_hints(struct pg_tensor_check *t, const struct pg__diag_fa
                                     "none of them at a related position"};
   static const double conf[] = {0.7, 0.9, 0.8, 0.6};
   int r = f->nan.relation >= 0 && f->nan.relation <= 3 ? f->nan.relation : 0;
+  if (r) snprintf(t->nan_input, sizeof t->nan_input, "%s", f->nan.name);
   if (r)
     pg_tensor_check_add_hint(t, PG_HINT_NAN_ORIGIN, conf[r],
                              "the first non-finite impl value (%s) is at %s (%lld in all); "

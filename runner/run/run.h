@@ -138,6 +138,8 @@ struct pg_tensor_check {
    * evidence, sentinel, first non-finite value. */
   int analyzed;
   struct pg_cmp_mask mask;
+  char nan_input[PG_NAME_MAX]; /* the input holding non-finite values when the impl's
+                                  are non-finite too (nan_origin), "" if none does */
   /* ... and its error map and |golden| histogram (pg_cmp_error_map); owned, NULL when
    * not made (a passing or structure-only check, out of memory) */
   struct pg_cmp_error_map *error_map;

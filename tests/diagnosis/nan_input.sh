@@ -1,14 +1,17 @@
 #!/bin/sh
 # nan_origin with an input to blame: the case's inputs and reference are saved
 # (--save-data), a NaN is planted in input x at [3, 5], and the run on that data
-# (--golden-data; the reference stays finite) names input 'x' at the same index, or
-# what the CHECK arguments (check_report.py's) say instead.
+# (--golden-data; the reference stays finite) names input 'x' at the same index, and
+# the case's hint points at the input rather than at exp overflow, or what the CHECK
+# arguments (check_report.py's) say instead.
 #   nan_input.sh PYTHON PHASEGATE OUTDIR OPDIR IMPL [CHECK...]
 set -u
 py=$1 pg=$2 out=$3 op=$4 impl=$5
 shift 5
 [ $# -gt 0 ] || set -- status=FAIL hint=nan_origin \
-  "detail~=(NaN) is at [3, 5] (1 in all); input 'x' holds 1 non-finite value(s), at the same index"
+  "detail~=(NaN) is at [3, 5] (1 in all); input 'x' holds 1 non-finite value(s), at the same index" \
+  "console~=an input holds NaN/Inf: check how the kernel treats non-finite inputs" \
+  "noconsole~=look for exp overflow"
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$out" && mkdir -p "$out"
 "$pg" run --op-dir "$op" --impl "$impl" --up-to-module 1 --case L2_basic \
