@@ -1,12 +1,14 @@
 /* Unit tests for runner/impl/sandbox.c: exit codes, signals, timeouts that kill the whole
  * process group, children that leave it with setsid(), bounded capture, rlimits; and the
- * removal of case directories (pg_remove_tree) that never follows a link. */
+ * removal of case directories (pg_remove_tree) that never follows a link; and the
+ * primitives that keep kills after an exit from reaching a reused pid. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -287,4 +289,54 @@ PG_TEST(remove_tree_never_follows_links) {
   pg_remove_tree(root);
   PG_CHECK(!pg_is_dir(root));
   free(outside), free(tree), free(keep), free(deep), free(l1), free(l2);
+}
+
+/* The state of pid as /proc shows it ('R', 'S', 'Z', …; 0: no such process). */
+static char proc_state(pid_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *rp = strrchr(buf, ')');
+  return rp && rp[1] == ' ' ? rp[2] : 0;
+}
+
+/* What makes kills after an exit safe (sandbox.h): pg__child_exited sees the exit and
+ * leaves the zombie, which keeps the pid (and so the group id) from being reused until
+ * the caller reaps it; the pidfd says "ours" until then and not after. */
+PG_TEST(child_exited_keeps_the_zombie_until_reaped) {
+  int go[2];
+  PG_CHECK_OK(pipe(go));
+  pid_t kid = fork();
+  if (kid == 0) {
+    char b;
+    close(go[1]);
+    _exit(read(go[0], &b, 1) == 1 ? 5 : 6);
+  }
+  close(go[0]);
+  PG_CHECK(kid > 0);
+  setpgid(kid, kid);
+  int pidfd = pg__pidfd_open(kid);
+  PG_CHECK_EQ_INT(0, pg__child_exited(kid, 0)); /* running */
+  if (pidfd >= 0) PG_CHECK_EQ_INT(1, pg__pidfd_alive(pidfd));
+  PG_CHECK_EQ_INT(1, (int)write(go[1], "x", 1));
+  close(go[1]);
+  PG_CHECK_EQ_INT(1, pg__child_exited(kid, 1)); /* waits for the exit */
+  PG_CHECK_EQ_INT(1, pg__child_exited(kid, 0)); /* and again: not reaped by the first */
+  PG_CHECK_EQ_INT('Z', proc_state(kid));
+  if (pidfd >= 0) PG_CHECK_EQ_INT(1, pg__pidfd_alive(pidfd)); /* a zombie: still its pid */
+  PG_CHECK(kill(-kid, 0) == 0); /* its group id is still held */
+  int st = 0;
+  PG_CHECK_EQ_INT((int)kid, (int)waitpid(kid, &st, 0));
+  PG_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 5); /* the status was kept for the reaper */
+  PG_CHECK_EQ_INT(0, (int)proc_state(kid));
+  if (pidfd >= 0) {
+    PG_CHECK_EQ_INT(0, pg__pidfd_alive(pidfd)); /* reaped: the number is nobody's */
+    close(pidfd);
+  }
+  PG_CHECK_EQ_INT(-1, pg__child_exited(kid, 0)); /* no longer a child */
+  PG_CHECK_EQ_INT(-1, pg__child_exited(1, 0));   /* never was */
 }
