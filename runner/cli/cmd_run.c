@@ -71,7 +71,8 @@ static void usage(FILE *out) {
           "                             inputs and compare the outputs bitwise (a warning,\n"
           "                             hint nondeterministic; default 1)\n"
           "  --no-progress              no live progress line (drawn on a terminal once a\n"
-          "                             run takes a second; never on a pipe or under CTest)\n"
+          "                             run takes a second, ticking while a case runs; never\n"
+          "                             on a pipe, under CTest or with --jobs)\n"
           "  --show-values              print impl and golden values at the worst and first\n"
           "                             mismatches on the console (never in the report): breaks\n"
           "                             the information barrier on this terminal\n"
@@ -82,11 +83,7 @@ static void usage(FILE *out) {
 
 /* user: the progress line, erased before every console line. */
 static void on_line(void *user, int to_stderr, const char *line) {
-  pg_report_progress_clear(user);
-  FILE *f = to_stderr ? stderr : stdout;
-  fputs(line, f);
-  fputc('\n', f);
-  fflush(f);
+  pg_report_progress_line(user, to_stderr ? stderr : stdout, line);
 }
 
 static void on_progress(void *user, const struct pg_run_progress *p) {
@@ -255,14 +252,14 @@ int pg_cmd_run(int argc, char **argv) {
   /* The progress line: on a terminal only, never on a pipe or under CTest, and only
    * once the run has taken a second (short runs do not flicker). */
   struct pg_report_progress progress;
-  pg_report_progress_init(&progress, pg_report_progress_wanted(no_progress) ? stderr : NULL,
-                          1000);
+  pg_report_progress_init(&progress, pg_report_progress_wanted(no_progress) && o.jobs <= 1
+                                         ? stderr : NULL, 1000);
   o.user = &progress;
   struct pg_run_summary s;
   struct pg_error err;
   pg_error_clear(&err);
   int rc = pg_run(&o, &s, &err);
-  pg_report_progress_clear(&progress);
+  pg_report_progress_end(&progress);
   int exit_code = s.exit_code;
   pg_run_summary_reset(&s);
   if (rc != PG_OK) {

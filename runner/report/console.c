@@ -9,11 +9,14 @@
  * These are the case_lines and summary_lines hooks of pg_run (see pg_report_hooks).
  * Only metrics and indices are printed, never tensor values; nothing is decided here.
  */
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "report/report.h"
@@ -295,13 +298,6 @@ int pg_report_progress_wanted(int off) {
          !getenv("DASHBOARD_TEST_FROM_CTEST");
 }
 
-void pg_report_progress_init(struct pg_report_progress *p, FILE *out, double delay_ms) {
-  p->out = out;
-  p->t0_ms = pg_now_ms();
-  p->delay_ms = delay_ms;
-  p->shown = 0;
-}
-
 /* "0:42", "1:02:03" */
 static void clock_text(double ms, char *buf, size_t size) {
   long s = ms > 0 && ms < 1e12 ? (long)(ms / 1000.0 + 0.5) : 0;
@@ -309,29 +305,113 @@ static void clock_text(double ms, char *buf, size_t size) {
   else snprintf(buf, size, "%ld:%02ld", s / 60, s % 60);
 }
 
-void pg_report_progress_update(struct pg_report_progress *p, const struct pg_run_progress *r) {
-  if (!p->out || pg_now_ms() - p->t0_ms < p->delay_ms) return;
+/* All bytes to the terminal with write(2): the ticker never holds a stdio lock (a
+ * fork of the runner, --fresh-process, must not inherit one held). */
+static void put(FILE *out, const char *text, size_t n) {
+  int fd = fileno(out);
+  while (n > 0) {
+    ssize_t w = write(fd, text, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    text += w, n -= (size_t)w;
+  }
+}
+
+/* The line as of now_ms: the last update moved on by the time since it. p->mu held. */
+static void draw_locked(struct pg_report_progress *p, double now_ms) {
+  const struct pg_run_progress *r = &p->last;
+  double since = now_ms - p->last_ms;
   char el[32], eta[48] = "", text[256];
-  clock_text(r->elapsed_ms, el, sizeof el);
+  clock_text(r->elapsed_ms + since, el, sizeof el);
   if (r->done > 0 && r->done < r->total) {
     char t[32];
-    clock_text(r->elapsed_ms / r->done * (r->total - r->done), t, sizeof t);
+    double left = r->elapsed_ms / r->done * (r->total - r->done) - since;
+    clock_text(left > 0 ? left : 0, t, sizeof t);
     snprintf(eta, sizeof eta, ", ETA %s", t);
   }
-  int n = snprintf(text, sizeof text, "[phasegate] progress: %d/%d case-modes, %d failed, %s "
+  int n = snprintf(text, sizeof text, "\r[phasegate] progress: %d/%d case-modes, %d failed, %s "
                    "elapsed%s", r->done, r->total, r->failed, el, eta);
+  if (n < 0) return;
+  if ((size_t)n >= sizeof text) n = (int)sizeof text - 1;
   /* A line wider than the terminal wraps, and \r would then redraw only its tail. */
   struct winsize ws;
-  if (ioctl(fileno(p->out), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 && n >= ws.ws_col)
-    text[ws.ws_col - 1] = '\0';
-  fprintf(p->out, "\r%s\033[K", text);
-  fflush(p->out);
+  if (ioctl(fileno(p->out), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 && n > ws.ws_col)
+    n = ws.ws_col; /* the \r and ws_col - 1 characters */
+  put(p->out, text, (size_t)n);
+  put(p->out, "\033[K", 3);
   p->shown = 1;
 }
 
-void pg_report_progress_clear(struct pg_report_progress *p) {
+static void clear_locked(struct pg_report_progress *p) {
   if (!p->out || !p->shown) return;
-  fputs("\r\033[K", p->out);
-  fflush(p->out);
+  put(p->out, "\r\033[K", 4);
   p->shown = 0;
+}
+
+/* Redraws the clock once a second between updates, while cases are left. */
+static void *ticker(void *arg) {
+  struct pg_report_progress *p = arg;
+  pthread_mutex_lock(&p->mu);
+  while (!p->stop) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 1;
+    pthread_cond_timedwait(&p->wake, &p->mu, &ts);
+    double now = pg_now_ms();
+    if (!p->stop && p->have_last && p->last.done < p->last.total &&
+        now - p->t0_ms >= p->delay_ms)
+      draw_locked(p, now);
+  }
+  pthread_mutex_unlock(&p->mu);
+  return NULL;
+}
+
+void pg_report_progress_init(struct pg_report_progress *p, FILE *out, double delay_ms) {
+  memset(p, 0, sizeof *p);
+  p->out = out;
+  p->t0_ms = pg_now_ms();
+  p->delay_ms = delay_ms;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->wake, NULL);
+  if (out) p->ticking = pthread_create(&p->tid, NULL, ticker, p) == 0;
+}
+
+void pg_report_progress_update(struct pg_report_progress *p, const struct pg_run_progress *r) {
+  if (!p->out) return;
+  pthread_mutex_lock(&p->mu);
+  p->last = *r;
+  p->last_ms = pg_now_ms();
+  p->have_last = 1;
+  if (p->last_ms - p->t0_ms >= p->delay_ms) draw_locked(p, p->last_ms);
+  pthread_mutex_unlock(&p->mu);
+}
+
+void pg_report_progress_clear(struct pg_report_progress *p) {
+  if (!p->out) return;
+  pthread_mutex_lock(&p->mu);
+  clear_locked(p);
+  pthread_mutex_unlock(&p->mu);
+}
+
+void pg_report_progress_line(struct pg_report_progress *p, FILE *f, const char *line) {
+  if (p->out) pthread_mutex_lock(&p->mu);
+  clear_locked(p);
+  fputs(line, f);
+  fputc('\n', f);
+  fflush(f);
+  if (p->out) pthread_mutex_unlock(&p->mu);
+}
+
+void pg_report_progress_end(struct pg_report_progress *p) {
+  if (p->ticking) {
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_signal(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->tid, NULL);
+    p->ticking = 0;
+  }
+  pg_report_progress_clear(p);
+  pthread_cond_destroy(&p->wake);
+  pthread_mutex_destroy(&p->mu);
 }

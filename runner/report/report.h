@@ -12,6 +12,7 @@
 #define PHASEGATE_REPORT_H
 
 #include <cjson/cJSON.h>
+#include <pthread.h>
 
 #include "phasegate/error.h"
 #include "run/run.h"
@@ -85,14 +86,25 @@ void pg_report_summary_lines(const struct pg_run_phase *ph, const struct pg_run_
 
 /* The live progress line of `phasegate run` on a terminal: "[phasegate] progress:
  * 12/48 case-modes, 2 failed, 0:14 elapsed, ETA 0:42", redrawn in place (\r, erase to
- * the end of the line) after each finished case, erased before every console line
- * (so the lines stay exactly what a pipe gets) and at the end. Drawn only once the
- * run has taken `delay_ms`, so short runs do not flicker. The caller owns the state. */
+ * the end of the line) after each finished case and every second in between (a ticker
+ * thread: a long case must not look hung), erased before every console line (so the
+ * lines stay exactly what a pipe gets) and at the end. Drawn only once the run has
+ * taken `delay_ms`, so short runs do not flicker. The caller owns the state; the
+ * functions below may be called from any thread. Not for a process that forks workers
+ * which print (`--jobs`): pass no terminal there. */
 struct pg_report_progress {
-  FILE *out;      /* the terminal; NULL: never drawn */
+  FILE *out;      /* the terminal; NULL: never drawn (and no ticker) */
   double t0_ms;   /* pg_report_progress_init's time */
   double delay_ms;
   int shown;      /* a line is on the terminal now */
+  /* the ticker */
+  pthread_mutex_t mu;           /* guards everything here, and the terminal */
+  pthread_cond_t wake;
+  pthread_t tid;
+  int ticking, stop;
+  struct pg_run_progress last;  /* the last update, and when it came */
+  double last_ms;
+  int have_last;
 };
 
 /* Whether a progress line belongs on this process's output: stdout and stderr are
@@ -100,12 +112,17 @@ struct pg_report_progress {
  * CTEST_INTERACTIVE_DEBUG_MODE or DASHBOARD_TEST_FROM_CTEST in its tests'
  * environment), and `off` (--no-progress) is 0. */
 int pg_report_progress_wanted(int off);
-/* out: where to draw (NULL: nowhere); delay_ms: how long a run must have taken. */
+/* out: where to draw (NULL: nowhere); delay_ms: how long a run must have taken.
+ * Starts the ticker when out is set; pg_report_progress_end stops it. */
 void pg_report_progress_init(struct pg_report_progress *p, FILE *out, double delay_ms);
 /* Draws (or redraws) the line for `r`; nothing before the delay. */
 void pg_report_progress_update(struct pg_report_progress *p, const struct pg_run_progress *r);
 /* Erases the line if one is shown. */
 void pg_report_progress_clear(struct pg_report_progress *p);
+/* Erases the line and writes `line` + "\n" to f, with no redraw in between. */
+void pg_report_progress_line(struct pg_report_progress *p, FILE *f, const char *line);
+/* Stops the ticker and erases the line. */
+void pg_report_progress_end(struct pg_report_progress *p);
 
 /* ---- reading reports back: `phasegate report` (report/load.c) ---- */
 

@@ -5,8 +5,10 @@ or with --no-progress.
 
     progress.py PHASEGATE OP_DIR WORK_DIR
 
-The impl is a slow python: impl (0.6 s a call, its second call negated) on the toy op's
-phase 1, three cases: about two seconds.
+The impl is a slow python: impl (0.6 s a call, its second call negated, its third
+2.6 s) on the toy op's phase 1, three cases: about four seconds. The third case is long
+enough for the line's clock to be redrawn while it runs (a ticker, once a second), so a
+long case does not look hung.
 """
 import os
 import pty
@@ -24,7 +26,7 @@ with open(impl, "w") as f:
             "def double(x):\n"
             "    global calls\n"
             "    calls += 1\n"
-            "    time.sleep(0.6)\n"
+            "    time.sleep(2.6 if calls == 3 else 0.6)\n"
             "    return -2 * x if calls == 2 else 2 * x\n")
 cmd = [pg, "run", "--op-dir", op_dir, "--impl", "python:%s::double" % impl,
        "--python", sys.executable, "--up-to-module", "1", "--modes", "sim",
@@ -104,7 +106,7 @@ def normal(lines):
     return [re.sub(r"[0-9.]+ ms$", "N ms", l) for l in lines if l.strip()]
 
 
-# Every run at once (each takes about two seconds, more on a busy machine: only the
+# Every run at once (each takes about four seconds, more on a busy machine: only the
 # lower bound matters). A pipe gives the reference lines.
 negative = [
     ("CTEST_INTERACTIVE_DEBUG_MODE", cmd, dict(base_env, CTEST_INTERACTIVE_DEBUG_MODE="1")),
@@ -123,8 +125,9 @@ check("[phasegate] progress" not in piped.stdout and "\x1b" not in piped.stdout 
       "a progress line on a pipe", piped.stdout)
 want = normal(piped.stdout.splitlines())
 
-# A terminal: the line appears (after a second: the run takes about two), counts the
-# failure, is redrawn in place, and the screen ends with exactly the piped lines.
+# A terminal: the line appears (after a second: the run takes about four), counts the
+# failure, is redrawn in place (also between cases), and the screen ends with exactly
+# the piped lines.
 rc, out = results[0]
 check(rc == 1, "terminal run: exit %d, want 1" % rc, out)
 draws = re.findall(r"\r(\[phasegate\] progress: [^\r\n\x1b]*)\x1b\[K", out)
@@ -133,6 +136,8 @@ check(all(re.fullmatch(r"\[phasegate\] progress: [1-3]/3 case-modes, [01] failed
                        r"\d+:\d\d elapsed(, ETA \d+:\d\d)?", d) for d in draws),
       "progress line format: %r" % draws, out)
 check(any(", 1 failed" in d for d in draws), "the failure is not counted: %r" % draws, out)
+clocks = {re.search(r"(\d+:\d\d) elapsed", d).group(1) for d in draws if " 2/3 " in d}
+check(len(clocks) >= 2, "the clock was not redrawn during the long third case: %r" % draws, out)
 shown = screen(out)
 check(not any("[phasegate] progress" in l for l in shown), "the progress line is left on the screen", shown)
 check(normal(shown) == want, "terminal lines differ from the piped ones:\n%s\nvs\n%s"
