@@ -191,16 +191,14 @@ static void reap(struct pg_proc *p, int wait_ms, struct pg_proc_result *r) {
     p->pid = 0;
     return;
   }
-  kill(-p->pid, SIGKILL); /* background children too, and the process if still there */
-  /* what is left: the group's stragglers and children that left it with setsid(), all
-   * gone before the caller starts a replacement (a flock they hold is released). By the
-   * tag alone, not by the log file: a persistent process is exec()ed, so its
-   * descendants carry the tag, while `phasegate run` clients of `phasegate serve` hold
-   * the worker's log open to read their calls' output, and must not be taken for its
-   * children (serve/load_short, serve/faults_short). */
-  pg__kill_leftovers(p->pid, p->tag, NULL, 0, 1000);
-  while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  /* The group (the process too, if still there, and its background children) and
+   * children that left it with setsid(), all gone before the caller starts a
+   * replacement (a flock they hold is released). By the tag alone, not by the log file:
+   * a persistent process is exec()ed, so its descendants carry the tag, while
+   * `phasegate run` clients of `phasegate serve` hold the worker's log open to read
+   * their calls' output, and must not be taken for its children (serve/load_short,
+   * serve/faults_short). */
+  status = pg__reap_child(p->pid, p->tag, NULL, 0, 1000);
   if (r && got) {
     if (WIFEXITED(status)) r->exited = 1, r->exit_code = WEXITSTATUS(status);
     else if (WIFSIGNALED(status)) r->signaled = 1, r->signo = WTERMSIG(status);
@@ -385,6 +383,26 @@ int pg_proc_start(struct pg_proc *p, const struct pg_proc_spec *s, struct pg_pro
   return pg_proc_handshake(p, r, err);
 }
 
+ssize_t pg__send_with_fd(int sock, const void *buf, size_t n, int attach_fd) {
+  struct iovec iov = {(void *)buf, n};
+  char ctl[CMSG_SPACE(sizeof(int))];
+  struct msghdr mh;
+  memset(&mh, 0, sizeof mh);
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  if (attach_fd >= 0) {
+    memset(ctl, 0, sizeof ctl);
+    mh.msg_control = ctl;
+    mh.msg_controllen = sizeof ctl;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &attach_fd, sizeof(int));
+  }
+  return sendmsg(sock, &mh, MSG_NOSIGNAL);
+}
+
 int pg__proc_send_line(int fd, const cJSON *o, int attach_fd, int timeout_ms) {
   char *text = cJSON_PrintUnformatted(o);
   if (!text) return -1;
@@ -393,23 +411,7 @@ int pg__proc_send_line(int fd, const cJSON *o, int attach_fd, int timeout_ms) {
   size_t off = 0;
   int rc = 0;
   while (off < n + 1) {
-    struct iovec iov = {text + off, n + 1 - off};
-    char ctl[CMSG_SPACE(sizeof(int))];
-    struct msghdr mh;
-    memset(&mh, 0, sizeof mh);
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    if (off == 0 && attach_fd >= 0) {
-      memset(ctl, 0, sizeof ctl);
-      mh.msg_control = ctl;
-      mh.msg_controllen = sizeof ctl;
-      struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-      c->cmsg_level = SOL_SOCKET;
-      c->cmsg_type = SCM_RIGHTS;
-      c->cmsg_len = CMSG_LEN(sizeof(int));
-      memcpy(CMSG_DATA(c), &attach_fd, sizeof(int));
-    }
-    ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+    ssize_t w = pg__send_with_fd(fd, text + off, n + 1 - off, off == 0 ? attach_fd : -1);
     if (w < 0 && errno == EINTR) continue;
     if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       struct pollfd pfd = {fd, POLLOUT, 0};

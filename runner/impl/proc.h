@@ -155,6 +155,9 @@ void pg__proc_to_sandbox(const struct pg_proc_result *r, struct pg_sandbox_resul
  * the first byte); a socket that stays full for timeout_ms (< 0: forever) counts as
  * failed. 0 or -1 (the peer is gone, out of memory). Never raises SIGPIPE. */
 int pg__proc_send_line(int fd, const cJSON *o, int attach_fd, int timeout_ms);
+/* One sendmsg() of n bytes on sock, with attach_fd passed along (SCM_RIGHTS) when >= 0;
+ * MSG_NOSIGNAL. What sendmsg returns. */
+ssize_t pg__send_with_fd(int sock, const void *buf, size_t n, int attach_fd);
 
 /* Waits for the answer to `id` (at most timeout_s; <= 0: no limit) and fills r.
  * Whenever r->end is not ANSWERED the process has been killed and reaped. */

@@ -99,6 +99,29 @@ int pg__pidfd_alive(int pidfd) {
 #endif
 }
 
+int pg__proc_stat(long pid, char *state, int *pgrp, unsigned long long *start) {
+  char path[64], st[1024];
+  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  ssize_t got = fd >= 0 ? read(fd, st, sizeof st - 1) : -1;
+  if (fd >= 0) close(fd);
+  if (got <= 0) return -1;
+  st[got] = '\0';
+  /* "pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+   * utime stime cutime cstime priority nice threads itrealvalue starttime …": comm may
+   * hold anything, so the fields are read after its last ')' */
+  char *rp = strrchr(st, ')'), c = 0;
+  int g = 0;
+  unsigned long long t = 0;
+  if (!rp || sscanf(rp + 1, " %c %*d %d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+                    "%*d %*d %*d %llu", &c, &g, &t) != 3)
+    return -1;
+  if (state) *state = c;
+  if (pgrp) *pgrp = g;
+  if (start) *start = t;
+  return 0;
+}
+
 int pg__child_exited(int pid, int block) {
   for (;;) {
     siginfo_t si;
@@ -194,21 +217,10 @@ static int kill_pass(int pgid, const struct marks *m) {
     char *end;
     long pid = strtol(de->d_name, &end, 10);
     if (*end || pid <= 0 || pid < m->min_pid || pid == (long)self) continue;
-    char path[64], st[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t got = fd >= 0 ? read(fd, st, sizeof st - 1) : -1;
-    if (fd >= 0) close(fd);
-    if (got <= 0) continue;
-    st[got] = '\0';
-    /* "pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
-     * utime stime cutime cstime priority nice threads itrealvalue starttime …" */
-    char *rp = strrchr(st, ')'), state = 0;
+    char state = 0;
     int pgrp = 0;
     unsigned long long start = 0;
-    if (!rp || sscanf(rp + 1, " %c %*d %d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
-                      "%*d %*d %*d %llu", &state, &pgrp, &start) != 3)
-      continue;
+    if (pg__proc_stat(pid, &state, &pgrp, &start) != 0) continue;
     if (state == 'Z' || state == 'X') continue; /* dead: holds nothing any more */
     if (pgid > 0 && pgrp == pgid) {
       kill((pid_t)pid, SIGKILL); /* dying already: the group was killed before the pass */
@@ -256,6 +268,14 @@ int pg__kill_leftovers(int pgid, const char *tag, const int *fds, int n_fds, dou
   }
   free(m.buf);
   return total;
+}
+
+int pg__reap_child(int pid, const char *tag, const int *fds, int n_fds, double max_ms) {
+  pg__kill_leftovers(pid, tag, fds, n_fds, max_ms);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
 }
 
 /* ------------------------------------------------------------------ child */
@@ -451,10 +471,7 @@ int pg_sandbox_wait(struct pg_sandbox_proc *p, struct pg_sandbox_result *r,
   }
   if (!exited) pg__child_exited(pid, 1), exited_at = pg_now_ms();
   int marked[2] = {pout0, perr0}; /* a forked child's forks do not show the tag */
-  pg__kill_leftovers(pid, p->tag, marked, 2, 1000); /* the group, and children that left it */
-  /* reaped only now: until here its zombie kept pid and group id from being reused */
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  status = pg__reap_child(pid, p->tag, marked, 2, 1000); /* the group, children that left it */
   if (pidfd >= 0) close(pidfd);
   close(pout0);
   close(perr0);

@@ -55,6 +55,15 @@ int pg__kill_leftovers(int pgid, const char *tag, const int *fds, int n_fds, dou
  * given to another process (pid_max is 32768 on many machines and wraps within a test
  * run), so kill(-pid) and pg__kill_leftovers(pid, …) cannot reach a stranger. */
 int pg__child_exited(int pid, int block);
+/* Ends child pid for good, in the order that keeps every kill on its own processes:
+ * pg__kill_leftovers(pid, …) while its zombie still holds the pid and the group id,
+ * then the reap. Returns the wait status. */
+int pg__reap_child(int pid, const char *tag, const int *fds, int n_fds, double max_ms);
+
+/* The fields of /proc/<pid>/stat phasegate reads (each pointer may be NULL): the state
+ * ('R', 'S', 'Z', …), the process group, the start time in clock ticks since boot.
+ * 0, or -1 when there is no such process (or its stat cannot be read). */
+int pg__proc_stat(long pid, char *state, int *pgrp, unsigned long long *start);
 
 /* pidfd_open(2), -1 where the kernel has none; pg__pidfd_alive: 1 while the process is
  * not reaped (running or a zombie: its pid and group id are still its own). For a

@@ -681,17 +681,12 @@ static void on_reaped(struct daemon *d, struct wproc *w) {
 /* 1 when w's pid has been reaped now (its status kept in w). */
 static int reap_one(struct wproc *w) {
   if (w->gone || w->reaped || w->state == W_STARTING || w->pid <= 0) return 0;
-  int e = pg__child_exited(w->pid, 0), st = 0;
+  int e = pg__child_exited(w->pid, 0);
   if (e == 0) return 0;
-  if (e == 1) { /* (-1: not a child any more; nothing of it to kill or reap) */
-    /* what it left behind in its group, and children that left it (setsid), while its
-     * zombie still holds the pid (pg__child_exited) */
-    pg__kill_leftovers(w->pid, w->p.tag, NULL, 0, 200); /* by tag only: see proc.c */
-    while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR) {
-    }
-  }
+  /* what it left behind in its group, and children that left it (setsid); by tag only:
+   * see proc.c. (-1: not a child any more, nothing of it to kill or reap.) */
+  w->status = e == 1 ? pg__reap_child(w->pid, w->p.tag, NULL, 0, 200) : 0;
   w->reaped = 1;
-  w->status = st;
   return 1;
 }
 

@@ -323,13 +323,9 @@ static void shutdown_all(struct daemon *d) {
     if (w->gone || w->pid <= 0) continue;
     /* one reaped before (died while leased) had its leftovers killed then, and its
      * pid may be a stranger's now */
-    if (!w->reaped) {
-      kill(-w->pid, SIGKILL);
-      pg__kill_leftovers(w->pid, w->p.tag, NULL, 0, 200); /* children that left the group too */
-      int st = 0;
-      while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR) {
-      }
-      w->reaped = 1, w->status = st;
+    if (!w->reaped) { /* the group, and children that left it too */
+      w->status = pg__reap_child(w->pid, w->p.tag, NULL, 0, 200);
+      w->reaped = 1;
     }
     if (w->end_to) pg__serve_answer_end(d, w->end_to, w, 0);
     pg__serve_w_remove(w);

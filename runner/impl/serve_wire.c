@@ -146,15 +146,9 @@ int pg__serve_current_umask(void) {
 /* 1 when pid is gone (or a zombie nobody reaps: it no longer runs anything). */
 int pg__serve_pid_gone(int pid) {
   if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH)) return 1;
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  FILE *f = fopen(path, "re");
-  if (!f) return 1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char *rp = strrchr(buf, ')');
-  return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+  char state = 0;
+  if (pg__proc_stat(pid, &state, NULL, NULL) != 0) return 1;
+  return state == 'Z' || state == 'X';
 }
 
 /* SIGKILL to the group of a process that is not our child, and a wait (<= 1 s) until

@@ -293,15 +293,8 @@ PG_TEST(remove_tree_never_follows_links) {
 
 /* The state of pid as /proc shows it ('R', 'S', 'Z', …; 0: no such process). */
 static char proc_state(pid_t pid) {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char *rp = strrchr(buf, ')');
-  return rp && rp[1] == ' ' ? rp[2] : 0;
+  char state = 0;
+  return pg__proc_stat(pid, &state, NULL, NULL) == 0 ? state : 0;
 }
 
 /* What makes kills after an exit safe (sandbox.h): pg__child_exited sees the exit and

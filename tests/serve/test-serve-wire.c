@@ -15,23 +15,7 @@
 
 /* Sends `answer` on fd with a descriptor attached (SCM_RIGHTS) when attach >= 0. */
 static void send_answer(int fd, const char *answer, int attach) {
-  struct iovec iov = {(void *)answer, strlen(answer)};
-  char ctl[CMSG_SPACE(sizeof(int))];
-  struct msghdr mh;
-  memset(&mh, 0, sizeof mh);
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  if (attach >= 0) {
-    memset(ctl, 0, sizeof ctl);
-    mh.msg_control = ctl;
-    mh.msg_controllen = sizeof ctl;
-    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &attach, sizeof(int));
-  }
-  PG_CHECK(sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)strlen(answer));
+  PG_CHECK(pg__send_with_fd(fd, answer, strlen(answer), attach) == (ssize_t)strlen(answer));
 }
 
 /* A lease "granted" for pid 1 (or 0) is refused: ending it would signal the group of

@@ -42,23 +42,7 @@ struct daemon_side {
 /* Sends n bytes (with fd attached to the first, when >= 0). */
 static int send_chunk(int sock, const uint8_t *p, size_t n, int fd) {
   while (n) {
-    struct iovec iov = {(void *)p, n};
-    char ctl[CMSG_SPACE(sizeof(int))];
-    struct msghdr mh;
-    memset(&mh, 0, sizeof mh);
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    if (fd >= 0) {
-      memset(ctl, 0, sizeof ctl);
-      mh.msg_control = ctl;
-      mh.msg_controllen = sizeof ctl;
-      struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-      c->cmsg_level = SOL_SOCKET;
-      c->cmsg_type = SCM_RIGHTS;
-      c->cmsg_len = CMSG_LEN(sizeof(int));
-      memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    }
-    ssize_t w = sendmsg(sock, &mh, MSG_NOSIGNAL);
+    ssize_t w = pg__send_with_fd(sock, p, n, fd);
     if (w <= 0) return -1;
     p += w, n -= (size_t)w, fd = -1;
   }
