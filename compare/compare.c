@@ -1,5 +1,5 @@
 /* compare/compare.c — pg_tensor_compare(): one streaming, multithreaded pass that
- * gives a rule's verdict and every metric of DESIGN.md §7 (definitions in
+ * gives a rule's verdict and every metric of docs/design.md §7 (definitions in
  * docs/compare.md).
  *
  * The flat element range is cut into chunks whose size depends only on the element
@@ -392,7 +392,7 @@ static int run_chunks(const struct pg__kparams *kp, const struct pg_cmp_rule *ru
   return PG_OK;
 }
 
-/* The verdict and the metrics of DESIGN.md §7 from the merged result. */
+/* The verdict and the metrics of docs/design.md §7 from the merged result. */
 static void set_metrics(struct pg_cmp_result *out, const struct pg_cmp_rule *rule,
                         const DLTensor *impl, const DLTensor *ref, enum pg_dtype tr, int64_t n,
                         struct pg__partial *total) {
@@ -451,7 +451,7 @@ static void set_metrics(struct pg_cmp_result *out, const struct pg_cmp_rule *rul
 static void set_trust(struct pg_cmp_result *out, const struct pg_cmp_rule *rule, enum pg_dtype tr,
                       int64_t n, const struct pg__partial *total) {
   /* A reference that is mostly zeros, or constant, cannot tell a good impl from a
-   * bad one: the case is too weak to trust (DESIGN.md §7). */
+   * bad one: the case is too weak to trust (docs/design.md §7). */
   if (n >= 10 && total->zeros_b * 10 >= n * 3) {
     out->mistrusted = 1;
     snprintf(out->mistrust_reason, sizeof out->mistrust_reason,

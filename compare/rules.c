@@ -15,7 +15,7 @@
 
 void pg_cmp_default_tolerance(enum pg_dtype dtype, double *atol, double *rtol) {
   /* The seed's runner and detailed_tensor_compare: one tolerance for every float dtype,
-   * so a pypto suite gets the verdicts it got there (DESIGN.md §7). */
+   * so a pypto suite gets the verdicts it got there (docs/design.md §7). */
   int floating = dtype == PG_DTYPE_F16 || dtype == PG_DTYPE_BF16 || dtype == PG_DTYPE_F32 ||
                  dtype == PG_DTYPE_F64;
   if (atol) *atol = floating ? PG_CMP_DEFAULT_ATOL : 0.0; /* integers and bool: exact */

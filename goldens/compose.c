@@ -1,4 +1,4 @@
-/* phasegate goldens/ — cumulative composition (DESIGN.md §5): runs the goldens of
+/* phasegate goldens/ — cumulative composition (docs/design.md §5): runs the goldens of
  * M1..Mk in order over a table of named tensors, and the op-level golden.
  *
  * Numerics, as a device pipeline behaves: primary inputs are widened from their

@@ -1,4 +1,4 @@
-/* phasegate goldens — shape and float expressions (DESIGN.md §3 rule 5, §5).
+/* phasegate goldens — shape and float expressions (docs/design.md §3 rule 5, §5).
  *
  * One small recursive-descent parser serves four entry points: shape expressions
  * (int64: integers, dim names, + - * //, parentheses, unary +/-) and float

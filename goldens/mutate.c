@@ -1,4 +1,4 @@
-/* phasegate goldens/ — counterfactual goldens (DESIGN.md §8 "Hints", "Suite strength"):
+/* phasegate goldens/ — counterfactual goldens (docs/design.md §8 "Hints", "Suite strength"):
  * the bug hypotheses that apply to a module's built-in steps (pg_golden_mutations) and
  * how one is applied when that step runs (pg__mutation_apply, called by steps.c): an
  * attribute flipped, scaled or moved to another axis, inputs rounded to a narrower

@@ -1,4 +1,4 @@
-/* phasegate goldens/ — the golden step parser (DESIGN.md §5): one line
+/* phasegate goldens/ — the golden step parser (docs/design.md §5): one line
  * `outs = op(arg, …, key=value)`, or the infix `out = a - b` / `out = a + b` (sub / add),
  * into struct pg__step with the 0-based offset of every token, so each finding can
  * point inside the step. Syntax only: kernels, tensor names and attribute types are

@@ -1,4 +1,4 @@
-/* phasegate goldens/ — the golden plan (DESIGN.md §5): every golden step of a graph
+/* phasegate goldens/ — the golden plan (docs/design.md §5): every golden step of a graph
  * compiled once. Per step: the parse (parse.c), the kernel (with close names when it
  * is unknown), argument and output counts, each tensor argument resolved to the step,
  * primary input or module output it names, and the attributes compiled for the

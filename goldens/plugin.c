@@ -1,4 +1,4 @@
-/* phasegate goldens/ — golden plugins (DESIGN.md §5, include/phasegate/golden.h):
+/* phasegate goldens/ — golden plugins (docs/design.md §5, include/phasegate/golden.h):
  * opening a golden library, finding a module's golden symbol in it and calling it with
  * tensors we allocated, then checking the plugin kept to the ABI (return code, every
  * output element written, shapes/dtypes/data pointers untouched).

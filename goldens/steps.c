@@ -1,4 +1,4 @@
-/* phasegate goldens/ — running a module's compiled golden steps (DESIGN.md §5) over the
+/* phasegate goldens/ — running a module's compiled golden steps (docs/design.md §5) over the
  * named-tensor table: each step's recorded problem, if any, becomes the error (at its
  * file:line:col, tagged "(golden)"); otherwise its arguments are looked up where the
  * plan resolved them, its attributes evaluated under the bound dims, its outputs

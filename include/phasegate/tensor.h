@@ -69,7 +69,7 @@ static inline const char *pg_dtype_name(enum pg_dtype t) {
   }
 }
 
-/* Parses the contract vocabulary (DESIGN.md §3 rule 6) and the aliases real pypto
+/* Parses the contract vocabulary (docs/design.md §3 rule 6) and the aliases real pypto
  * contracts, suites and lint fixtures use — the one alias table ("int" is int64).
  * Returns PG_DTYPE_INVALID for anything else. */
 static inline enum pg_dtype pg_dtype_parse(const char *s) {

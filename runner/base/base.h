@@ -1,5 +1,5 @@
 /* phasegate runner — the floor every room stands on: paths, directories, clocks,
- * strings and shape text, written once (DESIGN.md §2). Nothing here knows about
+ * strings and shape text, written once (docs/design.md §2). Nothing here knows about
  * contracts, tensors' contents, impls or verdicts, and nothing here prints.
  *
  * Paths are built on the heap (pg_path_join / pg_path_fmt), never in fixed buffers,

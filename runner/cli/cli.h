@@ -5,9 +5,9 @@
 
 #include <stdio.h>
 
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
-/* Exit codes, DESIGN.md §8. */
+/* Exit codes, docs/design.md §8. */
 enum {
   PG_EXIT_PASS = 0,
   PG_EXIT_FAIL = 1,

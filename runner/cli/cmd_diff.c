@@ -6,7 +6,7 @@
  *
  * A is the impl's tensor, B the reference. Exit 0 pass, 1 fail (including shape or
  * dtype mismatch), 2 error. Reference values are never printed: only metrics, the
- * impl's values and indices (DESIGN.md §8 information barrier).
+ * impl's values and indices (docs/design.md §8 information barrier).
  */
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -11,7 +11,7 @@
 #include "base/base.h"
 #include "run/run.h"
 #include "tensors/tensors.h"
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 #include "tensors/tensors.h"
 
 static void usage(FILE *out) {

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 enum list_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_CMAKE };
 

@@ -1,4 +1,4 @@
-/* phasegate run — runs one phase of an op against an impl (DESIGN.md §6, §8, §9;
+/* phasegate run — runs one phase of an op against an impl (docs/design.md §6, §8, §9;
  * docs/interfaces.md pins the options, the skip marker and the exit codes the CMake
  * layer relies on). Parses options, wires the report room's hooks (report, console
  * lines, the information barrier) into pg_run, prints the console lines, exits

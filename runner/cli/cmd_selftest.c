@@ -1,4 +1,4 @@
-/* phasegate selftest — composition verification (DESIGN.md §5): for every (seed,
+/* phasegate selftest — composition verification (docs/design.md §5): for every (seed,
  * shape) of the contract's `composition_verification`, generate the primary inputs,
  * compute cumulative golden N and the op-level golden, and compare every final output
  * with allclose(atol, rtol). One line per (seed, shape, tensor), then a summary.
@@ -15,7 +15,7 @@
 #include "phasegate/goldens.h"
 #include "report/report.h"
 #include "run/run.h"
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 static void usage(FILE *out) {
   fprintf(out,

@@ -1,5 +1,5 @@
 /* phasegate serve — the daemon that keeps plugin and worker impls warm across CTest
- * tests (DESIGN.md §6 "Under CTest", §9; docs/serve.md). The work is in
+ * tests (docs/design.md §6 "Under CTest", §9; docs/serve.md). The work is in
  * runner/impl/serve.c; this file parses options, prints and picks the exit code.
  *
  *   phasegate serve --control DIR [--impl SPEC --modes a,b --devices 0,1 …]  start, detached

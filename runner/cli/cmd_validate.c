@@ -1,7 +1,7 @@
 /* phasegate validate — checks a contract (and its suite, when there is one) and
  * prints every finding, one per line, "FILE:LINE:COL: error: what (rule N)", on
  * stderr; on success a one-line summary on stdout. Exit 0 when nothing is an error,
- * 2 otherwise (DESIGN.md §3, §9). `--format json` prints the findings as JSON on
+ * 2 otherwise (docs/design.md §3, §9). `--format json` prints the findings as JSON on
  * stdout instead, for tools.
  */
 #include <stdio.h>
@@ -13,7 +13,7 @@
 
 #include "cli.h"
 #include "run/run.h"
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 static void usage(FILE *out) {
   fprintf(out,

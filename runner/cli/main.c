@@ -1,4 +1,4 @@
-/* phasegate CLI entry point: dispatches to a subcommand (DESIGN.md §9). */
+/* phasegate CLI entry point: dispatches to a subcommand (docs/design.md §9). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

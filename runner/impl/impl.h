@@ -1,4 +1,4 @@
-/* phasegate runner — the impl room (DESIGN.md §2, §6): how one (case, mode) call reaches
+/* phasegate runner — the impl room (docs/design.md §2, §6): how one (case, mode) call reaches
  * the code under test, and the FACTS of what came back.
  *
  *   plugin:PATH.so   <op>_module<suffix>_wrapper called in the persistent plugin host

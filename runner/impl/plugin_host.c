@@ -1,4 +1,4 @@
-/* phasegate-plugin-host — the persistent plugin host (DESIGN.md §6 "Persistent by
+/* phasegate-plugin-host — the persistent plugin host (docs/design.md §6 "Persistent by
  * default"): a small program the runner starts by exec (posix_spawn), never a fork of
  * the threaded runner, so a CUDA or NPU context is created here once and never
  * inherited. It dlopen()s one impl plugin and serves calls over the worker protocol

@@ -1,4 +1,4 @@
-/* phasegate runner — the warm processes of one impl (DESIGN.md §6): one persistent
+/* phasegate runner — the warm processes of one impl (docs/design.md §6): one persistent
  * process per (mode, device) — a forked --jobs worker has its own pool — started on
  * first use (or leased from `phasegate serve`), replaced after any failure, recycled
  * after max_calls, ended by pg_impl_close (the ops' close of the plugin and worker

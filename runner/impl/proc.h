@@ -1,5 +1,5 @@
 /* phasegate runner — persistent impl processes: start once, serve many calls
- * (DESIGN.md §6 "Persistent by default", "Worker protocol, version 1").
+ * (docs/design.md §6 "Persistent by default", "Worker protocol, version 1").
  *
  * One struct pg_proc is one process (a `worker:` command, or the plugin host) that
  * speaks the worker protocol on a private socket: the runner's end is `sock`, the

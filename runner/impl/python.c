@@ -1,5 +1,5 @@
 /* phasegate runner — the python adapter: `python:PATH.py[::FUNCTION]`, an impl module
- * written for the pypto op workflow, unchanged (DESIGN.md §6, docs/python.md), or
+ * written for the pypto op workflow, unchanged (docs/design.md §6, docs/python.md), or
  * `python:DIR`, a directory of the workflow's staged files, one per phase.
  *
  * It is the worker adapter (impl/worker.c, the same pool, serve leases and checks) with

@@ -1,6 +1,6 @@
 /* phasegate runner — the sandbox: runs one piece of impl code in a child process so
  * that a crash, a hang or a runaway allocation in the impl is a result, not the end
- * of the runner (DESIGN.md §6).
+ * of the runner (docs/design.md §6).
  *
  * The child is forked, put in its own process group, given rlimits (RLIMIT_CORE 0,
  * optional RLIMIT_AS), its stdout/stderr captured through pipes (the last

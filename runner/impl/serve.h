@@ -1,5 +1,5 @@
 /* phasegate runner — `phasegate serve`: a daemon that owns warm impl processes across
- * CTest tests (DESIGN.md §6 "Under CTest", §9, §10; docs/serve.md), and the client
+ * CTest tests (docs/design.md §6 "Under CTest", §9, §10; docs/serve.md), and the client
  * side a `phasegate run` process uses to borrow one of them.
  *
  * Lease, never proxy. A client connects to <control>/serve.sock and asks for a process

@@ -1,5 +1,5 @@
 /* phasegate runner — the worker adapter: `worker:COMMAND`, a persistent exec impl
- * (DESIGN.md §6 "Worker protocol, version 1", docs/worker_protocol.md).
+ * (docs/design.md §6 "Worker protocol, version 1", docs/worker_protocol.md).
  *
  * The command is started once per (mode, device) as `/bin/sh -c COMMAND` (or leased
  * warm from `phasegate serve`) and serves every call of the run: each call gets the

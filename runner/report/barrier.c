@@ -1,4 +1,4 @@
-/* phasegate runner — the information barrier (DESIGN.md §8), both halves in one file:
+/* phasegate runner — the information barrier (docs/design.md §8), both halves in one file:
  * no golden tensor values, no golden source and no raw input contents ever reach the
  * report or the console.
  *

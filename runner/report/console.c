@@ -1,4 +1,4 @@
-/* phasegate runner — the console of `phasegate run` (DESIGN.md §8): one status line per
+/* phasegate runner — the console of `phasegate run` (docs/design.md §8): one status line per
  * case and mode while running (metrics of the worst output, or the category and
  * summary of a failure; every metric of --inspect's output), the tail of a failing
  * mode's captured output (already redacted by run/), the repro and hint lines, the
@@ -73,7 +73,7 @@ static void mode_line(const struct pg_run_phase *ph, const struct pg_case_result
     snprintf(detail, sizeof detail, "%s%s%.700s", cat ? cat : "", cat ? ": " : "", m->summary);
     if (m->fact_output >= 0 && m->fact_output < m->n_tensors) shown = &m->tensors[m->fact_output];
   }
-  /* Every verdict on values says what it allowed (DESIGN.md §7); a line without
+  /* Every verdict on values says what it allowed (docs/design.md §7); a line without
    * compared values (a crash, a skip, structure only) has no tolerance to show. */
   if (shown && shown->compared && !shown->cmp.structural) tolerance_text(shown, tol, sizeof tol);
   pg_run_linef(line, user, 0, "[%s] %s M%d %s %s  %s%s  %.1f ms", tag, ph->op, ph->up_to_module,

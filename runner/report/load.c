@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 #define REPORT_NAME "evaluation_report.json"
 #define REPORT_MAX_BYTES (512L * 1024 * 1024)
@@ -387,7 +387,7 @@ static int read_text(const char *path, char **out, size_t *len, struct pg_error 
 }
 
 /* The JSON text of `path` parsed, or an error with the position of the first syntax
- * error (the position-recording scanner of the spec room says where; cJSON does not). */
+ * error (the position-recording scanner of the opdir room says where; cJSON does not). */
 static int parse_report(const char *path, const char *text, size_t len, cJSON **out,
                         struct pg_error *err) {
   struct pg_json_pos pos;

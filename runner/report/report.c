@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 /* Out of memory while building: cJSON's creators return NULL and its adders fail
  * quietly, which would write a report with keys or whole checks missing. Every such
@@ -85,7 +85,7 @@ static cJSON *index_json(int ndim, const int64_t *idx) {
 
 static void add_num(cJSON *o, const char *k, double v) { cJSON_AddItemToObject(o, k, num_or_null(v)); }
 
-/* The metrics of one comparison (DESIGN.md §7) as keys of `o`: shared by the report
+/* The metrics of one comparison (docs/design.md §7) as keys of `o`: shared by the report
  * and `phasegate diff --json`, so both spell every metric the same way. Indices are
  * null when no finite pair exists. */
 void pg_report_add_metrics(cJSON *o, const struct pg_cmp_result *c) {
@@ -306,7 +306,7 @@ static cJSON *probe_json(const struct pg_probe_check *p, const char *mode) {
   return o;
 }
 
-/* earliest_failing_boundary: the integer j when known, else null (DESIGN.md §8). */
+/* earliest_failing_boundary: the integer j when known, else null (docs/design.md §8). */
 static void add_earliest(cJSON *o, int j) {
   if (j > 0) cJSON_AddNumberToObject(o, "earliest_failing_boundary", j);
   else cJSON_AddNullToObject(o, "earliest_failing_boundary");

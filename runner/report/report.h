@@ -1,4 +1,4 @@
-/* phasegate runner — the report room (DESIGN.md §2, §8): evaluation_report.json (built
+/* phasegate runner — the report room (docs/design.md §2, §8): evaluation_report.json (built
  * from case results, merged atomically under a lock so one report per phase stays
  * correct when the cases of a phase run as separate concurrent processes), the
  * information barrier (report/barrier.c: redaction of impl text and the sanitize step

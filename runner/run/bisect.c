@@ -1,4 +1,4 @@
-/* phasegate runner — boundary bisection (DESIGN.md §8 `earliest_failing_boundary`):
+/* phasegate runner — boundary bisection (docs/design.md §8 `earliest_failing_boundary`):
  * when phase k fails on precision, phases j = 1..k-1 of the same case and mode are
  * run again (impl call and cumulative golden j, overlapped as in a case) to find the
  * first boundary that already diverges. What each phase's outcome means is

@@ -1,4 +1,4 @@
-/* phasegate runner — cancellation_stress (DESIGN.md §4): for a case that names a target
+/* phasegate runner — cancellation_stress (docs/design.md §4): for a case that names a target
  * tensor, reshape the generated primary inputs so that the golden step computing it
  * cancels. See the section comment below. */
 #include <math.h>
@@ -12,7 +12,7 @@
 
 /* ------------------------------------------------------------------ cancellation_stress
  *
- * The case names a target tensor (DESIGN.md §4). We find the built-in golden step that
+ * The case names a target tensor (docs/design.md §4). We find the built-in golden step that
  * computes it, `t = op(args, key=value)` (or the infix `t = x - y` / `t = x + y`), and
  * read cancellation for that kernel as "the result is much smaller than its terms":
  *

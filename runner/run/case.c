@@ -1,4 +1,4 @@
-/* phasegate runner — one case of a phase (DESIGN.md §4–§7): bind dims, generate (or
+/* phasegate runner — one case of a phase (docs/design.md §4–§7): bind dims, generate (or
  * load) the inputs, start the first mode's impl call, compute the cumulative golden
  * meanwhile (cached), then every requested mode — never short-circuited — with its
  * captured output redacted through the barrier hook, its outputs compared, and the

@@ -1,4 +1,4 @@
-/* phasegate runner — the one validation of an op (DESIGN.md §3 "Validation"):
+/* phasegate runner — the one validation of an op (docs/design.md §3 "Validation"):
  * `validate`, `list`, `gen` and `run` all load the contract and suite through
  * pg_op_load, so a file one of them accepts none of them refuses, and every finding
  * is reported, not only the first: the contract's rules, its golden steps (type and

@@ -1,5 +1,5 @@
 /* phasegate runner — classification: the one place that decides what happened means
- * (DESIGN.md §2, §8). From FACTS — what the impl adapter saw (enum pg_impl_fact), what
+ * (docs/design.md §2, §8). From FACTS — what the impl adapter saw (enum pg_impl_fact), what
  * the comparison found (enum pg_run_fact), what the runner itself could not do — it
  * decides each mode's status (PASS/FAIL/ERROR/SKIPPED), failure_category and summary,
  * the earliest failing boundary, the case's aggregate, the divergence fingerprint, the hint, and

@@ -1,4 +1,4 @@
-/* phasegate runner — a case's tensors on disk (DESIGN.md §6 "Data for humans"):
+/* phasegate runner — a case's tensors on disk (docs/design.md §6 "Data for humans"):
  * --golden-data replays inputs and references saved earlier (DIR/<case>/{in,out}/, or
  * the pypto layout DIR/{in,out} for a single case), checked against the case so a
  * wrong file is an ERROR of the case, never blamed on the impl; --save-data writes

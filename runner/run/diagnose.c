@@ -1,4 +1,4 @@
-/* phasegate runner — counterfactual goldens (DESIGN.md §8 "Hints", "Suite strength"):
+/* phasegate runner — counterfactual goldens (docs/design.md §8 "Hints", "Suite strength"):
  * the reference recomputed under each bug hypothesis that applies to boundary k.
  *
  * Two sources of mutants: the golden plan's (goldens/mutate.c: a step's attribute,

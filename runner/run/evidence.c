@@ -1,4 +1,4 @@
-/* phasegate runner — the facts behind the diagnosis of one (case, mode) (DESIGN.md §8
+/* phasegate runner — the facts behind the diagnosis of one (case, mode) (docs/design.md §8
  * "Hints", "Suite strength"): the mismatch mask of every failing precision check
  * (pg_cmp_mask_analyze, with the impl's prefill as the sentinel), which input the
  * first non-finite impl value relates to, whether the phase's golden uses a

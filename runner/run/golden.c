@@ -1,4 +1,4 @@
-/* phasegate runner — the cumulative golden of a case (DESIGN.md §5): computed by the
+/* phasegate runner — the cumulative golden of a case (docs/design.md §5): computed by the
  * goldens library, through the on-disk cache (run/golden_cache.h) keyed once here by
  * (contract, golden library, case, phase, reference precision, version), and the
  * OpenBLAS preload that takes the library's load off the golden's critical path.

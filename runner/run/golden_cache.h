@@ -1,4 +1,4 @@
-/* phasegate runner — the on-disk golden cache (DESIGN.md §5): cumulative-golden
+/* phasegate runner — the on-disk golden cache (docs/design.md §5): cumulative-golden
  * boundary outputs stored as .npy under a directory named by a SHA-256 of everything
  * they depend on, so re-running a case after an impl fix only re-runs the impl.
  *
@@ -35,7 +35,7 @@
 #include <stdint.h>
 
 #include "phasegate/error.h"
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 #include "phasegate/tensor.h"
 
 #define PG_GOLDEN_CACHE_HASH_LEN 64
@@ -51,7 +51,7 @@ struct pg_golden_cache_key {
   int phase;                          /* k */
   int precision_bits;                 /* 32 or 64 */
   const char *version;                /* phasegate version string */
-  /* A phase computed by a Python golden (DESIGN.md §5): the file (hashed by content,
+  /* A phase computed by a Python golden (docs/design.md §5): the file (hashed by content,
    * so an edited golden is computed again), its function and the interpreter. NULL
    * file: a built-in golden. */
   const char *py_golden_path;

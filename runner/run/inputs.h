@@ -1,4 +1,4 @@
-/* phasegate runner — a case's primary inputs (DESIGN.md §4): which tensors, with which
+/* phasegate runner — a case's primary inputs (docs/design.md §4): which tensors, with which
  * dtype, shape and fill (case override, contract, or normal(0, 1)), within a byte
  * budget, generated deterministically per (case seed, input name); and
  * `cancellation_stress`, which reshapes them so that a named golden step cancels
@@ -11,7 +11,7 @@
 #include "phasegate/error.h"
 #include "phasegate/goldens.h"
 #include "phasegate/tensor.h"
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 struct pg_materialize_opts {
   uint64_t max_bytes;   /* total bytes a case may allocate for inputs; 0 = no limit */
@@ -27,7 +27,7 @@ int pg_case_generate_inputs(const struct pg_contract *c, const struct pg_case *c
                             const struct pg_materialize_opts *opts, struct pg_tensor *inputs,
                             struct pg_error *err);
 
-/* ---- cancellation_stress (DESIGN.md §4; docs/tensors.md "cancellation_stress") ---- */
+/* ---- cancellation_stress (docs/design.md §4; docs/tensors.md "cancellation_stress") ---- */
 
 /* What the cancellation_stress generator achieved for a case. r is the cancellation
  * ratio of a target element: |T| / sum|terms| for matmul, sum, mean and cumsum (terms:

@@ -1,4 +1,4 @@
-/* phasegate runner — inspection probes (DESIGN.md §8, docs/diagnosis.md "Inspection
+/* phasegate runner — inspection probes (docs/design.md §8, docs/diagnosis.md "Inspection
  * probes", the seed's step B.5): an iterative op (a loop over chunks, a scan) declares
  * per-iteration intermediates in module k's `inspect:`; the impl returns each as an extra
  * output `inspection_<name>` after the boundary outputs, the reference comes from module

@@ -1,5 +1,5 @@
-/* phasegate runner — Python goldens (DESIGN.md §5): a phase whose cumulative golden is
- * a Python function (spec/py_golden.c found it) is computed by phasegate's Python worker
+/* phasegate runner — Python goldens (docs/design.md §5): a phase whose cumulative golden is
+ * a Python function (opdir/golden_files.c found it) is computed by phasegate's Python worker
  * (tools/python/phasegate/worker.py), never inside the runner.
  *
  * The worker is an ordinary `worker:` impl of the impl room (impl/worker.c, the pool of

@@ -1,5 +1,5 @@
 /* phasegate runner — the repro line: the exact command line that reruns one case of
- * the phase (DESIGN.md §8, `repro` in the report, "    repro: …" on the console).
+ * the phase (docs/design.md §8, `repro` in the report, "    repro: …" on the console).
  *
  * It lives in the run room, not the report room, because it is data about the run,
  * not presentation: it is built from the run's options while the case runs (in the

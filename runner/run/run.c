@@ -276,7 +276,7 @@ static char *default_report_path(const struct pg__run *rc) {
                      dir_given ? o->report_dir : "phasegate-reports", rc->contract.op, rc->k);
 }
 
-/* Phase k has a golden (DESIGN.md §3, §5): one clear error before any case instead of
+/* Phase k has a golden (docs/design.md §3, §5): one clear error before any case instead of
  * an ERROR per case. --golden-data brings its own references. */
 static int check_golden(struct pg__run *rc, struct pg_error *err) {
   const struct pg_contract *c = &rc->contract;

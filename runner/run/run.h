@@ -1,4 +1,4 @@
-/* phasegate runner — the run room (DESIGN.md §2, §6, §8; `phasegate run`): one phase of
+/* phasegate runner — the run room (docs/design.md §2, §6, §8; `phasegate run`): one phase of
  * one op against an impl, every selected case in every requested mode.
  *
  * pg_run() loads the contract and suite, selects cases, and for each case binds dims,
@@ -19,7 +19,7 @@
 #include "phasegate/compare.h"
 #include "phasegate/error.h"
 #include "run/inputs.h"
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 #include "tensors/tensors.h"
 
 /* Ordered by severity: worst wins when aggregating (ERROR > FAIL > PASS > SKIPPED). */
@@ -27,7 +27,7 @@ enum pg_verdict { PG_VERDICT_SKIPPED = 0, PG_VERDICT_PASS, PG_VERDICT_FAIL, PG_V
 const char *pg_verdict_name(enum pg_verdict v); /* "PASS", … */
 enum pg_verdict pg_verdict_parse(const char *s);  /* SKIPPED for unknown text */
 
-/* failure_category of the report (DESIGN.md §8). Decided in run/classify.c only. */
+/* failure_category of the report (docs/design.md §8). Decided in run/classify.c only. */
 enum pg_category {
   PG_CAT_NONE = 0,
   PG_CAT_PRECISION,
@@ -54,7 +54,7 @@ enum pg_run_fact {
  * UNAVAILABLE). */
 enum pg_category pg_classify_category(const struct pg_impl_outcome *out);
 
-/* Diagnosis hints (DESIGN.md §8 "Hints"): what kind of bug a failing tensor looks like,
+/* Diagnosis hints (docs/design.md §8 "Hints"): what kind of bug a failing tensor looks like,
  * each backed by a check that could have come out the other way (a counterfactual
  * golden the impl matches, a pattern in the mismatch mask). The kinds and their report
  * names live in run/classify.c (pg_hint_kind_name); adding a kind is one enum value + one
@@ -127,7 +127,7 @@ struct pg_tensor_check {
   struct pg_cmp_result cmp;
   struct pg_hint hints[PG_MAX_HINTS]; /* strongest first (pg_tensor_check_add_hint) */
   int n_hints;
-  /* Suite strength (DESIGN.md §8): counterfactual goldens that would pass this case's
+  /* Suite strength (docs/design.md §8): counterfactual goldens that would pass this case's
    * tolerance, as "<kind>: <detail>" (no values). */
 #define PG_MAX_UNDETECTED 8
   char undetected[PG_MAX_UNDETECTED][160];
@@ -143,7 +143,7 @@ struct pg_tensor_check {
   /* ... and its error map and |golden| histogram (pg_cmp_error_map); owned, NULL when
    * not made (a passing or structure-only check, out of memory) */
   struct pg_cmp_error_map *error_map;
-  /* PASS warnings (DESIGN.md §8 "Suite strength"; thresholds in run/classify.c) */
+  /* PASS warnings (docs/design.md §8 "Suite strength"; thresholds in run/classify.c) */
   int one_sided;             /* error balance far from 0 over many elements */
   /* --repeat N: the calls after the first, compared bitwise with the first */
   int repeat_calls;          /* repeats compared (0: not repeated) */
@@ -153,7 +153,7 @@ struct pg_tensor_check {
   int repeat_worst;          /* the repeat (2..N) with the most differing elements */
 };
 
-/* One inspection probe of a mode (DESIGN.md §8, docs/diagnosis.md "Inspection probes"):
+/* One inspection probe of a mode (docs/design.md §8, docs/diagnosis.md "Inspection probes"):
  * the impl's `inspection_<name>` output against the reference probe, iteration by
  * iteration along its leading axis. Metrics only: probe values are golden values. */
 struct pg_probe_iter {
@@ -403,7 +403,7 @@ int pg_case_data_generate(struct pg_case_data *d, const struct pg_contract *c,
                           struct pg_error *err);
 void pg_case_data_reset(struct pg_case_data *d);
 
-/* ---- Python goldens (run/py_golden.c, DESIGN.md §5) ---- */
+/* ---- Python goldens (run/py_golden.c, docs/design.md §5) ---- */
 
 /* The persistent Python worker that computes Python goldens: one process, started on
  * the first call, reused for every later one, ended by close. */

@@ -10,7 +10,7 @@
  * fill_simd.h), picked at run time here and tested bit-identical in
  * tests/tensor/test-rng-simd.c. This file holds the definition, the portable loops,
  * the threads and the choice of path. The fill grammar (pg_fill_parse) is in
- * runner/spec/fill_spec.c. */
+ * runner/opdir/fill_spec.c. */
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>

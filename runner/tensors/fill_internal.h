@@ -8,7 +8,7 @@
  *   fill_avx512.c  (8 blocks per vector).
  * Holds the FP-contraction guard, the constants and polynomial coefficients (the same
  * literals, so the same doubles, in the scalar and the SIMD code) and one fill job.
- * Not here: the fill grammar (runner/spec/fill_spec.c). */
+ * Not here: the fill grammar (runner/opdir/fill_spec.c). */
 #ifndef PHASEGATE_FILL_INTERNAL_H
 #define PHASEGATE_FILL_INTERNAL_H
 

@@ -1,5 +1,5 @@
 /* phasegate runner — tensor materialisation: one tensor generated deterministically
- * from its name, dtype, shape, a parsed fill spec and a seed (DESIGN.md §4). Knows
+ * from its name, dtype, shape, a parsed fill spec and a seed (docs/design.md §4). Knows
  * nothing about contracts or cases: the case-level generation (which tensors, which
  * fill and dtype per case, the byte budget, cancellation_stress) is run/inputs.h's. */
 #ifndef PHASEGATE_MATERIALIZE_H
@@ -10,7 +10,7 @@
 #include "phasegate/error.h"
 #include "phasegate/tensor.h"
 
-/* ---- fill specs (DESIGN.md §4; grammar in docs/interfaces.md) ---- */
+/* ---- fill specs (docs/design.md §4; grammar in docs/interfaces.md) ---- */
 
 enum pg_fill_kind {
   PG_FILL_NORMAL = 0, /* normal(mu, sigma) */
@@ -32,8 +32,8 @@ struct pg_fill {
 };
 
 /* Parses a fill spec. On PG_EPARSE err->column is the 1-based column in `text`. */
-/* The fill grammar (text -> struct pg_fill) is the spec room's: pg_fill_parse,
- * runner/spec/spec.h. */
+/* The fill grammar (text -> struct pg_fill) is the opdir room's: pg_fill_parse,
+ * runner/opdir/opdir.h. */
 
 /* ---- generation ---- */
 

@@ -1,6 +1,6 @@
 /* phasegate runner — the counter-based random number generator (Philox-4x32-10,
  * Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11) and the
- * deterministic tensor fills built on it (DESIGN.md §4).
+ * deterministic tensor fills built on it (docs/design.md §4).
  *
  * Element i of input X under case seed s is a pure function of (s, X, i): the key is
  * the 64-bit seed, the counter is (block index i/4, hash of the input name), so the

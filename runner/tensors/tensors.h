@@ -1,4 +1,4 @@
-/* phasegate runner — the tensors room (DESIGN.md §2): tensor files (.npy 1.0/2.0/3.0
+/* phasegate runner — the tensors room (docs/design.md §2): tensor files (.npy 1.0/2.0/3.0
  * and safetensors; readers never over-read and refuse lies in headers, large files are
  * mmap()ed), Philox, fills and one tensor's generation (materialize.h). Knows nothing
  * about impls, contracts or cases (a case's inputs are run/inputs.h's). */

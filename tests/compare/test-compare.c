@@ -50,7 +50,7 @@ static void cmp1(enum pg_dtype t, int n, const double *a, const double *b,
   pg_tensor_reset(&tb);
 }
 
-/* The seed's atol = rtol = 1e-3 for every float dtype (DESIGN.md §7), not a per-dtype
+/* The seed's atol = rtol = 1e-3 for every float dtype (docs/design.md §7), not a per-dtype
  * table; integers and bool compare exactly. */
 PG_TEST(default_tolerances) {
   double a, r;

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 static int fail(const char *file, const char *fmt, const char *a, const char *b) {
   fprintf(stderr, "FAIL %s: ", file);

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "pg_oom.h"
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 struct load_ctx {
   const char *name, *text;

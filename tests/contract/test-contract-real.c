@@ -1,12 +1,12 @@
-/* Unit tests for "real files load unchanged" (DESIGN.md §3): YAML merge keys and
- * comment keys (runner/spec/contract_merge.c), dtype aliases (the one table in
+/* Unit tests for "real files load unchanged" (docs/design.md §3): YAML merge keys and
+ * comment keys (runner/opdir/contract_merge.c), dtype aliases (the one table in
  * phasegate/tensor.h), composition shapes in every real form (contract_comp.c), op from
  * the custom/<op>/ directory, modules without names, and unfilled placeholders
  * (contract_placeholder.c), each finding reported. */
 #include <stdint.h>
 
 #include "pg_test.h"
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 static int load(const char *path, const char *text, struct pg_contract *c, struct pg_diags *d) {
   struct pg_error e;

@@ -1,4 +1,4 @@
-/* Unit tests for the contract loader (runner/spec/contract_yaml.c, contract_schema.c):
+/* Unit tests for the contract loader (runner/opdir/contract_yaml.c, contract_schema.c):
  * every field of struct pg_contract, numeric line:column of findings, that every
  * finding is reported (not only the first), the real pypto schema, and the limits
  * that keep hostile files (100 MB, deep nesting, alias bombs, garbage) from hanging
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "pg_test.h"
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 static double now(void) {
   struct timespec ts;

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The console of `phasegate run` (DESIGN.md §8): exactly one status line per case and
+# The console of `phasegate run` (docs/design.md §8): exactly one status line per case and
 # mode with the verdict a reader needs, a repro line under each failure, then the
 # summary after every status line — sequentially and with --jobs 3 (lines never mixed).
 # Uses the fault zoo's npu_only plugin: sim passes everywhere, npu fails L2_basic and

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The golden cache end to end through `phasegate run`: a re-run of a case hits it (the
-# report says golden_cached: true), and each change DESIGN.md §5 keys it by — reference
+# report says golden_cached: true), and each change docs/design.md §5 keys it by — reference
 # precision, case, golden library contents, contract contents — misses it, as does
 # --no-golden-cache. Works on a private copy of an op dir and a private cache.
 #   cache_e2e.sh PHASEGATE WORK_DIR OP_DIR IMPL_SO GOLDEN_SO

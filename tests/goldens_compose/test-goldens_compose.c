@@ -10,7 +10,7 @@
 
 #include "golden_private.h"
 #include "pg_test.h"
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 /* ---------------------------------------------------------------- mini kernels */
 

@@ -16,7 +16,7 @@
 #include "pg_oom.h"
 #include "phasegate/compare.h"
 #include "phasegate/goldens.h"
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 #include "phasegate/tensor.h"
 
 static unsigned long long tensor_hash(unsigned long long h, const struct pg_tensor *t) {

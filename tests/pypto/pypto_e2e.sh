@@ -1,5 +1,5 @@
 #!/bin/sh
-# pypto workflow end to end (DESIGN.md §3, §6, §8, §9) on tests/data/pypto: an op laid
+# pypto workflow end to end (docs/design.md §3, §6, §8, §9) on tests/data/pypto: an op laid
 # out as custom/<op>/eval/{module_interfaces.yaml,adversarial_suite.json} is validated,
 # listed, self-tested with the seed's `--self-test`, and run phase by phase through
 # the seed's subcommand-less spelling with an exec impl (numpy) in modes sim,npu

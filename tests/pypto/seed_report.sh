@@ -1,5 +1,5 @@
 #!/bin/sh
-# The report a seed consumer reads (DESIGN.md §7, §8): seed_schema.py checks every seed
+# The report a seed consumer reads (docs/design.md §7, §8): seed_schema.py checks every seed
 # key with the seed's type on reports of a PASS, a precision FAIL (bisection's earliest
 # boundary apart from k), a structural FAIL, a runtime FAIL and an ERROR run of the fault
 # zoo's op; the default tolerance (atol = rtol = 1e-3) is in the report and on every

@@ -1,5 +1,5 @@
 # phasegate — checks an evaluation_report.json against the seed runner's schema
-# (DESIGN.md §8): every key the seed's report has, with the seed's type. A small
+# (docs/design.md §8): every key the seed's report has, with the seed's type. A small
 # JSON-schema-like checker (no jsonschema dependency: Debian's /usr/bin/python3 has none).
 #
 #   seed_schema.py REPORT [--status S] [--category C] [--k K] [--earliest J|null]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tests/python_golden: Python goldens of pypto op directories (DESIGN.md §3, §5), end to
+"""tests/python_golden: Python goldens of pypto op directories (docs/design.md §3, §5), end to
 end through the phasegate CLI, on the fixture op mm_softmax in both conventions
 (data/verifier: modules/<op>_module<suffix>_golden.py + <op>_golden.py; data/pro:
 golden_stage_fn + modules/<op>_golden_stage<suffix>.py + <op>_golden_cpu.py), torch

@@ -1,5 +1,5 @@
 #!/bin/sh
-# `phasegate serve` under a real CTest (DESIGN.md §10): a generated test directory with the
+# `phasegate serve` under a real CTest (docs/design.md §10): a generated test directory with the
 # <op>/workers/start|stop fixture pair around 8 case tests on 2 devices (CTest resource
 # groups), run with `ctest -j4`. The case tests (serve_client) lease from the daemon; the
 # run must not hang on the detached daemon's stdio, each device must be served by one warm

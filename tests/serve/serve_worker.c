@@ -1,4 +1,4 @@
-/* tests/serve: a worker (DESIGN.md §6 "Worker protocol, version 1") that does on each
+/* tests/serve: a worker (docs/design.md §6 "Worker protocol, version 1") that does on each
  * request what its "action" says, for the daemon's tests and the throughput bench.
  *
  *   serve_worker [--tag T] [--start-ms N] [--fail-start CODE] [--garbage-start]

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "fixture_contract.h"
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 static int read_first_line(const char *path, char *buf, size_t size) {
   FILE *f = fopen(path, "rb");

@@ -15,7 +15,7 @@
 
 #include "fixture_contract.h"
 #include "pg_oom.h"
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 static const char suite_text[] =
     "{\"op\": \"attention\", \"total_modules\": 3, \"extra\": 1,\n"

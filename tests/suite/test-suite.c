@@ -1,5 +1,5 @@
-/* phasegate tests — unit tests for the JSON position scanner (runner/spec/json_pos.c) and
- * the suite loader (runner/spec/suite_json.c): positions, every pg_case field, defaults,
+/* phasegate tests — unit tests for the JSON position scanner (runner/opdir/json_pos.c) and
+ * the suite loader (runner/opdir/suite_json.c): positions, every pg_case field, defaults,
  * caps, duplicate keys, findings order, and loading without a contract. The
  * data-driven bad/good fixtures are separate CTest tests (suite_check.c). */
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 
 #include "fixture_contract.h"
 #include "pg_test.h"
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 /* ---------------------------------------------------------------- scanner */
 
@@ -452,7 +452,7 @@ static const char *dtype_of(const struct pg_case *cs, const char *name) {
   return NULL;
 }
 
-/* DESIGN.md §4: level 1 / "L1" / "l1" / 0, dtype maps with "default" or one string,
+/* docs/design.md §4: level 1 / "L1" / "l1" / 0, dtype maps with "default" or one string,
  * _comment keys anywhere, test_cases. */
 PG_TEST(real_suite_forms_load) {
   struct pg_suite s;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 #include "tensors/tensors.h"
 #include "tensors/rng.h"
 #include "tensors/tensors.h"

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 #include "tensors/tensors.h"
 #include "pg_test.h"
 #include "tensors/rng.h"

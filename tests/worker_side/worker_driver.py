@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tests/worker_side: plays the runner's side of worker protocol v1 (DESIGN.md §6,
+"""tests/worker_side: plays the runner's side of worker protocol v1 (docs/design.md §6,
 docs/worker_protocol.md) against real workers, one scenario per CTest test.
 
     worker_driver.py SCENARIO --root SRC --tmp DIR [--c-worker PATH] [--phasegate PATH]

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 static double now(void) {
   struct timespec ts;

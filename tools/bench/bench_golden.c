@@ -19,7 +19,7 @@
 #include "run/run.h"
 #include "tensors/tensors.h"
 #include "phasegate/goldens.h"
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 /* Process CPU time: with one BLAS thread and one golden thread it measures the work
  * done, not how much of a shared, loaded machine this process happened to get. */

@@ -6,7 +6,7 @@
  * Builds a synthetic suite of N cases in memory (every knob the loader validates, plus
  * an unknown knob) and times, best of repeats (one peer after another, or only the
  * named one: the script runs each in its own process):
- *   scan   — the strict position scanner alone (runner/spec/json_pos.c)
+ *   scan   — the strict position scanner alone (runner/opdir/json_pos.c)
  *   cjson  — cJSON_ParseWithLength + cJSON_Delete (a plain parse of the same text)
  *   load   — pg_suite_load_buffer + pg_suite_reset: scan + validation + filling (and
  *            freeing) struct pg_suite
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 static double now(void) {
   struct timespec ts;

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 #include "tensors/tensors.h"
 #include "tensors/rng.h"
 #include "tensors/tensors.h"

@@ -1,4 +1,4 @@
-/* phasegate fuzz harness — the contract loader (runner/spec/contract_yaml.c,
+/* phasegate fuzz harness — the contract loader (runner/opdir/contract_yaml.c,
  * contract_schema.c) and the shape/fill checks it drives.
  *
  *   build/asan/tools/fuzz/fuzz_contract tests/fuzz-corpus/contract
@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 static void check(int cond) {
   if (!cond) __builtin_trap();

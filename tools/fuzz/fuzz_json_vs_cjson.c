@@ -1,5 +1,5 @@
 /* phasegate fuzz harness — differential: the suite loader's own JSON scanner
- * (runner/spec/json_pos.c) against cJSON as the oracle.
+ * (runner/opdir/json_pos.c) against cJSON as the oracle.
  *
  * The suite loader decodes strings and numbers with its position scanner (one parse,
  * docs/suite.md "Performance"), so cJSON no longer checks its values. Here every text
@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 #include "phasegate/error.h"
 
 static void check(int cond) {

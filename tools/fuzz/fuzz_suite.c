@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 static void check(int cond) {
   if (!cond) __builtin_trap();

@@ -1,5 +1,5 @@
 /* phasegate — compare/: tensor comparison with atol/rtol and the metrics a kernel
- * engineer needs to see why a comparison failed (DESIGN.md §7).
+ * engineer needs to see why a comparison failed (docs/design.md §7).
  *
  * b = reference (golden), a = impl. A failed comparison is a result, not an error:
  * pg_tensor_compare() returns PG_OK and fills a struct pg_cmp_result; error codes mean
@@ -36,7 +36,7 @@ struct pg_cmp_rule {
 /* Parses "allclose", "exact", "ulp:N", "ratio:R" (keeps atol/rtol/equal_nan). */
 int pg_cmp_rule_parse(const char *text, struct pg_cmp_rule *rule, struct pg_error *err);
 /* The tolerance where neither the case, the output nor the contract sets one: the
- * seed runner's atol = rtol = 1e-3 for every float dtype (DESIGN.md §7). */
+ * seed runner's atol = rtol = 1e-3 for every float dtype (docs/design.md §7). */
 #define PG_CMP_DEFAULT_ATOL 1e-3
 #define PG_CMP_DEFAULT_RTOL 1e-3
 /* The default tolerance of a dtype: PG_CMP_DEFAULT_ATOL / _RTOL for floats, 0, 0 for

@@ -1,5 +1,5 @@
 /* phasegate — goldens/: expressions, golden steps, golden plugins and cumulative
- * composition (DESIGN.md §3 rule 5, §5) over the module graph of op_graph.h. The
+ * composition (docs/design.md §3 rule 5, §5) over the module graph of op_graph.h. The
  * reference kernels are in kernels.h.
  *
  * No file I/O here except dlopen() of a golden library; the disk cache is runner/'s.
@@ -46,7 +46,7 @@ int pg_float_expr_eval(const char *text, const struct pg_bindings *dims, double 
 
 /* ---------------------------------------------------------------- the golden plan */
 
-/* A graph's golden steps compiled once (DESIGN.md §5): for every module, and the op
+/* A graph's golden steps compiled once (docs/design.md §5): for every module, and the op
  * level, each step parsed, its kernel looked up, each tensor argument resolved to where
  * it comes from, and its attributes compiled to expressions evaluated per set of dims.
  * Composition, validation, cancellation_stress and anything else that needs the steps
@@ -182,7 +182,7 @@ int pg_golden_op_level(const struct pg_golden_env *env, const struct pg_tensor *
 
 /* ---------------------------------------------------------------- counterfactual goldens */
 
-/* A bug hypothesis applied to one built-in step while a golden runs (DESIGN.md §8
+/* A bug hypothesis applied to one built-in step while a golden runs (docs/design.md §8
  * "Hints"): the step's attributes, inputs or kernel changed as a buggy kernel would
  * have them. The diagnosis compares the impl with such a mutant golden; suite strength
  * compares the mutant with the reference. Enumerated by pg_golden_mutations, executed

@@ -1,5 +1,5 @@
 /* phasegate — the reference kernel library (goldens/): the built-in ops that golden
- * steps (`out = op(args, key=value)`) call, DESIGN.md §5.
+ * steps (`out = op(args, key=value)`) call, docs/design.md §5.
  *
  * Every kernel is described by a struct pg_kernel_def found by name. The step engine
  * (goldens/steps.c) only talks to kernels through this table: it type- and

@@ -1,8 +1,8 @@
-/* phasegate goldens/ — the module graph a golden computation composes (DESIGN.md §3, §5):
+/* phasegate goldens/ — the module graph a golden computation composes (docs/design.md §3, §5):
  * tensor declarations, modules with their golden specs, dim bindings and per-tensor
  * name/value overrides, as plain data, plus the I/O-free helpers over them.
  *
- * goldens/ owns this vocabulary because it composes it; runner/spec/ builds it (the
+ * goldens/ owns this vocabulary because it composes it; runner/opdir/ builds it (the
  * contract loader) and embeds it in struct pg_contract (see PG_OP_GRAPH_MEMBERS).
  * Every string is owned by whoever built the graph; nothing here allocates except
  * pg_bindings_merge.

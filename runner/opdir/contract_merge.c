@@ -1,5 +1,5 @@
 /* phasegate runner — finishing a YAML mapping of module_interfaces.yaml as PyYAML
- * would construct it (DESIGN.md §3 "Real files load unchanged"):
+ * would construct it (docs/design.md §3 "Real files load unchanged"):
  *
  * - `_`-prefixed keys are comments: dropped, so no rule and no unknown-key warning
  *   ever sees them;
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "spec/contract_internal.h"
+#include "opdir/contract_internal.h"
 
 static int is_merge_key(const struct pg__ynode *k) {
   return k->kind == PG__Y_SCALAR && k->plain && k->len == 2 && memcmp(k->value, "<<", 2) == 0;

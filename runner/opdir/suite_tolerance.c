@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "base/base.h"
-#include "spec/suite_internal.h"
+#include "opdir/suite_internal.h"
 
 int pg_compare_rule_valid(const char *s) {
   if (strcmp(s, "allclose") == 0 || strcmp(s, "exact") == 0) return 1;

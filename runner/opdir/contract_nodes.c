@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "spec/contract_internal.h"
+#include "opdir/contract_internal.h"
 
 /* Keys of the pypto schema that phasegate accepts anywhere without using them. */
 static const char *const pypto_keys[] = {
@@ -115,7 +115,7 @@ int pg__paren_balance(const char *v) {
 }
 
 /* In a flow mapping, `{name: q, fill: normal(0, 1)}` reaches us as fill "normal(0" and a
- * null-valued key "1)": YAML splits flow collections at commas. DESIGN.md writes fills
+ * null-valued key "1)": YAML splits flow collections at commas. docs/design.md writes fills
  * exactly so, and the intent is unambiguous, so the pieces are joined back while the
  * parentheses are open. Returns the joined text (malloc'd) and the kid index range of
  * the consumed keys in [*from, *to); NULL when there is nothing to join. */

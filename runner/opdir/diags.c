@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/base.h"
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 void pg_diags_init(struct pg_diags *d) { memset(d, 0, sizeof *d); }
 

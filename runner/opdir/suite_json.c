@@ -1,4 +1,4 @@
-/* phasegate runner — the suite loader: adversarial_suite.json (DESIGN.md §4).
+/* phasegate runner — the suite loader: adversarial_suite.json (docs/design.md §4).
  *
  * One pass over the text: json_pos.c checks the syntax strictly, records the line:col
  * of every key and value, finds duplicate keys (which cJSON keeps silently) and
@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 
 #include "base/base.h"
-#include "spec/suite_internal.h"
+#include "opdir/suite_internal.h"
 #include "tensors/tensors.h"
 
 /* ---------------------------------------------------------------- findings */

@@ -1,4 +1,4 @@
-/* phasegate runner — one case of adversarial_suite.json (DESIGN.md §4): id, level,
+/* phasegate runner — one case of adversarial_suite.json (docs/design.md §4): id, level,
  * precision, seed, shape, dtype and fill maps, tolerances (per output: suite_tolerance.c),
  * compare rule and
  * cancellation_stress, each checked (against the contract when one is given: inputs,
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "base/base.h"
-#include "spec/suite_internal.h"
+#include "opdir/suite_internal.h"
 #include "tensors/tensors.h"
 
 static int valid_id(const char *s) {

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "base/base.h"
-#include "spec/contract_internal.h"
-#include "spec/suite_internal.h"
+#include "opdir/contract_internal.h"
+#include "opdir/suite_internal.h"
 
 void pg_mode_policies_free(struct pg_mode_policy *p, int n) {
   for (int i = 0; p && i < n; i++) free(p[i].mode);

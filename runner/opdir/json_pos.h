@@ -11,7 +11,7 @@
  * (pg_json_pos_number), so the suite loader needs no second parse.
  * pg_json_pos_find() looks a node up by JSON path ("cases[3].level").
  * Not for: building or printing JSON.
- * Part of the spec room's API (included by spec/spec.h: the suite loader and the report
+ * Part of the opdir room's API (included by opdir/opdir.h: the suite loader and the report
  * merger use it); no global state.
  */
 #ifndef PHASEGATE_JSON_POS_H

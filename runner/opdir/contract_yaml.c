@@ -1,5 +1,5 @@
 /* phasegate runner — the contract loader's entry points and its YAML layer
- * (module_interfaces.yaml, DESIGN.md §3).
+ * (module_interfaces.yaml, docs/design.md §3).
  *
  * Reads the file (64 MiB cap), runs libyaml's event parser and builds a small node
  * tree that keeps every node's 1-based line:column, rejecting what would make a
@@ -18,8 +18,8 @@
 
 #include <yaml.h>
 
-#include "spec/contract_internal.h"
-#include "spec/spec.h"
+#include "opdir/contract_internal.h"
+#include "opdir/opdir.h"
 
 /* ------------------------------------------------------------------ findings */
 
@@ -564,7 +564,7 @@ int pg_contract_load(const char *path, struct pg_contract *c, struct pg_diags *d
   }
   int rc = load(path, buf, n, c, diags, err);
   free(buf);
-  /* Python goldens live next to the file (DESIGN.md §5): only a file has neighbours. */
+  /* Python goldens live next to the file (docs/design.md §5): only a file has neighbours. */
   if (rc == PG_OK && pg_contract_discover_py_goldens(c, path, diags) != PG_OK)
     rc = pg_error_set(err, PG_ENOMEM, "%s: out of memory looking for Python goldens", path);
   return rc;

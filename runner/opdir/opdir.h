@@ -1,4 +1,4 @@
-/* phasegate runner — the spec room (DESIGN.md §2): the op specification, contract
+/* phasegate runner — the opdir room (docs/design.md §2): what an op directory holds, contract
  * (module_interfaces.yaml, §3) and suite (adversarial_suite.json, §4), as plain data;
  * their loaders (contract_yaml.c + contract_schema.c, suite_json.c), the diagnostics
  * list the loaders fill, op directory resolution, dim binding and declared shapes for
@@ -9,8 +9,8 @@
  * Every string is owned by the struct that holds it and freed by pg_contract_reset()
  * / pg_suite_reset().
  */
-#ifndef PHASEGATE_RUNNER_SPEC_H
-#define PHASEGATE_RUNNER_SPEC_H
+#ifndef PHASEGATE_RUNNER_OPDIR_H
+#define PHASEGATE_RUNNER_OPDIR_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -19,7 +19,7 @@
 #include "tensors/tensors.h"
 #include "phasegate/op_graph.h"
 #include "phasegate/tensor.h"
-#include "spec/json_pos.h"
+#include "opdir/json_pos.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -68,7 +68,7 @@ int pg_spec_placeholder(const char *text, size_t len);
 
 /* ---------------------------------------------------------------- contract */
 
-/* A Python golden found next to the contract (DESIGN.md §5, spec/py_golden.c): a
+/* A Python golden found next to the contract (docs/design.md §5, opdir/golden_files.c): a
  * self-contained function of the primary inputs (contract order) returning the
  * boundary outputs of its phase, run by the Python worker, never by the runner. */
 struct pg_py_golden {
@@ -112,7 +112,7 @@ struct pg_contract {
   int n_comp_seeds;
   struct pg_bindings *comp_shapes;
   int n_comp_shapes;
-  /* Python goldens (spec/py_golden.c, filled by pg_contract_load): [0] the op-level
+  /* Python goldens (opdir/golden_files.c, filled by pg_contract_load): [0] the op-level
    * one, [k] cumulative golden k; n_py_goldens = n_modules + 1 (0 when not allocated). */
   struct pg_py_golden *py_goldens;
   int n_py_goldens;
@@ -143,7 +143,7 @@ int pg_contract_load_buffer(const char *path, const char *data, size_t size,
  * <op>_golden.py / <op>_golden_cpu.py; each looked for in <op dir>/modules, next to the
  * contract and in the op directory (the parent of eval/). Warns (into diags) about a
  * golden_stage_fn whose file is missing and about every module whose phase has no
- * golden at all. PG_OK or PG_ENOMEM. (spec/py_golden.c) */
+ * golden at all. PG_OK or PG_ENOMEM. (opdir/golden_files.c) */
 int pg_contract_discover_py_goldens(struct pg_contract *c, const char *contract_path,
                                     struct pg_diags *diags);
 
@@ -306,7 +306,7 @@ int pg_case_bind_dims(const struct pg_contract *c, const struct pg_case *cs,
 
 /* Parses a fill spec ("normal(0, 1)", "int(-3, 3) + nan(0.01)", …; docs/tensors.md)
  * into the generator's description (struct pg_fill, tensors/materialize.h). On
- * PG_EPARSE err->column is the 1-based column in `text`. (spec/fill_spec.c) */
+ * PG_EPARSE err->column is the 1-based column in `text`. (opdir/fill_spec.c) */
 int pg_fill_parse(const char *text, struct pg_fill *out, struct pg_error *err);
 
-#endif /* PHASEGATE_RUNNER_SPEC_H */
+#endif /* PHASEGATE_RUNNER_OPDIR_H */

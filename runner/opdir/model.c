@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "phasegate/goldens.h"
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 #include "tensors/rng.h"
 
 void pg_phase_suffix(int k, char *buf, size_t size) {

@@ -1,11 +1,11 @@
-/* phasegate runner — the fill grammar (spec room, DESIGN.md §2): pg_fill_parse turns
+/* phasegate runner — the fill grammar (opdir room, docs/design.md §2): pg_fill_parse turns
  * a fill spec such as "normal(0, 1) with nan:0.01" into a struct pg_fill (grammar in
  * docs/interfaces.md). Strict: every error names its 1-based column.
  *
  * Not here: generating data. The generator (Philox, the SIMD kernels) lives in
  * runner/tensors/fill.c and never parses text. struct pg_fill and the declaration of
  * pg_fill_parse are in runner/tensors/materialize.h (the generator's side) and
- * runner/spec/spec.h. */
+ * runner/opdir/opdir.h. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "phasegate/error.h"
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 #include "tensors/tensors.h"
 
 /* The text being parsed, the byte offset reached, and where errors go. */

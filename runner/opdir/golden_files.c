@@ -1,4 +1,4 @@
-/* phasegate runner — Python goldens of an op directory (DESIGN.md §3 "Real files load
+/* phasegate runner — Python goldens of an op directory (docs/design.md §3 "Real files load
  * unchanged", §5 "Python goldens"): the files the pypto workflows write, found next to
  * the contract, and which golden each phase uses.
  *
@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "base/base.h"
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 #define PG__PY_MAX_DIRS 4
 

@@ -5,7 +5,7 @@
  * (RFC 8259 numbers, escapes, UTF-8, surrogate pairs, trailing commas, trailing
  * garbage) so that text this scanner accepts, cJSON parses to the same tree.
  */
-#include "spec/json_pos.h"
+#include "opdir/json_pos.h"
 
 #include <locale.h>
 #include <stdarg.h>

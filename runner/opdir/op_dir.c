@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 #include "base/base.h"
 
 static const char *const subdirs[] = {"", "/eval"}; /* in enum pg_op_layout order */

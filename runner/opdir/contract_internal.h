@@ -1,10 +1,10 @@
 /* phasegate runner — internals shared by the contract loader: contract_yaml.c turns
  * YAML text into a small position-carrying node tree (libyaml events, with depth, size
  * and alias-expansion limits); the schema walks that tree into struct pg_contract and
- * applies DESIGN.md §3 rules 1–8: contract_nodes.c reads nodes as schema values (keys,
+ * applies docs/design.md §3 rules 1–8: contract_nodes.c reads nodes as schema values (keys,
  * strings, numbers, names), contract_decls.c tensor declarations and their shapes,
  * contract_schema.c the sections, goldens and cross-module rules.
- * Not a public interface: nothing outside runner/spec/contract_*.c includes this.
+ * Not a public interface: nothing outside runner/opdir/contract_*.c includes this.
  */
 #ifndef PHASEGATE_CONTRACT_INTERNAL_H
 #define PHASEGATE_CONTRACT_INTERNAL_H
@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 /* Limits that keep hostile files from hanging the loader or exhausting memory. */
 #define PG__CONTRACT_MAX_BYTES ((size_t)64 << 20) /* 64 MiB */

@@ -1,14 +1,14 @@
 /* phasegate runner — tensor declarations in module_interfaces.yaml: primary inputs,
  * module inputs and outputs, final outputs (name, shape, dtype, fill, source,
  * tolerance), and their shapes, written as a list or as a string "[B, T]", each axis
- * a shape expression (DESIGN.md §3 rules 5, 6, 7). */
+ * a shape expression (docs/design.md §3 rules 5, 6, 7). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "phasegate/goldens.h"
-#include "spec/contract_internal.h"
+#include "opdir/contract_internal.h"
 #include "tensors/tensors.h"
 
 /* ------------------------------------------------------------------ shapes */

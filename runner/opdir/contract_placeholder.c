@@ -1,4 +1,4 @@
-/* phasegate runner — unfilled placeholders in module_interfaces.yaml (DESIGN.md §3): an
+/* phasegate runner — unfilled placeholders in module_interfaces.yaml (docs/design.md §3): an
  * empty file, a file that is only `TODO` or `{TODO}`, and values (or keys) left as
  * TODO (`module_count: TODO`, `shape: TODO`, `dtype: TODO`, a name `TODO`) are errors
  * that say so, every one of them. The schema still walks the tree, but its findings
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "spec/contract_internal.h"
+#include "opdir/contract_internal.h"
 
 static int is_placeholder(const struct pg__ynode *n) {
   return n && n->kind == PG__Y_SCALAR && pg_spec_placeholder(n->value, n->len);

@@ -1,6 +1,6 @@
 /* phasegate runner — `composition_verification` of module_interfaces.yaml: atol,
  * rtol, seeds and shapes, each shape turned into dim bindings (struct pg_bindings)
- * whatever real-world form it is written in (DESIGN.md §3 "Real files load
+ * whatever real-world form it is written in (docs/design.md §3 "Real files load
  * unchanged"):
  *
  *   {B: 1, S: 64}               a dim map
@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "phasegate/goldens.h"
-#include "spec/contract_internal.h"
+#include "opdir/contract_internal.h"
 
 /* ------------------------------------------------------------------ helpers */
 

@@ -2,7 +2,7 @@
  * (the top level, unique case ids, findings, the public API) and suite_case.c (one case
  * object: its fields checked against the contract). Both read values from the
  * position-recording scanner's tree (json_pos.h) alone.
- * Not a public interface: nothing outside runner/spec/suite_*.c includes this.
+ * Not a public interface: nothing outside runner/opdir/suite_*.c includes this.
  */
 #ifndef PHASEGATE_SUITE_INTERNAL_H
 #define PHASEGATE_SUITE_INTERNAL_H
@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "spec/spec.h"
+#include "opdir/opdir.h"
 
 #define SUITE_MAX_BYTES ((size_t)64 << 20) /* a suite is a few KiB; refuse anything absurd */
 #define SUITE_MAX_DEPTH 64

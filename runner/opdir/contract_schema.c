@@ -1,5 +1,5 @@
 /* phasegate runner — the contract schema: walks the YAML node tree of
- * module_interfaces.yaml into struct pg_contract and applies DESIGN.md §3 rules 1–8,
+ * module_interfaces.yaml into struct pg_contract and applies docs/design.md §3 rules 1–8,
  * reporting every finding with its line:column (never only the first).
  *
  * Accepts the real-world pypto schema unchanged: `op_name` for `op`, string shapes
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "phasegate/goldens.h"
-#include "spec/contract_internal.h"
+#include "opdir/contract_internal.h"
 
 /* ------------------------------------------------------------------ goldens */
 
@@ -159,8 +159,8 @@ static void parse_tolerance(struct pg__sctx *s, const struct pg__ynode *n, const
   *has = ok;
 }
 
-/* The Pro workflow's `golden_stage_fn: <op>_golden_stage<suffix>` (DESIGN.md §5): kept
- * for spec/py_golden.c, which looks for the file of that name. */
+/* The Pro workflow's `golden_stage_fn: <op>_golden_stage<suffix>` (docs/design.md §5): kept
+ * for opdir/golden_files.c, which looks for the file of that name. */
 static void parse_stage_fn(struct pg__sctx *s, const struct pg__ynode *t, int pos,
                            const char *what) {
   struct pg_contract *c = s->c;
