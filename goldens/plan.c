@@ -24,25 +24,6 @@ const struct pg__kernel_source *pg__ks_or_default(const struct pg__kernel_source
   return ks ? ks : &default_ks;
 }
 
-int pg__problem_set(struct pg__problem *pr, int code, int offset, const char *fmt, ...) {
-  char msg[PG_ERROR_MESSAGE_MAX];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  size_t n = strlen(msg) + 1;
-  free(pr->message);
-  pr->message = malloc(n);
-  if (!pr->message) {
-    pr->code = 0;
-    return PG_ENOMEM;
-  }
-  memcpy(pr->message, msg, n);
-  pr->code = code;
-  pr->offset = offset;
-  return PG_OK;
-}
-
 static void problem_free(struct pg__problem *pr) {
   free(pr->message);
   memset(pr, 0, sizeof *pr);

@@ -1,4 +1,5 @@
-/* phasegate CLI — helpers every subcommand shares: option parsing, printing loader
+/* phasegate CLI — helpers every subcommand shares (main.c and the cmd_*.c files sit above
+ * this file): usage errors, option parsing, printing loader
  * findings and
  * loading an op's contract (and suite) with the one error convention of the CLI: the
  * findings, "FILE:LINE:COL: error: …", one per line on stderr, or — when the loader
@@ -6,6 +7,7 @@
  * one "phasegate <cmd>: error: FILE: …" line. */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,4 +83,14 @@ int pg_cli_parse_number(const char *cmd, const char *opt, const char *s, int pos
                                          s ? s : "(nothing)");
   *out = v;
   return PG_EXIT_PASS;
+}
+
+int pg_cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "phasegate%s%s: error: ", cmd ? " " : "", cmd ? cmd : "");
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\n");
+  return PG_EXIT_ERROR;
 }

@@ -30,16 +30,6 @@ static const struct command commands[] = {
     {"serve", pg_cmd_serve, "keep plugin/worker impls warm across CTest tests (a daemon)", 0},
 };
 
-int pg_cli_usage_error(const char *cmd, const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "phasegate%s%s: error: ", cmd ? " " : "", cmd ? cmd : "");
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "\n");
-  return PG_EXIT_ERROR;
-}
-
 static void usage(FILE *out) {
   fprintf(out,
           "usage: phasegate <command> [options]\n"

@@ -3,6 +3,7 @@
  * sequences with a length cap), with a finding at the node for anything else; unknown
  * keys warned about with the key a typo probably meant; pypto-only keys accepted
  * silently. Shared by contract_decls.c and contract_schema.c. */
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -297,4 +298,12 @@ int pg__op_from_path(const char *path, char *out, size_t size) {
   int ok = real && op_from(real, out, size);
   free(real);
   return ok;
+}
+
+/* The value of a dim (an integer >= 0, rule 5): 1 with *val set, 0 after a finding. */
+int pg__dim_value(struct pg__sctx *s, const char *what, const struct pg__ynode *v, int64_t *val) {
+  if (!pg__get_int(s, v, what, val)) return 0;
+  if (*val >= 0) return 1;
+  PG__ERR(v, 5, "%s is %" PRId64 "; dims must be >= 0", what, *val);
+  return 0;
 }

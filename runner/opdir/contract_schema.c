@@ -99,14 +99,6 @@ static void parse_golden(struct pg__sctx *s, struct pg_golden_spec *g, const str
 
 /* ------------------------------------------------------------------ sections */
 
-/* The value of a dim (an integer >= 0, rule 5): 1 with *val set, 0 after a finding. */
-int pg__dim_value(struct pg__sctx *s, const char *what, const struct pg__ynode *v, int64_t *val) {
-  if (!pg__get_int(s, v, what, val)) return 0;
-  if (*val >= 0) return 1;
-  PG__ERR(v, 5, "%s is %" PRId64 "; dims must be >= 0", what, *val);
-  return 0;
-}
-
 static void parse_dims(struct pg__sctx *s, const struct pg__ynode *n) {
   s->has_dims = 1;
   if (pg__ynull(n)) return;

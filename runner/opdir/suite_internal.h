@@ -1,6 +1,7 @@
-/* phasegate runner — internals shared by the suite loader's two halves: suite_json.c
- * (the top level, unique case ids, findings, the public API) and suite_case.c (one case
- * object: its fields checked against the contract). Both read values from the
+/* phasegate runner — internals shared by the suite loader's files: suite_json.c
+ * (the top level, unique case ids, the public API), suite_case.c (one case
+ * object: its fields checked against the contract) and suite_node.c (findings, node
+ * reads), with suite_tolerance.c and mode_policy.c. All read values from the
  * position-recording scanner's tree (json_pos.h) alone.
  * Not a public interface: nothing outside runner/opdir/suite_*.c includes this.
  */

@@ -1,6 +1,6 @@
-/* phasegate runner — the HTML page of `phasegate report` (see report.h): the text
- * buffer every part writes through (escaping), the page skeleton with its inline
- * style, and the op x phase x level matrix. The per-phase sections are in
+/* phasegate runner — the HTML page of `phasegate report` (see report.h): the page
+ * skeleton with its inline style, and the op x phase x level matrix (the buffer it
+ * writes through is html_out.c). The per-phase sections are in
  * html_case.c, the figures in html_svg.c. No script, no external resource: the page
  * is one file that opens anywhere, offline.
  */
@@ -12,122 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- the buffer ---- */
-
-static int grow(struct pg__html *h, size_t more) {
-  if (h->oom) return 0;
-  if (h->len + more + 1 <= h->cap) return 1;
-  size_t cap = h->cap ? h->cap : 1 << 16;
-  while (cap < h->len + more + 1) cap *= 2;
-  char *nb = realloc(h->buf, cap);
-  if (!nb) {
-    h->oom = 1;
-    return 0;
-  }
-  h->buf = nb;
-  h->cap = cap;
-  return 1;
-}
-
-static void append(struct pg__html *h, const char *s, size_t n) {
-  if (!grow(h, n)) return;
-  memcpy(h->buf + h->len, s, n);
-  h->len += n;
-  h->buf[h->len] = '\0';
-}
-
-void pg__html_raw(struct pg__html *h, const char *s) { append(h, s, strlen(s)); }
-
-void pg__html_fmt(struct pg__html *h, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (n < 0 || !grow(h, (size_t)n)) return;
-  va_start(ap, fmt);
-  vsnprintf(h->buf + h->len, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  h->len += (size_t)n;
-}
-
-static void text_n(struct pg__html *h, const char *s, size_t n) {
-  size_t run = 0;
-  for (size_t i = 0; i < n; i++) {
-    const char *rep = NULL;
-    unsigned char ch = (unsigned char)s[i];
-    switch (ch) {
-      case '&': rep = "&amp;"; break;
-      case '<': rep = "&lt;"; break;
-      case '>': rep = "&gt;"; break;
-      case '"': rep = "&quot;"; break;
-      case '\'': rep = "&#39;"; break;
-      default:
-        /* control characters other than tab/newline: a visible replacement */
-        if (ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') rep = "\xEF\xBF\xBD";
-        else if (ch == 0x7f) rep = "\xEF\xBF\xBD";
-    }
-    if (!rep) continue;
-    append(h, s + run, i - run);
-    pg__html_raw(h, rep);
-    run = i + 1;
-  }
-  append(h, s + run, n - run);
-}
-
-void pg__html_text(struct pg__html *h, const char *s) {
-  if (s) text_n(h, s, strlen(s));
-}
-
-void pg__html_tail(struct pg__html *h, const char *s, int max_lines) {
-  if (!s) return;
-  size_t n = strlen(s);
-  while (n && s[n - 1] == '\n') n--;
-  size_t start = n;
-  int lines = 0;
-  while (start > 0 && lines < max_lines) {
-    start--;
-    if (s[start] == '\n' && ++lines == max_lines) {
-      start++;
-      break;
-    }
-  }
-  if (start > 0) pg__html_fmt(h, "[… %zu bytes before]\n", start);
-  text_n(h, s + start, n - start);
-}
-
-void pg__html_num(struct pg__html *h, const cJSON *v) {
-  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
-    pg__html_raw(h, "–");
-    return;
-  }
-  double x = v->valuedouble;
-  if (x == floor(x) && fabs(x) < 1e9) pg__html_fmt(h, "%.0f", x);
-  else pg__html_fmt(h, "%.4g", x);
-}
-
-const char *pg__html_str(const cJSON *o, const char *key) {
-  const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
-  return cJSON_IsString(x) ? x->valuestring : NULL;
-}
-
-double pg__html_dbl(const cJSON *o, const char *key, double dflt) {
-  const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
-  return cJSON_IsNumber(x) ? x->valuedouble : dflt;
-}
-
-int pg__html_int(const cJSON *o, const char *key, int dflt) {
-  const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
-  return cJSON_IsNumber(x) && fabs(x->valuedouble) < 2e9 ? (int)x->valuedouble : dflt;
-}
-
-const char *pg__html_status_class(const char *s) {
-  if (!s) return "skip";
-  if (strcmp(s, "PASS") == 0) return "pass";
-  if (strcmp(s, "FAIL") == 0) return "fail";
-  if (strcmp(s, "ERROR") == 0) return "error";
-  return "skip";
-}
 
 /* ---- the page ---- */
 
@@ -230,7 +114,7 @@ static void row_origin(struct pg__html *h, const struct pg_report_set *set, cons
   if (prev[0] == 'M' && prev + 1 < end && strspn(prev + 1, "0123456789") == (size_t)(end - prev - 1))
     end = prev > p ? prev - 1 : prev;
   pg__html_raw(h, "<br><span class=\"meta\">");
-  text_n(h, p, (size_t)(end - p));
+  pg__html_text_n(h, p, (size_t)(end - p));
   pg__html_raw(h, "</span>");
 }
 

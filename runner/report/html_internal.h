@@ -1,5 +1,5 @@
 /* phasegate runner — the HTML page's private parts, within the report room only:
- * a growable text buffer that escapes every string taken from a report, the
+ * a growable text buffer that escapes every string taken from a report (html_out.c), the
  * page (html.c: skeleton, style, the op x phase x level matrix), the per-phase
  * sections (html_case.c: cases, modes, outputs, hints, repro) and the figures
  * (html_svg.c: error-map heatmap, |golden| histogram), all inline.
@@ -24,6 +24,7 @@ void pg__html_raw(struct pg__html *h, const char *s);
 void pg__html_fmt(struct pg__html *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Text from a report, escaped for element content and attribute values. */
 void pg__html_text(struct pg__html *h, const char *s);
+void pg__html_text_n(struct pg__html *h, const char *s, size_t n); /* the first n bytes */
 /* The last `max_lines` lines of s, escaped (captured output). */
 void pg__html_tail(struct pg__html *h, const char *s, int max_lines);
 /* A number for people: %.4g, "–" for null/absent, "NaN/Inf" never occurs in JSON. */

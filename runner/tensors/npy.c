@@ -1,6 +1,6 @@
 /* phasegate runner — .npy files (NEP 1 format 1.0 / 2.0 / 3.0): a strict reader
- * (from a path, mmap()ed when large, or from a buffer) and an atomic writer, plus
- * pg_tensor_file_read() which dispatches on the extension.
+ * (from a path, mmap()ed when large, or from a buffer) and an atomic writer, which
+ * safetensors.c writes through too.
  *
  * The reader refuses anything it cannot represent exactly (Fortran order, object and
  * structured dtypes, shapes that disagree with the file size) with "path: what"; it
@@ -531,41 +531,4 @@ int pg_npy_write(const char *path, const struct pg_tensor *t, struct pg_error *e
   const void *data = (const unsigned char *)t->dl.data + t->dl.byte_offset;
   if (nbytes && !t->dl.data) return pg_error_set(err, PG_EINVAL, "%s: tensor has no data", path);
   return pg__atomic_write(path, head, total, &data, &nbytes, 1, err);
-}
-
-/* ------------------------------------------------------------------ dispatch */
-
-static int ends_with(const char *s, const char *suffix) {
-  size_t a = strlen(s), b = strlen(suffix);
-  return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
-int pg_tensor_file_read(const char *path, const char *name, struct pg_tensor *out,
-                        struct pg_error *err) {
-  return pg_tensor_file_read_ex(path, name, 0, out, err);
-}
-
-int pg_tensor_file_read_ex(const char *path, const char *name, unsigned npy_flags,
-                           struct pg_tensor *out, struct pg_error *err) {
-  if (ends_with(path, ".safetensors")) {
-    struct pg_tensor *list = NULL;
-    int count = 0;
-    PG_RETURN_IF_ERROR(pg_safetensors_read(path, &list, &count, err));
-    int pick = -1;
-    for (int i = 0; i < count; i++)
-      if (name ? strcmp(list[i].name, name) == 0 : count == 1) pick = i;
-    if (pick < 0) {
-      int rc = name ? pg_error_set(err, PG_ENOTFOUND, "%s: no tensor named '%s'", path, name)
-                    : pg_error_set(err, PG_EINVAL, "%s: holds %d tensors; name the one to read",
-                                   path, count);
-      pg_tensor_list_free(list, count);
-      return rc;
-    }
-    pg_tensor_move(out, &list[pick]);
-    pg_tensor_list_free(list, count);
-    return PG_OK;
-  }
-  int rc = pg_npy_read_ex(path, npy_flags, out, err);
-  if (rc == PG_OK && name) pg_tensor_set_name(out, name);
-  return rc;
 }

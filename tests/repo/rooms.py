@@ -1,4 +1,5 @@
-"""The runner's room rules (docs/architecture.md): no include from a room to a room above
+"""The runner's room rules (docs/architecture.md): no call circle between the C files of a
+room (or of goldens/, compare/), no include from a room to a room above
 it, no pg__ (room-internal) name used in two rooms, nothing below the runner including
 runner/, include/phasegate/ declaring only types and inline helpers, no source file over 800
 lines and no function over 120 lines in runner/, goldens/,
@@ -37,6 +38,68 @@ def functions(path):
                 yield i + 1, k - i + 1
                 i = k
         i += 1
+
+
+def strip_c(text):
+    """C text without comments and string contents, line numbers kept."""
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    return re.sub(r'"(\\.|[^"\\\n])*"', '""', text)
+
+
+DEFINITION = re.compile(r"^(?!static)[A-Za-z_][^;{}()=]*?\b(pg_\w+)\s*\([^;{}]*\)\s*\{", re.M)
+TABLE = re.compile(r"^(?!static|extern)(?:const\s+)?struct\s+\w+\s+(pg_\w+)\s*(?:\[[^\]]*\])?\s*=", re.M)
+
+
+def call_circles(folder):
+    """Circles between the C files of one room or component: file A uses a function (or
+    an ops table) defined in file B and B, directly or not, uses one of A's. Such a
+    file is both an entry point and a helper of its own callees; the shared steps
+    belong in a file below both (docs/architecture.md). Returns one finding per circle."""
+    files = sorted(glob.glob(folder + "/*.c"))
+    defined, used = {}, {}
+    for f in files:
+        text = strip_c(open(f).read())
+        for m in list(DEFINITION.finditer(text)) + list(TABLE.finditer(text)):
+            defined[m.group(1)] = f
+        used[f] = set(re.findall(r"\bpg_\w+", text))
+    edges = {f: sorted({defined[n] for n in used[f] if defined.get(n, f) != f}) for f in files}
+    index, low, stack, on_stack, circles = {}, {}, [], set(), []
+
+    def visit(v):  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            scc = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                scc.append(w)
+                if w == v:
+                    break
+            if len(scc) > 1:
+                circles.append(sorted(scc))
+
+    for f in files:
+        if f not in index:
+            visit(f)
+    out = []
+    for scc in circles:
+        why = []
+        for a in scc:
+            for b in edges[a]:
+                if b in scc:
+                    names = sorted(n for n in used[a] if defined.get(n) == b)
+                    why.append(f"{os.path.basename(a)} -> {os.path.basename(b)} ({', '.join(names[:3])})")
+        out.append(f"{folder}/: a call circle between {', '.join(scc)}: {'; '.join(why)}")
+    return out
 
 
 def main(root):
@@ -78,6 +141,8 @@ def main(root):
                              r"[A-Za-z_][^;{}]*\([^;{}]*\);", text, re.M):
             line = text.count("\n", 0, m.start()) + 1
             bad.append(f"{f}:{line}: declares a function implemented elsewhere (the ABI is header-only)")
+    for folder in sorted(glob.glob("runner/*/")) + ["goldens/", "compare/"]:
+        bad += call_circles(folder.rstrip("/"))
     for b in bad:
         print(b)
     print(f"rooms: {len(bad)} finding(s)")
