@@ -162,7 +162,7 @@ int pg_cmd_serve(int argc, char **argv) {
   struct pg_serve_options o;
   pg_serve_options_init(&o);
   int foreground = 0, stop = 0, show = 0;
-  const char *python = NULL;
+  const char *python = NULL, *impl_spec = NULL;
   double stop_timeout = 10;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -183,7 +183,7 @@ int pg_cmd_serve(int argc, char **argv) {
       double x = 0;
       if (strcmp(a, "--control") == 0) o.control_dir = v;
       else if (strcmp(a, "--op-dir") == 0) o.op_dir = v;
-      else if (strcmp(a, "--impl") == 0) o.impl_spec = v;
+      else if (strcmp(a, "--impl") == 0) impl_spec = v;
       else if (strcmp(a, "--python") == 0) python = v;
       else if (strcmp(a, "--modes") == 0) o.modes = v;
       else if (strcmp(a, "--devices") == 0) o.devices = v;
@@ -210,25 +210,22 @@ int pg_cmd_serve(int argc, char **argv) {
     return pg_cli_usage_error("serve", "--control DIR is required");
   if (stop + show + foreground > 1)
     return pg_cli_usage_error("serve", "--stop, --status and --foreground exclude each other");
-  if (o.impl_spec && strncmp(o.impl_spec, "worker:", 7) != 0 &&
-      strncmp(o.impl_spec, "plugin:", 7) != 0 && strncmp(o.impl_spec, "python:", 7) != 0)
-    return pg_cli_usage_error("serve", "--impl: '%s' is not a persistent impl (worker:, "
-                              "plugin: or python:)", o.impl_spec);
-  /* python: runs phasegate's Python worker: prestart that worker: process, the one a
-   * run leases for the same interpreter */
-  char *py_spec = NULL;
-  if (o.impl_spec && strncmp(o.impl_spec, "python:", 7) == 0) {
+  /* The adapter's row says what its persistent process runs (python: phasegate's Python
+   * worker for the interpreter given, the process a run leases for it). */
+  struct pg_proc_program prog = {0};
+  if (impl_spec) {
     struct pg_impl impl;
     struct pg_error e;
-    if (pg_impl_parse(o.impl_spec, &impl, &e) != PG_OK)
+    if (pg_impl_parse(impl_spec, &impl, &e) != PG_OK)
       return pg_cli_usage_error("serve", "%s", e.message);
     impl.python = python;
-    py_spec = pg_impl_process_spec(&impl);
-    if (!py_spec) return pg_cli_usage_error("serve", "--impl: out of memory");
-    o.impl_spec = py_spec;
+    if (pg_impl_process(&impl, &prog, &e) != PG_OK)
+      return pg_cli_usage_error("serve", "--impl: '%s' is not a persistent impl (worker:, "
+                                "plugin: or python:): %s", impl_spec, e.message);
+    o.prestart = &prog;
   }
 
   int rc = act(&o, argc, argv, foreground, stop, show, stop_timeout);
-  free(py_spec);
+  pg_proc_program_reset(&prog);
   return rc;
 }

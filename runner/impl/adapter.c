@@ -82,14 +82,31 @@ int pg_impl_parse(const char *spec, struct pg_impl *impl, struct pg_error *err) 
   return pg_error_set(err, PG_EINVAL, "--impl '%s': expected %s", spec, forms);
 }
 
+int pg_impl_worker(const char *command, struct pg_impl *impl, struct pg_error *err) {
+  memset(impl, 0, sizeof *impl);
+  if (!command || !*command) return pg_error_set(err, PG_EINVAL, "an empty worker command");
+  return take_target(impl, &pg__worker_ops, command, err);
+}
+
+/* The persistent program of plugin: and worker: impls is their target as given. */
+int pg__process_of_target(const struct pg_impl *impl, enum pg_proc_kind kind,
+                          struct pg_proc_program *out, struct pg_error *err) {
+  out->kind = kind;
+  out->target = pg_strdup(impl->target);
+  return out->target ? PG_OK : pg_error_set(err, PG_ENOMEM, "out of memory");
+}
+
 const char *pg_impl_kind(const struct pg_impl *impl) {
   return impl && impl->ops ? impl->ops->name : "";
 }
 
-char *pg_impl_process_spec(const struct pg_impl *impl) {
-  if (!impl || !impl->ops) return NULL;
-  if (impl->ops->process_spec) return impl->ops->process_spec(impl);
-  return pg_path_fmt("%s:%s", impl->ops->name, impl->target);
+int pg_impl_process(const struct pg_impl *impl, struct pg_proc_program *out,
+                    struct pg_error *err) {
+  memset(out, 0, sizeof *out);
+  if (!impl || !impl->ops || !impl->ops->process)
+    return pg_error_set(err, PG_EINVAL, "'%s:' impls run no persistent process",
+                        pg_impl_kind(impl));
+  return impl->ops->process(impl, out, err);
 }
 
 void pg_impl_close(struct pg_impl *impl) {

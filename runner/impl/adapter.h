@@ -11,6 +11,7 @@
 #define PHASEGATE_IMPL_ADAPTER_H
 
 #include "impl/impl.h"
+#include "impl/proc.h"
 
 struct pg_impl_ops {
   const char *name;        /* "plugin": also the prefix, "plugin:" */
@@ -35,11 +36,16 @@ struct pg_impl_ops {
                    double timeout_s);
   /* Ends what impl->state holds; NULL when the adapter keeps nothing between calls. */
   void (*close)(struct pg_impl *impl);
-  /* The `worker:`/`plugin:` spec of the persistent process the pool starts (or leases
-   * from `phasegate serve`) for this impl, malloc'd (NULL: out of memory); NULL op:
-   * "<name>:<target>" itself. */
-  char *(*process_spec)(const struct pg_impl *impl);
+  /* The program of the persistent process the pool starts (or leases from `phasegate
+   * serve`) for this impl, into *out (owned by the caller); NULL for an adapter whose
+   * calls need no persistent process (exec:, replay:). */
+  int (*process)(const struct pg_impl *impl, struct pg_proc_program *out, struct pg_error *err);
 };
+
+/* The `process` hook of plugin: and worker: (kind PG_PROC_PLUGIN or PG_PROC_COMMAND on
+ * impl->target). */
+int pg__process_of_target(const struct pg_impl *impl, enum pg_proc_kind kind,
+                          struct pg_proc_program *out, struct pg_error *err);
 
 /* Records what happened: sets out->fact, out->status and the summary; for any fact but
  * OK it also drops the outputs. Returns 0, so an adapter can `return pg__impl_fact(…),

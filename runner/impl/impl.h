@@ -69,10 +69,29 @@ const char *pg_impl_kind(const struct pg_impl *impl);
  * set, 0 when the impl's adapter prefills nothing (exec, worker, python, replay). */
 int pg_impl_prefill_bits(const struct pg_impl *impl, enum pg_dtype t, uint64_t *bits);
 
-/* The `worker:`/`plugin:` spec of the persistent process behind the impl (python: the
- * Python worker's command, built from impl->python), as the pool starts it and
- * `phasegate serve` prestarts it; malloc'd. NULL when out of memory or not parsed. */
-char *pg_impl_process_spec(const struct pg_impl *impl);
+/* What a persistent process runs: the adapter's ops-table hook (adapter.h `process`)
+ * says it once, as data, and the pool, `phasegate serve` and its wire carry it so. */
+enum pg_proc_kind {
+  PG_PROC_COMMAND = 1, /* /bin/sh -c TARGET: a `worker:` command (python: builds one) */
+  PG_PROC_PLUGIN = 2   /* the plugin host (pg_plugin_host_path) on the .so TARGET */
+};
+struct pg_proc_program {
+  enum pg_proc_kind kind;
+  char *target; /* owned: pg_proc_program_reset */
+};
+void pg_proc_program_reset(struct pg_proc_program *prog);
+/* "worker" / "plugin": the kind's name on the serve wire and in messages ("none" for a
+ * value of no kind). */
+const char *pg_proc_kind_name(enum pg_proc_kind kind);
+/* The kind a wire name stands for: PG_OK, or PG_EINVAL for any other name. */
+int pg_proc_kind_from_name(const char *name, enum pg_proc_kind *kind);
+
+/* The program of the persistent process behind the impl (plugin: the host on the .so;
+ * worker: the command; python: the Python worker's command, built from impl->python),
+ * as the pool starts it and `phasegate serve` prestarts it, into *out (free it with
+ * pg_proc_program_reset). PG_EINVAL when the impl's calls use no persistent process. */
+int pg_impl_process(const struct pg_impl *impl, struct pg_proc_program *out,
+                    struct pg_error *err);
 
 /* phasegate's Python package (tools/python, or where it is installed): the directory
  * that holds phasegate/worker.py. $PHASEGATE_PYTHON_DIR, else the install location
@@ -84,12 +103,16 @@ const char *pg_python_package_dir(void);
  * "python3". */
 const char *pg_python_interpreter(const char *python);
 
-/* The `worker:` spec that runs phasegate's Python worker (`python -m phasegate.worker`,
+/* The command that runs phasegate's Python worker (`python -m phasegate.worker`,
  * PYTHONPATH = the package dir ahead of the caller's): the persistent process of
  * python: impls and of Python goldens (each request then carries a "call" object,
  * docs/worker_protocol.md). `python` as for pg_python_interpreter. PG_OK and a
- * malloc'd *spec; PG_ENOENT when the package is not found; PG_ENOMEM. */
-int pg_python_worker_spec(const char *python, char **spec, struct pg_error *err);
+ * malloc'd *command; PG_ENOENT when the package is not found; PG_ENOMEM. */
+int pg_python_worker_command(const char *python, char **command, struct pg_error *err);
+
+/* An impl of the worker adapter running `command` (what pg_impl_parse makes of
+ * "worker:COMMAND", without a string to parse): Python goldens run in one. */
+int pg_impl_worker(const char *command, struct pg_impl *impl, struct pg_error *err);
 
 /* Lets a persistent adapter start the process of (mode, device) ahead of the first call
  * (its start-up overlaps the caller's work). A no-op for the others; never fails (a

@@ -662,6 +662,11 @@ static int host_finish(struct pg_impl_pending *p, struct plugin_call *c,
   return rc;
 }
 
+static int plugin_process(const struct pg_impl *impl, struct pg_proc_program *out,
+                          struct pg_error *err) {
+  return pg__process_of_target(impl, PG_PROC_PLUGIN, out, err);
+}
+
 const struct pg_impl_ops pg__plugin_ops = {
     .name = "plugin",
     .usage = "plugin:PATH.so",
@@ -673,4 +678,5 @@ const struct pg_impl_ops pg__plugin_ops = {
     .finish = plugin_finish,
     .prestart = pg__pool_prestart,
     .close = pg__pool_close,
+    .process = plugin_process,
 };

@@ -53,12 +53,13 @@ static int serve_conn(const struct pg_impl *impl, struct pg_pool *pool) {
 }
 
 /* Spawns the process of slot s (its handshake is read later, pg_proc_handshake). */
-static int spawn_slot(const struct pg_impl *impl, struct pg_pool_slot *s, const char *spec,
+static int spawn_slot(const struct pg_impl *impl, struct pg_pool_slot *s,
+                      const struct pg_proc_program *prog,
                       const char *mode, int device, uint64_t as, double start_timeout,
                       struct pg_error *err) {
   char *tag = pg_path_fmt("%s-%d", mode, device);
   struct pg_proc_argv a;
-  int rc = tag ? pg_proc_argv_build(spec, mode, device, &a, err)
+  int rc = tag ? pg_proc_argv_build(prog, NULL, mode, device, &a, err)
                : pg_error_set(err, PG_ENOMEM, "out of memory");
   if (rc == PG_OK) {
     struct pg_proc_spec ps = {a.argv, a.env, impl->log_dir, tag, as, start_timeout};
@@ -71,11 +72,12 @@ static int spawn_slot(const struct pg_impl *impl, struct pg_pool_slot *s, const 
 
 /* Starts (or leases) the process of slot s. */
 static int start_slot(const struct pg_impl *impl, struct pg_pool *pool, struct pg_pool_slot *s,
-                      const char *spec, const struct pg_impl_request *req, uint64_t as,
+                      const struct pg_proc_program *prog, const struct pg_impl_request *req,
+                      uint64_t as,
                       struct pg_proc_result *start_fail, struct pg_error *err) {
   double start_timeout = req->timeout_s > 0 ? req->timeout_s : 120;
   if (!impl->fresh_process && serve_conn(impl, pool) >= 0) {
-    int rc = pg_serve_lease(pool->conn, spec, req->mode, req->device_id, as, start_timeout,
+    int rc = pg_serve_lease(pool->conn, prog, req->mode, req->device_id, as, start_timeout,
                             &s->proc, start_fail, err);
     /* PG_EIMPL: the impl's own start failed, reported as a standalone start would be.
      * Anything else failed on the daemon's side (its control directory read-only or
@@ -89,7 +91,7 @@ static int start_slot(const struct pg_impl *impl, struct pg_pool *pool, struct p
     pg_proc_result_reset(start_fail);
     pg_error_clear(err);
   }
-  int rc = spawn_slot(impl, s, spec, req->mode, req->device_id, as, start_timeout, err);
+  int rc = spawn_slot(impl, s, prog, req->mode, req->device_id, as, start_timeout, err);
   return rc == PG_OK ? pg_proc_handshake(&s->proc, start_fail, err) : rc;
 }
 
@@ -121,12 +123,14 @@ static struct pg_pool_slot *slot_for(const struct pg_impl *impl, const char *mod
   return free_slot;
 }
 
-/* "plugin:PATH" / "worker:COMMAND", and the address-space limit its process gets. */
-static char *impl_spec(const struct pg_impl *impl, uint64_t rlimit_as, uint64_t *as) {
-  const char *kind = pg_impl_kind(impl);
+/* The impl's persistent program (the adapter's hook), and the address-space limit its
+ * process gets. */
+static int program(const struct pg_impl *impl, uint64_t rlimit_as, struct pg_proc_program *prog,
+                   uint64_t *as, struct pg_error *err) {
+  int rc = pg_impl_process(impl, prog, err);
   /* an ASan-built plugin host reserves terabytes of shadow memory: no RLIMIT_AS */
-  *as = strcmp(kind, "plugin") == 0 && PG_SANDBOX_ASAN ? 0 : rlimit_as;
-  return pg_impl_process_spec(impl);
+  *as = prog->kind == PG_PROC_PLUGIN && PG_SANDBOX_ASAN ? 0 : rlimit_as;
+  return rc;
 }
 
 struct pg_proc *pg__pool_acquire(const struct pg_impl *impl, const struct pg_impl_request *req,
@@ -137,10 +141,10 @@ struct pg_proc *pg__pool_acquire(const struct pg_impl *impl, const struct pg_imp
     return pg_proc_handshake(&s->proc, start_fail, err) == PG_OK ? &s->proc : NULL;
   if (pg_proc_alive(&s->proc)) return &s->proc;
   uint64_t as;
-  char *spec = impl_spec(impl, req->rlimit_as, &as);
-  int rc = spec ? start_slot(impl, impl->state, s, spec, req, as, start_fail, err)
-                : pg_error_set(err, PG_ENOMEM, "out of memory");
-  free(spec);
+  struct pg_proc_program prog;
+  int rc = program(impl, req->rlimit_as, &prog, &as, err);
+  if (rc == PG_OK) rc = start_slot(impl, impl->state, s, &prog, req, as, start_fail, err);
+  pg_proc_program_reset(&prog);
   return rc == PG_OK ? &s->proc : NULL;
 }
 
@@ -153,10 +157,11 @@ void pg__pool_prestart(struct pg_impl *impl, const char *mode, int device, uint6
   struct pg_pool_slot *s = slot_for(impl, mode, device, &e);
   if (!s || pg_proc_alive(&s->proc) || s->proc.handshake_pending) return;
   uint64_t as;
-  char *spec = impl_spec(impl, rlimit_as, &as);
+  struct pg_proc_program prog;
   /* a failure here shows again, with its facts, when the first call starts the process */
-  if (spec) spawn_slot(impl, s, spec, mode, device, as, timeout_s > 0 ? timeout_s : 120, &e);
-  free(spec);
+  if (program(impl, rlimit_as, &prog, &as, &e) == PG_OK)
+    spawn_slot(impl, s, &prog, mode, device, as, timeout_s > 0 ? timeout_s : 120, &e);
+  pg_proc_program_reset(&prog);
 }
 
 void *pg__pool_memory(const struct pg_impl *impl, const struct pg_proc *p, size_t size, int *fd,

@@ -524,29 +524,49 @@ static int simple_command(const char *cmd) {
   return 1;
 }
 
-int pg_proc_argv_build(const char *impl_spec, const char *mode, int device_id,
-                       struct pg_proc_argv *a, struct pg_error *err) {
+void pg_proc_program_reset(struct pg_proc_program *prog) {
+  free(prog->target);
+  memset(prog, 0, sizeof *prog);
+}
+
+const char *pg_proc_kind_name(enum pg_proc_kind kind) {
+  switch (kind) {
+    case PG_PROC_COMMAND: return "worker";
+    case PG_PROC_PLUGIN: return "plugin";
+  }
+  return "none";
+}
+
+int pg_proc_kind_from_name(const char *name, enum pg_proc_kind *kind) {
+  if (name && strcmp(name, "worker") == 0) *kind = PG_PROC_COMMAND;
+  else if (name && strcmp(name, "plugin") == 0) *kind = PG_PROC_PLUGIN;
+  else return PG_EINVAL;
+  return PG_OK;
+}
+
+int pg_proc_argv_build(const struct pg_proc_program *prog, const char *host, const char *mode,
+                       int device_id, struct pg_proc_argv *a, struct pg_error *err) {
   memset(a, 0, sizeof *a);
   int n = 0;
-  if (strncmp(impl_spec, "worker:", 7) == 0) {
+  if (prog->kind == PG_PROC_COMMAND) {
     /* A shell that waits for the command would hold the protocol fds too: the worker
      * closing them would not end the protocol, and one more process would have to die.
      * A plain command replaces the shell (what bash -c does by itself; dash does not). */
-    const char *cmd = impl_spec + 7;
-    if (simple_command(cmd) && !(cmd = a->strings[n++] = pg_path_fmt("exec %s", cmd)))
-      return pg_error_set(err, PG_ENOMEM, "out of memory");
-    a->argv[0] = "/bin/sh", a->argv[1] = "-c", a->argv[2] = cmd;
-  } else if (strncmp(impl_spec, "plugin:", 7) == 0) {
-    const char *host = pg_plugin_host_path();
+    const char *cmd = prog->target;
+    a->strings[n++] = simple_command(cmd) ? pg_path_fmt("exec %s", cmd) : pg_strdup(cmd);
+    a->argv[0] = "/bin/sh", a->argv[1] = "-c", a->argv[2] = a->strings[0];
+  } else if (prog->kind == PG_PROC_PLUGIN) {
+    if (!host) host = pg_plugin_host_path();
     if (!host)
       return pg_error_set(err, PG_ENOENT, "phasegate-plugin-host was not found next to the "
                           "phasegate executable (set PHASEGATE_PLUGIN_HOST, or use "
                           "--fresh-process)");
     a->strings[n++] = pg_strdup(host);
-    a->argv[0] = a->strings[0], a->argv[1] = impl_spec + 7;
+    a->strings[n++] = pg_strdup(prog->target);
+    a->argv[0] = a->strings[0], a->argv[1] = a->strings[1];
   } else {
-    return pg_error_set(err, PG_EINVAL, "'%s' is not a persistent impl (worker: or plugin:)",
-                        impl_spec);
+    return pg_error_set(err, PG_EINTERNAL, "a persistent process of no known kind (%d)",
+                        (int)prog->kind);
   }
   a->strings[n] = pg_path_fmt("PHASEGATE_MODE=%s", mode);
   a->strings[n + 1] = pg_path_fmt("PHASEGATE_DEVICE_ID=%d", device_id);
@@ -554,10 +574,11 @@ int pg_proc_argv_build(const char *impl_spec, const char *mode, int device_id,
   a->env[1] = "PHASEGATE_WORKER_FDS=" PG_PROC_FDS;
   a->env[2] = a->strings[n];
   a->env[3] = a->strings[n + 1];
-  if (!a->strings[n] || !a->strings[n + 1] || (n && !a->strings[0])) {
-    pg_proc_argv_reset(a);
-    return pg_error_set(err, PG_ENOMEM, "out of memory");
-  }
+  for (int i = 0; i < n + 2; i++)
+    if (!a->strings[i]) {
+      pg_proc_argv_reset(a);
+      return pg_error_set(err, PG_ENOMEM, "out of memory");
+    }
   return PG_OK;
 }
 

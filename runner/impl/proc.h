@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "impl/impl.h"
 #include "impl/sandbox.h"
 #include "phasegate/error.h"
 
@@ -169,17 +170,18 @@ int pg_proc_wait(struct pg_proc *p, int64_t id, double timeout_s, struct pg_proc
  * file on disk (its path was shown to the user). Safe on a stopped process. */
 void pg_proc_stop(struct pg_proc *p, double grace_s, int keep_log);
 
-/* Builds the process for an impl spec: `worker:COMMAND` runs /bin/sh -c COMMAND,
- * `plugin:PATH` runs the plugin host (pg_plugin_host_path) on PATH; both with
- * PHASEGATE_WORKER=1, PHASEGATE_WORKER_FDS, PHASEGATE_MODE and PHASEGATE_DEVICE_ID.
- * The strings live in `storage` until it is freed with pg_proc_argv_reset. */
+/* Builds the argv and environment of a program: a command runs as /bin/sh -c COMMAND,
+ * a plugin runs the plugin host (`host`, or pg_plugin_host_path() when NULL) on the
+ * .so; both with PHASEGATE_WORKER=1, PHASEGATE_WORKER_FDS, PHASEGATE_MODE and
+ * PHASEGATE_DEVICE_ID. Every string is a copy that lives in `a` until
+ * pg_proc_argv_reset. */
 struct pg_proc_argv {
   const char *argv[8];
   const char *env[8];
   char *strings[8];
 };
-int pg_proc_argv_build(const char *impl_spec, const char *mode, int device_id,
-                       struct pg_proc_argv *a, struct pg_error *err);
+int pg_proc_argv_build(const struct pg_proc_program *prog, const char *host, const char *mode,
+                       int device_id, struct pg_proc_argv *a, struct pg_error *err);
 void pg_proc_argv_reset(struct pg_proc_argv *a);
 
 /* Where phasegate-plugin-host is: $PHASEGATE_PLUGIN_HOST, else next to the running

@@ -86,8 +86,8 @@ static char *shell_quote(const char *s) {
   return q;
 }
 
-int pg_python_worker_spec(const char *python, char **spec, struct pg_error *err) {
-  *spec = NULL;
+int pg_python_worker_command(const char *python, char **command, struct pg_error *err) {
+  *command = NULL;
   const char *dir = pg_python_package_dir();
   if (!dir)
     return pg_error_set(err, PG_ENOENT, "phasegate's Python package (phasegate/worker.py) was "
@@ -97,11 +97,11 @@ int pg_python_worker_spec(const char *python, char **spec, struct pg_error *err)
   char *qdir = shell_quote(dir), *qpy = shell_quote(pg_python_interpreter(python));
   /* the package ahead of the caller's PYTHONPATH; exec: the worker is the shell's pid */
   if (qdir && qpy)
-    *spec = pg_path_fmt("worker:PYTHONPATH=%s${PYTHONPATH:+:\"$PYTHONPATH\"}; "
+    *command = pg_path_fmt("PYTHONPATH=%s${PYTHONPATH:+:\"$PYTHONPATH\"}; "
                         "export PYTHONPATH; exec %s -m phasegate.worker", qdir, qpy);
   free(qdir);
   free(qpy);
-  return *spec ? PG_OK : pg_error_set(err, PG_ENOMEM, "out of memory");
+  return *command ? PG_OK : pg_error_set(err, PG_ENOMEM, "out of memory");
 }
 
 /* ------------------------------------------------------------------ the spec */
@@ -171,8 +171,8 @@ static int python_probe(struct pg_impl_probe *p, struct pg_error *err) {
     return pg_error_set(err, PG_EINVAL, "--impl 'python:%s': '%s' after '::' is not a Python "
                         "function name", impl->target, fn);
   if (!pg_python_package_dir()) {
-    char *spec;
-    return pg_python_worker_spec(impl->python, &spec, err); /* its message */
+    char *command;
+    return pg_python_worker_command(impl->python, &command, err); /* its message */
   }
   const char *python = pg_python_interpreter(impl->python);
   if (!interpreter_found(python))
@@ -181,13 +181,12 @@ static int python_probe(struct pg_impl_probe *p, struct pg_error *err) {
   return PG_OK;
 }
 
-static char *python_process_spec(const struct pg_impl *impl) {
-  char *spec = NULL;
-  struct pg_error e;
-  if (pg_python_worker_spec(impl->python, &spec, &e) == PG_OK) return spec;
-  /* no package (the probe said so): a command that says it once more, per call */
-  return pg_path_fmt("worker:echo 'phasegate: %s' >&2; exit 2",
-                     "phasegate's Python package was not found (PHASEGATE_PYTHON_DIR)");
+/* The Python worker's command (the probe made sure the package is there; should it go
+ * away since, the call says so: the pool's start error). */
+static int python_process(const struct pg_impl *impl, struct pg_proc_program *out,
+                          struct pg_error *err) {
+  out->kind = PG_PROC_COMMAND;
+  return pg_python_worker_command(impl->python, &out->target, err);
 }
 
 /* ------------------------------------------------------------------ one call */
@@ -217,5 +216,5 @@ const struct pg_impl_ops pg__python_ops = {
     .finish = pg__worker_finish,
     .prestart = pg__pool_prestart,
     .close = pg__pool_close,
-    .process_spec = python_process_spec,
+    .process = python_process,
 };

@@ -30,7 +30,7 @@
 #include "impl/proc.h"
 #include "phasegate/error.h"
 
-#define PG_SERVE_PROTOCOL 1          /* version of the control protocol (docs/serve.md) */
+#define PG_SERVE_PROTOCOL 2          /* version of the control protocol (docs/serve.md) */
 #define PG_SERVE_SOCK "serve.sock"   /* names inside the control directory */
 #define PG_SERVE_PID "serve.pid"
 #define PG_SERVE_LOCK "serve.lock"
@@ -49,7 +49,7 @@
  * One connection serves one thread; it may hold several leases at once. */
 int pg_serve_connect(const char *control_dir, int *conn, struct pg_error *err);
 
-/* Leases a process for (impl_spec, mode, device): `worker:COMMAND` or `plugin:PATH`,
+/* Leases a process for (program, mode, device): a worker command or a plugin .so,
  * started (when no idle one fits) as pg_proc_start would start it here — this
  * process's environment and working directory, rlimit_as, start_timeout_s — but by the
  * daemon, which keeps it after the lease. Waits while every process of the key is
@@ -65,7 +65,7 @@ int pg_serve_connect(const char *control_dir, int *conn, struct pg_error *err);
  * Any other code is what pg_proc_start would have returned for the same start, with
  *   err and, for PG_EIMPL, *start_fail (end, exit fields, protocol, captured) filled
  *   as it would have filled them; the process is gone and *p stopped. */
-int pg_serve_lease(int conn, const char *impl_spec, const char *mode, int device,
+int pg_serve_lease(int conn, const struct pg_proc_program *prog, const char *mode, int device,
                    uint64_t rlimit_as, double start_timeout_s, struct pg_proc *p,
                    struct pg_proc_result *start_fail, struct pg_error *err);
 
@@ -92,7 +92,7 @@ int pg_serve_request(int conn, const char *op, int timeout_ms, cJSON **answer,
 struct pg_serve_options {
   const char *control_dir;   /* required; created mode 0700 */
   const char *op_dir;        /* informational (shown by status) */
-  const char *impl_spec;     /* prestart: worker:/plugin: spec, NULL for none */
+  const struct pg_proc_program *prestart; /* what to prestart, NULL for nothing */
   const char *modes;         /* prestart: comma list (default "sim") */
   const char *devices;       /* prestart: comma list of device ids (default "0") */
   uint64_t rlimit_as;        /* prestart: RLIMIT_AS as `run --memory-limit` passes it */

@@ -158,7 +158,7 @@ static void start_facts(const cJSON *a, struct pg_proc_result *r) {
   }
 }
 
-int pg_serve_lease(int conn, const char *impl_spec, const char *mode, int device,
+int pg_serve_lease(int conn, const struct pg_proc_program *prog, const char *mode, int device,
                    uint64_t rlimit_as, double start_timeout_s, struct pg_proc *p,
                    struct pg_proc_result *start_fail, struct pg_error *err) {
   pg_proc_init(p);
@@ -169,14 +169,15 @@ int pg_serve_lease(int conn, const char *impl_spec, const char *mode, int device
     cJSON_AddItemToArray(env, cJSON_CreateString(environ[i]));
   char *cwd = getcwd(NULL, 0);
   cJSON_AddStringToObject(req, "op", "lease");
-  cJSON_AddStringToObject(req, "impl", impl_spec);
+  cJSON_AddStringToObject(req, "kind", pg_proc_kind_name(prog->kind));
+  cJSON_AddStringToObject(req, "target", prog->target);
   cJSON_AddStringToObject(req, "mode", mode);
   cJSON_AddNumberToObject(req, "device", device);
   cJSON_AddNumberToObject(req, "rlimit_as", (double)rlimit_as);
   cJSON_AddNumberToObject(req, "start_timeout_s", start_timeout_s);
   cJSON_AddStringToObject(req, "cwd", cwd ? cwd : "/");
   cJSON_AddNumberToObject(req, "umask", pg__serve_current_umask());
-  if (strncmp(impl_spec, "plugin:", 7) == 0 && pg_plugin_host_path())
+  if (prog->kind == PG_PROC_PLUGIN && pg_plugin_host_path())
     cJSON_AddStringToObject(req, "host", pg_plugin_host_path());
   free(cwd);
   cJSON *a = NULL;

@@ -12,10 +12,10 @@
  * handshake failed).
  *
  * Control protocol (one JSON object per line each way, on <control>/serve.sock):
- *   {"op":"ping"}                 → {"status":"ok","serve_protocol":1,"pid":P,"exe":"…"}
+ *   {"op":"ping"}                 → {"status":"ok","serve_protocol":2,"pid":P,"exe":"…"}
  *   {"op":"status"}               → {"status":"ok", pid, uptime, counters, processes:[…]}
  *   {"op":"stop"}                 → {"status":"ok","pid":P} once every worker is gone
- *   {"op":"lease", impl, mode, device, rlimit_as, start_timeout_s, cwd, umask, env:[…],
+ *   {"op":"lease", kind, target, mode, device, rlimit_as, start_timeout_s, cwd, umask, env:[…],
  *    host}                        → {"status":"ok", pid, log, start_ms, calls, next_id,
  *                                    fresh} + the worker's socket (SCM_RIGHTS), or
  *                                   {"status":"error", code, message, start facts…}
@@ -123,8 +123,9 @@ void pg__serve_answer_end(struct daemon *d, struct conn *c, const struct wproc *
 /* An idle process that must go (stale fingerprint, unsolicited bytes, shutdown): EOF
  * first ("exit now"), SIGKILL after the grace. */
 void pg__serve_w_retire(struct daemon *d, struct wproc *w, const char *why) {
-  pg__serve_dlog(d, "pid %d (%s %s dev %d): ending, %s", w->pid, w->pool->impl, w->pool->mode,
-       w->pool->device, why);
+  pg__serve_dlog(d, "pid %d (%s %s %s dev %d): ending, %s", w->pid,
+                 pg_proc_kind_name(w->pool->kind), w->pool->target, w->pool->mode,
+                 w->pool->device, why);
   w->state = W_DYING;
   w->end_to = NULL;
   w->deadline = pg_now_ms() + SERVE_GRACE_MS;
@@ -143,7 +144,7 @@ static void job_free(struct job *j) {
   free(j->envp);
   pg_proc_argv_reset(&j->a);
   pg_proc_result_reset(&j->r);
-  free(j->impl);
+  pg_proc_program_reset(&j->prog);
   free(j->cwd);
   free(j->host);
   free(j->log_dir);
@@ -179,7 +180,8 @@ int pg__serve_start_proc(struct daemon *d, struct pool *pl, double timeout_s, st
   }
   pg_proc_init(&w->p);
   pg_proc_init(&j->p);
-  j->impl = pg_strdup(pl->impl);
+  j->prog.kind = pl->kind;
+  j->prog.target = pg_strdup(pl->target);
   j->cwd = pg_strdup(pl->cwd);
   j->host = pg_strdup(pl->host);
   j->log_dir = pg_strdup(d->workers);
@@ -189,18 +191,10 @@ int pg__serve_start_proc(struct daemon *d, struct pool *pl, double timeout_s, st
   j->timeout_s = timeout_s > 0 ? timeout_s : 120;
   j->done_fd = d->jobs_w;
   j->w = w;
-  /* plugin: runs the client's host on the .so; the environment is built as for any
-   * process (pg_proc_argv_build of a worker, whose argv is then replaced). */
-  int plugin = strncmp(pl->impl, "plugin:", 7) == 0 && pl->host;
-  const char *spec = plugin ? "worker:" : j->impl;
-  int rc = j->impl && j->cwd && j->log_dir && (j->host || !pl->host)
-               ? pg_proc_argv_build(spec, pl->mode, pl->device, &j->a, err)
+  /* a plugin runs the client's host on the .so */
+  int rc = j->prog.target && j->cwd && j->log_dir && (j->host || !pl->host)
+               ? pg_proc_argv_build(&j->prog, j->host, pl->mode, pl->device, &j->a, err)
                : pg_error_set(err, PG_ENOMEM, "out of memory");
-  if (rc == PG_OK && plugin) {
-    j->a.argv[0] = j->host;
-    j->a.argv[1] = j->impl + 7;
-    j->a.argv[2] = NULL;
-  }
   size_t n_env = 0, n_add = 0;
   while (pl->env && pl->env[n_env]) n_env++;
   while (j->a.env[n_add]) n_add++;
@@ -224,7 +218,8 @@ int pg__serve_start_proc(struct daemon *d, struct pool *pl, double timeout_s, st
   w->next = d->procs;
   d->procs = w;
   d->n_jobs++;
-  pg__serve_dlog(d, "starting %s (%s, device %d)", pl->impl, pl->mode, pl->device);
+  pg__serve_dlog(d, "starting %s %s (%s, device %d)", pg_proc_kind_name(pl->kind), pl->target,
+                 pl->mode, pl->device);
   return PG_OK;
 }
 
@@ -307,8 +302,9 @@ void pg__serve_job_done(struct daemon *d, struct job *j) {
     w->next_id = 1;
     w->state = W_IDLE;
     d->starts++;
-    pg__serve_dlog(d, "pid %d ready in %.0f ms: %s (%s, device %d), log %s", w->pid, w->start_ms,
-         pl->impl, pl->mode, pl->device, w->p.log_path);
+    pg__serve_dlog(d, "pid %d ready in %.0f ms: %s %s (%s, device %d), log %s", w->pid,
+                   w->start_ms, pg_proc_kind_name(pl->kind), pl->target, pl->mode, pl->device,
+                   w->p.log_path);
     if (reap_one(w)) on_reaped(d, w); /* died right after its handshake */
     else if (w->fp != pl->fp) pg__serve_w_retire(d, w, "what it runs changed while it started");
   } else {
@@ -344,19 +340,20 @@ void pg__serve_job_done(struct daemon *d, struct job *j) {
   dispatch(d, pl);
 }
 
-struct pool *pg__serve_pool_get(struct daemon *d, const char *impl, const char *mode, int device,
-                             uint64_t rlimit_as, const char *cwd, int umask_, char **env,
+struct pool *pg__serve_pool_get(struct daemon *d, enum pg_proc_kind kind, const char *target,
+                                const char *mode, int device, uint64_t rlimit_as, const char *cwd, int umask_, char **env,
                              size_t n_env, const char *host) {
   uint64_t eh = pg__serve_env_hash(env, n_env);
   for (struct pool *pl = d->pools; pl; pl = pl->next)
-    if (strcmp(pl->impl, impl) == 0 && strcmp(pl->mode, mode) == 0 && pl->device == device &&
+    if (pl->kind == kind && strcmp(pl->target, target) == 0 && strcmp(pl->mode, mode) == 0 && pl->device == device &&
         pl->rlimit_as == rlimit_as && strcmp(pl->cwd, cwd) == 0 && pl->umask == umask_ &&
         pl->env_hash == eh && ((!pl->host && !host) || (pl->host && host &&
                                                         strcmp(pl->host, host) == 0)))
       return pl;
   struct pool *pl = calloc(1, sizeof *pl);
   if (!pl) return NULL;
-  pl->impl = pg_strdup(impl);
+  pl->kind = kind;
+  pl->target = pg_strdup(target);
   pl->mode = pg_strdup(mode);
   pl->cwd = pg_strdup(cwd);
   pl->host = pg_strdup(host);
@@ -365,11 +362,11 @@ struct pool *pg__serve_pool_get(struct daemon *d, const char *impl, const char *
   pl->rlimit_as = rlimit_as;
   pl->env_hash = eh;
   pl->env = calloc(n_env + 1, sizeof *pl->env);
-  int ok = pl->impl && pl->mode && pl->cwd && (pl->host || !host) && pl->env;
+  int ok = pl->target && pl->mode && pl->cwd && (pl->host || !host) && pl->env;
   for (size_t i = 0, k = 0; ok && i < n_env; i++)
     if (!pg__serve_env_is_ours(env[i]) && !(pl->env[k++] = pg_strdup(env[i]))) ok = 0;
   if (!ok) {
-    free(pl->impl), free(pl->mode), free(pl->cwd), free(pl->host), pg__serve_free_strv(pl->env);
+    free(pl->target), free(pl->mode), free(pl->cwd), free(pl->host), pg__serve_free_strv(pl->env);
     free(pl);
     return NULL;
   }
@@ -388,26 +385,29 @@ void pg__serve_pool_refresh(struct daemon *d, struct pool *pl, uint64_t fp) {
 }
 
 static void on_lease(struct daemon *d, struct conn *c, const cJSON *req) {
-  const char *impl = pg__serve_str(req, "impl"), *mode = pg__serve_str(req, "mode"), *cwd = pg__serve_str(req, "cwd");
+  const char *kind_name = pg__serve_str(req, "kind"), *target = pg__serve_str(req, "target");
+  const char *mode = pg__serve_str(req, "mode"), *cwd = pg__serve_str(req, "cwd");
   const char *host = pg__serve_str(req, "host");
   const cJSON *env = cJSON_GetObjectItemCaseSensitive(req, "env");
-  if (!impl || !mode || !cwd || !cJSON_IsArray(env)) {
-    answer_error(d, c, PG_EINVAL, "a lease needs impl, mode, cwd and env");
+  if (!kind_name || !target || !*target || !mode || !cwd || !cJSON_IsArray(env)) {
+    answer_error(d, c, PG_EINVAL, "a lease needs kind, target, mode, cwd and env");
     return;
   }
-  if (strncmp(impl, "worker:", 7) != 0 && strncmp(impl, "plugin:", 7) != 0) {
+  enum pg_proc_kind kind;
+  if (pg_proc_kind_from_name(kind_name, &kind) != PG_OK) {
     char msg[512];
-    snprintf(msg, sizeof msg, "'%s' is not a persistent impl (worker: or plugin:)", impl);
+    snprintf(msg, sizeof msg, "kind '%.100s' is not a persistent process (worker or plugin)",
+             kind_name);
     answer_error(d, c, PG_EINVAL, msg);
     return;
   }
-  if (strncmp(impl, "plugin:", 7) != 0) host = NULL;
+  if (kind != PG_PROC_PLUGIN) host = NULL;
   else if (!host) host = d->host;
   size_t n_env = (size_t)cJSON_GetArraySize(env), k = 0;
   char **ev = calloc(n_env + 1, sizeof *ev);
   const cJSON *e;
   cJSON_ArrayForEach(e, env) if (ev && cJSON_IsString(e)) ev[k++] = e->valuestring;
-  struct pool *pl = ev ? pg__serve_pool_get(d, impl, mode, (int)pg__serve_int(req, "device", 0, INT_MIN, INT_MAX),
+  struct pool *pl = ev ? pg__serve_pool_get(d, kind, target, mode, (int)pg__serve_int(req, "device", 0, INT_MIN, INT_MAX),
                                   (uint64_t)pg__serve_int(req, "rlimit_as", 0, 0, INT64_MAX), cwd,
                                   (int)pg__serve_int(req, "umask", 022, 0, 0777), ev, k, host)
                        : NULL;
@@ -416,7 +416,7 @@ static void on_lease(struct daemon *d, struct conn *c, const cJSON *req) {
     answer_error(d, c, PG_ENOMEM, "out of memory");
     return;
   }
-  pg__serve_pool_refresh(d, pl, pg__serve_spec_fp(impl, cwd, host));
+  pg__serve_pool_refresh(d, pl, pg__serve_program_fp(kind, target, cwd, host));
   /* Waiting would never end when this client holds every slot itself. */
   int mine = 0, others = 0;
   for (struct wproc *w = d->procs; w; w = w->next)
@@ -516,7 +516,8 @@ static cJSON *status_json(struct daemon *d) {
     cJSON *p = cJSON_CreateObject();
     cJSON_AddNumberToObject(p, "pid", w->pid);
     cJSON_AddStringToObject(p, "state", wstate_name[w->state]);
-    cJSON_AddStringToObject(p, "impl", w->pool->impl);
+    cJSON_AddStringToObject(p, "kind", pg_proc_kind_name(w->pool->kind));
+    cJSON_AddStringToObject(p, "target", w->pool->target);
     cJSON_AddStringToObject(p, "mode", w->pool->mode);
     cJSON_AddNumberToObject(p, "device", w->pool->device);
     cJSON_AddNumberToObject(p, "calls", w->calls);

@@ -37,10 +37,12 @@ struct waiter {
   double start_timeout_s;
 };
 
-/* Processes of one key: (impl, mode, device, rlimit_as, cwd, umask, environment, host). */
+/* Processes of one key: (kind, target, mode, device, rlimit_as, cwd, umask, environment,
+ * host). */
 struct pool {
   struct pool *next;
-  char *impl, *mode, *cwd, *host;
+  enum pg_proc_kind kind;
+  char *target, *mode, *cwd, *host;
   int device, umask;
   uint64_t rlimit_as, env_hash;
   uint64_t fp;   /* what the newest request saw on disk */
@@ -73,7 +75,8 @@ struct job {
   pthread_t th;
   int done_fd;
   struct wproc *w;
-  char *impl, *cwd, *host, *log_dir;
+  struct pg_proc_program prog;
+  char *cwd, *host, *log_dir;
   char tag[64];
   int umask;
   char **envp; /* owned strings (first n_own) + the argv's env */
@@ -108,7 +111,8 @@ struct daemon {
   long leases, calls, starts, start_failures, retired, clients;
 };
 
-uint64_t pg__serve_spec_fp(const char *spec, const char *cwd, const char *host);
+uint64_t pg__serve_program_fp(enum pg_proc_kind kind, const char *target, const char *cwd,
+                              const char *host);
 uint64_t pg__serve_exe_fp(void);
 int pg__serve_env_is_ours(const char *e);
 uint64_t pg__serve_env_hash(char **env, size_t n);
@@ -135,7 +139,8 @@ void pg__serve_w_retire(struct daemon *d, struct wproc *w, const char *why);
 int pg__serve_start_proc(struct daemon *d, struct pool *pl, double timeout_s, struct pg_error *err);
 int pg__serve_pool_alive(const struct pool *pl, const struct daemon *d, enum wstate only, int any);
 void pg__serve_job_done(struct daemon *d, struct job *j);
-struct pool *pg__serve_pool_get(struct daemon *d, const char *impl, const char *mode, int device,
+struct pool *pg__serve_pool_get(struct daemon *d, enum pg_proc_kind kind, const char *target,
+                                const char *mode, int device,
                              uint64_t rlimit_as, const char *cwd, int umask_, char **env,
                              size_t n_env, const char *host);
 void pg__serve_pool_refresh(struct daemon *d, struct pool *pl, uint64_t fp);

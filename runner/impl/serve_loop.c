@@ -155,24 +155,25 @@ static int daemon_setup(struct daemon *d, struct pg_error *err) {
 /* Prestart: one process per (mode, device) of --impl, with the daemon's own
  * environment and directory (the start fixture's), concurrently with serving. */
 static void prestart(struct daemon *d) {
-  const char *impl = d->o->impl_spec;
-  if (!impl || !*impl) return;
+  const struct pg_proc_program *prog = d->o->prestart;
+  if (!prog || !prog->target) return;
   const char *modes = d->o->modes && *d->o->modes ? d->o->modes : "sim";
   const char *devices = d->o->devices && *d->o->devices ? d->o->devices : "0";
   size_t n_env = 0;
   while (d->start_env && d->start_env[n_env]) n_env++;
-  const char *host = strncmp(impl, "plugin:", 7) == 0 ? d->host : NULL;
+  const char *host = prog->kind == PG_PROC_PLUGIN ? d->host : NULL;
   for (const char *m = modes; m && *m;) {
     const char *me = strchr(m, ',');
     char mode[64];
     snprintf(mode, sizeof mode, "%.*s", (int)(me ? (size_t)(me - m) : strlen(m)), m);
     for (const char *v = devices; v && *v;) {
       int device = atoi(v);
-      struct pool *pl = pg__serve_pool_get(d, impl, mode, device, d->o->rlimit_as, d->start_cwd,
+      struct pool *pl = pg__serve_pool_get(d, prog->kind, prog->target, mode, device, d->o->rlimit_as, d->start_cwd,
                                  pg__serve_current_umask(), d->start_env, n_env, host);
       struct pg_error err;
       if (pl) {
-        pg__serve_pool_refresh(d, pl, pg__serve_spec_fp(impl, d->start_cwd, host));
+        pg__serve_pool_refresh(d, pl,
+                               pg__serve_program_fp(prog->kind, prog->target, d->start_cwd, host));
         if (pg__serve_pool_alive(pl, d, 0, 1) == 0 && pg__serve_start_proc(d, pl, d->o->start_timeout_s, &err) != PG_OK)
           pg__serve_dlog(d, "prestart: %s", err.message);
       }
@@ -340,7 +341,7 @@ static void daemon_free(struct daemon *d) {
   for (struct pool *pl = d->pools, *next; pl; pl = next) {
     next = pl->next;
     for (struct waiter *q = pl->queue, *qn; q; q = qn) qn = q->next, free(q);
-    free(pl->impl), free(pl->mode), free(pl->cwd), free(pl->host);
+    free(pl->target), free(pl->mode), free(pl->cwd), free(pl->host);
     pg__serve_free_strv(pl->env);
     free(pl);
   }

@@ -50,19 +50,20 @@ static uint64_t file_fp(uint64_t h, const char *path) {
   return fnv(h, f, sizeof f);
 }
 
-/* What the process runs, as it is on disk now: the plugin .so and the host for
- * plugin:, every word of a worker command that names a regular file (relative words
+/* What the process runs, as it is on disk now: the plugin .so and the host for a
+ * plugin, every word of a worker command that names a regular file (relative words
  * from cwd; quotes around a word are ignored). */
-uint64_t pg__serve_spec_fp(const char *spec, const char *cwd, const char *host) {
+uint64_t pg__serve_program_fp(enum pg_proc_kind kind, const char *target, const char *cwd,
+                              const char *host) {
   uint64_t h = FNV_INIT;
-  if (strncmp(spec, "plugin:", 7) == 0) {
-    const char *so = spec + 7;
+  if (kind == PG_PROC_PLUGIN) {
+    const char *so = target;
     char *path = so[0] == '/' ? pg_strdup(so) : pg_path_fmt("%s/%s", cwd, so);
     h = file_fp(h, path);
     free(path);
     return file_fp(h, host);
   }
-  const char *s = strncmp(spec, "worker:", 7) == 0 ? spec + 7 : spec;
+  const char *s = target;
   while (*s) {
     while (*s == ' ' || *s == '\t' || *s == '\n') s++;
     const char *e = s;

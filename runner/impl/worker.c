@@ -234,6 +234,11 @@ static int worker_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
   return pg__worker_start(p, out, NULL, err);
 }
 
+static int worker_process(const struct pg_impl *impl, struct pg_proc_program *out,
+                          struct pg_error *err) {
+  return pg__process_of_target(impl, PG_PROC_COMMAND, out, err);
+}
+
 const struct pg_impl_ops pg__worker_ops = {
     .name = "worker",
     .usage = "worker:COMMAND",
@@ -242,4 +247,5 @@ const struct pg_impl_ops pg__worker_ops = {
     .finish = pg__worker_finish,
     .prestart = pg__pool_prestart,
     .close = pg__pool_close,
+    .process = worker_process,
 };

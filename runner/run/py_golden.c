@@ -22,7 +22,7 @@
 #include "run/run_internal.h"
 
 struct pg_py_golden_worker {
-  struct pg_impl impl;                   /* worker:<python -m phasegate.worker> */
+  struct pg_impl impl;                   /* a worker: python -m phasegate.worker */
   double timeout_s;
   const char *work_dir;
   char *(*redact)(const char *text);
@@ -33,11 +33,11 @@ int pg_py_golden_worker_open(const struct pg_py_golden_worker_opts *o,
                              struct pg_py_golden_worker **out, struct pg_error *err) {
   *out = NULL;
   struct pg_py_golden_worker *w = calloc(1, sizeof *w);
-  char *spec = NULL;
-  int rc = w ? pg_python_worker_spec(o->python, &spec, err)
+  char *command = NULL;
+  int rc = w ? pg_python_worker_command(o->python, &command, err)
              : pg_error_set(err, PG_ENOMEM, "out of memory");
-  if (rc == PG_OK) rc = pg_impl_parse(spec, &w->impl, err);
-  free(spec);
+  if (rc == PG_OK) rc = pg_impl_worker(command, &w->impl, err);
+  free(command);
   if (rc != PG_OK) {
     free(w);
     return rc;

@@ -76,11 +76,26 @@ PG_TEST(impl_ops_table) {
   PG_CHECK_EQ_STR("python", pg_impl_kind(&impl));
   PG_CHECK_EQ_STR("/x/impl.py::f", impl.target);
   impl.python = "/opt/py bin/python3";
-  char *spec = pg_impl_process_spec(&impl);
-  PG_CHECK_MSG(spec && strncmp(spec, "worker:", 7) == 0 &&
-               strstr(spec, "exec '/opt/py bin/python3' -m phasegate.worker") != NULL,
-               "%s", spec ? spec : "(null)");
-  free(spec);
+  struct pg_proc_program prog;
+  PG_CHECK_OK(pg_impl_process(&impl, &prog, &err));
+  PG_CHECK_EQ_INT(PG_PROC_COMMAND, (int)prog.kind);
+  PG_CHECK_MSG(strstr(prog.target, "exec '/opt/py bin/python3' -m phasegate.worker") != NULL,
+               "%s", prog.target);
+  pg_proc_program_reset(&prog);
+  /* the adapter's row says what its persistent process is: the target as given */
+  PG_CHECK_OK(pg_impl_parse("lib/attn.so", &impl, &err));
+  PG_CHECK_OK(pg_impl_process(&impl, &prog, &err));
+  PG_CHECK_EQ_INT(PG_PROC_PLUGIN, (int)prog.kind);
+  PG_CHECK_EQ_STR("lib/attn.so", prog.target);
+  pg_proc_program_reset(&prog);
+  PG_CHECK_OK(pg_impl_parse("worker:python3 w.py", &impl, &err));
+  PG_CHECK_OK(pg_impl_process(&impl, &prog, &err));
+  PG_CHECK_EQ_INT(PG_PROC_COMMAND, (int)prog.kind);
+  PG_CHECK_EQ_STR("python3 w.py", prog.target);
+  pg_proc_program_reset(&prog);
+  PG_CHECK_OK(pg_impl_parse("exec:true", &impl, &err));
+  PG_CHECK_EQ_INT(PG_EINVAL, pg_impl_process(&impl, &prog, &err));
+  PG_CHECK(prog.target == NULL);
 }
 
 PG_TEST(report_hooks) {

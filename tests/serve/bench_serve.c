@@ -33,7 +33,7 @@ static int client(const char *ctl, const char *spec, int k, int calls, int mode,
     struct pg_proc_argv a;
     struct pg_proc_result sf;
     pg_proc_result_init(&sf);
-    if (pg_proc_argv_build(spec, "sim", 0, &a, &err) != PG_OK) return calls;
+    if (su_argv(spec, "sim", 0, &a, &err) != PG_OK) return calls;
     struct pg_proc_spec s = {a.argv, a.env, ctl, "bench", 0, 30};
     int rc = pg_proc_start(&p, &s, &sf, &err);
     pg_proc_argv_reset(&a);
@@ -41,7 +41,7 @@ static int client(const char *ctl, const char *spec, int k, int calls, int mode,
   }
   for (int i = 0; i < calls; i++) {
     double t0 = su_now_ms();
-    if (mode == 0 && pg_serve_lease(conn, spec, "sim", 0, 0, 30, &p, NULL, &err) != PG_OK) {
+    if (mode == 0 && su_lease(conn, spec, "sim", 0, 0, 30, &p, NULL, &err) != PG_OK) {
       bad++;
       continue;
     }

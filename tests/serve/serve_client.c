@@ -18,6 +18,7 @@
 
 #include "impl/proc.h"
 #include "impl/serve.h"
+#include "serve_util.h"
 
 static int call(struct pg_proc *p, const char *action, char *msg, size_t size) {
   cJSON *req = cJSON_CreateObject();
@@ -48,13 +49,13 @@ int main(int argc, char **argv) {
   struct pg_proc p;
   int conn = -1, leased = 0;
   if (pg_serve_connect(ctl, &conn, &err) == PG_OK &&
-      pg_serve_lease(conn, spec, "sim", device, 0, 30, &p, NULL, &err) == PG_OK)
+      su_lease(conn, spec, "sim", device, 0, 30, &p, NULL, &err) == PG_OK)
     leased = 1;
   if (!leased) {
     struct pg_proc_argv a;
     struct pg_proc_result sf;
     pg_proc_result_init(&sf);
-    if (pg_proc_argv_build(spec, "sim", device, &a, &err) != PG_OK) return 1;
+    if (su_argv(spec, "sim", device, &a, &err) != PG_OK) return 1;
     struct pg_proc_spec s = {a.argv, a.env, NULL, "client", 0, 30};
     int rc = pg_proc_start(&p, &s, &sf, &err);
     pg_proc_argv_reset(&a);

@@ -20,11 +20,45 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "impl/impl.h"
 #include "impl/proc.h"
 #include "impl/serve.h"
 #include "impl/serve_internal.h"
 
 extern char **environ;
+
+/* The program of a worker:/plugin: spec, as the impl adapter's hook gives it (the tests
+ * write specs as a user would). Free it with pg_proc_program_reset. */
+static inline int su_program(const char *spec, struct pg_proc_program *prog,
+                             struct pg_error *err) {
+  struct pg_impl impl;
+  memset(prog, 0, sizeof *prog);
+  int rc = pg_impl_parse(spec, &impl, err);
+  return rc == PG_OK ? pg_impl_process(&impl, prog, err) : rc;
+}
+
+/* pg_serve_lease of a spec's program. */
+static inline int su_lease(int conn, const char *spec, const char *mode, int device,
+                           uint64_t rlimit_as, double start_timeout_s, struct pg_proc *p,
+                           struct pg_proc_result *start_fail, struct pg_error *err) {
+  struct pg_proc_program prog;
+  int rc = su_program(spec, &prog, err);
+  if (rc == PG_OK)
+    rc = pg_serve_lease(conn, &prog, mode, device, rlimit_as, start_timeout_s, p, start_fail,
+                        err);
+  pg_proc_program_reset(&prog);
+  return rc;
+}
+
+/* pg_proc_argv_build of a spec's program. */
+static inline int su_argv(const char *spec, const char *mode, int device, struct pg_proc_argv *a,
+                          struct pg_error *err) {
+  struct pg_proc_program prog;
+  int rc = su_program(spec, &prog, err);
+  if (rc == PG_OK) rc = pg_proc_argv_build(&prog, NULL, mode, device, a, err);
+  pg_proc_program_reset(&prog);
+  return rc;
+}
 
 static inline double su_now_ms(void) { return pg_now_ms(); }
 

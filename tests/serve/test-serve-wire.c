@@ -13,6 +13,9 @@
 #include "impl/serve_internal.h"
 #include "pg_test.h"
 
+/* what a worker: impl running ./w.sh leases */
+static const struct pg_proc_program w_sh = {PG_PROC_COMMAND, (char *)"./w.sh"};
+
 /* Sends `answer` on fd with a descriptor attached (SCM_RIGHTS) when attach >= 0. */
 static void send_answer(int fd, const char *answer, int attach) {
   PG_CHECK(pg__send_with_fd(fd, answer, strlen(answer), attach) == (ssize_t)strlen(answer));
@@ -36,7 +39,7 @@ PG_TEST(lease_for_pid_1_is_refused) {
     struct pg_proc_result fail;
     struct pg_error err;
     pg_proc_result_init(&fail);
-    int rc = pg_serve_lease(sv[0], "worker:./w.sh", "sim", 0, 0, 10, &p, &fail, &err);
+    int rc = pg_serve_lease(sv[0], &w_sh, "sim", 0, 0, 10, &p, &fail, &err);
     PG_CHECK(rc != PG_OK);
     PG_CHECK_MSG(strstr(err.message, "names no process") != NULL, "%s", err.message);
     PG_CHECK(p.pid == 0 && p.sock < 0 && p.remote_end == NULL);
@@ -58,7 +61,7 @@ PG_TEST(start_facts_out_of_range_are_clamped) {
   struct pg_proc_result fail;
   struct pg_error err;
   pg_proc_result_init(&fail);
-  int rc = pg_serve_lease(sv[0], "worker:./w.sh", "sim", 0, 0, 10, &p, &fail, &err);
+  int rc = pg_serve_lease(sv[0], &w_sh, "sim", 0, 0, 10, &p, &fail, &err);
   PG_CHECK_EQ_INT(PG_EIMPL, rc);
   PG_CHECK_EQ_INT(PG_PROC_PROTOCOL, (int)fail.end);
   PG_CHECK_EQ_INT(INT_MAX, fail.exit_code);
@@ -78,7 +81,7 @@ PG_TEST(refusal_without_message) {
   struct pg_proc_result fail;
   struct pg_error err;
   pg_proc_result_init(&fail);
-  PG_CHECK(pg_serve_lease(sv[0], "worker:./w.sh", "sim", 0, 0, 10, &p, &fail, &err) != PG_OK);
+  PG_CHECK(pg_serve_lease(sv[0], &w_sh, "sim", 0, 0, 10, &p, &fail, &err) != PG_OK);
   PG_CHECK_EQ_STR("the daemon refused the lease", err.message);
   pg_proc_result_reset(&fail);
   close(sv[0]), close(sv[1]);

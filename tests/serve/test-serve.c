@@ -75,7 +75,7 @@ static int conn_open(void) {
 static void lease_ok(int conn, const char *sp, const char *mode, int device, struct pg_proc *p) {
   struct pg_proc_result sf;
   pg_proc_result_init(&sf);
-  int rc = pg_serve_lease(conn, sp, mode, device, 0, 10, p, &sf, &err);
+  int rc = su_lease(conn, sp, mode, device, 0, 10, p, &sf, &err);
   PG_CHECK_MSG(rc == PG_OK, "lease: %s (%s)", err.message, pg_err_name(rc));
   PG_CHECK(p->pid > 0 && p->sock >= 0);
   pg_proc_result_reset(&sf);
@@ -84,7 +84,7 @@ static void lease_ok(int conn, const char *sp, const char *mode, int device, str
 static int standalone_start(const char *sp, struct pg_proc *p, struct pg_proc_result *r,
                             double timeout_s) {
   struct pg_proc_argv a;
-  PG_CHECK_OK(pg_proc_argv_build(sp, "sim", 0, &a, &err));
+  PG_CHECK_OK(su_argv(sp, "sim", 0, &a, &err));
   struct pg_proc_spec s = {a.argv, a.env, tmp, "sim-0", 0, timeout_s};
   int rc = pg_proc_start(p, &s, r, &err);
   pg_proc_argv_reset(&a);
@@ -463,7 +463,7 @@ PG_TEST(client_killed_mid_call_kills_its_worker) {
     struct pg_proc p;
     struct pg_proc_result sf;
     if (pg_serve_connect(ctl, &conn, NULL) != PG_OK ||
-        pg_serve_lease(conn, spec, "sim", 0, 0, 10, &p, &sf, NULL) != PG_OK)
+        su_lease(conn, spec, "sim", 0, 0, 10, &p, &sf, NULL) != PG_OK)
       _exit(3);
     cJSON *req = cJSON_CreateObject();
     cJSON_AddStringToObject(req, "action", "hang");
@@ -600,7 +600,7 @@ PG_TEST(start_failures_are_reported_as_standalone) {
     pg_proc_result_init(&rl);
     pg_proc_result_init(&rs);
     struct pg_error el, es;
-    int rc = pg_serve_lease(conn, sp, "sim", 0, 0, cases[i].timeout, &p, &rl, &el);
+    int rc = su_lease(conn, sp, "sim", 0, 0, cases[i].timeout, &p, &rl, &el);
     PG_CHECK_MSG(rc == PG_EIMPL, "%s: lease returned %s: %s", cases[i].extra, pg_err_name(rc),
                  el.message);
     PG_CHECK(!pg_proc_alive(&p) && p.sock < 0);
@@ -627,15 +627,20 @@ PG_TEST(start_failures_are_reported_as_standalone) {
     struct pg_proc p;
     struct pg_proc_result rl;
     pg_proc_result_init(&rl);
-    PG_CHECK_EQ_INT(PG_EIMPL, pg_serve_lease(conn, sp, "sim", 0, 0, 10, &p, &rl, &err));
+    PG_CHECK_EQ_INT(PG_EIMPL, su_lease(conn, sp, "sim", 0, 0, 10, &p, &rl, &err));
     PG_CHECK(rl.exited && rl.exit_code == 3);
     PG_CHECK(rl.captured && strstr(rl.captured, "failing before the handshake"));
     pg_proc_result_reset(&rl);
   }
-  /* not a persistent impl: what pg_proc_argv_build says */
+  /* a kind the daemon does not know: refused, nothing started */
   struct pg_proc p;
-  PG_CHECK_EQ_INT(PG_EINVAL, pg_serve_lease(conn, "exec:true", "sim", 0, 0, 10, &p, NULL, &err));
-  PG_CHECK(strstr(err.message, "is not a persistent impl") != NULL);
+  struct pg_proc_program odd = {(enum pg_proc_kind)7, (char *)"true"};
+  PG_CHECK_EQ_INT(PG_EINVAL, pg_serve_lease(conn, &odd, "sim", 0, 0, 10, &p, NULL, &err));
+  PG_CHECK_MSG(strstr(err.message, "kind 'none' is not a persistent process") != NULL, "%s",
+               err.message);
+  /* an impl whose calls need no process has no program to lease */
+  PG_CHECK_EQ_INT(PG_EINVAL, su_lease(conn, "exec:true", "sim", 0, 0, 10, &p, NULL, &err));
+  PG_CHECK_EQ_STR("'exec:' impls run no persistent process", err.message);
   cJSON *a = NULL;
   PG_CHECK_OK(pg_serve_request(conn, "status", 1000, &a, &err));
   PG_CHECK_EQ_INT(4, (int)cJSON_GetNumberValue(cJSON_GetObjectItem(a, "start_failures")));
@@ -684,7 +689,7 @@ PG_TEST(slow_starts_do_not_block_the_daemon) {
       int conn = -1;
       struct pg_proc p;
       if (pg_serve_connect(ctl, &conn, NULL) != PG_OK ||
-          pg_serve_lease(conn, sp, "sim", k, 0, 10, &p, NULL, NULL) != PG_OK)
+          su_lease(conn, sp, "sim", k, 0, 10, &p, NULL, NULL) != PG_OK)
         _exit(3);
       pg_serve_release(conn, &p, 1);
       pg_serve_disconnect(conn);
@@ -741,7 +746,7 @@ PG_TEST(changed_files_replace_processes) {
   struct timespec ts[2] = {{0, UTIME_NOW}, {12345, 0}};
   PG_CHECK_OK(utimensat(AT_FDCWD, copy, ts, 0));
   struct pg_proc q;
-  PG_CHECK_EQ_INT(PG_ELIMIT, pg_serve_lease(conn, sp, "sim", 0, 0, 10, &q, NULL, &err));
+  PG_CHECK_EQ_INT(PG_ELIMIT, su_lease(conn, sp, "sim", 0, 0, 10, &q, NULL, &err));
   pg_serve_release(conn, &p, 1);
   PG_CHECK(su_wait_gone(second, 3000));
   lease_ok(conn, sp, "sim", 0, &p);
@@ -829,7 +834,7 @@ static pid_t lease_in_child(int report_fd, int go_fd, const char *sp) {
   int conn = -1;
   struct pg_proc p;
   if (pg_serve_connect(ctl, &conn, NULL) != PG_OK ||
-      pg_serve_lease(conn, sp, "sim", 0, 0, 10, &p, NULL, NULL) != PG_OK)
+      su_lease(conn, sp, "sim", 0, 0, 10, &p, NULL, NULL) != PG_OK)
     _exit(3);
   if (write(report_fd, &p.pid, sizeof p.pid) < 0) _exit(4);
   char b;
@@ -877,7 +882,7 @@ PG_TEST(slots_serve_concurrent_clients) {
   lease_ok(conn, spec, "sim", 0, &p);
   lease_ok(conn, spec, "sim", 0, &q); /* a second slot: a second process */
   PG_CHECK(p.pid != q.pid);
-  PG_CHECK_EQ_INT(PG_ELIMIT, pg_serve_lease(conn, spec, "sim", 0, 0, 10, &r3, NULL, &err));
+  PG_CHECK_EQ_INT(PG_ELIMIT, su_lease(conn, spec, "sim", 0, 0, 10, &r3, NULL, &err));
   PG_CHECK(strstr(err.message, "--slots") != NULL);
   check_ok_call(&p, NULL);
   check_ok_call(&q, NULL);

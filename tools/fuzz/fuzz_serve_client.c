@@ -26,6 +26,9 @@
 #include "impl/proc.h"
 #include "impl/serve.h"
 
+/* what a worker: impl running ./w.sh leases */
+static const struct pg_proc_program w_sh = {PG_PROC_COMMAND, (char *)"./w.sh"};
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void check(int cond) {
@@ -111,7 +114,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct pg_proc p;
   struct pg_proc_result fail;
   pg_proc_result_init(&fail);
-  int rc = pg_serve_lease(conn, "worker:./w.sh", "sim", 0, 0, 10, &p, &fail, &err);
+  int rc = pg_serve_lease(conn, &w_sh, "sim", 0, 0, 10, &p, &fail, &err);
   if (rc != PG_OK) {
     check(err.message[0] && p.pid == 0 && p.sock < 0 && p.remote_end == NULL);
   } else {
