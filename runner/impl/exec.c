@@ -245,7 +245,7 @@ int pg__command_probe(struct pg_impl_probe *p, struct pg_error *err) {
   for (const char *c = p->impl->target; *c; c++)
     if (*c != ' ' && *c != '\t' && *c != '\n') return PG_OK;
   return pg_error_set(err, PG_EINVAL, "--impl '%s:%s': the command is empty",
-                      pg_impl_kind(p->impl), p->impl->target);
+                      p->impl->ops->name, p->impl->target);
 }
 
 const struct pg_impl_ops pg__exec_ops = {

@@ -127,7 +127,12 @@ static struct pg_pool_slot *slot_for(const struct pg_impl *impl, const char *mod
  * process gets. */
 static int program(const struct pg_impl *impl, uint64_t rlimit_as, struct pg_proc_program *prog,
                    uint64_t *as, struct pg_error *err) {
-  int rc = pg_impl_process(impl, prog, err);
+  /* the ops row itself: the pool sits below adapter.c, which dispatches to the adapters */
+  memset(prog, 0, sizeof *prog);
+  int rc = impl->ops && impl->ops->process
+               ? impl->ops->process(impl, prog, err)
+               : pg_error_set(err, PG_EINVAL, "'%s:' impls run no persistent process",
+                              impl->ops ? impl->ops->name : "");
   /* an ASan-built plugin host reserves terabytes of shadow memory: no RLIMIT_AS */
   *as = prog->kind == PG_PROC_PLUGIN && PG_SANDBOX_ASAN ? 0 : rlimit_as;
   return rc;

@@ -63,6 +63,9 @@ def call_circles(folder):
         for m in list(DEFINITION.finditer(text)) + list(TABLE.finditer(text)):
             defined[m.group(1)] = f
         used[f] = set(re.findall(r"\bpg_\w+", text))
+        # a table of rows X(name) expanded into pg__##name##_ops names: the real uses
+        for suffix in re.findall(r"pg__##\w+##(_\w+)", text):
+            used[f] |= {f"pg__{row}{suffix}" for row in re.findall(r"^\s*X\((\w+)\)", text, re.M)}
     edges = {f: sorted({defined[n] for n in used[f] if defined.get(n, f) != f}) for f in files}
     index, low, stack, on_stack, circles = {}, {}, [], set(), []
 
