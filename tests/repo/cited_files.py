@@ -1,37 +1,43 @@
 """repo/cited_files: every file a comment or a document names is in the repository.
 
 Scans the tracked text files (`git ls-files` when the tree is a git checkout, else a
-walk of the tree) and checks three things:
+walk of the tree) and checks:
 
 1. A token that looks like a path of this repository resolves to a file. A token is
-   `a/b.ext` (at least one '/', a file extension, not inside a longer path such as
-   build/… or /usr/…) whose first component says where it lives:
+   `a/b.ext` (at least one '/', a file extension, not the tail of a longer path such
+   as build/… or /usr/…) whose first component says where it lives:
    - a top-level folder (docs/, runner/, tools/, tests/, cmake/, include/, suites/,
-     goldens/, compare/, .ci/): relative to the repository root;
-   - a runner room (cli/, report/, run/, impl/, opdir/, tensors/, base/, serve/ and the
-     old name spec/), only for .c/.h files: relative to runner/ (`impl/pool.c` is
+     goldens/, compare/, .ci/): relative to the repository root; the installed
+     layout `include/phasegate/X` is include/, goldens/include/ or compare/include/,
+     and `include/phasegate/runner/X` is runner/X;
+   - a runner room (cli/, report/, run/, impl/, opdir/, tensors/, base/, serve/, and
+     the old name spec/), only for .c/.h files: relative to runner/ (`impl/pool.c` is
      runner/impl/pool.c);
-   - phasegate/ (an include path): include/, goldens/include/ or compare/include/;
+   - phasegate/ (an include path, .h): include/, goldens/include/ or compare/include/;
    - a folder next to the citing file (tests/python_golden citing `data/pro/…`):
      relative to the citing file's directory.
    `{a,b}` is expanded (`golden_cache.{c,h}`) and a glob (`runner/opdir/contract_*.c`)
    must match at least one file. Not citations: tokens with a placeholder (`<op>`,
-   `$OUT`, `${VAR}`), URLs, and paths under a user's project or a build
-   (`custom/<op>/eval/…`, `build/…`, `phasegate-reports/…`), whose first component is
+   `$OUT`, `${VAR}`, an all-capitals component such as `NAME.yaml` or `DIR/…`), build
+   outputs (.so, .o, .a), URLs, and paths in a user's project or a build tree
+   (`custom/<op>/eval/…`, `build/…`, `phasegate-reports/…`): their first component is
    none of the above.
-2. A relative link of a Markdown file, `[text](target)`, resolves to a file or folder
+2. In the sources (runner/, goldens/, compare/, include/), a bare `name.c` (a file map
+   in a comment, "see plan.c") is the name of a tracked file.
+3. A relative link of a Markdown file, `[text](target)`, resolves to a file or folder
    from the Markdown file's directory.
-3. A section cited as `docs/design.md §N` (and `§N "Name"`, `§N rule R`) exists in
-   docs/design.md: a heading `## N. …`, and for a quoted name a heading holding it under
-   that section. The same holds for `docs/<file>.md "Name"`: a heading of that file
-   holds the name (backquotes ignored).
+4. A section cited as `docs/design.md §N` (also `§N "Name"`, `§N rule R`, `§N–§M`, a
+   citation spread over two comment lines) exists: docs/design.md has a heading
+   `## N. …`, and for a quoted name a heading holding it in that section. Likewise
+   `docs/<file>.md "Name"`: a heading, or a paragraph's bold lead (`**Name.**`), of that
+   file holds the name (backquotes ignored, case ignored).
+5. No tracked file at all (binary, fuzz corpus and the skipped files included) names
+   the team's notes that live outside the repository (the names are spelled in pieces
+   below, so that this file does not name them itself).
 
-Besides, no tracked file mentions the team's notes that live outside the repository
-(the names are spelled in pieces below so that this file does not name them itself).
-
-Skipped: tests/fuzz-corpus/ (mutated inputs, not prose), binary files, and the data
-files that carry no prose: .npy, .safetensors, .expected. The line
-`phasegate-cited-files: ignore` in a file skips it (not used today).
+Skipped by 1-4: tests/fuzz-corpus/ (mutated inputs, not prose), binary files, the data
+files that carry no prose (.npy, .safetensors, .expected, images) and a file holding
+the line `phasegate-cited-files: ignore` (none today).
 
     python3 cited_files.py SOURCE_DIR     exit 0 when nothing is found, 1 with one line
                                           "file:line: …" per finding
@@ -70,9 +76,12 @@ DOC_QUOTE = re.compile(r"(?<![\w/])(docs/[a-z_]+\.md|[a-z_]+\.md)\)? \"([^\"]+)\
 
 def tracked(root):
     if os.path.exists(os.path.join(root, ".git")):
-        out = subprocess.run(["git", "-C", root, "ls-files", "-z"], capture_output=True,
-                             check=True).stdout.decode()
-        return [f for f in out.split("\0") if f]
+        try:
+            out = subprocess.run(["git", "-C", root, "ls-files", "-z"], capture_output=True,
+                                 check=True).stdout.decode()
+            return [f for f in out.split("\0") if f]
+        except (OSError, subprocess.CalledProcessError):
+            pass  # no git here: walk the tree
     files = []
     for d, dirs, names in os.walk(root):
         dirs[:] = [x for x in dirs if x != ".git" and not x.startswith("build")]
@@ -242,6 +251,19 @@ def check_sections(tree, f, lines, bad, sections, doc_heads):
             bad.append(f"{f}:{n}: cites {doc} \"{name}\", which is not a heading there")
 
 
+def outside(root, f, bad):
+    try:
+        data = open(os.path.join(root, f), "rb").read()
+    except OSError:
+        return
+    for word in OUTSIDE:
+        at = data.find(word.encode())
+        while at >= 0:
+            n = data.count(b"\n", 0, at) + 1
+            bad.append(f"{f}:{n}: names {word}, a file outside the project")
+            at = data.find(word.encode(), at + 1)
+
+
 def main(root):
     root = os.path.abspath(root)
     files = tracked(root)
@@ -251,18 +273,13 @@ def main(root):
     basenames = {os.path.basename(f) for f in files}
     me = os.path.relpath(os.path.abspath(__file__), root)
     for f in files:
-        if f.startswith(SKIP_PREFIXES) or f.endswith(SKIP_SUFFIXES):
+        outside(root, f, bad)  # every file, the skipped ones and binary ones too
+        if f == me or f.startswith(SKIP_PREFIXES) or f.endswith(SKIP_SUFFIXES):
             continue
         text = read_text(os.path.join(root, f))
         if text is None or "phasegate-cited-files: ignore" in text:
             continue
         lines = text.split("\n")
-        for n, line in enumerate(lines, 1):
-            for word in OUTSIDE:
-                if word in line:
-                    bad.append(f"{f}:{n}: names {word}, a file outside the project")
-        if f == me:
-            continue
         check_paths(tree, f, lines, bad)
         if f.startswith(SOURCE_DIRS) and f.endswith((".c", ".h")):
             check_bare_sources(tree, f, lines, bad, basenames)
