@@ -1,5 +1,5 @@
 /* phasegate cache — inspects and trims the on-disk golden cache (docs/goldens.md,
- * "The golden cache"; runner/golden_cache.h).
+ * "The golden cache"; runner/run/golden_cache.h).
  *
  *   phasegate cache info  [--dir DIR]
  *   phasegate cache prune [--dir DIR] [--max-bytes N]

@@ -9,7 +9,11 @@
  *   jobs.c      --jobs: cases in forked worker processes
  *   repro.c     the command line that reruns one case
  *   classify.c  every verdict: status, category, summary, fingerprint, boundary, hints
- *   diagnose.c  the facts behind the hints: mismatch mask, nan origin, repeats
+ *   diagnose.c  counterfactual goldens: the reference under each bug hypothesis
+ *   evidence.c  the facts behind the hints: mismatch mask, nan origin, repeats
+ *   golden_cache.c  the on-disk golden cache;  py_golden.c  Python goldens
+ *   inputs.c    a case's primary inputs;  cancel.c  cancellation_stress
+ *   check.c     the one validation of an op;  inspect.c  inspection probes
  */
 #ifndef PHASEGATE_RUN_INTERNAL_H
 #define PHASEGATE_RUN_INTERNAL_H

@@ -1,4 +1,4 @@
-"""The live progress line of `phasegate run` (docs/runner.md "Console"): on a terminal
+"""The live progress line of `phasegate run` (docs/runner.md "The progress line"): on a terminal
 it appears once a run takes a second, is redrawn in place and is gone at the end, the
 lines around it exactly what a pipe gets; never on a pipe, under CTest, with TERM=dumb
 or with --no-progress.

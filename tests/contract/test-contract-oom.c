@@ -1,4 +1,4 @@
-/* phasegate tests — out-of-memory sweep of the contract loader (STYLE.md §6 row 2).
+/* phasegate tests — out-of-memory sweep of the contract loader (docs/testing.md "Out-of-memory sweeps").
  *
  * Uses the shared harness (tests/harness/pg_oom.h): every allocation the runner
  * library makes (contract_yaml.c, contract_schema.c and the diagnostics list) is

@@ -1,4 +1,4 @@
-/* phasegate tests — a shared out-of-memory sweep harness (STYLE.md §6 row 2).
+/* phasegate tests — a shared out-of-memory sweep harness (docs/testing.md "Out-of-memory sweeps").
  *
  * Link the pg_oom object library (tests/oom/CMakeLists.txt): it wraps malloc, calloc,
  * realloc, strdup, strndup, aligned_alloc, posix_memalign and pthread_create at link

@@ -1,4 +1,4 @@
-/* phasegate tests — out-of-memory sweep of the suite loader (STYLE.md §6 row 2).
+/* phasegate tests — out-of-memory sweep of the suite loader (docs/testing.md "Out-of-memory sweeps").
  *
  * Uses the shared harness (tests/harness/pg_oom.h): every allocation the runner
  * library makes is counted, and cJSON's allocations go through the same counter via
