@@ -78,10 +78,36 @@ def main(root):
                              r"[A-Za-z_][^;{}]*\([^;{}]*\);", text, re.M):
             line = text.count("\n", 0, m.start()) + 1
             bad.append(f"{f}:{line}: declares a function implemented elsewhere (the ABI is header-only)")
+    bad += cmake_findings()
     for b in bad:
         print(b)
     print(f"rooms: {len(bad)} finding(s)")
     return 1 if bad else 0
+
+
+def cmake_findings():
+    """cmake/*.cmake (docs/cmake.md): every function and macro at most MAX_FUNCTION_LINES
+    lines, from its function(/macro( line to its endfunction()/endmacro(), and no function
+    or macro name defined twice across the files (a helper is shared, not copied)."""
+    bad, where = [], {}
+    for f in sorted(glob.glob("cmake/*.cmake")):
+        start = None
+        for no, line in enumerate(open(f).read().split("\n"), 1):
+            m = re.match(r"\s*(function|macro)\s*\(\s*([A-Za-z0-9_]+)", line, re.I)
+            if m and start is None:
+                start, kind, name = no, m.group(1).lower(), m.group(2)
+                where.setdefault(name.lower(), []).append(f"{f}:{no}")
+            elif start is not None and re.match(r"\s*end" + kind + r"\s*\(", line, re.I):
+                if no - start + 1 > MAX_FUNCTION_LINES:
+                    bad.append(f"{f}:{start}: {kind} {name} of {no - start + 1} lines "
+                               f"(at most {MAX_FUNCTION_LINES})")
+                start = None
+        if start is not None:
+            bad.append(f"{f}:{start}: {kind} {name} has no end{kind}()")
+    for name, defs in sorted(where.items()):
+        if len(defs) > 1:
+            bad.append(f"{name}: defined {len(defs)} times in cmake/ ({', '.join(defs)})")
+    return bad
 
 
 if __name__ == "__main__":
