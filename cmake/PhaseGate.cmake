@@ -204,18 +204,8 @@ cmake_policy(VERSION 3.25)
 set(PHASEGATE_PYTHON "" CACHE STRING
     "Python interpreter of phasegate_add_op(... IMPL_PYTHON) impls (empty: Python3_EXECUTABLE, else python3)")
 
-# Quotes TEXT as a CMake bracket argument that TEXT cannot close early.
-function(_phasegate_bracket out text)
-  set(eq "=")
-  while(TRUE)
-    string(FIND "${text}]" "]${eq}]" pos)
-    if(pos EQUAL -1)
-      break()
-    endif()
-    string(APPEND eq "=")
-  endwhile()
-  set(${out} "[${eq}[${text}]${eq}]" PARENT_SCOPE)
-endfunction()
+# _phasegate_bracket(<out> <text>): the bracket quoting, shared with PhaseGateDiscover.cmake.
+include("${CMAKE_CURRENT_LIST_DIR}/PhaseGateQuote.cmake")
 
 # Finds the contract and suite in DIR or DIR/eval.
 function(_phasegate_find_specs dir out_contract out_suite)
@@ -347,19 +337,17 @@ function(_phasegate_verify_target name deps runner report_dir)
   endif()
 endfunction()
 
-function(phasegate_add_op op)
-  block(SCOPE_FOR POLICIES)
-  cmake_policy(VERSION 3.25)
-  # The helper scripts live next to this file (build tree or installed package).
-  set(_PHASEGATE_CMAKE_DIR "${CMAKE_CURRENT_FUNCTION_LIST_DIR}")
+# ---- the steps of phasegate_add_op() ----------------------------------------------------
+# phasegate_add_op() parses its arguments into arg_<KEYWORD> (cmake_parse_arguments) and
+# runs the steps below in order. Each step reads `op`, the arg_<KEYWORD> variables and
+# the results of earlier steps named under "Reads" in its comment (variables of
+# phasegate_add_op(), seen by the functions it calls), and returns what it names under
+# "Sets" with PARENT_SCOPE. Nothing else passes between the steps: no cache variables,
+# no global properties besides the PHASEGATE_OPS registry of added ops.
 
-  set(options "")
-  set(oneValueArgs OP_DIR IMPL IMPL_PYTHON FUNCTION REPLAY GOLDEN TIMEOUT GATE REPORT_DIR
-                   DISCOVERY_MODE DISCOVERY_TIMEOUT RUNNER PHASES)
-  set(multiValueArgs IMPL_COMMAND IMPL_WORKER MODES LEVELS RESOURCES LABELS EXTRA_ARGS)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "${options}" "${oneValueArgs}" "${multiValueArgs}")
-
-  # --- arguments -----------------------------------------------------------------
+# Step 1: the op name, the argument list, OP_DIR and PHASES.
+# Reads: op, arg_*. Sets: op_dir, contract, suite, n_modules, phases.
+function(_phasegate_check_args)
   if(NOT op MATCHES "^[A-Za-z0-9_.-]+$")
     message(FATAL_ERROR "phasegate_add_op: op name '${op}' must match [A-Za-z0-9_.-]+ "
       "(it becomes test, label, fixture and target names)")
@@ -395,7 +383,36 @@ function(phasegate_add_op op)
       "implemented so far must be a whole number in 1..${n_modules} (op '${op}' has "
       "${n_modules} modules)") # n_modules 0: unknown here, discovery checks it
   endif()
+  foreach(v op_dir contract suite n_modules phases)
+    set(${v} "${${v}}" PARENT_SCOPE)
+  endforeach()
+endfunction()
 
+# IMPL_COMMAND / IMPL_WORKER <command>... (KW): the SCHEME (exec, worker) spec of WORDS
+# joined with spaces, in OUT_SPEC; warns about a word that is a relative source path.
+function(_phasegate_command_impl op kw scheme words out_spec)
+  set(words ${words})
+  foreach(word IN LISTS words)
+    if(NOT IS_ABSOLUTE "${word}" AND NOT word MATCHES "^[$]<"
+       AND EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/${word}"
+       AND NOT IS_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}/${word}")
+      message(AUTHOR_WARNING "phasegate_add_op(${op}): ${kw} word '${word}' is a "
+        "relative path, but the tests run in ${CMAKE_CURRENT_BINARY_DIR}; "
+        "write \${CMAKE_CURRENT_SOURCE_DIR}/${word}")
+    endif()
+  endforeach()
+  list(JOIN words " " cmd)
+  set(${out_spec} "${scheme}:${cmd}" PARENT_SCOPE)
+endfunction()
+
+# Step 2: the impl (exactly one of IMPL, IMPL_COMMAND, IMPL_WORKER, IMPL_PYTHON, REPLAY)
+# and GOLDEN.
+# Reads: op, arg_IMPL, arg_IMPL_COMMAND, arg_IMPL_WORKER, arg_IMPL_PYTHON, arg_FUNCTION,
+# arg_REPLAY, arg_GOLDEN.
+# Sets: impl_spec (the --impl argument), impl_deps (targets the tests need built),
+# persistent (ON: plugin and worker impls keep warm processes, phasegate serve),
+# python_args (--python of a python: impl, for run and serve alike), golden_args.
+function(_phasegate_impl_spec)
   set(n_impl 0)
   foreach(kw IMPL IMPL_COMMAND IMPL_WORKER IMPL_PYTHON REPLAY)
     if(DEFINED arg_${kw})
@@ -410,37 +427,19 @@ function(phasegate_add_op op)
   if(DEFINED arg_FUNCTION AND NOT DEFINED arg_IMPL_PYTHON)
     message(FATAL_ERROR "phasegate_add_op(${op}): FUNCTION goes with IMPL_PYTHON")
   endif()
-  set(python_args "") # --python of a python: impl, for run and serve alike
-
-  set(persistent OFF) # plugin and worker impls keep warm processes (phasegate serve)
+  set(python_args "")
+  set(persistent OFF)
   set(impl_deps "")
   if(DEFINED arg_IMPL)
     _phasegate_check_library(IMPL "${arg_IMPL}")
     set(impl_spec "plugin:$<TARGET_FILE:${arg_IMPL}>")
     set(impl_deps ${arg_IMPL})
     set(persistent ON)
-  elseif(DEFINED arg_IMPL_COMMAND OR DEFINED arg_IMPL_WORKER)
-    if(DEFINED arg_IMPL_COMMAND)
-      set(words ${arg_IMPL_COMMAND})
-      set(kw IMPL_COMMAND)
-      set(scheme exec)
-    else()
-      set(words ${arg_IMPL_WORKER})
-      set(kw IMPL_WORKER)
-      set(scheme worker)
-      set(persistent ON)
-    endif()
-    foreach(word IN LISTS words)
-      if(NOT IS_ABSOLUTE "${word}" AND NOT word MATCHES "^[$]<"
-         AND EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/${word}"
-         AND NOT IS_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}/${word}")
-        message(AUTHOR_WARNING "phasegate_add_op(${op}): ${kw} word '${word}' is a "
-          "relative path, but the tests run in ${CMAKE_CURRENT_BINARY_DIR}; "
-          "write \${CMAKE_CURRENT_SOURCE_DIR}/${word}")
-      endif()
-    endforeach()
-    list(JOIN words " " cmd)
-    set(impl_spec "${scheme}:${cmd}")
+  elseif(DEFINED arg_IMPL_COMMAND)
+    _phasegate_command_impl("${op}" IMPL_COMMAND exec "${arg_IMPL_COMMAND}" impl_spec)
+  elseif(DEFINED arg_IMPL_WORKER)
+    _phasegate_command_impl("${op}" IMPL_WORKER worker "${arg_IMPL_WORKER}" impl_spec)
+    set(persistent ON)
   elseif(DEFINED arg_IMPL_PYTHON)
     _phasegate_python_impl("${arg_IMPL_PYTHON}" "${arg_FUNCTION}" impl_spec python_args)
     set(persistent ON)
@@ -455,7 +454,18 @@ function(phasegate_add_op op)
     set(golden_args --golden-lib "$<TARGET_FILE:${arg_GOLDEN}>")
     list(APPEND impl_deps ${arg_GOLDEN})
   endif()
+  foreach(v impl_spec impl_deps persistent python_args golden_args)
+    set(${v} "${${v}}" PARENT_SCOPE)
+  endforeach()
+endfunction()
 
+# Step 3: the checks of MODES, LEVELS, RESOURCES, TIMEOUT, GATE, DISCOVERY_TIMEOUT,
+# LABELS, and REPORT_DIR.
+# Reads: op, arg_MODES, arg_LEVELS, arg_RESOURCES, arg_TIMEOUT, arg_GATE,
+# arg_DISCOVERY_TIMEOUT, arg_LABELS, arg_REPORT_DIR.
+# Sets: levels_csv (L1,L2; empty: all), ctest_timeout (the CTest TIMEOUT of a case test,
+# empty: none), gate (ON/OFF), discovery_timeout, report_dir.
+function(_phasegate_check_options)
   foreach(m IN LISTS arg_MODES)
     if(NOT m MATCHES "^[A-Za-z0-9_.-]+$")
       message(FATAL_ERROR "phasegate_add_op(${op}): bad mode '${m}' (modes match [A-Za-z0-9_.-]+)")
@@ -523,8 +533,17 @@ function(phasegate_add_op op)
   else()
     set(report_dir "${CMAKE_CURRENT_BINARY_DIR}/phasegate-reports")
   endif()
+  foreach(v levels_csv ctest_timeout gate discovery_timeout report_dir)
+    set(${v} "${${v}}" PARENT_SCOPE)
+  endforeach()
+endfunction()
 
-  # --- the runner ------------------------------------------------------------------
+# Step 4: the runner and the discovery mode.
+# Reads: op, arg_RUNNER, arg_DISCOVERY_MODE, PHASEGATE_DISCOVERY_MODE.
+# Sets: runner_target (the runner's non-alias target, empty for a path), runner_now (its
+# path at configure time when it already exists, else empty), runner_file (its path,
+# maybe a generator expression), discovery_mode (CONFIGURE, POST_BUILD or PRE_TEST).
+function(_phasegate_runner)
   if(DEFINED arg_RUNNER)
     set(runner "${arg_RUNNER}")
   elseif(TARGET phasegate::phasegate)
@@ -534,7 +553,7 @@ function(phasegate_add_op op)
       "find_package(PhaseGate) or add_subdirectory(<phasegate>) first, or pass RUNNER")
   endif()
   set(runner_target "")
-  set(runner_now "")   # the runner's path at configure time, when it already exists
+  set(runner_now "")
   if(TARGET "${runner}")
     get_target_property(aliased "${runner}" ALIASED_TARGET)
     if(aliased)
@@ -577,11 +596,41 @@ function(phasegate_add_op op)
       "that exists at configure time (an installed phasegate or a path); "
       "'${runner}' is built by this project: use POST_BUILD or PRE_TEST")
   endif()
+  set(runner_target "${runner_target}" PARENT_SCOPE)
+  set(runner_now "${runner_now}" PARENT_SCOPE)
+  set(runner_file "${runner_file}" PARENT_SCOPE)
+  set(discovery_mode "${mode}" PARENT_SCOPE)
+endfunction()
 
-  set_property(GLOBAL APPEND PROPERTY PHASEGATE_OPS "${op}")
-  set_property(GLOBAL PROPERTY PHASEGATE_OP_${op}_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+# The --memory-limit of ARGS (run's EXTRA_ARGS) in the spelling `phasegate serve` reads,
+# in OUT (empty: none, or one serve does not read).
+function(_phasegate_serve_memory_limit args out)
+  set(limit "")
+  set(prev "")
+  foreach(a IN LISTS args)
+    if(prev STREQUAL "--memory-limit")
+      set(limit "${a}")
+    elseif(a MATCHES "^--memory-limit=(.*)$")
+      set(limit "${CMAKE_MATCH_1}")
+    endif()
+    set(prev "${a}")
+  endforeach()
+  # serve reads whole numbers with an optional K/M/G only (run also takes 1.5G, 512MB):
+  # other spellings are not forwarded, which only costs the prestart its match.
+  if(limit MATCHES "^([0-9]+)([KkMmGg]?)[Bb]?$")
+    set(limit "${CMAKE_MATCH_1}${CMAKE_MATCH_2}")
+  else()
+    set(limit "")
+  endif()
+  set(${out} "${limit}" PARENT_SCOPE)
+endfunction()
 
-  # --- what the generated files need --------------------------------------------------
+# Step 5: the arguments every `phasegate run` of a case test gets, and the warm processes.
+# Reads: op, arg_MODES, arg_TIMEOUT, arg_EXTRA_ARGS, report_dir, phases, python_args,
+# golden_args, persistent, serve_control.
+# Sets: run_extra, persistent (OFF with --fresh-process), workers_fixture (the fixture
+# of <op>/workers/start|stop, empty: none), serve_memory_limit.
+function(_phasegate_run_args)
   set(run_extra "")
   if(arg_MODES)
     list(JOIN arg_MODES "," modes_csv)
@@ -602,43 +651,31 @@ function(phasegate_add_op op)
   # The daemon's prestarted processes serve a case test only when their key matches
   # the test's (docs/serve.md "Keys"): same memory limit, same working directory (the
   # case tests and <op>/workers/start both run in the current binary directory).
-  set(serve_memory_limit "")
-  set(prev "")
-  foreach(a IN LISTS arg_EXTRA_ARGS)
-    if(prev STREQUAL "--memory-limit")
-      set(serve_memory_limit "${a}")
-    elseif(a MATCHES "^--memory-limit=(.*)$")
-      set(serve_memory_limit "${CMAKE_MATCH_1}")
-    endif()
-    set(prev "${a}")
-  endforeach()
-  # serve reads whole numbers with an optional K/M/G only (run also takes 1.5G, 512MB):
-  # other spellings are not forwarded, which only costs the prestart its match.
-  if(serve_memory_limit MATCHES "^([0-9]+)([KkMmGg]?)[Bb]?$")
-    set(serve_memory_limit "${CMAKE_MATCH_1}${CMAKE_MATCH_2}")
-  else()
-    set(serve_memory_limit "")
-  endif()
-  set(serve_control "${CMAKE_CURRENT_BINARY_DIR}/${op}_serve")
-  set(work_dir "${CMAKE_CURRENT_BINARY_DIR}")
+  _phasegate_serve_memory_limit("${arg_EXTRA_ARGS}" serve_memory_limit)
   set(workers_fixture "")
   if(persistent)
     list(APPEND run_extra --serve-control "${serve_control}")
     set(workers_fixture "${op}_workers")
   endif()
+  foreach(v run_extra persistent workers_fixture serve_memory_limit)
+    set(${v} "${${v}}" PARENT_SCOPE)
+  endforeach()
+endfunction()
 
-  set(base "${CMAKE_CURRENT_BINARY_DIR}/${op}")
-  get_property(multi GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
-  if(multi AND NOT mode STREQUAL "CONFIGURE")
+# Step 6: where discovery writes the tests file, and its -D definitions.
+# Reads: op, arg_RESOURCES, arg_LABELS, base, multi, discovery_mode, op_dir, levels_csv,
+# gate, ctest_timeout, workers_fixture, phases, discovery_timeout.
+# Sets: tests_file, signature (of everything the tests file depends on besides the list
+# output), discover_defs (the PG_* inputs of PhaseGateDiscover.cmake, -D<name>=<value>).
+function(_phasegate_discover_defs)
+  if(multi AND NOT discovery_mode STREQUAL "CONFIGURE")
     # Each configuration discovers with its own runner build.
     set(tests_file "${base}_tests-$<CONFIG>.cmake")
   else()
     set(tests_file "${base}_tests.cmake")
   endif()
-  set(discover_script "${_PHASEGATE_CMAKE_DIR}/PhaseGateDiscover.cmake")
   list(JOIN arg_RESOURCES "|" resources_enc)
   list(JOIN arg_LABELS "|" labels_enc)
-  # Everything the generated tests file depends on besides the list output.
   set(signature_text "${op}|${op_dir}|${levels_csv}|${gate}|${ctest_timeout}|${resources_enc}|${labels_enc}|${workers_fixture}|${phases}")
   string(MD5 signature "${signature_text}")
   set(discover_defs
@@ -647,11 +684,79 @@ function(phasegate_add_op op)
     "-DPG_RESOURCES=${resources_enc}" "-DPG_LABELS=${labels_enc}"
     "-DPG_SIGNATURE=${signature}" "-DPG_DISCOVERY_TIMEOUT=${discovery_timeout}"
     "-DPG_WORKERS_FIXTURE=${workers_fixture}" "-DPG_PHASES=${phases}")
+  set(tests_file "${tests_file}" PARENT_SCOPE)
+  set(signature "${signature}" PARENT_SCOPE)
+  set(discover_defs "${discover_defs}" PARENT_SCOPE)
+endfunction()
 
-  # The include file CTest reads: resolved paths (generator expressions) first, then
-  # either the discovered tests or the NOT_BUILT placeholder.
-  foreach(v op_dir tests_file contract suite discover_script signature
-            CMAKE_COMMAND impl_spec runner_file serve_control work_dir)
+# The lines of the CTest include file that rediscover a stale tests file (PRE_TEST):
+# DEFS (-D<name>=<value>) become set() lines; in OUT.
+function(_phasegate_pre_test_call out defs discover_script contract suite)
+  set(pre_defs "")
+  foreach(d IN LISTS defs)
+    string(REGEX REPLACE "^-D([A-Z_]+)=(.*)$" "\\1" k "${d}")
+    string(REGEX REPLACE "^-D([A-Z_]+)=(.*)$" "\\2" v "${d}")
+    _phasegate_bracket(qv "${v}")
+    string(APPEND pre_defs "  set(${k} ${qv})\n")
+  endforeach()
+  _phasegate_bracket(q_discover_script "${discover_script}")
+  _phasegate_bracket(q_contract "${contract}")
+  _phasegate_bracket(q_suite "${suite}")
+  set(${out} "\
+  include(${q_discover_script})
+${pre_defs}  set(PG_RUNNER \"\${_pg_runner}\")
+  set(PG_CONTRACT ${q_contract})
+  set(PG_SUITE ${q_suite})
+  phasegate__discover_if_stale()
+" PARENT_SCOPE)
+endfunction()
+
+# The <op>/workers/start|stop tests of the CTest include file, in OUT. MODES, the
+# memory limit and PYTHON_ARGS are passed to `phasegate serve` (part of a warm
+# process's key); EXTRA_LABELS is ";<label>..." of LABELS.
+function(_phasegate_workers_tests out op modes serve_memory_limit python_args
+         serve_control op_dir work_dir extra_labels)
+  set(serve_opts "")
+  if(modes)
+    list(JOIN modes "," m)
+    set(serve_opts " --modes [==[${m}]==]")
+  endif()
+  if(NOT serve_memory_limit STREQUAL "")
+    _phasegate_bracket(q "${serve_memory_limit}")
+    string(APPEND serve_opts " --memory-limit ${q}")
+  endif()
+  foreach(a IN LISTS python_args) # the same interpreter: the same warm process
+    _phasegate_bracket(q "${a}")
+    string(APPEND serve_opts " ${q}")
+  endforeach()
+  foreach(v serve_control op_dir work_dir)
+    _phasegate_bracket(q_${v} "${${v}}")
+  endforeach()
+  # The daemon outlives single tests: `serve` starts it detached and returns once it
+  # answers; the cleanup test stops it. It is only a speed-up: when it cannot start
+  # (exit 1) the start test is skipped, not failed, so the cases still run
+  # (standalone, same results) instead of being "Not Run".
+  set(${out} "\
+  add_test([==[${op}/workers/start]==] \"\${_pg_runner}\" serve --control ${q_serve_control}
+           --op-dir ${q_op_dir} --impl \"\${_pg_impl}\"${serve_opts})
+  set_tests_properties([==[${op}/workers/start]==] PROPERTIES
+    LABELS [==[phasegate;op_${op};workers${extra_labels}]==] FIXTURES_SETUP [==[${op}_workers]==]
+    WORKING_DIRECTORY ${q_work_dir} SKIP_RETURN_CODE 1)
+  add_test([==[${op}/workers/stop]==] \"\${_pg_runner}\" serve --control ${q_serve_control} --stop)
+  set_tests_properties([==[${op}/workers/stop]==] PROPERTIES
+    LABELS [==[phasegate;op_${op};workers${extra_labels}]==] FIXTURES_CLEANUP [==[${op}_workers]==])
+" PARENT_SCOPE)
+endfunction()
+
+# Step 7: the include file CTest reads (TEST_INCLUDE_FILES): resolved paths (generator
+# expressions) first, then either the discovered tests (with the contract, composition
+# and workers tests) or the NOT_BUILT placeholder.
+# Reads: op, arg_MODES, arg_LABELS, base, multi, discovery_mode, gate, persistent,
+# op_dir, tests_file, contract, suite, discover_script, discover_defs, impl_spec,
+# runner_file, run_extra, golden_args, python_args, serve_control, work_dir,
+# serve_memory_limit. Sets: nothing (writes <op>_include.cmake).
+function(_phasegate_write_include)
+  foreach(v op_dir tests_file discover_script CMAKE_COMMAND impl_spec runner_file)
     _phasegate_bracket(q_${v} "${${v}}")
   endforeach()
   set(q_run_extra "")
@@ -666,21 +771,9 @@ function(phasegate_add_op op)
   endforeach()
 
   set(discover_call "")
-  if(mode STREQUAL "PRE_TEST")
-    set(pre_defs "")
-    foreach(d IN LISTS discover_defs)
-      string(REGEX REPLACE "^-D([A-Z_]+)=(.*)$" "\\1" k "${d}")
-      string(REGEX REPLACE "^-D([A-Z_]+)=(.*)$" "\\2" v "${d}")
-      _phasegate_bracket(qv "${v}")
-      string(APPEND pre_defs "  set(${k} ${qv})\n")
-    endforeach()
-    set(discover_call "\
-  include(${q_discover_script})
-${pre_defs}  set(PG_RUNNER \"\${_pg_runner}\")
-  set(PG_CONTRACT ${q_contract})
-  set(PG_SUITE ${q_suite})
-  phasegate__discover_if_stale()
-")
+  if(discovery_mode STREQUAL "PRE_TEST")
+    _phasegate_pre_test_call(discover_call "${discover_defs}" "${discover_script}"
+                             "${contract}" "${suite}")
   endif()
 
   set(extra_labels "")
@@ -695,33 +788,8 @@ ${pre_defs}  set(PG_RUNNER \"\${_pg_runner}\")
   endif()
   set(workers_tests "")
   if(persistent)
-    set(serve_opts "")
-    if(arg_MODES)
-      list(JOIN arg_MODES "," m)
-      set(serve_opts " --modes [==[${m}]==]")
-    endif()
-    if(NOT serve_memory_limit STREQUAL "")
-      _phasegate_bracket(q "${serve_memory_limit}")
-      string(APPEND serve_opts " --memory-limit ${q}")
-    endif()
-    foreach(a IN LISTS python_args) # the same interpreter: the same warm process
-      _phasegate_bracket(q "${a}")
-      string(APPEND serve_opts " ${q}")
-    endforeach()
-    # The daemon outlives single tests: `serve` starts it detached and returns once it
-    # answers; the cleanup test stops it. It is only a speed-up: when it cannot start
-    # (exit 1) the start test is skipped, not failed, so the cases still run
-    # (standalone, same results) instead of being "Not Run".
-    set(workers_tests "\
-  add_test([==[${op}/workers/start]==] \"\${_pg_runner}\" serve --control ${q_serve_control}
-           --op-dir ${q_op_dir} --impl \"\${_pg_impl}\"${serve_opts})
-  set_tests_properties([==[${op}/workers/start]==] PROPERTIES
-    LABELS [==[phasegate;op_${op};workers${extra_labels}]==] FIXTURES_SETUP [==[${op}_workers]==]
-    WORKING_DIRECTORY ${q_work_dir} SKIP_RETURN_CODE 1)
-  add_test([==[${op}/workers/stop]==] \"\${_pg_runner}\" serve --control ${q_serve_control} --stop)
-  set_tests_properties([==[${op}/workers/stop]==] PROPERTIES
-    LABELS [==[phasegate;op_${op};workers${extra_labels}]==] FIXTURES_CLEANUP [==[${op}_workers]==])
-")
+    _phasegate_workers_tests(workers_tests "${op}" "${arg_MODES}" "${serve_memory_limit}"
+      "${python_args}" "${serve_control}" "${op_dir}" "${work_dir}" "${extra_labels}")
   endif()
   set(include_content "\
 # Generated by phasegate_add_op(${op}) for CTest: do not edit.
@@ -757,10 +825,17 @@ endif()
     file(GENERATE OUTPUT "${ctest_include}" CONTENT "${include_content}")
   endif()
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${ctest_include}")
+endfunction()
 
-  # --- discovery -----------------------------------------------------------------------
-  set(discover_deps "${contract}" "${suite}" "${discover_script}")
-  if(mode STREQUAL "CONFIGURE")
+# Step 8: discovery, now (CONFIGURE), after the runner's build (POST_BUILD) or left to
+# CTest (PRE_TEST), and the target phasegate_discover_<op>.
+# Reads: op, _PHASEGATE_CMAKE_DIR, discovery_mode, contract, suite, discover_script,
+# discover_defs, tests_file, runner_target, runner_now, runner_file.
+# Sets: nothing (the target; at configure time, the tests file).
+function(_phasegate_discovery)
+  set(discover_deps "${contract}" "${suite}" "${discover_script}"
+                    "${_PHASEGATE_CMAKE_DIR}/PhaseGateQuote.cmake")
+  if(discovery_mode STREQUAL "CONFIGURE")
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
                  "${contract}" "${suite}" "${runner_now}")
     include("${discover_script}")
@@ -774,7 +849,7 @@ endif()
     set(PG_SUITE "${suite}")
     phasegate__discover_if_stale()
     add_custom_target(phasegate_discover_${op})
-  elseif(mode STREQUAL "POST_BUILD")
+  elseif(discovery_mode STREQUAL "POST_BUILD")
     if(runner_target)
       list(APPEND discover_deps ${runner_target})
     else()
@@ -794,10 +869,11 @@ endif()
   if(runner_target)
     add_dependencies(phasegate_discover_${op} ${runner_target})
   endif()
+endfunction()
 
-  # --- verify targets -----------------------------------------------------------------
+# Step 9: verify_all, verify_<op> and verify_<op>_M<k> (see _phasegate_verify_target).
+function(_phasegate_verify_targets op deps runner_file report_dir n_modules)
   string(REGEX REPLACE "([.+])" "\\\\\\1" op_re "${op}")
-  set(deps phasegate_discover_${op} ${impl_deps})
   set(v "${runner_file}" "${report_dir}")
   _phasegate_verify_target(verify_all "${deps}" ${v} "^phasegate$")
   _phasegate_verify_target(verify_${op} "${deps}" ${v} "^op_${op_re}$")
@@ -806,6 +882,42 @@ endif()
       _phasegate_verify_target(verify_${op}_M${k} "${deps}" ${v} "^op_${op_re}$" "^phase_M${k}$")
     endforeach()
   endif()
+endfunction()
+
+function(phasegate_add_op op)
+  block(SCOPE_FOR POLICIES)
+  cmake_policy(VERSION 3.25)
+  # The helper scripts live next to this file (build tree or installed package).
+  set(_PHASEGATE_CMAKE_DIR "${CMAKE_CURRENT_FUNCTION_LIST_DIR}")
+
+  set(options "")
+  set(oneValueArgs OP_DIR IMPL IMPL_PYTHON FUNCTION REPLAY GOLDEN TIMEOUT GATE REPORT_DIR
+                   DISCOVERY_MODE DISCOVERY_TIMEOUT RUNNER PHASES)
+  set(multiValueArgs IMPL_COMMAND IMPL_WORKER MODES LEVELS RESOURCES LABELS EXTRA_ARGS)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "${options}" "${oneValueArgs}" "${multiValueArgs}")
+
+  # The steps above, in this order (each names what it reads and sets).
+  _phasegate_check_args()        # op_dir contract suite n_modules phases
+  _phasegate_impl_spec()         # impl_spec impl_deps persistent python_args golden_args
+  _phasegate_check_options()     # levels_csv ctest_timeout gate discovery_timeout report_dir
+  _phasegate_runner()            # runner_target runner_now runner_file discovery_mode
+
+  set_property(GLOBAL APPEND PROPERTY PHASEGATE_OPS "${op}")
+  set_property(GLOBAL PROPERTY PHASEGATE_OP_${op}_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+
+  # Case tests and <op>/workers/start run here; the daemon's control socket.
+  set(work_dir "${CMAKE_CURRENT_BINARY_DIR}")
+  set(serve_control "${CMAKE_CURRENT_BINARY_DIR}/${op}_serve")
+  _phasegate_run_args()          # run_extra persistent workers_fixture serve_memory_limit
+
+  set(base "${CMAKE_CURRENT_BINARY_DIR}/${op}")   # prefix of the generated files
+  get_property(multi GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
+  set(discover_script "${_PHASEGATE_CMAKE_DIR}/PhaseGateDiscover.cmake")
+  _phasegate_discover_defs()     # tests_file signature discover_defs
+  _phasegate_write_include()
+  _phasegate_discovery()
+  set(deps phasegate_discover_${op} ${impl_deps})
+  _phasegate_verify_targets("${op}" "${deps}" "${runner_file}" "${report_dir}" "${n_modules}")
   endblock()
 endfunction()
 cmake_policy(POP)

@@ -31,18 +31,8 @@ function(_phasegate_discovery_error what rc output)
     "  Output:\n${output}")
 endfunction()
 
-# Same bracket quoting as PhaseGate.cmake: `=` signs until TEXT cannot close it early.
-function(_phasegate_discover_bracket out text)
-  set(eq "=")
-  while(TRUE)
-    string(FIND "${text}]" "]${eq}]" pos)
-    if(pos EQUAL -1)
-      break()
-    endif()
-    string(APPEND eq "=")
-  endwhile()
-  set(${out} "[${eq}[${text}]${eq}]" PARENT_SCOPE)
-endfunction()
+# _phasegate_bracket(<out> <text>): the bracket quoting, shared with PhaseGate.cmake.
+include("${CMAKE_CURRENT_LIST_DIR}/PhaseGateQuote.cmake")
 
 # Splits the JSON array text ARR (COUNT elements) into a CMake list of element texts
 # in linear time. string(JSON GET arr i) reparses the whole array per element, which
@@ -77,14 +67,18 @@ function(_phasegate_split_array arr count out)
   set(${out} "${objs}" PARENT_SCOPE)
 endfunction()
 
-# Runs the listing and (re)writes PG_TESTS_FILE atomically.
-function(phasegate__discover)
-  get_filename_component(_pg_workdir "${PG_TESTS_FILE}" DIRECTORY)
-  set(_pg_levels_arg "")
+# ---- the steps of phasegate__discover() -------------------------------------------------
+# They read the PG_* inputs (above) and return their results with PARENT_SCOPE in the
+# variables their comment names. phasegate__discover() sets _pg_workdir (the directory
+# of PG_TESTS_FILE) and _pg_levels_arg for _phasegate_discovery_error(), which they call.
+
+# Runs `phasegate list` and checks the listing (docs/interfaces.md): the op's module
+# count in OUT_MODULES, the number of tests in OUT_COUNT, the test objects in OUT_OBJS
+# (_phasegate_split_array: ';', '[' and ']' swapped for the bytes 1, 2, 3).
+function(_phasegate_list out_modules out_count out_objs)
   set(cmd "${PG_RUNNER}" list --op-dir "${PG_OP_DIR}" --format json)
   if(PG_LEVELS)
     list(APPEND cmd --levels "${PG_LEVELS}")
-    set(_pg_levels_arg " --levels ${PG_LEVELS}")
   endif()
   if(NOT PG_DISCOVERY_TIMEOUT)
     set(PG_DISCOVERY_TIMEOUT 60)
@@ -97,7 +91,6 @@ function(phasegate__discover)
     _phasegate_discovery_error("phasegate list did not succeed" "${rc}" "${err}${out}")
   endif()
 
-  # --- the listing (docs/interfaces.md) ---------------------------------------------
   string(JSON schema ERROR_VARIABLE jerr GET "${out}" schema_version)
   if(jerr)
     _phasegate_discovery_error("the output is not the JSON listing (${jerr})" "${rc}" "${out}")
@@ -122,8 +115,15 @@ function(phasegate__discover)
     string(JSON arr GET "${out}" tests)
     _phasegate_split_array("${arr}" ${n_tests} objs)
   endif()
+  set(${out_modules} "${n_modules}" PARENT_SCOPE)
+  set(${out_count} "${n_tests}" PARENT_SCOPE)
+  set(${out_objs} "${objs}" PARENT_SCOPE)
+endfunction()
 
-  # --- common pieces of every case test ---------------------------------------------
+# The pieces every case test shares, for N_TESTS tests: the properties after its own in
+# OUT_PROPS, ";<label>..." of PG_LABELS in OUT_LABEL_TAIL, and in OUT_SOURCE_LINES
+# whether the tests get DEF_SOURCE_LINE.
+function(_phasegate_case_common n_tests out_props out_label_tail out_source_lines)
   string(REPLACE "|" ";" resources "${PG_RESOURCES}")
   string(REPLACE "|" ";" extra_labels "${PG_LABELS}")
   set(common_props " SKIP_RETURN_CODE 77 SKIP_REGULAR_EXPRESSION [==[\\[phasegate\\] SKIPPED]==]")
@@ -131,16 +131,9 @@ function(phasegate__discover)
     string(APPEND common_props " TIMEOUT ${PG_CTEST_TIMEOUT}")
   endif()
   if(resources)
-    _phasegate_discover_bracket(q "${resources}")
+    _phasegate_bracket(q "${resources}")
     string(APPEND common_props " RESOURCE_GROUPS ${q}")
   endif()
-  # Every case runs in the directory of the tests file (the op's binary directory),
-  # not in its CTest subdirectory below: one working directory for all cases, the
-  # one <op>/workers/start runs in, so the warm processes of `phasegate serve` (keyed
-  # by working directory, docs/serve.md) serve every case. CTest applies a directory's
-  # LABELS to the tests whose working directory is that directory, so the
-  # WORKING_DIRECTORY is set after the labels (same cost as one more property).
-  _phasegate_discover_bracket(q_workdir "${_pg_workdir}")
   set(label_tail "")
   foreach(l IN LISTS extra_labels)
     string(APPEND label_tail ";${l}")
@@ -151,28 +144,18 @@ function(phasegate__discover)
   if(n_tests LESS_EQUAL 2000)
     set(with_source_lines TRUE)
   endif()
+  set(${out_props} "${common_props}" PARENT_SCOPE)
+  set(${out_label_tail} "${label_tail}" PARENT_SCOPE)
+  set(${out_source_lines} ${with_source_lines} PARENT_SCOPE)
+endfunction()
 
-  string(ASCII 1 soh)
-  string(ASCII 2 stx)
-  string(ASCII 3 etx)
-  set(ctl "")
-  foreach(c RANGE 1 31)
-    string(ASCII ${c} ch)
-    string(APPEND ctl "${ch}")
-  endforeach()
-
+# The start of the tests file, in OUT: its header, the op directory and the gates of
+# phases 1..N_MODULES-1 (PG_GATE). Gates first: CTest resolves dependencies by a
+# linear search from the start of its test list, so tests that many others depend on
+# belong at the front.
+function(_phasegate_tests_head n_modules label_tail out)
   set(op "${PG_OP}")
-  _phasegate_discover_bracket(q_op_dir "${PG_OP_DIR}")
-  # The case tests go to one CTest subdirectory per (phase, level), whose directory
-  # LABELS property labels them all in one pass: CTest's set_tests_properties()
-  # searches the whole test list for every property of every test, so each
-  # per-test property costs O(tests) and per-test LABELS would double-count.
-  string(REGEX REPLACE "[.]cmake$" "" groups_dir "${PG_TESTS_FILE}")
-  set(groups_dir "${groups_dir}.d")
-  file(REMOVE_RECURSE "${groups_dir}")
-
-  # Gates first: CTest resolves dependencies by a linear search from the start of
-  # its test list, so tests that many others depend on belong at the front.
+  _phasegate_bracket(q_op_dir "${PG_OP_DIR}")
   string(CONCAT head
     "# Generated by PhaseGateDiscover.cmake from `phasegate list` for op '${op}': do not edit.\n"
     "# signature: ${PG_SIGNATURE}\n"
@@ -191,6 +174,103 @@ function(phasegate__discover)
       endforeach()
     endif()
   endif()
+  set(${out} "${head}" PARENT_SCOPE)
+endfunction()
+
+# Checks test object O (entry INDEX of the listing; CTL: the control characters) and
+# returns its phase (1..N_MODULES), level digit and case id.
+function(_phasegate_case_entry o index n_modules ctl out_phase out_level out_case)
+  string(JSON phase ERROR_VARIABLE jerr GET "${o}" phase)
+  if(jerr OR NOT phase MATCHES "^[1-9][0-9]*$" OR phase GREATER n_modules)
+    _phasegate_discovery_error("test entry ${index} has no valid 'phase' (1..${n_modules}): ${o}" 0 "")
+  endif()
+  string(JSON level ERROR_VARIABLE jerr GET "${o}" level)
+  if(jerr OR NOT level MATCHES "^[Ll]?([0-9])$")
+    _phasegate_discovery_error("test entry ${index} has no valid 'level' (0..9): ${o}" 0 "")
+  endif()
+  set(level "${CMAKE_MATCH_1}")
+  string(JSON case ERROR_VARIABLE jerr GET "${o}" case)
+  if(jerr OR case STREQUAL "")
+    _phasegate_discovery_error("test entry ${index} has no 'case': ${o}" 0 "")
+  endif()
+  if(case MATCHES "[${ctl}]")
+    _phasegate_discovery_error("case id of test entry ${index} holds control characters: ${o}" 0 "")
+  endif()
+  set(${out_phase} "${phase}" PARENT_SCOPE)
+  set(${out_level} "${level}" PARENT_SCOPE)
+  set(${out_case} "${case}" PARENT_SCOPE)
+endfunction()
+
+# The properties of the case test of phase PHASE (test object O) before the common
+# ones, in OUT: its fixtures (PG_GATE, PG_WORKERS_FIXTURE) and, with WITH_SOURCE_LINES,
+# the suite line that defines the case.
+function(_phasegate_case_props o phase with_source_lines out)
+  set(op "${PG_OP}")
+  set(props "")
+  set(req "")
+  if(PG_GATE)
+    if(phase EQUAL 1)
+      set(req "${op}_contract")
+    else()
+      math(EXPR prev "${phase} - 1")
+      set(req "${op}_M${prev}_gate")
+    endif()
+    string(APPEND props " FIXTURES_SETUP [==[${op}_M${phase}]==]")
+  endif()
+  if(PG_WORKERS_FIXTURE)
+    # warm impl processes from `phasegate serve` (the test runs standalone without)
+    list(APPEND req "${PG_WORKERS_FIXTURE}")
+  endif()
+  if(req)
+    string(APPEND props " FIXTURES_REQUIRED [==[${req}]==]")
+  endif()
+  if(with_source_lines)
+    string(JSON file ERROR_VARIABLE jerr GET "${o}" file)
+    string(JSON line ERROR_VARIABLE jerr2 GET "${o}" line)
+    if(NOT jerr AND NOT jerr2)
+      _phasegate_bracket(q_src "${file}:${line}")
+      string(APPEND props " DEF_SOURCE_LINE ${q_src}")
+    endif()
+  endif()
+  set(${out} "${props}" PARENT_SCOPE)
+endfunction()
+
+# Runs the listing and (re)writes PG_TESTS_FILE atomically: the head (gates first), then
+# one CTest subdirectory per (phase, level) holding its case tests.
+function(phasegate__discover)
+  get_filename_component(_pg_workdir "${PG_TESTS_FILE}" DIRECTORY)
+  set(_pg_levels_arg "")
+  if(PG_LEVELS)
+    set(_pg_levels_arg " --levels ${PG_LEVELS}")
+  endif()
+  _phasegate_list(n_modules n_tests objs)
+  _phasegate_case_common("${n_tests}" common_props label_tail with_source_lines)
+  # Every case runs in the directory of the tests file (the op's binary directory),
+  # not in its CTest subdirectory below: one working directory for all cases, the
+  # one <op>/workers/start runs in, so the warm processes of `phasegate serve` (keyed
+  # by working directory, docs/serve.md) serve every case. CTest applies a directory's
+  # LABELS to the tests whose working directory is that directory, so the
+  # WORKING_DIRECTORY is set after the labels (same cost as one more property).
+  _phasegate_bracket(q_workdir "${_pg_workdir}")
+
+  string(ASCII 1 soh)
+  string(ASCII 2 stx)
+  string(ASCII 3 etx)
+  set(ctl "")
+  foreach(c RANGE 1 31)
+    string(ASCII ${c} ch)
+    string(APPEND ctl "${ch}")
+  endforeach()
+
+  set(op "${PG_OP}")
+  # The case tests go to one CTest subdirectory per (phase, level), whose directory
+  # LABELS property labels them all in one pass: CTest's set_tests_properties()
+  # searches the whole test list for every property of every test, so each
+  # per-test property costs O(tests) and per-test LABELS would double-count.
+  string(REGEX REPLACE "[.]cmake$" "" groups_dir "${PG_TESTS_FILE}")
+  set(groups_dir "${groups_dir}.d")
+  file(REMOVE_RECURSE "${groups_dir}")
+  _phasegate_tests_head("${n_modules}" "${label_tail}" head)
 
   set(groups "")
   set(count 0)
@@ -198,22 +278,7 @@ function(phasegate__discover)
     string(REPLACE "${soh}" ";" o "${o}")
     string(REPLACE "${stx}" "[" o "${o}")
     string(REPLACE "${etx}" "]" o "${o}")
-    string(JSON phase ERROR_VARIABLE jerr GET "${o}" phase)
-    if(jerr OR NOT phase MATCHES "^[1-9][0-9]*$" OR phase GREATER n_modules)
-      _phasegate_discovery_error("test entry ${count} has no valid 'phase' (1..${n_modules}): ${o}" 0 "")
-    endif()
-    string(JSON level ERROR_VARIABLE jerr GET "${o}" level)
-    if(jerr OR NOT level MATCHES "^[Ll]?([0-9])$")
-      _phasegate_discovery_error("test entry ${count} has no valid 'level' (0..9): ${o}" 0 "")
-    endif()
-    set(level "${CMAKE_MATCH_1}")
-    string(JSON case ERROR_VARIABLE jerr GET "${o}" case)
-    if(jerr OR case STREQUAL "")
-      _phasegate_discovery_error("test entry ${count} has no 'case': ${o}" 0 "")
-    endif()
-    if(case MATCHES "[${ctl}]")
-      _phasegate_discovery_error("case id of test entry ${count} holds control characters: ${o}" 0 "")
-    endif()
+    _phasegate_case_entry("${o}" ${count} ${n_modules} "${ctl}" phase level case)
     set(name "${op}/M${phase}/L${level}/${case}")
     string(MD5 key "${phase}/${case}")
     if(DEFINED _pg_seen_${key})
@@ -221,34 +286,9 @@ function(phasegate__discover)
     endif()
     set(_pg_seen_${key} 1)
 
-    _phasegate_discover_bracket(q_name "${name}")
-    _phasegate_discover_bracket(q_case "${case}")
-    set(props "")
-    set(req "")
-    if(PG_GATE)
-      if(phase EQUAL 1)
-        set(req "${op}_contract")
-      else()
-        math(EXPR prev "${phase} - 1")
-        set(req "${op}_M${prev}_gate")
-      endif()
-      string(APPEND props " FIXTURES_SETUP [==[${op}_M${phase}]==]")
-    endif()
-    if(PG_WORKERS_FIXTURE)
-      # warm impl processes from `phasegate serve` (the test runs standalone without)
-      list(APPEND req "${PG_WORKERS_FIXTURE}")
-    endif()
-    if(req)
-      string(APPEND props " FIXTURES_REQUIRED [==[${req}]==]")
-    endif()
-    if(with_source_lines)
-      string(JSON file ERROR_VARIABLE jerr GET "${o}" file)
-      string(JSON line ERROR_VARIABLE jerr2 GET "${o}" line)
-      if(NOT jerr AND NOT jerr2)
-        _phasegate_discover_bracket(q_src "${file}:${line}")
-        string(APPEND props " DEF_SOURCE_LINE ${q_src}")
-      endif()
-    endif()
+    _phasegate_bracket(q_name "${name}")
+    _phasegate_bracket(q_case "${case}")
+    _phasegate_case_props("${o}" ${phase} ${with_source_lines} props)
     set(g "M${phase}_L${level}")
     if(NOT DEFINED content_${g})
       list(APPEND groups "${g}")
@@ -274,7 +314,7 @@ function(phasegate__discover)
       "set_directory_properties(PROPERTIES LABELS "
       "[==[phasegate;op_${op};phase_M${CMAKE_MATCH_1};level_L${CMAKE_MATCH_2}${ni}${label_tail}]==])\n"
       "set_tests_properties(${names_${g}} PROPERTIES WORKING_DIRECTORY ${q_workdir})\n")
-    _phasegate_discover_bracket(q_dir "${groups_dir}/${g}")
+    _phasegate_bracket(q_dir "${groups_dir}/${g}")
     string(APPEND subdirs "subdirs(${q_dir})\n")
   endforeach()
   set(tmp "${PG_TESTS_FILE}.tmp")
@@ -289,7 +329,8 @@ function(phasegate__discover_if_stale)
   if(NOT EXISTS "${PG_TESTS_FILE}")
     set(stale TRUE)
   else()
-    foreach(f "${PG_RUNNER}" "${PG_CONTRACT}" "${PG_SUITE}" "${CMAKE_CURRENT_FUNCTION_LIST_FILE}")
+    foreach(f "${PG_RUNNER}" "${PG_CONTRACT}" "${PG_SUITE}" "${CMAKE_CURRENT_FUNCTION_LIST_FILE}"
+              "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/PhaseGateQuote.cmake")
       if(f AND EXISTS "${f}" AND "${f}" IS_NEWER_THAN "${PG_TESTS_FILE}")
         set(stale TRUE)
       endif()

@@ -146,11 +146,45 @@ def main(root):
             bad.append(f"{f}:{line}: declares a function implemented elsewhere (the ABI is header-only)")
     for folder in sorted(glob.glob("runner/*/")) + ["goldens/", "compare/"]:
         bad += call_circles(folder.rstrip("/"))
+    bad += cmake_findings()
     for b in bad:
         print(b)
     print(f"rooms: {len(bad)} finding(s)")
     return 1 if bad else 0
 
+
+def cmake_findings():
+    """cmake/*.cmake (docs/cmake.md): every function and macro at most MAX_FUNCTION_LINES
+    lines, from its function(/macro( line to its endfunction()/endmacro(); no function or
+    macro defined twice across the files, by name or as the same body (of 4 lines or
+    more, comments and indentation aside) under another name: a helper is shared, not
+    copied."""
+    bad, where, bodies = [], {}, {}
+    for f in sorted(glob.glob("cmake/*.cmake")):
+        start = None
+        for no, line in enumerate(open(f).read().split("\n"), 1):
+            m = re.match(r"\s*(function|macro)\s*\(\s*([A-Za-z0-9_]+)", line, re.I)
+            if m and start is None:
+                start, kind, name, body = no, m.group(1).lower(), m.group(2), []
+                where.setdefault(name.lower(), []).append(f"{f}:{no}")
+            elif start is not None and re.match(r"\s*end" + kind + r"\s*\(", line, re.I):
+                if no - start + 1 > MAX_FUNCTION_LINES:
+                    bad.append(f"{f}:{start}: {kind} {name} of {no - start + 1} lines "
+                               f"(at most {MAX_FUNCTION_LINES})")
+                if len(body) >= 4:
+                    bodies.setdefault("\n".join(body), []).append(f"{name} ({f}:{start})")
+                start = None
+            elif start is not None and line.strip() and not line.strip().startswith("#"):
+                body.append(line.strip())
+        if start is not None:
+            bad.append(f"{f}:{start}: {kind} {name} has no end{kind}()")
+    for name, defs in sorted(where.items()):
+        if len(defs) > 1:
+            bad.append(f"{name}: defined {len(defs)} times in cmake/ ({', '.join(defs)})")
+    for defs in bodies.values():
+        if len(defs) > 1:
+            bad.append(f"the same body in cmake/: {', '.join(defs)} (share one helper)")
+    return bad
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1]))

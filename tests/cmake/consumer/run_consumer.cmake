@@ -22,7 +22,8 @@ if(MODE STREQUAL "package")
   pg_run(r COMMAND "${CMAKE_COMMAND}" --install "${PG_BUILD_DIR}" --prefix "${BIN}/prefix")
   foreach(f bin/phasegate include/phasegate/impl.h include/phasegate/runner/tensors/tensors.h
             lib/cmake/PhaseGate/PhaseGateConfig.cmake lib/cmake/PhaseGate/PhaseGateConfigVersion.cmake
-            lib/cmake/PhaseGate/PhaseGate.cmake lib/cmake/PhaseGate/PhaseGateDiscover.cmake)
+            lib/cmake/PhaseGate/PhaseGate.cmake lib/cmake/PhaseGate/PhaseGateDiscover.cmake
+            lib/cmake/PhaseGate/PhaseGateQuote.cmake lib/cmake/PhaseGate/PhaseGateSummary.cmake)
     pg_check(EXISTS "${BIN}/prefix/${f}" MESSAGE "not installed: ${f}")
   endforeach()
   list(APPEND cfg "-DCMAKE_PREFIX_PATH=${BIN}/prefix")
