@@ -24,7 +24,7 @@
 
 /* Out of memory while building: cJSON's creators return NULL and its adders fail
  * quietly, which would write a report with keys or whole checks missing. Every such
- * call in this file goes through the macros below: a failure sets a per-thread sticky
+ * call in this file goes through the helpers below: a failure sets a per-thread sticky
  * flag (so concurrent writers do not interfere) that pg_report_merge_write turns into
  * PG_ENOMEM instead of writing, and an item that could not be attached is freed. */
 static _Thread_local int report_oom;
@@ -32,21 +32,21 @@ static void *oom_ptr(void *p) {
   if (!p) report_oom = 1;
   return p;
 }
-static cJSON_bool add_to_array(cJSON *a, cJSON *item) {
-  if ((cJSON_AddItemToArray)(a, item)) return 1;
+static cJSON_bool push_item(cJSON *a, cJSON *item) {
+  if (cJSON_AddItemToArray(a, item)) return 1;
   report_oom = 1;
   cJSON_Delete(item);
   return 0;
 }
-static cJSON_bool add_to_object(cJSON *o, const char *k, cJSON *item) {
-  if ((cJSON_AddItemToObject)(o, k, item)) return 1;
+static cJSON_bool add_item(cJSON *o, const char *k, cJSON *item) {
+  if (cJSON_AddItemToObject(o, k, item)) return 1;
   report_oom = 1;
   cJSON_Delete(item);
   return 0;
 }
-static cJSON_bool replace_in_object(cJSON *o, const char *k, cJSON *item) {
+static cJSON_bool replace_item(cJSON *o, const char *k, cJSON *item) {
   /* cJSON 1.7.15 links the item even when copying its key failed: check the key */
-  if ((cJSON_ReplaceItemInObjectCaseSensitive)(o, k, item)) {
+  if (cJSON_ReplaceItemInObjectCaseSensitive(o, k, item)) {
     if (!item->string) report_oom = 1;
     return 1;
   }
@@ -54,81 +54,86 @@ static cJSON_bool replace_in_object(cJSON *o, const char *k, cJSON *item) {
   cJSON_Delete(item);
   return 0;
 }
-#define cJSON_AddItemToArray(a, item) add_to_array(a, item)
-#define cJSON_AddItemToObject(o, k, item) add_to_object(o, k, item)
-#define cJSON_ReplaceItemInObjectCaseSensitive(o, k, item) replace_in_object(o, k, item)
-#define cJSON_CreateObject() ((cJSON *)oom_ptr(cJSON_CreateObject()))
-#define cJSON_CreateArray() ((cJSON *)oom_ptr(cJSON_CreateArray()))
-#define cJSON_CreateNumber(v) ((cJSON *)oom_ptr(cJSON_CreateNumber(v)))
-#define cJSON_CreateNull() ((cJSON *)oom_ptr(cJSON_CreateNull()))
-#define cJSON_CreateString(v) ((cJSON *)oom_ptr(cJSON_CreateString(v)))
-#define cJSON_Duplicate(v, r) ((cJSON *)oom_ptr(cJSON_Duplicate(v, r)))
-#define cJSON_AddStringToObject(o, k, v) ((cJSON *)oom_ptr(cJSON_AddStringToObject(o, k, v)))
-#define cJSON_AddNumberToObject(o, k, v) ((cJSON *)oom_ptr(cJSON_AddNumberToObject(o, k, v)))
-#define cJSON_AddBoolToObject(o, k, v) ((cJSON *)oom_ptr(cJSON_AddBoolToObject(o, k, v)))
-#define cJSON_AddNullToObject(o, k) ((cJSON *)oom_ptr(cJSON_AddNullToObject(o, k)))
-#define cJSON_AddArrayToObject(o, k) ((cJSON *)oom_ptr(cJSON_AddArrayToObject(o, k)))
-#define cJSON_AddObjectToObject(o, k) ((cJSON *)oom_ptr(cJSON_AddObjectToObject(o, k)))
+static cJSON *new_object(void) { return oom_ptr(cJSON_CreateObject()); }
+static cJSON *new_array(void) { return oom_ptr(cJSON_CreateArray()); }
+static cJSON *new_number(double v) { return oom_ptr(cJSON_CreateNumber(v)); }
+static cJSON *new_null(void) { return oom_ptr(cJSON_CreateNull()); }
+static cJSON *new_string(const char *v) { return oom_ptr(cJSON_CreateString(v)); }
+static cJSON *duplicate(const cJSON *v) { return oom_ptr(cJSON_Duplicate(v, 1)); }
+static cJSON *add_str(cJSON *o, const char *k, const char *v) {
+  return oom_ptr(cJSON_AddStringToObject(o, k, v));
+}
+static cJSON *add_number(cJSON *o, const char *k, double v) {
+  return oom_ptr(cJSON_AddNumberToObject(o, k, v));
+}
+static cJSON *add_bool(cJSON *o, const char *k, int v) {
+  return oom_ptr(cJSON_AddBoolToObject(o, k, v));
+}
+static cJSON *add_null(cJSON *o, const char *k) { return oom_ptr(cJSON_AddNullToObject(o, k)); }
+static cJSON *add_array(cJSON *o, const char *k) { return oom_ptr(cJSON_AddArrayToObject(o, k)); }
+static cJSON *add_object(cJSON *o, const char *k) {
+  return oom_ptr(cJSON_AddObjectToObject(o, k));
+}
 
 #define PG_REPORT_STDOUT_MAX (64 * 1024)
 
 static cJSON *num_or_null(double v) {
-  return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+  return isfinite(v) ? new_number(v) : new_null();
 }
 
 static cJSON *index_json(int ndim, const int64_t *idx) {
-  cJSON *a = cJSON_CreateArray();
+  cJSON *a = new_array();
   for (int i = 0; a && i < ndim && i < PG_MAX_NDIM; i++)
-    cJSON_AddItemToArray(a, cJSON_CreateNumber((double)idx[i]));
+    push_item(a, new_number((double)idx[i]));
   return a;
 }
 
-static void add_num(cJSON *o, const char *k, double v) { cJSON_AddItemToObject(o, k, num_or_null(v)); }
+static void add_num(cJSON *o, const char *k, double v) { add_item(o, k, num_or_null(v)); }
 
 /* The metrics of one comparison (docs/design.md §7) as keys of `o`: shared by the report
  * and `phasegate diff --json`, so both spell every metric the same way. Indices are
  * null when no finite pair exists. */
 void pg_report_add_metrics(cJSON *o, const struct pg_cmp_result *c) {
-  cJSON_AddBoolToObject(o, "all_close", c->passed);
-  cJSON_AddNumberToObject(o, "n", (double)c->n);
-  cJSON_AddNumberToObject(o, "mismatches", (double)c->mismatches);
+  add_bool(o, "all_close", c->passed);
+  add_number(o, "n", (double)c->n);
+  add_number(o, "mismatches", (double)c->mismatches);
   add_num(o, "mismatch_ratio", c->mismatch_ratio);
   add_num(o, "max_abs_diff", c->max_abs_diff);
   if (c->max_abs_flat >= 0)
-    cJSON_AddItemToObject(o, "max_abs_index", index_json(c->ndim, c->max_abs_index));
+    add_item(o, "max_abs_index", index_json(c->ndim, c->max_abs_index));
   else
-    cJSON_AddItemToObject(o, "max_abs_index", cJSON_CreateNull());
+    add_item(o, "max_abs_index", new_null());
   add_num(o, "max_rel_diff", c->max_rel_diff);
   if (c->max_rel_flat >= 0)
-    cJSON_AddItemToObject(o, "max_rel_index", index_json(c->ndim, c->max_rel_index));
+    add_item(o, "max_rel_index", index_json(c->ndim, c->max_rel_index));
   else
-    cJSON_AddItemToObject(o, "max_rel_index", cJSON_CreateNull());
+    add_item(o, "max_rel_index", new_null());
   add_num(o, "mean_abs_diff", c->mean_abs_diff);
   add_num(o, "rmse", c->rmse);
   add_num(o, "cosine_similarity", c->cosine_similarity);
-  cJSON_AddNumberToObject(o, "nan_impl", (double)c->nan_impl);
-  cJSON_AddNumberToObject(o, "nan_ref", (double)c->nan_ref);
-  cJSON_AddNumberToObject(o, "inf_impl", (double)c->inf_impl);
-  cJSON_AddNumberToObject(o, "inf_ref", (double)c->inf_ref);
+  add_number(o, "nan_impl", (double)c->nan_impl);
+  add_number(o, "nan_ref", (double)c->nan_ref);
+  add_number(o, "inf_impl", (double)c->inf_impl);
+  add_number(o, "inf_ref", (double)c->inf_ref);
   add_num(o, "max_ulp", c->max_ulp);
   add_num(o, "error_balance", c->error_balance);
   add_num(o, "max_signed_diff", c->max_signed_diff);
   add_num(o, "share_within_1e-3", c->share_within_1e3);
   add_num(o, "share_within_5e-3", c->share_within_5e3);
   add_num(o, "zero_share_ref", c->zero_share_ref);
-  cJSON_AddBoolToObject(o, "mistrusted", c->mistrusted);
-  if (c->mistrusted) cJSON_AddStringToObject(o, "mistrust_reason", c->mistrust_reason);
-  cJSON_AddBoolToObject(o, "cpu_reproducer_candidate", c->cpu_reproducer_candidate);
+  add_bool(o, "mistrusted", c->mistrusted);
+  if (c->mistrusted) add_str(o, "mistrust_reason", c->mistrust_reason);
+  add_bool(o, "cpu_reproducer_candidate", c->cpu_reproducer_candidate);
   /* First mismatches: index, the impl's value, and the differences; never the
    * reference value (information barrier). */
-  cJSON *fm = cJSON_AddArrayToObject(o, "first_mismatches");
+  cJSON *fm = add_array(o, "first_mismatches");
   for (int i = 0; fm && i < c->n_first && i < PG_CMP_FIRST_MISMATCHES; i++) {
-    cJSON *m = cJSON_CreateObject();
-    cJSON_AddItemToObject(m, "index", index_json(c->ndim, c->first[i].index));
+    cJSON *m = new_object();
+    add_item(m, "index", index_json(c->ndim, c->first[i].index));
     add_num(m, "impl_value", c->first[i].impl_value);
     add_num(m, "abs_diff", c->first[i].abs_diff);
     add_num(m, "rel_diff", c->first[i].rel_diff);
-    cJSON_AddItemToArray(fm, m);
+    push_item(fm, m);
   }
 }
 
@@ -136,34 +141,34 @@ void pg_report_add_metrics(cJSON *o, const struct pg_cmp_result *c) {
  * never a value. */
 static void add_mask(cJSON *o, const struct pg_tensor_check *t) {
   const struct pg_cmp_mask *mk = &t->mask;
-  cJSON *ev = cJSON_AddObjectToObject(o, "evidence");
+  cJSON *ev = add_object(o, "evidence");
   add_num(ev, "mean_signed_diff", mk->mean_signed_diff);
-  cJSON_AddNumberToObject(ev, "mismatches_above", (double)mk->above);
-  cJSON_AddNumberToObject(ev, "mismatches_below", (double)mk->below);
+  add_number(ev, "mismatches_above", (double)mk->above);
+  add_number(ev, "mismatches_below", (double)mk->below);
   add_num(ev, "rel_floor", mk->rel_floor);
   if (mk->worst_rel_flat >= 0) {
-    cJSON *w = cJSON_AddObjectToObject(ev, "worst_rel_above_floor");
-    cJSON_AddItemToObject(w, "index", index_json(t->ndim, mk->worst_rel_index));
+    cJSON *w = add_object(ev, "worst_rel_above_floor");
+    add_item(w, "index", index_json(t->ndim, mk->worst_rel_index));
     add_num(w, "rel_diff", mk->worst_rel);
     add_num(w, "abs_diff", mk->worst_rel_abs);
     add_num(w, "signed_diff", mk->worst_rel_signed);
   } else {
-    cJSON_AddNullToObject(ev, "worst_rel_above_floor");
+    add_null(ev, "worst_rel_above_floor");
   }
-  cJSON *axes = cJSON_AddArrayToObject(cJSON_AddObjectToObject(o, "mismatch_mask"), "axes");
+  cJSON *axes = add_array(add_object(o, "mismatch_mask"), "axes");
   for (int d = 0; axes && d < mk->ndim; d++) {
     const struct pg_cmp_axis_marginal *ax = &mk->axes[d];
-    cJSON *a = cJSON_CreateObject();
-    cJSON_AddNumberToObject(a, "axis", d);
-    cJSON_AddNumberToObject(a, "length", (double)ax->length);
+    cJSON *a = new_object();
+    add_number(a, "axis", d);
+    add_number(a, "length", (double)ax->length);
     if (ax->analyzed) {
-      cJSON_AddNumberToObject(a, "indices_hit", (double)ax->hit);
-      cJSON_AddNumberToObject(a, "first", (double)ax->first);
-      cJSON_AddNumberToObject(a, "last", (double)ax->last);
-      cJSON_AddNumberToObject(a, "busiest", (double)ax->top);
+      add_number(a, "indices_hit", (double)ax->hit);
+      add_number(a, "first", (double)ax->first);
+      add_number(a, "last", (double)ax->last);
+      add_number(a, "busiest", (double)ax->top);
       add_num(a, "busiest_share", ax->top_share);
     }
-    cJSON_AddItemToArray(axes, a);
+    push_item(axes, a);
   }
 }
 
@@ -180,42 +185,42 @@ static double sig3(double v) {
  * largest error over tolerance and the mismatch count; never a value. */
 static void add_error_map(cJSON *o, const struct pg_tensor_check *t) {
   const struct pg_cmp_error_map *em = t->error_map;
-  cJSON *m = cJSON_AddObjectToObject(o, "error_map");
+  cJSON *m = add_object(o, "error_map");
   if (!m) return;
   int64_t shape[2] = {em->rows, em->cols}, rows[PG_MAX_NDIM];
-  cJSON_AddItemToObject(m, "shape", index_json(2, shape));
+  add_item(m, "shape", index_json(2, shape));
   for (int d = 0; d < em->n_row_axes && d < PG_MAX_NDIM; d++) rows[d] = d;
-  cJSON_AddItemToObject(m, "row_axes", index_json(em->n_row_axes, rows));
-  cJSON_AddNumberToObject(m, "col_axis", em->col_axis);
-  cJSON_AddNumberToObject(m, "rows_per_cell", (double)em->rows_per_cell);
-  cJSON_AddNumberToObject(m, "cols_per_cell", (double)em->cols_per_cell);
-  cJSON_AddNumberToObject(m, "rows_total", (double)em->rows_total);
-  cJSON_AddNumberToObject(m, "cols_total", (double)em->cols_total);
-  cJSON_AddStringToObject(m, "metric", "max_err_over_tol");
-  cJSON *cells = cJSON_AddArrayToObject(m, "cells");
-  cJSON *mis = cJSON_AddArrayToObject(m, "mismatch_cells");
+  add_item(m, "row_axes", index_json(em->n_row_axes, rows));
+  add_number(m, "col_axis", em->col_axis);
+  add_number(m, "rows_per_cell", (double)em->rows_per_cell);
+  add_number(m, "cols_per_cell", (double)em->cols_per_cell);
+  add_number(m, "rows_total", (double)em->rows_total);
+  add_number(m, "cols_total", (double)em->cols_total);
+  add_str(m, "metric", "max_err_over_tol");
+  cJSON *cells = add_array(m, "cells");
+  cJSON *mis = add_array(m, "mismatch_cells");
   for (int r = 0; cells && mis && r < em->rows; r++) {
-    cJSON *cr = cJSON_CreateArray(), *mr = cJSON_CreateArray();
+    cJSON *cr = new_array(), *mr = new_array();
     for (int c = 0; cr && mr && c < em->cols; c++) {
-      cJSON_AddItemToArray(cr, num_or_null(sig3(em->cells[r * em->cols + c])));
-      cJSON_AddItemToArray(mr, cJSON_CreateNumber((double)em->mismatch_cells[r * em->cols + c]));
+      push_item(cr, num_or_null(sig3(em->cells[r * em->cols + c])));
+      push_item(mr, new_number((double)em->mismatch_cells[r * em->cols + c]));
     }
-    cJSON_AddItemToArray(cells, cr);
-    cJSON_AddItemToArray(mis, mr);
+    push_item(cells, cr);
+    push_item(mis, mr);
   }
-  cJSON *b = cJSON_AddArrayToObject(cJSON_AddObjectToObject(o, "error_histogram"), "buckets");
+  cJSON *b = add_array(add_object(o, "error_histogram"), "buckets");
   for (int i = 0; b && i < PG_CMP_HIST_BUCKETS; i++) {
     const struct pg_cmp_hist_bucket *h = &em->hist[i];
     if (h->n == 0) continue;
-    cJSON *e = cJSON_CreateObject();
+    cJSON *e = new_object();
     if (!e) break;
     add_num(e, "golden_abs_lo", pg_cmp_hist_lo(i));
     add_num(e, "golden_abs_hi", pg_cmp_hist_hi(i)); /* the last: inf, null */
-    cJSON_AddNumberToObject(e, "n", (double)h->n);
-    cJSON_AddNumberToObject(e, "mismatches", (double)h->mismatches);
+    add_number(e, "n", (double)h->n);
+    add_number(e, "mismatches", (double)h->mismatches);
     add_num(e, "max_abs_diff", sig3(h->max_abs_diff));
     add_num(e, "max_err_over_tol", sig3(h->max_err_over_tol));
-    cJSON_AddItemToArray(b, e);
+    push_item(b, e);
   }
 }
 
@@ -224,13 +229,13 @@ static void add_error_map(cJSON *o, const struct pg_tensor_check *t) {
 static cJSON *check_head_json(const char *name, const char *mode, enum pg_dtype dtype,
                               int ndim, const int64_t *shape, const char *rule, double atol,
                               double rtol) {
-  cJSON *o = cJSON_CreateObject();
+  cJSON *o = new_object();
   if (!o) return NULL;
-  cJSON_AddStringToObject(o, "name", name);
-  cJSON_AddStringToObject(o, "mode", mode);
-  cJSON_AddStringToObject(o, "dtype", pg_dtype_name(dtype));
-  cJSON_AddItemToObject(o, "shape", index_json(ndim, shape));
-  cJSON_AddStringToObject(o, "rule", rule);
+  add_str(o, "name", name);
+  add_str(o, "mode", mode);
+  add_str(o, "dtype", pg_dtype_name(dtype));
+  add_item(o, "shape", index_json(ndim, shape));
+  add_str(o, "rule", rule);
   add_num(o, "atol", atol);
   add_num(o, "rtol", rtol);
   return o;
@@ -241,41 +246,41 @@ static cJSON *tensor_json(const struct pg_tensor_check *t, const char *mode) {
                              t->rtol);
   if (!o) return NULL;
   const struct pg_cmp_result *c = &t->cmp;
-  cJSON_AddBoolToObject(o, "values_checked", t->values_checked);
-  cJSON_AddBoolToObject(o, "passed", t->passed);
+  add_bool(o, "values_checked", t->values_checked);
+  add_bool(o, "passed", t->passed);
   if (!t->compared) return o;
   if (c->structural) {
-    cJSON_AddStringToObject(o, "structural", c->structural_reason);
+    add_str(o, "structural", c->structural_reason);
     return o;
   }
   pg_report_add_metrics(o, c);
   if (t->analyzed) add_mask(o, t);
   if (t->error_map) add_error_map(o, t);
-  if (t->values_checked && t->passed) cJSON_AddBoolToObject(o, "one_sided_errors", t->one_sided);
+  if (t->values_checked && t->passed) add_bool(o, "one_sided_errors", t->one_sided);
   if (t->repeat_calls > 0) {
-    cJSON *rp = cJSON_AddObjectToObject(o, "repeat");
-    cJSON_AddNumberToObject(rp, "calls", t->repeat_calls + 1);
-    cJSON_AddNumberToObject(rp, "differing_elements", (double)t->repeat_differ);
+    cJSON *rp = add_object(o, "repeat");
+    add_number(rp, "calls", t->repeat_calls + 1);
+    add_number(rp, "differing_elements", (double)t->repeat_differ);
     if (t->repeat_differ > 0) {
-      cJSON_AddNumberToObject(rp, "worst_call", t->repeat_worst);
-      cJSON_AddItemToObject(rp, "first_differing_index", index_json(t->ndim, t->repeat_first_index));
+      add_number(rp, "worst_call", t->repeat_worst);
+      add_item(rp, "first_differing_index", index_json(t->ndim, t->repeat_first_index));
     }
   }
-  cJSON *hints = cJSON_AddArrayToObject(o, "hints");
+  cJSON *hints = add_array(o, "hints");
   for (int i = 0; hints && i < t->n_hints; i++) {
-    cJSON *h = cJSON_CreateObject();
+    cJSON *h = new_object();
     if (!h) break;
-    cJSON_AddStringToObject(h, "kind", pg_hint_kind_name(t->hints[i].kind));
-    cJSON_AddNumberToObject(h, "confidence", t->hints[i].confidence);
-    cJSON_AddStringToObject(h, "detail", t->hints[i].detail);
-    if (t->hints[i].axis >= 0) cJSON_AddNumberToObject(h, "axis", t->hints[i].axis);
-    if (t->hints[i].tile > 0) cJSON_AddNumberToObject(h, "tile", (double)t->hints[i].tile);
-    cJSON_AddItemToArray(hints, h);
+    add_str(h, "kind", pg_hint_kind_name(t->hints[i].kind));
+    add_number(h, "confidence", t->hints[i].confidence);
+    add_str(h, "detail", t->hints[i].detail);
+    if (t->hints[i].axis >= 0) add_number(h, "axis", t->hints[i].axis);
+    if (t->hints[i].tile > 0) add_number(h, "tile", (double)t->hints[i].tile);
+    push_item(hints, h);
   }
   if (t->strength_checked) {
-    cJSON *um = cJSON_AddArrayToObject(o, "undetected_mutants");
+    cJSON *um = add_array(o, "undetected_mutants");
     for (int i = 0; um && i < t->n_undetected; i++)
-      cJSON_AddItemToArray(um, cJSON_CreateString(t->undetected[i]));
+      push_item(um, new_string(t->undetected[i]));
   }
   return o;
 }
@@ -285,128 +290,128 @@ static cJSON *probe_json(const struct pg_probe_check *p, const char *mode) {
   cJSON *o = check_head_json(p->name, mode, p->dtype, p->ndim, p->shape, p->rule, p->atol,
                              p->rtol);
   if (!o) return NULL;
-  cJSON_AddBoolToObject(o, "compared", p->compared);
-  if (p->problem[0]) cJSON_AddStringToObject(o, "problem", p->problem);
-  cJSON_AddNumberToObject(o, "iterations", p->n_iters);
-  if (p->drift_onset_iter >= 0) cJSON_AddNumberToObject(o, "drift_onset_iter", p->drift_onset_iter);
-  else cJSON_AddNullToObject(o, "drift_onset_iter");
-  cJSON *its = cJSON_AddArrayToObject(o, "per_iteration");
+  add_bool(o, "compared", p->compared);
+  if (p->problem[0]) add_str(o, "problem", p->problem);
+  add_number(o, "iterations", p->n_iters);
+  if (p->drift_onset_iter >= 0) add_number(o, "drift_onset_iter", p->drift_onset_iter);
+  else add_null(o, "drift_onset_iter");
+  cJSON *its = add_array(o, "per_iteration");
   for (int i = 0; its && i < p->n_iters; i++) {
     const struct pg_probe_iter *it = &p->iters[i];
-    cJSON *e = cJSON_CreateObject();
+    cJSON *e = new_object();
     if (!e) break;
-    cJSON_AddNumberToObject(e, "iter", i);
-    cJSON_AddNumberToObject(e, "n", (double)it->n);
-    cJSON_AddNumberToObject(e, "mismatches", (double)it->mismatches);
+    add_number(e, "iter", i);
+    add_number(e, "n", (double)it->n);
+    add_number(e, "mismatches", (double)it->mismatches);
     add_num(e, "max_abs_diff", it->max_abs_diff);
     add_num(e, "max_rel_diff", it->max_rel_diff);
-    cJSON_AddBoolToObject(e, "passed", it->passed);
-    cJSON_AddItemToArray(its, e);
+    add_bool(e, "passed", it->passed);
+    push_item(its, e);
   }
   return o;
 }
 
 /* earliest_failing_boundary: the integer j when known, else null (docs/design.md §8). */
 static void add_earliest(cJSON *o, int j) {
-  if (j > 0) cJSON_AddNumberToObject(o, "earliest_failing_boundary", j);
-  else cJSON_AddNullToObject(o, "earliest_failing_boundary");
+  if (j > 0) add_number(o, "earliest_failing_boundary", j);
+  else add_null(o, "earliest_failing_boundary");
 }
 
 cJSON *pg_report_check_json(const struct pg_case_result *r, int k) {
-  cJSON *o = cJSON_CreateObject();
+  cJSON *o = new_object();
   if (!o) return NULL;
-  cJSON_AddStringToObject(o, "id", r->id);
-  cJSON_AddNumberToObject(o, "level", r->level);
-  cJSON_AddNumberToObject(o, "suite_index", r->index);
-  cJSON_AddStringToObject(o, "status", pg_verdict_name(r->status));
-  if (r->not_implemented) cJSON_AddBoolToObject(o, "not_implemented", 1); /* --implemented-phases */
-  cJSON_AddBoolToObject(o, "precision_checked", r->precision_checked);
-  cJSON_AddBoolToObject(o, "all_close", r->all_close);
+  add_str(o, "id", r->id);
+  add_number(o, "level", r->level);
+  add_number(o, "suite_index", r->index);
+  add_str(o, "status", pg_verdict_name(r->status));
+  if (r->not_implemented) add_bool(o, "not_implemented", 1); /* --implemented-phases */
+  add_bool(o, "precision_checked", r->precision_checked);
+  add_bool(o, "all_close", r->all_close);
   add_num(o, "max_abs_diff", r->max_abs_diff);
   add_num(o, "max_rel_diff", r->max_rel_diff);
-  cJSON *pms = cJSON_AddObjectToObject(o, "per_mode_status");
+  cJSON *pms = add_object(o, "per_mode_status");
   for (int i = 0; pms && i < r->n_modes; i++)
-    cJSON_AddStringToObject(pms, r->modes[i].mode, pg_verdict_name(r->modes[i].status));
-  cJSON *pt = cJSON_AddArrayToObject(o, "per_tensor");
+    add_str(pms, r->modes[i].mode, pg_verdict_name(r->modes[i].status));
+  cJSON *pt = add_array(o, "per_tensor");
   for (int i = 0; pt && i < r->n_modes; i++)
     for (int j = 0; j < r->modes[i].n_tensors; j++)
-      cJSON_AddItemToArray(pt, tensor_json(&r->modes[i].tensors[j], r->modes[i].mode));
+      push_item(pt, tensor_json(&r->modes[i].tensors[j], r->modes[i].mode));
   if (r->has_probes) {
-    cJSON *ins = cJSON_AddArrayToObject(o, "inspection");
+    cJSON *ins = add_array(o, "inspection");
     for (int i = 0; ins && i < r->n_modes; i++)
       for (int j = 0; j < r->modes[i].n_probes; j++)
-        cJSON_AddItemToArray(ins, probe_json(&r->modes[i].probes[j], r->modes[i].mode));
+        push_item(ins, probe_json(&r->modes[i].probes[j], r->modes[i].mode));
   }
   if (r->status == PG_VERDICT_FAIL || r->status == PG_VERDICT_ERROR) {
-    cJSON *f = cJSON_AddObjectToObject(o, "failure");
+    cJSON *f = add_object(o, "failure");
     /* the seed's type: the integer k of the phase that was run, whatever bisection found */
-    cJSON_AddNumberToObject(f, "failing_module_boundary", k);
+    add_number(f, "failing_module_boundary", k);
     add_earliest(f, r->earliest_boundary);
     const char *cat = pg_category_name(r->category);
-    cJSON_AddStringToObject(f, "failure_category", cat ? cat : "other");
-    cJSON_AddStringToObject(f, "divergence_fingerprint", r->fingerprint); /* a str, as the seed */
-    cJSON_AddStringToObject(f, "summary", r->summary);
+    add_str(f, "failure_category", cat ? cat : "other");
+    add_str(f, "divergence_fingerprint", r->fingerprint); /* a str, as the seed */
+    add_str(f, "summary", r->summary);
     if (r->has_probes) { /* the first iteration whose probe fails the tolerance */
       if (r->drift_onset_iter >= 0) {
-        cJSON_AddNumberToObject(f, "drift_onset_iter", r->drift_onset_iter);
-        cJSON_AddStringToObject(f, "drift_probe", r->drift_probe);
-        cJSON_AddStringToObject(f, "drift_mode", r->drift_mode);
+        add_number(f, "drift_onset_iter", r->drift_onset_iter);
+        add_str(f, "drift_probe", r->drift_probe);
+        add_str(f, "drift_mode", r->drift_mode);
       } else {
-        cJSON_AddNullToObject(f, "drift_onset_iter");
+        add_null(f, "drift_onset_iter");
       }
     }
   } else {
-    cJSON_AddNullToObject(o, "failure");
+    add_null(o, "failure");
   }
-  cJSON *modes = cJSON_AddArrayToObject(o, "modes");
+  cJSON *modes = add_array(o, "modes");
   for (int i = 0; modes && i < r->n_modes; i++) {
     const struct pg_mode_result *m = &r->modes[i];
-    cJSON *mo = cJSON_CreateObject();
-    cJSON_AddStringToObject(mo, "mode", m->mode);
-    cJSON_AddStringToObject(mo, "status", pg_verdict_name(m->status));
+    cJSON *mo = new_object();
+    add_str(mo, "mode", m->mode);
+    add_str(mo, "status", pg_verdict_name(m->status));
     const char *cat = pg_category_name(m->category);
     if (cat && m->status != PG_VERDICT_PASS && m->status != PG_VERDICT_SKIPPED)
-      cJSON_AddStringToObject(mo, "failure_category", cat);
-    else cJSON_AddNullToObject(mo, "failure_category");
+      add_str(mo, "failure_category", cat);
+    else add_null(mo, "failure_category");
     if (m->status == PG_VERDICT_FAIL) add_earliest(mo, m->earliest_boundary);
     /* a structure-only mode (`modes: {<mode>: {precision: false}}`): values not gating */
-    cJSON_AddBoolToObject(mo, "precision_gating", !m->structure_only);
-    if (m->policy_from[0]) cJSON_AddStringToObject(mo, "precision_policy", m->policy_from);
-    cJSON_AddStringToObject(mo, "summary", m->summary);
+    add_bool(mo, "precision_gating", !m->structure_only);
+    if (m->policy_from[0]) add_str(mo, "precision_policy", m->policy_from);
+    add_str(mo, "summary", m->summary);
     add_num(mo, "duration_ms", m->impl_ms);
     if (m->startup_ms > 0) add_num(mo, "startup_ms", m->startup_ms); /* apart from the call */
-    if (m->timed_out) cJSON_AddBoolToObject(mo, "timed_out", 1);
-    if (m->signo) cJSON_AddNumberToObject(mo, "signal", m->signo);
-    cJSON_AddNumberToObject(mo, "exit_code", m->exit_code);
-    cJSON_AddStringToObject(mo, "stdout", m->captured ? m->captured : "");
-    cJSON_AddItemToArray(modes, mo);
+    if (m->timed_out) add_bool(mo, "timed_out", 1);
+    if (m->signo) add_number(mo, "signal", m->signo);
+    add_number(mo, "exit_code", m->exit_code);
+    add_str(mo, "stdout", m->captured ? m->captured : "");
+    push_item(modes, mo);
   }
-  cJSON_AddStringToObject(o, "repro", r->repro ? r->repro : "");
-  cJSON *d = cJSON_AddObjectToObject(o, "durations_ms");
+  add_str(o, "repro", r->repro ? r->repro : "");
+  cJSON *d = add_object(o, "durations_ms");
   add_num(d, "inputs", r->inputs_ms);
   add_num(d, "reference_compute", r->golden_ms);
   add_num(d, "diagnosis", r->diagnosis_ms);
   add_num(d, "total", r->total_ms);
-  cJSON_AddBoolToObject(o, "golden_cached", r->golden_cached);
-  cJSON_AddBoolToObject(o, "cpu_reproducer_candidate", r->cpu_reproducer_candidate);
-  cJSON_AddBoolToObject(o, "mistrusted", r->mistrusted);
-  cJSON *hints = cJSON_AddArrayToObject(o, "hints");
-  if (hints && r->hint[0]) cJSON_AddItemToArray(hints, cJSON_CreateString(r->hint));
+  add_bool(o, "golden_cached", r->golden_cached);
+  add_bool(o, "cpu_reproducer_candidate", r->cpu_reproducer_candidate);
+  add_bool(o, "mistrusted", r->mistrusted);
+  cJSON *hints = add_array(o, "hints");
+  if (hints && r->hint[0]) push_item(hints, new_string(r->hint));
   if (r->cancel.present) {
-    cJSON *cn = cJSON_AddObjectToObject(o, "cancellation_stress");
-    cJSON_AddStringToObject(cn, "target", r->cancel.target);
-    cJSON_AddStringToObject(cn, "kernel", r->cancel.kernel);
-    cJSON_AddStringToObject(cn, "method", r->cancel.method);
+    cJSON *cn = add_object(o, "cancellation_stress");
+    add_str(cn, "target", r->cancel.target);
+    add_str(cn, "kernel", r->cancel.kernel);
+    add_str(cn, "method", r->cancel.method);
     add_num(cn, "relative_gap", r->cancel.relative_gap);
     add_num(cn, "elements", (double)r->cancel.n);
     add_num(cn, "share_within_gap", r->cancel.share);
     add_num(cn, "share_within_gap_plain_inputs", r->cancel.share_plain);
     add_num(cn, "median_ratio", r->cancel.median_r);
-    cJSON_AddStringToObject(cn, "note", r->cancel.note);
+    add_str(cn, "note", r->cancel.note);
   }
   /* knobs_json is cJSON's own compact print of the case: a parse failure is memory */
   cJSON *knobs = r->knobs_json ? oom_ptr(cJSON_Parse(r->knobs_json)) : NULL;
-  cJSON_AddItemToObject(o, "knobs", knobs ? knobs : cJSON_CreateObject());
+  add_item(o, "knobs", knobs ? knobs : new_object());
   return o;
 }
 
@@ -442,33 +447,33 @@ static void sort_checks(cJSON *checks) {
     }
     items[j + 1] = x;
   }
-  for (int i = 0; i < n; i++) cJSON_AddItemToArray(checks, items[i]);
+  for (int i = 0; i < n; i++) push_item(checks, items[i]);
   free(items);
 }
 
 cJSON *pg_report_build(const struct pg_run_phase *m, cJSON *checks) {
-  cJSON *r = cJSON_CreateObject();
+  cJSON *r = new_object();
   if (!r) {
     cJSON_Delete(checks);
     return NULL;
   }
   sort_checks(checks);
-  cJSON_AddNumberToObject(r, "schema_version", PG_REPORT_SCHEMA_VERSION);
-  cJSON_AddStringToObject(r, "tool", "phasegate");
-  cJSON_AddStringToObject(r, "tool_version", m->tool_version ? m->tool_version : "unknown");
-  cJSON_AddStringToObject(r, "op_name", m->op);
-  cJSON_AddStringToObject(r, "impl_file", m->impl_spec ? m->impl_spec : "");
-  cJSON_AddNumberToObject(r, "up_to_module", m->up_to_module);
-  cJSON_AddNumberToObject(r, "total_modules", m->total_modules);
+  add_number(r, "schema_version", PG_REPORT_SCHEMA_VERSION);
+  add_str(r, "tool", "phasegate");
+  add_str(r, "tool_version", m->tool_version ? m->tool_version : "unknown");
+  add_str(r, "op_name", m->op);
+  add_str(r, "impl_file", m->impl_spec ? m->impl_spec : "");
+  add_number(r, "up_to_module", m->up_to_module);
+  add_number(r, "total_modules", m->total_modules);
   char suffix[64];
   pg_phase_suffix(m->up_to_module, suffix, sizeof suffix);
-  cJSON_AddStringToObject(r, "suffix", suffix);
-  if (m->contract_path) cJSON_AddStringToObject(r, "contract", m->contract_path);
-  if (m->suite_path) cJSON_AddStringToObject(r, "suite", m->suite_path);
+  add_str(r, "suffix", suffix);
+  if (m->contract_path) add_str(r, "contract", m->contract_path);
+  if (m->suite_path) add_str(r, "suite", m->suite_path);
 
   int total = 0, passed = 0, failed = 0, errors = 0, skipped = 0, not_impl = 0;
   enum pg_verdict worst = PG_VERDICT_SKIPPED;
-  cJSON *pms = cJSON_CreateObject();
+  cJSON *pms = new_object();
   cJSON *first_failure = NULL;
   char *out = oom_ptr(calloc(1, PG_REPORT_STDOUT_MAX + 1));
   size_t out_len = 0;
@@ -488,16 +493,16 @@ cJSON *pg_report_build(const struct pg_run_phase *m, cJSON *checks) {
       if (!cJSON_IsString(e) || !e->string) continue;
       enum pg_verdict mv = pg_verdict_parse(e->valuestring);
       cJSON *cur = cJSON_GetObjectItemCaseSensitive(pms, e->string);
-      if (!cur) cJSON_AddStringToObject(pms, e->string, pg_verdict_name(mv));
+      if (!cur) add_str(pms, e->string, pg_verdict_name(mv));
       else if (mv > pg_verdict_parse(cur->valuestring))
-        cJSON_ReplaceItemInObjectCaseSensitive(pms, e->string,
-                                               cJSON_CreateString(pg_verdict_name(mv)));
+        replace_item(pms, e->string,
+                                               new_string(pg_verdict_name(mv)));
     }
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(chk, "failure");
     if (!first_failure && cJSON_IsObject(f)) {
-      first_failure = cJSON_Duplicate(f, 1);
+      first_failure = duplicate(f);
       const char *id = get_str(chk, "id");
-      cJSON_AddItemToObject(first_failure, "case_id", cJSON_CreateString(id ? id : ""));
+      add_item(first_failure, "case_id", new_string(id ? id : ""));
     }
     /* stdout: the captured impl output of every mode, bounded. */
     const cJSON *modes = cJSON_GetObjectItemCaseSensitive(chk, "modes"), *mo;
@@ -517,26 +522,26 @@ cJSON *pg_report_build(const struct pg_run_phase *m, cJSON *checks) {
       }
     }
   }
-  cJSON_AddStringToObject(r, "status", pg_verdict_name(total ? worst : PG_VERDICT_SKIPPED));
+  add_str(r, "status", pg_verdict_name(total ? worst : PG_VERDICT_SKIPPED));
   /* the phase is after --implemented-phases (CMake PHASES): every case listed, none run */
-  if (total > 0 && not_impl == total) cJSON_AddBoolToObject(r, "not_implemented", 1);
-  cJSON_AddItemToObject(r, "checks", checks);
-  cJSON_AddNumberToObject(r, "cases_total", total);
-  cJSON_AddNumberToObject(r, "cases_passed", passed);
-  cJSON_AddNumberToObject(r, "cases_failed", failed);
-  cJSON_AddNumberToObject(r, "cases_error", errors);
-  cJSON_AddNumberToObject(r, "cases_skipped", skipped);
-  cJSON_AddItemToObject(r, "per_mode_status", pms);
-  if (first_failure) cJSON_AddItemToObject(r, "first_failure", first_failure);
-  else cJSON_AddNullToObject(r, "first_failure");
-  cJSON_AddStringToObject(r, "stdout", out ? out : "");
+  if (total > 0 && not_impl == total) add_bool(r, "not_implemented", 1);
+  add_item(r, "checks", checks);
+  add_number(r, "cases_total", total);
+  add_number(r, "cases_passed", passed);
+  add_number(r, "cases_failed", failed);
+  add_number(r, "cases_error", errors);
+  add_number(r, "cases_skipped", skipped);
+  add_item(r, "per_mode_status", pms);
+  if (first_failure) add_item(r, "first_failure", first_failure);
+  else add_null(r, "first_failure");
+  add_str(r, "stdout", out ? out : "");
   free(out);
   char ts[64];
   time_t now = time(NULL);
   struct tm tmv;
   gmtime_r(&now, &tmv);
   strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tmv);
-  cJSON_AddStringToObject(r, "updated_at", ts);
+  add_str(r, "updated_at", ts);
   return r;
 }
 
@@ -599,7 +604,7 @@ static void upgrade_boundary(cJSON *o, int k, int keep) {
   int j = v->valuestring[0] == 'M' ? atoi(v->valuestring + 1) : 0;
   if (!cJSON_GetObjectItemCaseSensitive(o, "earliest_failing_boundary"))
     add_earliest(o, j > 0 && j < k ? j : 0);
-  if (keep) cJSON_ReplaceItemInObjectCaseSensitive(o, "failing_module_boundary", cJSON_CreateNumber(k));
+  if (keep) replace_item(o, "failing_module_boundary", new_number(k));
   else cJSON_DeleteItemFromObjectCaseSensitive(o, "failing_module_boundary");
 }
 
@@ -614,7 +619,7 @@ static cJSON *upgrade_check(cJSON *c, int k) {
  * `cases` (which replace them), then those of `cases`. */
 static cJSON *merged_checks(const char *path, const struct pg_run_phase *m,
                             const struct pg_case_result *cases, int n, struct pg_error *note) {
-  cJSON *checks = cJSON_CreateArray();
+  cJSON *checks = new_array();
   char *old = read_file(path, &report_oom);
   if (old) {
     /* A corrupt report is replaced; a valid one cJSON could not hold is OOM. Valid as
@@ -660,15 +665,15 @@ static cJSON *merged_checks(const char *path, const struct pg_run_phase *m,
         int replaced = 0;
         for (int i = 0; id && i < n; i++) replaced |= strcmp(cases[i].id, id) == 0;
         if (id && !replaced) {
-          cJSON *dup = cJSON_Duplicate(c, 1);
-          if (dup) cJSON_AddItemToArray(checks, upgrade_check(dup, m->up_to_module));
+          cJSON *dup = duplicate(c);
+          if (dup) push_item(checks, upgrade_check(dup, m->up_to_module));
         }
       }
     }
     cJSON_Delete(prev);
   }
   for (int i = 0; i < n; i++)
-    cJSON_AddItemToArray(checks, pg_report_check_json(&cases[i], m->up_to_module));
+    push_item(checks, pg_report_check_json(&cases[i], m->up_to_module));
   return checks;
 }
 
