@@ -335,25 +335,9 @@ char *pg_report_junit_text(const char *xml, const struct pg_report_set *set, int
 
 /* The whole file (NULL: err set). */
 static char *slurp(const char *path, struct pg_error *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    pg_error_set(err, errno == ENOENT ? PG_ENOENT : PG_EIO, "%s: %s", path, strerror(errno));
-    return NULL;
-  }
-  struct sbuf b = {0};
-  char chunk[65536];
-  size_t got;
-  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) sb_add(&b, chunk, got);
-  int bad = ferror(f);
-  fclose(f);
-  if (bad || b.oom) {
-    if (bad) pg_error_set(err, PG_EIO, "%s: read error", path);
-    else pg_error_set(err, PG_ENOMEM, "out of memory reading %s", path);
-    free(b.s);
-    return NULL;
-  }
-  if (!b.s && !(b.s = pg_strdup(""))) pg_error_set(err, PG_ENOMEM, "out of memory");
-  return b.s;
+  char *text;
+  size_t len;
+  return pg_read_file(path, SIZE_MAX, &text, &len, err) == PG_OK ? text : NULL;
 }
 
 int pg_report_junit_rewrite(const char *junit_path, const struct pg_report_set *set,

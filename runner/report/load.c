@@ -18,7 +18,7 @@
 #include "opdir/opdir.h"
 
 #define REPORT_NAME "evaluation_report.json"
-#define REPORT_MAX_BYTES (512L * 1024 * 1024)
+#define REPORT_MAX_BYTES ((size_t)512 * 1024 * 1024)
 #define WALK_MAX_DEPTH 64
 #define PG_REPORT_MAX_PHASES 1000 /* the matrix has a column per phase */
 
@@ -348,44 +348,6 @@ static int check_report(struct vctx *v, const cJSON *r) {
 
 /* ---- reading files ---- */
 
-static int read_text(const char *path, char **out, size_t *len, struct pg_error *err) {
-  *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return pg_error_set(err, errno == ENOENT ? PG_ENOENT : PG_EIO, "%s: cannot open: %s", path,
-                        strerror(errno));
-  char *buf = NULL;
-  size_t n = 0, cap = 0;
-  int rc = PG_OK;
-  for (;;) {
-    if (n + 65536 + 1 > cap) {
-      cap = cap ? cap * 2 : 131072;
-      char *nb = cap <= (size_t)REPORT_MAX_BYTES + 131072 ? realloc(buf, cap) : NULL;
-      if (!nb) {
-        rc = cap > (size_t)REPORT_MAX_BYTES ? pg_error_set(err, PG_ELIMIT, "%s: larger than 512 MiB", path)
-                                            : pg_error_set(err, PG_ENOMEM, "%s: out of memory", path);
-        break;
-      }
-      buf = nb;
-    }
-    size_t got = fread(buf + n, 1, 65536, f);
-    n += got;
-    if (got == 0) {
-      if (ferror(f)) rc = pg_error_set(err, PG_EIO, "%s: cannot read: %s", path, strerror(errno));
-      break;
-    }
-  }
-  fclose(f);
-  if (rc != PG_OK) {
-    free(buf);
-    return rc;
-  }
-  buf[n] = '\0';
-  *out = buf;
-  *len = n;
-  return PG_OK;
-}
-
 /* The JSON text of `path` parsed, or an error with the position of the first syntax
  * error (the position-recording scanner of the opdir room says where; cJSON does not). */
 static int parse_report(const char *path, const char *text, size_t len, cJSON **out,
@@ -435,7 +397,7 @@ static int add_file(struct pg_report_set *set, const char *path, struct pg_error
   char *text = NULL;
   size_t len = 0;
   cJSON *json = NULL;
-  PG_RETURN_IF_ERROR(read_text(path, &text, &len, err));
+  PG_RETURN_IF_ERROR(pg_read_file(path, REPORT_MAX_BYTES, &text, &len, err));
   int rc = pg_report_parse(path, text, len, &json, err);
   free(text);
   if (rc == PG_OK && set->n == set->cap) {

@@ -547,29 +547,13 @@ cJSON *pg_report_build(const struct pg_run_phase *m, cJSON *checks) {
 
 /* The whole file, or NULL: missing or unreadable, or (*oom set) out of memory. */
 static char *read_file(const char *path, int *oom) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len + 65536 + 1 > cap) {
-      cap = cap ? cap * 2 : 65536 * 2;
-      char *nb = realloc(buf, cap);
-      if (!nb) {
-        free(buf);
-        fclose(f);
-        *oom = 1;
-        return NULL;
-      }
-      buf = nb;
-    }
-    size_t n = fread(buf + len, 1, 65536, f);
-    len += n;
-    if (n == 0) break;
-  }
-  fclose(f);
-  buf[len] = '\0';
-  return buf;
+  char *text;
+  size_t len;
+  struct pg_error e;
+  pg_error_clear(&e);
+  int rc = pg_read_file(path, SIZE_MAX, &text, &len, &e);
+  if (rc == PG_ENOMEM) *oom = 1;
+  return rc == PG_OK ? text : NULL;
 }
 
 /* Creates the report's directory and takes an exclusive flock on the directory itself
