@@ -7,6 +7,7 @@
  * a phase ran in one process or in many concurrent ones.
  */
 #include "report/report.h"
+#include "report/report_keys.h"
 #include "base/base.h"
 
 #include <errno.h>
@@ -94,39 +95,39 @@ static void add_num(cJSON *o, const char *k, double v) { add_item(o, k, num_or_n
  * and `phasegate diff --json`, so both spell every metric the same way. Indices are
  * null when no finite pair exists. */
 void pg_report_add_metrics(cJSON *o, const struct pg_cmp_result *c) {
-  add_bool(o, "all_close", c->passed);
-  add_number(o, "n", (double)c->n);
-  add_number(o, "mismatches", (double)c->mismatches);
-  add_num(o, "mismatch_ratio", c->mismatch_ratio);
-  add_num(o, "max_abs_diff", c->max_abs_diff);
+  add_bool(o, PG__RK_TENSOR_ALL_CLOSE, c->passed);
+  add_number(o, PG__RK_TENSOR_N, (double)c->n);
+  add_number(o, PG__RK_TENSOR_MISMATCHES, (double)c->mismatches);
+  add_num(o, PG__RK_TENSOR_MISMATCH_RATIO, c->mismatch_ratio);
+  add_num(o, PG__RK_TENSOR_MAX_ABS_DIFF, c->max_abs_diff);
   if (c->max_abs_flat >= 0)
-    add_item(o, "max_abs_index", index_json(c->ndim, c->max_abs_index));
+    add_item(o, PG__RK_TENSOR_MAX_ABS_INDEX, index_json(c->ndim, c->max_abs_index));
   else
-    add_item(o, "max_abs_index", new_null());
-  add_num(o, "max_rel_diff", c->max_rel_diff);
+    add_item(o, PG__RK_TENSOR_MAX_ABS_INDEX, new_null());
+  add_num(o, PG__RK_TENSOR_MAX_REL_DIFF, c->max_rel_diff);
   if (c->max_rel_flat >= 0)
-    add_item(o, "max_rel_index", index_json(c->ndim, c->max_rel_index));
+    add_item(o, PG__RK_TENSOR_MAX_REL_INDEX, index_json(c->ndim, c->max_rel_index));
   else
-    add_item(o, "max_rel_index", new_null());
-  add_num(o, "mean_abs_diff", c->mean_abs_diff);
-  add_num(o, "rmse", c->rmse);
-  add_num(o, "cosine_similarity", c->cosine_similarity);
-  add_number(o, "nan_impl", (double)c->nan_impl);
-  add_number(o, "nan_ref", (double)c->nan_ref);
-  add_number(o, "inf_impl", (double)c->inf_impl);
-  add_number(o, "inf_ref", (double)c->inf_ref);
-  add_num(o, "max_ulp", c->max_ulp);
-  add_num(o, "error_balance", c->error_balance);
-  add_num(o, "max_signed_diff", c->max_signed_diff);
-  add_num(o, "share_within_1e-3", c->share_within_1e3);
-  add_num(o, "share_within_5e-3", c->share_within_5e3);
-  add_num(o, "zero_share_ref", c->zero_share_ref);
-  add_bool(o, "mistrusted", c->mistrusted);
-  if (c->mistrusted) add_str(o, "mistrust_reason", c->mistrust_reason);
-  add_bool(o, "cpu_reproducer_candidate", c->cpu_reproducer_candidate);
+    add_item(o, PG__RK_TENSOR_MAX_REL_INDEX, new_null());
+  add_num(o, PG__RK_TENSOR_MEAN_ABS_DIFF, c->mean_abs_diff);
+  add_num(o, PG__RK_TENSOR_RMSE, c->rmse);
+  add_num(o, PG__RK_TENSOR_COSINE_SIMILARITY, c->cosine_similarity);
+  add_number(o, PG__RK_TENSOR_NAN_IMPL, (double)c->nan_impl);
+  add_number(o, PG__RK_TENSOR_NAN_REF, (double)c->nan_ref);
+  add_number(o, PG__RK_TENSOR_INF_IMPL, (double)c->inf_impl);
+  add_number(o, PG__RK_TENSOR_INF_REF, (double)c->inf_ref);
+  add_num(o, PG__RK_TENSOR_MAX_ULP, c->max_ulp);
+  add_num(o, PG__RK_TENSOR_ERROR_BALANCE, c->error_balance);
+  add_num(o, PG__RK_TENSOR_MAX_SIGNED_DIFF, c->max_signed_diff);
+  add_num(o, PG__RK_TENSOR_SHARE_WITHIN_1E3, c->share_within_1e3);
+  add_num(o, PG__RK_TENSOR_SHARE_WITHIN_5E3, c->share_within_5e3);
+  add_num(o, PG__RK_TENSOR_ZERO_SHARE_REF, c->zero_share_ref);
+  add_bool(o, PG__RK_TENSOR_MISTRUSTED, c->mistrusted);
+  if (c->mistrusted) add_str(o, PG__RK_TENSOR_MISTRUST_REASON, c->mistrust_reason);
+  add_bool(o, PG__RK_TENSOR_CPU_REPRODUCER_CANDIDATE, c->cpu_reproducer_candidate);
   /* First mismatches: index, the impl's value, and the differences; never the
    * reference value (information barrier). */
-  cJSON *fm = add_array(o, "first_mismatches");
+  cJSON *fm = add_array(o, PG__RK_TENSOR_FIRST_MISMATCHES);
   for (int i = 0; fm && i < c->n_first && i < PG_CMP_FIRST_MISMATCHES; i++) {
     cJSON *m = new_object();
     add_item(m, "index", index_json(c->ndim, c->first[i].index));
@@ -141,7 +142,7 @@ void pg_report_add_metrics(cJSON *o, const struct pg_cmp_result *c) {
  * never a value. */
 static void add_mask(cJSON *o, const struct pg_tensor_check *t) {
   const struct pg_cmp_mask *mk = &t->mask;
-  cJSON *ev = add_object(o, "evidence");
+  cJSON *ev = add_object(o, PG__RK_TENSOR_EVIDENCE);
   add_num(ev, "mean_signed_diff", mk->mean_signed_diff);
   add_number(ev, "mismatches_above", (double)mk->above);
   add_number(ev, "mismatches_below", (double)mk->below);
@@ -155,7 +156,7 @@ static void add_mask(cJSON *o, const struct pg_tensor_check *t) {
   } else {
     add_null(ev, "worst_rel_above_floor");
   }
-  cJSON *axes = add_array(add_object(o, "mismatch_mask"), "axes");
+  cJSON *axes = add_array(add_object(o, PG__RK_TENSOR_MISMATCH_MASK), "axes");
   for (int d = 0; axes && d < mk->ndim; d++) {
     const struct pg_cmp_axis_marginal *ax = &mk->axes[d];
     cJSON *a = new_object();
@@ -185,20 +186,20 @@ static double sig3(double v) {
  * largest error over tolerance and the mismatch count; never a value. */
 static void add_error_map(cJSON *o, const struct pg_tensor_check *t) {
   const struct pg_cmp_error_map *em = t->error_map;
-  cJSON *m = add_object(o, "error_map");
+  cJSON *m = add_object(o, PG__RK_TENSOR_ERROR_MAP);
   if (!m) return;
   int64_t shape[2] = {em->rows, em->cols}, rows[PG_MAX_NDIM];
-  add_item(m, "shape", index_json(2, shape));
+  add_item(m, PG__RK_ERROR_MAP_SHAPE, index_json(2, shape));
   for (int d = 0; d < em->n_row_axes && d < PG_MAX_NDIM; d++) rows[d] = d;
-  add_item(m, "row_axes", index_json(em->n_row_axes, rows));
-  add_number(m, "col_axis", em->col_axis);
-  add_number(m, "rows_per_cell", (double)em->rows_per_cell);
-  add_number(m, "cols_per_cell", (double)em->cols_per_cell);
-  add_number(m, "rows_total", (double)em->rows_total);
-  add_number(m, "cols_total", (double)em->cols_total);
-  add_str(m, "metric", "max_err_over_tol");
-  cJSON *cells = add_array(m, "cells");
-  cJSON *mis = add_array(m, "mismatch_cells");
+  add_item(m, PG__RK_ERROR_MAP_ROW_AXES, index_json(em->n_row_axes, rows));
+  add_number(m, PG__RK_ERROR_MAP_COL_AXIS, em->col_axis);
+  add_number(m, PG__RK_ERROR_MAP_ROWS_PER_CELL, (double)em->rows_per_cell);
+  add_number(m, PG__RK_ERROR_MAP_COLS_PER_CELL, (double)em->cols_per_cell);
+  add_number(m, PG__RK_ERROR_MAP_ROWS_TOTAL, (double)em->rows_total);
+  add_number(m, PG__RK_ERROR_MAP_COLS_TOTAL, (double)em->cols_total);
+  add_str(m, PG__RK_ERROR_MAP_METRIC, "max_err_over_tol");
+  cJSON *cells = add_array(m, PG__RK_ERROR_MAP_CELLS);
+  cJSON *mis = add_array(m, PG__RK_ERROR_MAP_MISMATCH_CELLS);
   for (int r = 0; cells && mis && r < em->rows; r++) {
     cJSON *cr = new_array(), *mr = new_array();
     for (int c = 0; cr && mr && c < em->cols; c++) {
@@ -208,18 +209,18 @@ static void add_error_map(cJSON *o, const struct pg_tensor_check *t) {
     push_item(cells, cr);
     push_item(mis, mr);
   }
-  cJSON *b = add_array(add_object(o, "error_histogram"), "buckets");
+  cJSON *b = add_array(add_object(o, PG__RK_TENSOR_ERROR_HISTOGRAM), PG__RK_HISTOGRAM_BUCKETS);
   for (int i = 0; b && i < PG_CMP_HIST_BUCKETS; i++) {
     const struct pg_cmp_hist_bucket *h = &em->hist[i];
     if (h->n == 0) continue;
     cJSON *e = new_object();
     if (!e) break;
-    add_num(e, "golden_abs_lo", pg_cmp_hist_lo(i));
-    add_num(e, "golden_abs_hi", pg_cmp_hist_hi(i)); /* the last: inf, null */
-    add_number(e, "n", (double)h->n);
-    add_number(e, "mismatches", (double)h->mismatches);
-    add_num(e, "max_abs_diff", sig3(h->max_abs_diff));
-    add_num(e, "max_err_over_tol", sig3(h->max_err_over_tol));
+    add_num(e, PG__RK_BUCKET_GOLDEN_ABS_LO, pg_cmp_hist_lo(i));
+    add_num(e, PG__RK_BUCKET_GOLDEN_ABS_HI, pg_cmp_hist_hi(i)); /* the last: inf, null */
+    add_number(e, PG__RK_BUCKET_N, (double)h->n);
+    add_number(e, PG__RK_BUCKET_MISMATCHES, (double)h->mismatches);
+    add_num(e, PG__RK_BUCKET_MAX_ABS_DIFF, sig3(h->max_abs_diff));
+    add_num(e, PG__RK_BUCKET_MAX_ERR_OVER_TOL, sig3(h->max_err_over_tol));
     push_item(b, e);
   }
 }
@@ -231,13 +232,13 @@ static cJSON *check_head_json(const char *name, const char *mode, enum pg_dtype 
                               double rtol) {
   cJSON *o = new_object();
   if (!o) return NULL;
-  add_str(o, "name", name);
-  add_str(o, "mode", mode);
-  add_str(o, "dtype", pg_dtype_name(dtype));
-  add_item(o, "shape", index_json(ndim, shape));
-  add_str(o, "rule", rule);
-  add_num(o, "atol", atol);
-  add_num(o, "rtol", rtol);
+  add_str(o, PG__RK_TENSOR_NAME, name);
+  add_str(o, PG__RK_TENSOR_MODE, mode);
+  add_str(o, PG__RK_TENSOR_DTYPE, pg_dtype_name(dtype));
+  add_item(o, PG__RK_TENSOR_SHAPE, index_json(ndim, shape));
+  add_str(o, PG__RK_TENSOR_RULE, rule);
+  add_num(o, PG__RK_TENSOR_ATOL, atol);
+  add_num(o, PG__RK_TENSOR_RTOL, rtol);
   return o;
 }
 
@@ -246,19 +247,19 @@ static cJSON *tensor_json(const struct pg_tensor_check *t, const char *mode) {
                              t->rtol);
   if (!o) return NULL;
   const struct pg_cmp_result *c = &t->cmp;
-  add_bool(o, "values_checked", t->values_checked);
-  add_bool(o, "passed", t->passed);
+  add_bool(o, PG__RK_TENSOR_VALUES_CHECKED, t->values_checked);
+  add_bool(o, PG__RK_TENSOR_PASSED, t->passed);
   if (!t->compared) return o;
   if (c->structural) {
-    add_str(o, "structural", c->structural_reason);
+    add_str(o, PG__RK_TENSOR_STRUCTURAL, c->structural_reason);
     return o;
   }
   pg_report_add_metrics(o, c);
   if (t->analyzed) add_mask(o, t);
   if (t->error_map) add_error_map(o, t);
-  if (t->values_checked && t->passed) add_bool(o, "one_sided_errors", t->one_sided);
+  if (t->values_checked && t->passed) add_bool(o, PG__RK_TENSOR_ONE_SIDED_ERRORS, t->one_sided);
   if (t->repeat_calls > 0) {
-    cJSON *rp = add_object(o, "repeat");
+    cJSON *rp = add_object(o, PG__RK_TENSOR_REPEAT);
     add_number(rp, "calls", t->repeat_calls + 1);
     add_number(rp, "differing_elements", (double)t->repeat_differ);
     if (t->repeat_differ > 0) {
@@ -266,19 +267,19 @@ static cJSON *tensor_json(const struct pg_tensor_check *t, const char *mode) {
       add_item(rp, "first_differing_index", index_json(t->ndim, t->repeat_first_index));
     }
   }
-  cJSON *hints = add_array(o, "hints");
+  cJSON *hints = add_array(o, PG__RK_TENSOR_HINTS);
   for (int i = 0; hints && i < t->n_hints; i++) {
     cJSON *h = new_object();
     if (!h) break;
-    add_str(h, "kind", pg_hint_kind_name(t->hints[i].kind));
-    add_number(h, "confidence", t->hints[i].confidence);
-    add_str(h, "detail", t->hints[i].detail);
-    if (t->hints[i].axis >= 0) add_number(h, "axis", t->hints[i].axis);
-    if (t->hints[i].tile > 0) add_number(h, "tile", (double)t->hints[i].tile);
+    add_str(h, PG__RK_HINT_KIND, pg_hint_kind_name(t->hints[i].kind));
+    add_number(h, PG__RK_HINT_CONFIDENCE, t->hints[i].confidence);
+    add_str(h, PG__RK_HINT_DETAIL, t->hints[i].detail);
+    if (t->hints[i].axis >= 0) add_number(h, PG__RK_HINT_AXIS, t->hints[i].axis);
+    if (t->hints[i].tile > 0) add_number(h, PG__RK_HINT_TILE, (double)t->hints[i].tile);
     push_item(hints, h);
   }
   if (t->strength_checked) {
-    cJSON *um = add_array(o, "undetected_mutants");
+    cJSON *um = add_array(o, PG__RK_TENSOR_UNDETECTED_MUTANTS);
     for (int i = 0; um && i < t->n_undetected; i++)
       push_item(um, new_string(t->undetected[i]));
   }
@@ -312,93 +313,95 @@ static cJSON *probe_json(const struct pg_probe_check *p, const char *mode) {
 }
 
 /* earliest_failing_boundary: the integer j when known, else null (docs/design.md §8). */
-static void add_earliest(cJSON *o, int j) {
-  if (j > 0) add_number(o, "earliest_failing_boundary", j);
-  else add_null(o, "earliest_failing_boundary");
+static void add_earliest(cJSON *o, const char *key, int j) {
+  if (j > 0) add_number(o, key, j);
+  else add_null(o, key);
 }
 
 cJSON *pg_report_check_json(const struct pg_case_result *r, int k) {
   cJSON *o = new_object();
   if (!o) return NULL;
-  add_str(o, "id", r->id);
-  add_number(o, "level", r->level);
-  add_number(o, "suite_index", r->index);
-  add_str(o, "status", pg_verdict_name(r->status));
-  if (r->not_implemented) add_bool(o, "not_implemented", 1); /* --implemented-phases */
-  add_bool(o, "precision_checked", r->precision_checked);
-  add_bool(o, "all_close", r->all_close);
-  add_num(o, "max_abs_diff", r->max_abs_diff);
-  add_num(o, "max_rel_diff", r->max_rel_diff);
-  cJSON *pms = add_object(o, "per_mode_status");
+  add_str(o, PG__RK_CHECK_ID, r->id);
+  add_number(o, PG__RK_CHECK_LEVEL, r->level);
+  add_number(o, PG__RK_CHECK_SUITE_INDEX, r->index);
+  add_str(o, PG__RK_CHECK_STATUS, pg_verdict_name(r->status));
+  if (r->not_implemented) add_bool(o, PG__RK_CHECK_NOT_IMPLEMENTED, 1); /* --implemented-phases */
+  add_bool(o, PG__RK_CHECK_PRECISION_CHECKED, r->precision_checked);
+  add_bool(o, PG__RK_CHECK_ALL_CLOSE, r->all_close);
+  add_num(o, PG__RK_CHECK_MAX_ABS_DIFF, r->max_abs_diff);
+  add_num(o, PG__RK_CHECK_MAX_REL_DIFF, r->max_rel_diff);
+  cJSON *pms = add_object(o, PG__RK_CHECK_PER_MODE_STATUS);
   for (int i = 0; pms && i < r->n_modes; i++)
     add_str(pms, r->modes[i].mode, pg_verdict_name(r->modes[i].status));
-  cJSON *pt = add_array(o, "per_tensor");
+  cJSON *pt = add_array(o, PG__RK_CHECK_PER_TENSOR);
   for (int i = 0; pt && i < r->n_modes; i++)
     for (int j = 0; j < r->modes[i].n_tensors; j++)
       push_item(pt, tensor_json(&r->modes[i].tensors[j], r->modes[i].mode));
   if (r->has_probes) {
-    cJSON *ins = add_array(o, "inspection");
+    cJSON *ins = add_array(o, PG__RK_CHECK_INSPECTION);
     for (int i = 0; ins && i < r->n_modes; i++)
       for (int j = 0; j < r->modes[i].n_probes; j++)
         push_item(ins, probe_json(&r->modes[i].probes[j], r->modes[i].mode));
   }
   if (r->status == PG_VERDICT_FAIL || r->status == PG_VERDICT_ERROR) {
-    cJSON *f = add_object(o, "failure");
+    cJSON *f = add_object(o, PG__RK_CHECK_FAILURE);
     /* the seed's type: the integer k of the phase that was run, whatever bisection found */
-    add_number(f, "failing_module_boundary", k);
-    add_earliest(f, r->earliest_boundary);
+    add_number(f, PG__RK_FAILURE_FAILING_MODULE_BOUNDARY, k);
+    add_earliest(f, PG__RK_FAILURE_EARLIEST_FAILING_BOUNDARY, r->earliest_boundary);
     const char *cat = pg_category_name(r->category);
-    add_str(f, "failure_category", cat ? cat : "other");
-    add_str(f, "divergence_fingerprint", r->fingerprint); /* a str, as the seed */
-    add_str(f, "summary", r->summary);
+    add_str(f, PG__RK_FAILURE_FAILURE_CATEGORY, cat ? cat : "other");
+    add_str(f, PG__RK_FAILURE_DIVERGENCE_FINGERPRINT, r->fingerprint); /* a str, as the seed */
+    add_str(f, PG__RK_FAILURE_SUMMARY, r->summary);
     if (r->has_probes) { /* the first iteration whose probe fails the tolerance */
       if (r->drift_onset_iter >= 0) {
-        add_number(f, "drift_onset_iter", r->drift_onset_iter);
-        add_str(f, "drift_probe", r->drift_probe);
-        add_str(f, "drift_mode", r->drift_mode);
+        add_number(f, PG__RK_FAILURE_DRIFT_ONSET_ITER, r->drift_onset_iter);
+        add_str(f, PG__RK_FAILURE_DRIFT_PROBE, r->drift_probe);
+        add_str(f, PG__RK_FAILURE_DRIFT_MODE, r->drift_mode);
       } else {
-        add_null(f, "drift_onset_iter");
+        add_null(f, PG__RK_FAILURE_DRIFT_ONSET_ITER);
       }
     }
   } else {
-    add_null(o, "failure");
+    add_null(o, PG__RK_CHECK_FAILURE);
   }
-  cJSON *modes = add_array(o, "modes");
+  cJSON *modes = add_array(o, PG__RK_CHECK_MODES);
   for (int i = 0; modes && i < r->n_modes; i++) {
     const struct pg_mode_result *m = &r->modes[i];
     cJSON *mo = new_object();
-    add_str(mo, "mode", m->mode);
-    add_str(mo, "status", pg_verdict_name(m->status));
+    add_str(mo, PG__RK_MODE_MODE, m->mode);
+    add_str(mo, PG__RK_MODE_STATUS, pg_verdict_name(m->status));
     const char *cat = pg_category_name(m->category);
     if (cat && m->status != PG_VERDICT_PASS && m->status != PG_VERDICT_SKIPPED)
-      add_str(mo, "failure_category", cat);
-    else add_null(mo, "failure_category");
-    if (m->status == PG_VERDICT_FAIL) add_earliest(mo, m->earliest_boundary);
+      add_str(mo, PG__RK_MODE_FAILURE_CATEGORY, cat);
+    else add_null(mo, PG__RK_MODE_FAILURE_CATEGORY);
+    if (m->status == PG_VERDICT_FAIL)
+      add_earliest(mo, PG__RK_MODE_EARLIEST_FAILING_BOUNDARY, m->earliest_boundary);
     /* a structure-only mode (`modes: {<mode>: {precision: false}}`): values not gating */
-    add_bool(mo, "precision_gating", !m->structure_only);
-    if (m->policy_from[0]) add_str(mo, "precision_policy", m->policy_from);
-    add_str(mo, "summary", m->summary);
-    add_num(mo, "duration_ms", m->impl_ms);
-    if (m->startup_ms > 0) add_num(mo, "startup_ms", m->startup_ms); /* apart from the call */
-    if (m->timed_out) add_bool(mo, "timed_out", 1);
-    if (m->signo) add_number(mo, "signal", m->signo);
-    add_number(mo, "exit_code", m->exit_code);
-    add_str(mo, "stdout", m->captured ? m->captured : "");
+    add_bool(mo, PG__RK_MODE_PRECISION_GATING, !m->structure_only);
+    if (m->policy_from[0]) add_str(mo, PG__RK_MODE_PRECISION_POLICY, m->policy_from);
+    add_str(mo, PG__RK_MODE_SUMMARY, m->summary);
+    add_num(mo, PG__RK_MODE_DURATION_MS, m->impl_ms);
+    if (m->startup_ms > 0) /* apart from the call */
+      add_num(mo, PG__RK_MODE_STARTUP_MS, m->startup_ms);
+    if (m->timed_out) add_bool(mo, PG__RK_MODE_TIMED_OUT, 1);
+    if (m->signo) add_number(mo, PG__RK_MODE_SIGNAL, m->signo);
+    add_number(mo, PG__RK_MODE_EXIT_CODE, m->exit_code);
+    add_str(mo, PG__RK_MODE_STDOUT, m->captured ? m->captured : "");
     push_item(modes, mo);
   }
-  add_str(o, "repro", r->repro ? r->repro : "");
-  cJSON *d = add_object(o, "durations_ms");
+  add_str(o, PG__RK_CHECK_REPRO, r->repro ? r->repro : "");
+  cJSON *d = add_object(o, PG__RK_CHECK_DURATIONS_MS);
   add_num(d, "inputs", r->inputs_ms);
   add_num(d, "reference_compute", r->golden_ms);
   add_num(d, "diagnosis", r->diagnosis_ms);
   add_num(d, "total", r->total_ms);
-  add_bool(o, "golden_cached", r->golden_cached);
-  add_bool(o, "cpu_reproducer_candidate", r->cpu_reproducer_candidate);
-  add_bool(o, "mistrusted", r->mistrusted);
-  cJSON *hints = add_array(o, "hints");
+  add_bool(o, PG__RK_CHECK_GOLDEN_CACHED, r->golden_cached);
+  add_bool(o, PG__RK_CHECK_CPU_REPRODUCER_CANDIDATE, r->cpu_reproducer_candidate);
+  add_bool(o, PG__RK_CHECK_MISTRUSTED, r->mistrusted);
+  cJSON *hints = add_array(o, PG__RK_CHECK_HINTS);
   if (hints && r->hint[0]) push_item(hints, new_string(r->hint));
   if (r->cancel.present) {
-    cJSON *cn = add_object(o, "cancellation_stress");
+    cJSON *cn = add_object(o, PG__RK_CHECK_CANCELLATION_STRESS);
     add_str(cn, "target", r->cancel.target);
     add_str(cn, "kernel", r->cancel.kernel);
     add_str(cn, "method", r->cancel.method);
@@ -411,7 +414,7 @@ cJSON *pg_report_check_json(const struct pg_case_result *r, int k) {
   }
   /* knobs_json is cJSON's own compact print of the case: a parse failure is memory */
   cJSON *knobs = r->knobs_json ? oom_ptr(cJSON_Parse(r->knobs_json)) : NULL;
-  add_item(o, "knobs", knobs ? knobs : new_object());
+  add_item(o, PG__RK_CHECK_KNOBS, knobs ? knobs : new_object());
   return o;
 }
 
@@ -421,11 +424,11 @@ static const char *get_str(const cJSON *o, const char *k) {
 }
 
 static int check_order(const cJSON *a, const cJSON *b) {
-  const cJSON *ia = cJSON_GetObjectItemCaseSensitive(a, "suite_index");
-  const cJSON *ib = cJSON_GetObjectItemCaseSensitive(b, "suite_index");
+  const cJSON *ia = cJSON_GetObjectItemCaseSensitive(a, PG__RK_CHECK_SUITE_INDEX);
+  const cJSON *ib = cJSON_GetObjectItemCaseSensitive(b, PG__RK_CHECK_SUITE_INDEX);
   double x = cJSON_IsNumber(ia) ? ia->valuedouble : 1e18, y = cJSON_IsNumber(ib) ? ib->valuedouble : 1e18;
   if (x != y) return x < y ? -1 : 1;
-  const char *sa = get_str(a, "id"), *sb = get_str(b, "id");
+  const char *sa = get_str(a, PG__RK_CHECK_ID), *sb = get_str(b, PG__RK_CHECK_ID);
   return strcmp(sa ? sa : "", sb ? sb : "");
 }
 
@@ -458,18 +461,18 @@ cJSON *pg_report_build(const struct pg_run_phase *m, cJSON *checks) {
     return NULL;
   }
   sort_checks(checks);
-  add_number(r, "schema_version", PG_REPORT_SCHEMA_VERSION);
-  add_str(r, "tool", "phasegate");
-  add_str(r, "tool_version", m->tool_version ? m->tool_version : "unknown");
-  add_str(r, "op_name", m->op);
-  add_str(r, "impl_file", m->impl_spec ? m->impl_spec : "");
-  add_number(r, "up_to_module", m->up_to_module);
-  add_number(r, "total_modules", m->total_modules);
+  add_number(r, PG__RK_TOP_SCHEMA_VERSION, PG_REPORT_SCHEMA_VERSION);
+  add_str(r, PG__RK_TOP_TOOL, "phasegate");
+  add_str(r, PG__RK_TOP_TOOL_VERSION, m->tool_version ? m->tool_version : "unknown");
+  add_str(r, PG__RK_TOP_OP_NAME, m->op);
+  add_str(r, PG__RK_TOP_IMPL_FILE, m->impl_spec ? m->impl_spec : "");
+  add_number(r, PG__RK_TOP_UP_TO_MODULE, m->up_to_module);
+  add_number(r, PG__RK_TOP_TOTAL_MODULES, m->total_modules);
   char suffix[64];
   pg_phase_suffix(m->up_to_module, suffix, sizeof suffix);
-  add_str(r, "suffix", suffix);
-  if (m->contract_path) add_str(r, "contract", m->contract_path);
-  if (m->suite_path) add_str(r, "suite", m->suite_path);
+  add_str(r, PG__RK_TOP_SUFFIX, suffix);
+  if (m->contract_path) add_str(r, PG__RK_TOP_CONTRACT, m->contract_path);
+  if (m->suite_path) add_str(r, PG__RK_TOP_SUITE, m->suite_path);
 
   int total = 0, passed = 0, failed = 0, errors = 0, skipped = 0, not_impl = 0;
   enum pg_verdict worst = PG_VERDICT_SKIPPED;
@@ -480,14 +483,14 @@ cJSON *pg_report_build(const struct pg_run_phase *m, cJSON *checks) {
   const cJSON *chk;
   cJSON_ArrayForEach(chk, checks) {
     total++;
-    enum pg_verdict v = pg_verdict_parse(get_str(chk, "status"));
+    enum pg_verdict v = pg_verdict_parse(get_str(chk, PG__RK_CHECK_STATUS));
     if (v > worst) worst = v;
     if (v == PG_VERDICT_PASS) passed++;
     else if (v == PG_VERDICT_FAIL) failed++;
     else if (v == PG_VERDICT_ERROR) errors++;
     else skipped++;
-    not_impl += cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(chk, "not_implemented"));
-    const cJSON *cm = cJSON_GetObjectItemCaseSensitive(chk, "per_mode_status");
+    not_impl += cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(chk, PG__RK_CHECK_NOT_IMPLEMENTED));
+    const cJSON *cm = cJSON_GetObjectItemCaseSensitive(chk, PG__RK_CHECK_PER_MODE_STATUS);
     const cJSON *e;
     cJSON_ArrayForEach(e, cm) {
       if (!cJSON_IsString(e) || !e->string) continue;
@@ -498,20 +501,20 @@ cJSON *pg_report_build(const struct pg_run_phase *m, cJSON *checks) {
         replace_item(pms, e->string,
                                                new_string(pg_verdict_name(mv)));
     }
-    const cJSON *f = cJSON_GetObjectItemCaseSensitive(chk, "failure");
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(chk, PG__RK_CHECK_FAILURE);
     if (!first_failure && cJSON_IsObject(f)) {
       first_failure = duplicate(f);
-      const char *id = get_str(chk, "id");
-      add_item(first_failure, "case_id", new_string(id ? id : ""));
+      const char *id = get_str(chk, PG__RK_CHECK_ID);
+      add_item(first_failure, PG__RK_FAILURE_CASE_ID, new_string(id ? id : ""));
     }
     /* stdout: the captured impl output of every mode, bounded. */
-    const cJSON *modes = cJSON_GetObjectItemCaseSensitive(chk, "modes"), *mo;
+    const cJSON *modes = cJSON_GetObjectItemCaseSensitive(chk, PG__RK_CHECK_MODES), *mo;
     cJSON_ArrayForEach(mo, modes) {
-      const char *s = get_str(mo, "stdout");
+      const char *s = get_str(mo, PG__RK_MODE_STDOUT);
       if (!out || !s || !*s) continue;
       char head[300];
-      int hn = snprintf(head, sizeof head, "--- %s / %s ---\n", get_str(chk, "id") ? get_str(chk, "id") : "?",
-                        get_str(mo, "mode") ? get_str(mo, "mode") : "?");
+      const char *id = get_str(chk, PG__RK_CHECK_ID), *mode = get_str(mo, PG__RK_MODE_MODE);
+      int hn = snprintf(head, sizeof head, "--- %s / %s ---\n", id ? id : "?", mode ? mode : "?");
       size_t sl = strlen(s);
       if (hn > 0 && out_len + (size_t)hn + sl + 1 <= PG_REPORT_STDOUT_MAX) {
         memcpy(out + out_len, head, (size_t)hn);
@@ -522,26 +525,26 @@ cJSON *pg_report_build(const struct pg_run_phase *m, cJSON *checks) {
       }
     }
   }
-  add_str(r, "status", pg_verdict_name(total ? worst : PG_VERDICT_SKIPPED));
+  add_str(r, PG__RK_TOP_STATUS, pg_verdict_name(total ? worst : PG_VERDICT_SKIPPED));
   /* the phase is after --implemented-phases (CMake PHASES): every case listed, none run */
-  if (total > 0 && not_impl == total) add_bool(r, "not_implemented", 1);
-  add_item(r, "checks", checks);
-  add_number(r, "cases_total", total);
-  add_number(r, "cases_passed", passed);
-  add_number(r, "cases_failed", failed);
-  add_number(r, "cases_error", errors);
-  add_number(r, "cases_skipped", skipped);
-  add_item(r, "per_mode_status", pms);
-  if (first_failure) add_item(r, "first_failure", first_failure);
-  else add_null(r, "first_failure");
-  add_str(r, "stdout", out ? out : "");
+  if (total > 0 && not_impl == total) add_bool(r, PG__RK_TOP_NOT_IMPLEMENTED, 1);
+  add_item(r, PG__RK_TOP_CHECKS, checks);
+  add_number(r, PG__RK_TOP_CASES_TOTAL, total);
+  add_number(r, PG__RK_TOP_CASES_PASSED, passed);
+  add_number(r, PG__RK_TOP_CASES_FAILED, failed);
+  add_number(r, PG__RK_TOP_CASES_ERROR, errors);
+  add_number(r, PG__RK_TOP_CASES_SKIPPED, skipped);
+  add_item(r, PG__RK_TOP_PER_MODE_STATUS, pms);
+  if (first_failure) add_item(r, PG__RK_TOP_FIRST_FAILURE, first_failure);
+  else add_null(r, PG__RK_TOP_FIRST_FAILURE);
+  add_str(r, PG__RK_TOP_STDOUT, out ? out : "");
   free(out);
   char ts[64];
   time_t now = time(NULL);
   struct tm tmv;
   gmtime_r(&now, &tmv);
   strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tmv);
-  add_str(r, "updated_at", ts);
+  add_str(r, PG__RK_TOP_UPDATED_AT, ts);
   return r;
 }
 
@@ -583,19 +586,20 @@ static int lock_report(const char *path, int *lfd, struct pg_error *err) {
  * the boundary "M<j>" with j from bisection; every check of the report ran phase k, so
  * failing_module_boundary becomes k and a j < k earliest_failing_boundary. */
 static void upgrade_boundary(cJSON *o, int k, int keep) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "failing_module_boundary");
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, PG__RK_FAILURE_FAILING_MODULE_BOUNDARY);
   if (!cJSON_IsString(v)) return;
   int j = v->valuestring[0] == 'M' ? atoi(v->valuestring + 1) : 0;
-  if (!cJSON_GetObjectItemCaseSensitive(o, "earliest_failing_boundary"))
-    add_earliest(o, j > 0 && j < k ? j : 0);
-  if (keep) replace_item(o, "failing_module_boundary", new_number(k));
-  else cJSON_DeleteItemFromObjectCaseSensitive(o, "failing_module_boundary");
+  if (!cJSON_GetObjectItemCaseSensitive(o, PG__RK_FAILURE_EARLIEST_FAILING_BOUNDARY))
+    add_earliest(o, PG__RK_FAILURE_EARLIEST_FAILING_BOUNDARY, j > 0 && j < k ? j : 0);
+  if (keep) replace_item(o, PG__RK_FAILURE_FAILING_MODULE_BOUNDARY, new_number(k));
+  else cJSON_DeleteItemFromObjectCaseSensitive(o, PG__RK_FAILURE_FAILING_MODULE_BOUNDARY);
 }
 
 static cJSON *upgrade_check(cJSON *c, int k) {
-  cJSON *f = cJSON_GetObjectItemCaseSensitive(c, "failure"), *mo;
+  cJSON *f = cJSON_GetObjectItemCaseSensitive(c, PG__RK_CHECK_FAILURE), *mo;
   if (cJSON_IsObject(f)) upgrade_boundary(f, k, 1);
-  cJSON_ArrayForEach(mo, cJSON_GetObjectItemCaseSensitive(c, "modes")) upgrade_boundary(mo, k, 0);
+  cJSON_ArrayForEach(mo, cJSON_GetObjectItemCaseSensitive(c, PG__RK_CHECK_MODES))
+    upgrade_boundary(mo, k, 0);
   return c;
 }
 
@@ -638,14 +642,14 @@ static cJSON *merged_checks(const char *path, const struct pg_run_phase *m,
                  aside);
       free(aside);
     }
-    const cJSON *op = cJSON_GetObjectItemCaseSensitive(prev, "op_name");
-    const cJSON *k = cJSON_GetObjectItemCaseSensitive(prev, "up_to_module");
-    const cJSON *pc = cJSON_GetObjectItemCaseSensitive(prev, "checks");
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(prev, PG__RK_TOP_OP_NAME);
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(prev, PG__RK_TOP_UP_TO_MODULE);
+    const cJSON *pc = cJSON_GetObjectItemCaseSensitive(prev, PG__RK_TOP_CHECKS);
     if (cJSON_IsString(op) && strcmp(op->valuestring, m->op) == 0 && cJSON_IsNumber(k) &&
         k->valueint == m->up_to_module && cJSON_IsArray(pc)) {
       const cJSON *c;
       cJSON_ArrayForEach(c, pc) {
-        const char *id = get_str(c, "id");
+        const char *id = get_str(c, PG__RK_CHECK_ID);
         int replaced = 0;
         for (int i = 0; id && i < n; i++) replaced |= strcmp(cases[i].id, id) == 0;
         if (id && !replaced) {
