@@ -322,7 +322,7 @@ static void parse_decl(struct pg__sctx *s, struct pg_tensor_decl *d, const struc
         struct pg_cmp_rule rule; /* compare/'s one parser, as the suite and the run use */
         if (pg_cmp_rule_parse(d->rule, &rule, NULL) != PG_OK)
           PG__ERR(t, 8, "the compare rule of %s: unknown rule \"%.64s\" (allclose, exact, "
-                  "ulp:N, ratio:R with 0 <= R <= 1)", what, d->rule);
+                  "ulp:N, ratio:R with 0 <= R <= 1; no whitespace)", what, d->rule);
       }
     }
   }

@@ -46,7 +46,7 @@ int pg__scheck_rule(struct pg__sload *x, int n, const char *path) {
   if (pg_cmp_rule_parse(sval(x, n), &rule, NULL) != PG_OK) {
     pg__sfind(x, PG_SEV_ERROR, nd->line, nd->col, "compare-rule",
               "%s.rule: unknown compare rule \"%.*s\" (allclose, exact, ulp:N, ratio:R with "
-              "0 <= R <= 1)", path, 64, sval(x, n));
+              "0 <= R <= 1; no whitespace)", path, 64, sval(x, n));
     return 0;
   }
   return 1;
