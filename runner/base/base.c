@@ -188,10 +188,10 @@ int pg_read_file(const char *path, size_t limit, char **out, size_t *len, struct
     return pg_error_set(err, errno == ENOENT ? PG_ENOENT : PG_EIO, "%s: cannot open: %s", path,
                         strerror(errno));
   struct stat st;
-  if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-    int e = S_ISDIR(st.st_mode) ? EISDIR : errno;
+  int bad = fstat(fd, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+  if (bad) {
     close(fd);
-    return pg_error_set(err, PG_EIO, "%s: cannot read: %s", path, strerror(e));
+    return pg_error_set(err, PG_EIO, "%s: cannot read: %s", path, strerror(bad));
   }
   /* a regular file's size says both the limit and the buffer (procfs says 0: read on) */
   int regular = S_ISREG(st.st_mode);
@@ -203,21 +203,16 @@ int pg_read_file(const char *path, size_t limit, char **out, size_t *len, struct
   }
   size_t cap = size ? (size_t)size + 2 : 0, n = 0; /* +2: EOF is seen without a regrow */
   char *buf = cap ? malloc(cap) : NULL;
-  int rc = PG_OK;
-  if (cap && !buf) {
-    errno = ENOMEM;
-    rc = -1;
-  } else {
-    rc = read_all(fd, limit, &buf, &cap, &n);
-  }
-  int e = errno;
+  int e = 0; /* errno of a failed allocation or read */
+  if (cap && !buf) e = ENOMEM;
+  else if (read_all(fd, limit, &buf, &cap, &n) != 0) e = errno;
   close(fd);
-  if (rc != 0 || n > limit || (regular && n < size)) {
+  if (e || n > limit || (regular && n < size)) {
     free(buf);
-    if (rc != 0 && e == ENOMEM)
+    if (e == ENOMEM)
       return pg_error_set(err, PG_ENOMEM, "%s: out of memory reading %zu bytes", path,
                           size ? (size_t)size : n + 1);
-    if (rc != 0) return pg_error_set(err, PG_EIO, "%s: cannot read: %s", path, strerror(e));
+    if (e) return pg_error_set(err, PG_EIO, "%s: cannot read: %s", path, strerror(e));
     if (n > limit) {
       *len = n;
       return too_large(path, limit, err);
@@ -226,7 +221,7 @@ int pg_read_file(const char *path, size_t limit, char **out, size_t *len, struct
                         (unsigned long long)size);
   }
   if (!buf && !(buf = malloc(1))) /* an empty stream */
-    return pg_error_set(err, PG_ENOMEM, "%s: out of memory reading 1 bytes", path);
+    return pg_error_set(err, PG_ENOMEM, "%s: out of memory", path);
   buf[n] = '\0';
   *out = buf;
   *len = n;
