@@ -1,8 +1,10 @@
 /* phasegate runner — reading evaluation_report.json files back (see report.h): the
  * discovery of reports under directories, the parse, and the one check of the keys
  * the readers of a report (the HTML page, the JUnit rewrite) use, so they can trust
- * the types they find. A report written by an older or newer phasegate is accepted as
- * long as the keys present have the expected types; missing optional keys are fine.
+ * the types they find; the check is generated from the key lists of report_keys.h, the
+ * ones the writer spells its keys from. A report written by an older or newer phasegate
+ * is accepted as long as the keys present have the expected types; missing optional
+ * keys are fine.
  */
 #include "report/report.h"
 #include "report/report_keys.h"

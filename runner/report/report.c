@@ -4,7 +4,10 @@
  *
  * Aggregates (status, per_mode_status, cases_*, first_failure, stdout) are always
  * recomputed from the merged checks[], so the report is the same whether the cases of
- * a phase ran in one process or in many concurrent ones.
+ * a phase ran in one process or in many concurrent ones. Every key is spelled through
+ * report_keys.h (PG__RK_<LIST>_<KEY>), the lists the loader checks a report against;
+ * only the insides of the objects those lists do not break down (evidence, repeat, ...)
+ * are literals here.
  */
 #include "report/report.h"
 #include "report/report_keys.h"
