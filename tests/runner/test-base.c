@@ -93,6 +93,7 @@ static void pipe_read(size_t bytes, size_t limit, int want_rc) {
     FILE *f = fopen(fifo, "wb");
     for (size_t i = 0; f && i < bytes; i++) fputc('x', f);
     if (f) fclose(f);
+    free(fifo);
     _exit(0); /* a short-read pipe just gets SIGPIPE */
   }
   char *text = NULL;
