@@ -141,3 +141,89 @@ void pg_num_short(double v, char *buf, size_t size) {
   }
   if (size) snprintf(buf, size, "%s", strlen(e) < strlen(g) ? e : g);
 }
+
+/* Reads fd to EOF into *buf (capacity *cap, grown by doubling), at most limit + 1 bytes
+ * so an oversize stream is seen without reading it all; 0, or -1 with errno set. */
+static int read_all(int fd, size_t limit, char **buf, size_t *cap, size_t *n) {
+  size_t most = limit < SIZE_MAX - 1 ? limit + 1 : SIZE_MAX - 1; /* bytes worth reading */
+  while (*n < most) {
+    if (*n + 1 >= *cap) { /* room for one more byte and the NUL */
+      size_t ncap = *cap < 32768 ? 65536 : *cap * 2;
+      if (ncap <= *cap) { /* overflow */
+        errno = ENOMEM;
+        return -1;
+      }
+      if (ncap > most + 1) ncap = most + 1; /* > *cap, as *n < most */
+      char *nb = realloc(*buf, ncap);
+      if (!nb) {
+        errno = ENOMEM;
+        return -1;
+      }
+      *buf = nb;
+      *cap = ncap;
+    }
+    size_t want = *cap - 1 - *n;
+    if (want > most - *n) want = most - *n;
+    ssize_t got = read(fd, *buf + *n, want);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return -1;
+    if (got == 0) return 0;
+    *n += (size_t)got;
+  }
+  return 0;
+}
+
+/* "<path>: larger than 512 MiB" (a limit in whole MiB) or "... than 1000 bytes". */
+static int too_large(const char *path, size_t limit, struct pg_error *err) {
+  if (limit >= 1 << 20 && limit % (1 << 20) == 0)
+    return pg_error_set(err, PG_ELIMIT, "%s: larger than %zu MiB", path, limit >> 20);
+  return pg_error_set(err, PG_ELIMIT, "%s: larger than %zu bytes", path, limit);
+}
+
+int pg_read_file(const char *path, size_t limit, char **out, size_t *len, struct pg_error *err) {
+  *out = NULL;
+  *len = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return pg_error_set(err, errno == ENOENT ? PG_ENOENT : PG_EIO, "%s: cannot open: %s", path,
+                        strerror(errno));
+  struct stat st;
+  int bad = fstat(fd, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+  if (bad) {
+    close(fd);
+    return pg_error_set(err, PG_EIO, "%s: cannot read: %s", path, strerror(bad));
+  }
+  /* a regular file's size says both the limit and the buffer (procfs says 0: read on) */
+  int regular = S_ISREG(st.st_mode);
+  uint64_t size = regular && st.st_size > 0 ? (uint64_t)st.st_size : 0;
+  if (size > limit) {
+    close(fd);
+    *len = size > SIZE_MAX ? SIZE_MAX : (size_t)size;
+    return too_large(path, limit, err);
+  }
+  size_t cap = size ? (size_t)size + 2 : 0, n = 0; /* +2: EOF is seen without a regrow */
+  char *buf = cap ? malloc(cap) : NULL;
+  int e = 0; /* errno of a failed allocation or read */
+  if (cap && !buf) e = ENOMEM;
+  else if (read_all(fd, limit, &buf, &cap, &n) != 0) e = errno;
+  close(fd);
+  if (e || n > limit || (regular && n < size)) {
+    free(buf);
+    if (e == ENOMEM)
+      return pg_error_set(err, PG_ENOMEM, "%s: out of memory reading %zu bytes", path,
+                          size ? (size_t)size : n + 1);
+    if (e) return pg_error_set(err, PG_EIO, "%s: cannot read: %s", path, strerror(e));
+    if (n > limit) {
+      *len = n;
+      return too_large(path, limit, err);
+    }
+    return pg_error_set(err, PG_EIO, "%s: short read: %zu of %llu bytes", path, n,
+                        (unsigned long long)size);
+  }
+  if (!buf && !(buf = malloc(1))) /* an empty stream */
+    return pg_error_set(err, PG_ENOMEM, "%s: out of memory", path);
+  buf[n] = '\0';
+  *out = buf;
+  *len = n;
+  return PG_OK;
+}

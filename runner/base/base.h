@@ -1,6 +1,7 @@
 /* phasegate runner — the floor every room stands on: paths, directories, clocks,
- * strings and shape text, written once (docs/design.md §2). Nothing here knows about
- * contracts, tensors' contents, impls or verdicts, and nothing here prints.
+ * strings, shape text and whole-file reads, written once (docs/design.md §2). Nothing
+ * here knows about contracts, tensors' contents, impls or verdicts, and nothing here
+ * prints.
  *
  * Paths are built on the heap (pg_path_join / pg_path_fmt), never in fixed buffers,
  * so a deep build tree or a long case id can never truncate a path silently.
@@ -10,6 +11,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "phasegate/error.h"
 
 /* Monotonic milliseconds (for durations only). */
 double pg_now_ms(void);
@@ -42,5 +45,18 @@ void pg_shape_format(int ndim, const int64_t *shape, char *buf, size_t size);
 /* v as short as it reads back the same as %g: "1e-3" rather than "0.001", "0.5"
  * rather than "5e-1" (tolerances on the console and in summaries). */
 void pg_num_short(double v, char *buf, size_t size);
+
+/* The whole file at path (a regular file, a pipe or a device; not a directory) into
+ * *out, a new NUL-terminated buffer of *len bytes (+ the NUL): the one whole-file read
+ * of the runner. At most `limit` bytes are accepted (SIZE_MAX: no limit). Errors, each
+ * naming the file (path is never NULL here):
+ *   PG_ENOENT / PG_EIO  "<path>: cannot open: <strerror>"
+ *   PG_EIO              "<path>: cannot read: <strerror>" (a directory: Is a directory)
+ *   PG_EIO              "<path>: short read: <got> of <size> bytes" (shrank while read)
+ *   PG_ELIMIT           "<path>: larger than <limit> bytes" (or "<N> MiB"); *len: the size
+ *                       (a stream's: limit + 1, what was read), so a caller can say it
+ *   PG_ENOMEM           "<path>: out of memory reading <n> bytes"
+ * A regular file over the limit is refused from its size, before a byte is read. */
+int pg_read_file(const char *path, size_t limit, char **out, size_t *len, struct pg_error *err);
 
 #endif

@@ -208,7 +208,7 @@ int pg_cmd_diff(int argc, char **argv) {
   if (!res.structural && !pg_dtype_is_float(res.ref_dtype))
     snprintf(rule_text, sizeof rule_text, "exact (integer and bool outputs compare exactly)");
   else
-    pg_cmp_rule_format(&rule, rule_text, sizeof rule_text);
+    pg_cmp_rule_format(&rule, PG_RULE_FORM_FULL, rule_text, sizeof rule_text);
   if (json) print_json(paths[0], paths[1], rule_text, &rule, &res);
   else print_human(paths[0], paths[1], rule_text, &res);
   return res.passed ? PG_EXIT_PASS : PG_EXIT_FAIL;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "phasegate/compare.h"
 #include "phasegate/goldens.h"
 #include "opdir/contract_internal.h"
 #include "tensors/tensors.h"
@@ -318,9 +319,10 @@ static void parse_decl(struct pg__sctx *s, struct pg_tensor_decl *d, const struc
       snprintf(w, sizeof w, "the compare rule of %s", what);
       if (pg__get_str(s, t, w, &d->rule)) {
         d->rule_mark = (struct pg_mark){t->line, pg__ytext_column(t)};
-        if (!pg_compare_rule_valid(d->rule))
+        struct pg_cmp_rule rule; /* compare/'s one parser, as the suite and the run use */
+        if (pg_cmp_rule_parse(d->rule, &rule, NULL) != PG_OK)
           PG__ERR(t, 8, "the compare rule of %s: unknown rule \"%.64s\" (allclose, exact, "
-                  "ulp:N, ratio:R with 0 <= R <= 1)", what, d->rule);
+                  "ulp:N, ratio:R with 0 <= R <= 1; no whitespace)", what, d->rule);
       }
     }
   }

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/base.h"
 #include "opdir/contract_internal.h"
@@ -168,52 +167,14 @@ int pg_contract_load(const char *path, struct pg_contract *c, struct pg_diags *d
                      struct pg_error *err) {
   pg_contract_init(c);
   if (!path) return pg_error_set(err, PG_EINVAL, "contract path is NULL");
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return pg_error_set(err, errno == ENOENT ? PG_ENOENT : PG_EIO, "%s: cannot open: %s", path,
-                        strerror(errno));
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0 || S_ISDIR(st.st_mode)) {
-    int e = S_ISDIR(st.st_mode) ? EISDIR : errno;
-    fclose(f);
-    return pg_error_set(err, PG_EIO, "%s: cannot read: %s", path, strerror(e));
-  }
-  /* Regular files: refuse oversize ones before reading a byte. Pipes and other
-   * streams are read up to one byte past the limit. */
-  if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > PG__CONTRACT_MAX_BYTES) {
-    fclose(f);
-    return load(path, NULL, (size_t)st.st_size, c, diags, err);
-  }
-  size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 65536, n = 0;
-  char *buf = malloc(cap);
-  if (!buf) {
-    fclose(f);
-    return pg_error_set(err, PG_ENOMEM, "%s: out of memory reading the file", path);
-  }
-  for (;;) {
-    if (n == cap) {
-      if (cap > PG__CONTRACT_MAX_BYTES) break;
-      size_t ncap = cap * 2;
-      char *nb = realloc(buf, ncap);
-      if (!nb) {
-        free(buf);
-        fclose(f);
-        return pg_error_set(err, PG_ENOMEM, "%s: out of memory reading the file", path);
-      }
-      buf = nb;
-      cap = ncap;
-    }
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (got == 0) break;
-  }
-  int read_error = ferror(f);
-  fclose(f);
-  if (read_error) {
-    free(buf);
-    return pg_error_set(err, PG_EIO, "%s: read error", path);
-  }
-  int rc = load(path, buf, n, c, diags, err);
+  char *buf;
+  size_t n;
+  int rc = pg_read_file(path, PG__CONTRACT_MAX_BYTES, &buf, &n, err);
+  /* over the limit: the finding says the size (a regular file is refused before a byte
+   * is read; a pipe or another stream is read up to one byte past the limit) */
+  if (rc == PG_ELIMIT) return load(path, NULL, n, c, diags, err);
+  if (rc != PG_OK) return rc;
+  rc = load(path, buf, n, c, diags, err);
   free(buf);
   /* Python goldens live next to the file (docs/design.md §5): only a file has neighbours. */
   if (rc == PG_OK && pg_contract_discover_py_goldens(c, path, diags) != PG_OK)

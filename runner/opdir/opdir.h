@@ -232,8 +232,6 @@ struct pg_suite {
 const struct pg_output_tolerance *pg_case_output_tolerance(const struct pg_case *cs,
                                                            const char *name);
 void pg_output_tolerances_free(struct pg_output_tolerance *t, int n);
-/* allclose | exact | ulp:N | ratio:R (0 <= R <= 1): the rule texts suite and contract accept. */
-int pg_compare_rule_valid(const char *s);
 
 void pg_suite_init(struct pg_suite *s);
 void pg_suite_reset(struct pg_suite *s);

@@ -442,40 +442,22 @@ int pg_suite_load_buffer(const char *path, const char *data, size_t size,
 int pg_suite_load(const char *path, const struct pg_contract *contract, struct pg_suite *s,
                   struct pg_diags *diags, struct pg_error *err) {
   pg_suite_init(s);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    int e = errno;
-    return pg_error_set(err, e == ENOENT ? PG_ENOENT : PG_EIO, "%s: cannot open: %s", path,
-                        strerror(e));
-  }
+  /* a regular file only: a FIFO would block (stat, not open, looks first) */
   struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    fclose(f);
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
     return pg_error_set(err, PG_EIO, "%s: not a regular file", path);
-  }
-  if ((uint64_t)st.st_size > SUITE_MAX_BYTES) {
-    fclose(f);
+  char *buf;
+  size_t size;
+  int read_rc = pg_read_file(path, SUITE_MAX_BYTES, &buf, &size, err);
+  if (read_rc == PG_ELIMIT) {
     if (diags)
       pg_diags_add(diags, PG_SEV_ERROR, path, 1, 1, "limit",
-                   "file is larger than %zu MiB (%lld bytes)", SUITE_MAX_BYTES >> 20,
-                   (long long)st.st_size);
+                   "file is larger than %zu MiB (%zu bytes)", SUITE_MAX_BYTES >> 20, size);
     return pg_error_set_at(err, PG_ELIMIT, path, 1, 1,
-                           "file is larger than %zu MiB (%lld bytes) (limit)",
-                           SUITE_MAX_BYTES >> 20, (long long)st.st_size);
+                           "file is larger than %zu MiB (%zu bytes) (limit)",
+                           SUITE_MAX_BYTES >> 20, size);
   }
-  size_t size = (size_t)st.st_size;
-  char *buf = malloc(size ? size : 1);
-  if (!buf) {
-    fclose(f);
-    return pg_error_set(err, PG_ENOMEM, "%s: out of memory reading %zu bytes", path, size);
-  }
-  size_t got = fread(buf, 1, size, f);
-  int read_err = ferror(f);
-  fclose(f);
-  if (read_err || got != size) {
-    free(buf);
-    return pg_error_set(err, PG_EIO, "%s: read error", path);
-  }
+  if (read_rc != PG_OK) return read_rc;
   int rc = pg_suite_load_buffer(path, buf, size, contract, s, diags, err);
   free(buf);
   return rc;

@@ -4,38 +4,18 @@
  *
  * Output name → {atol, rtol, rule}, each checked like the case-wide keys, the name
  * against the contract's module outputs, final outputs and inspection probes (a
- * finding at the key's line:col listing them). Also the one check of a compare rule's
- * text that the suite and the contract share (pg_compare_rule_valid). Which level wins
- * is decided in run/case.c.
+ * finding at the key's line:col listing them). A rule's text is checked by compare/'s
+ * one parser (pg_cmp_rule_parse), as the contract's and the runner's are, so a rule the
+ * suite accepts is one the run can use. Which level wins is decided in run/case.c.
  */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/base.h"
+#include "phasegate/compare.h"
 #include "opdir/suite_internal.h"
-
-int pg_compare_rule_valid(const char *s) {
-  if (strcmp(s, "allclose") == 0 || strcmp(s, "exact") == 0) return 1;
-  if (strncmp(s, "ulp:", 4) == 0) {
-    const char *d = s + 4;
-    if (!*d || strlen(d) > 18) return 0;
-    for (; *d; d++)
-      if (*d < '0' || *d > '9') return 0;
-    return 1;
-  }
-  if (strncmp(s, "ratio:", 6) == 0) {
-    const char *d = s + 6;
-    char *end;
-    if (!*d || *d == ' ' || *d == '+' || *d == '-') return 0;
-    errno = 0;
-    double r = strtod(d, &end);
-    return *end == '\0' && errno == 0 && isfinite(r) && r >= 0.0 && r <= 1.0;
-  }
-  return 0;
-}
 
 int pg__sread_tolerance(struct pg__sload *x, int n, const char *path, const char *key,
                         double *out) {
@@ -62,10 +42,11 @@ int pg__scheck_rule(struct pg__sload *x, int n, const char *path) {
     pg__stype_error(x, n, "a string", "%s.rule", path);
     return 0;
   }
-  if (!pg_compare_rule_valid(sval(x, n))) {
+  struct pg_cmp_rule rule;
+  if (pg_cmp_rule_parse(sval(x, n), &rule, NULL) != PG_OK) {
     pg__sfind(x, PG_SEV_ERROR, nd->line, nd->col, "compare-rule",
               "%s.rule: unknown compare rule \"%.*s\" (allclose, exact, ulp:N, ratio:R with "
-              "0 <= R <= 1)", path, 64, sval(x, n));
+              "0 <= R <= 1; no whitespace)", path, 64, sval(x, n));
     return 0;
   }
   return 1;

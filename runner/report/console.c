@@ -27,9 +27,11 @@ static void tolerance_text(const struct pg_tensor_check *t, char *buf, size_t si
   char a[40], r[40];
   pg_num_short(t->atol, a, sizeof a);
   pg_num_short(t->rtol, r, sizeof r);
-  if (strcmp(t->rule, "exact") == 0 || strncmp(t->rule, "ulp:", 4) == 0)
-    snprintf(buf, size, "  (%s)", t->rule);
-  else if (strcmp(t->rule, "allclose") == 0)
+  struct pg_cmp_rule rule; /* the rule's text read by compare/'s one parser */
+  int known = pg_cmp_rule_parse(t->rule, &rule, NULL) == PG_OK;
+  if (known && (rule.kind == PG_RULE_EXACT || rule.kind == PG_RULE_ULP))
+    snprintf(buf, size, "  (%s)", t->rule); /* no tolerance takes part */
+  else if (known && rule.kind == PG_RULE_ALLCLOSE)
     snprintf(buf, size, "  (atol %s rtol %s)", a, r);
   else
     snprintf(buf, size, "  (%s atol %s rtol %s)", t->rule, a, r);

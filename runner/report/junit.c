@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "report/report.h"
+#include "report/report_keys.h"
 #include "base/base.h"
 
 /* A growing string; `oom` sticks. */
@@ -88,12 +89,12 @@ struct top_hint {
 static int top_hints(const cJSON *check, struct top_hint *top, int max) {
   int n = 0;
   const cJSON *t;
-  cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(check, "per_tensor")) {
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "name");
+  cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(check, PG__RK_CHECK_PER_TENSOR)) {
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, PG__RK_TENSOR_NAME);
     const cJSON *h;
-    cJSON_ArrayForEach(h, cJSON_GetObjectItemCaseSensitive(t, "hints")) {
-      const cJSON *kind = cJSON_GetObjectItemCaseSensitive(h, "kind");
-      const cJSON *conf = cJSON_GetObjectItemCaseSensitive(h, "confidence");
+    cJSON_ArrayForEach(h, cJSON_GetObjectItemCaseSensitive(t, PG__RK_TENSOR_HINTS)) {
+      const cJSON *kind = cJSON_GetObjectItemCaseSensitive(h, PG__RK_HINT_KIND);
+      const cJSON *conf = cJSON_GetObjectItemCaseSensitive(h, PG__RK_HINT_CONFIDENCE);
       if (!cJSON_IsString(kind)) continue;
       double c = cJSON_IsNumber(conf) ? conf->valuedouble : 0;
       int at = -1;
@@ -124,30 +125,30 @@ static const char *str_of(const cJSON *o, const char *key) {
  * transposed (confidence 0.95, out); repro: phasegate run …" */
 static void check_message(struct sbuf *m, const struct pg_report_file *rf, const cJSON *check,
                           const char *case_id) {
-  const cJSON *f = cJSON_GetObjectItemCaseSensitive(check, "failure");
+  const cJSON *f = cJSON_GetObjectItemCaseSensitive(check, PG__RK_CHECK_FAILURE);
   if (!cJSON_IsObject(f)) {
-    const char *st = str_of(check, "status");
+    const char *st = str_of(check, PG__RK_CHECK_STATUS);
     sb_fmt(m, "phasegate: %.400s records case %.200s as %.20s (no failure to describe; the "
            "report may be from another run)", rf->path, case_id, st ? st : "without a status");
     return;
   }
-  const char *cat = str_of(f, "failure_category");
-  const cJSON *k = cJSON_GetObjectItemCaseSensitive(f, "failing_module_boundary");
-  const cJSON *j = cJSON_GetObjectItemCaseSensitive(f, "earliest_failing_boundary");
+  const char *cat = str_of(f, PG__RK_FAILURE_FAILURE_CATEGORY);
+  const cJSON *k = cJSON_GetObjectItemCaseSensitive(f, PG__RK_FAILURE_FAILING_MODULE_BOUNDARY);
+  const cJSON *j = cJSON_GetObjectItemCaseSensitive(f, PG__RK_FAILURE_EARLIEST_FAILING_BOUNDARY);
   sb_fmt(m, "category: %.40s", cat ? cat : "other");
   if (cJSON_IsNumber(k)) sb_fmt(m, "; boundary: M%d", k->valueint);
   if (cJSON_IsNumber(j)) sb_fmt(m, " (earliest failing: M%d)", j->valueint);
   else if (cJSON_IsNumber(k)) sb_str(m, " (earliest failing: unknown)");
-  const char *fp = str_of(f, "divergence_fingerprint");
+  const char *fp = str_of(f, PG__RK_FAILURE_DIVERGENCE_FINGERPRINT);
   if (fp && *fp) sb_fmt(m, "; fingerprint: %.40s", fp);
-  const char *sum = str_of(f, "summary");
+  const char *sum = str_of(f, PG__RK_FAILURE_SUMMARY);
   if (sum && *sum) sb_fmt(m, "; summary: %.600s", sum);
   struct top_hint top[3];
   int nh = top_hints(check, top, 3);
   for (int i = 0; i < nh; i++)
     sb_fmt(m, "%s%.40s (confidence %.2f%s%.100s)", i ? ", " : "; hints: ", top[i].kind,
            top[i].confidence, top[i].tensor[0] ? ", " : "", top[i].tensor);
-  const char *repro = str_of(check, "repro");
+  const char *repro = str_of(check, PG__RK_CHECK_REPRO);
   if (repro && *repro) {
     sb_str(m, "; repro: ");
     sb_str(m, repro);
@@ -156,8 +157,8 @@ static void check_message(struct sbuf *m, const struct pg_report_file *rf, const
 
 static const cJSON *find_check(const struct pg_report_file *rf, const char *id) {
   const cJSON *c;
-  cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(rf->json, "checks")) {
-    const char *cid = str_of(c, "id");
+  cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(rf->json, PG__RK_TOP_CHECKS)) {
+    const char *cid = str_of(c, PG__RK_CHECK_ID);
     if (cid && strcmp(cid, id) == 0) return c;
   }
   return NULL;
@@ -167,9 +168,11 @@ static const cJSON *find_check(const struct pg_report_file *rf, const char *id) 
  * holding the case; when no report is named op (the CMake name of an op may differ
  * from its contract's op_name), the one report of phase k holding the case. */
 /* The report's op_name and up_to_module (NULL / -1 when absent). */
-static const char *op_of(const struct pg_report_file *rf) { return str_of(rf->json, "op_name"); }
+static const char *op_of(const struct pg_report_file *rf) {
+  return str_of(rf->json, PG__RK_TOP_OP_NAME);
+}
 static int k_of(const struct pg_report_file *rf) {
-  const cJSON *k = cJSON_GetObjectItemCaseSensitive(rf->json, "up_to_module");
+  const cJSON *k = cJSON_GetObjectItemCaseSensitive(rf->json, PG__RK_TOP_UP_TO_MODULE);
   return cJSON_IsNumber(k) ? k->valueint : -1;
 }
 
@@ -335,25 +338,9 @@ char *pg_report_junit_text(const char *xml, const struct pg_report_set *set, int
 
 /* The whole file (NULL: err set). */
 static char *slurp(const char *path, struct pg_error *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    pg_error_set(err, errno == ENOENT ? PG_ENOENT : PG_EIO, "%s: %s", path, strerror(errno));
-    return NULL;
-  }
-  struct sbuf b = {0};
-  char chunk[65536];
-  size_t got;
-  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) sb_add(&b, chunk, got);
-  int bad = ferror(f);
-  fclose(f);
-  if (bad || b.oom) {
-    if (bad) pg_error_set(err, PG_EIO, "%s: read error", path);
-    else pg_error_set(err, PG_ENOMEM, "out of memory reading %s", path);
-    free(b.s);
-    return NULL;
-  }
-  if (!b.s && !(b.s = pg_strdup(""))) pg_error_set(err, PG_ENOMEM, "out of memory");
-  return b.s;
+  char *text;
+  size_t len;
+  return pg_read_file(path, SIZE_MAX, &text, &len, err) == PG_OK ? text : NULL;
 }
 
 int pg_report_junit_rewrite(const char *junit_path, const struct pg_report_set *set,

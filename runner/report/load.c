@@ -1,10 +1,13 @@
 /* phasegate runner — reading evaluation_report.json files back (see report.h): the
  * discovery of reports under directories, the parse, and the one check of the keys
  * the readers of a report (the HTML page, the JUnit rewrite) use, so they can trust
- * the types they find. A report written by an older or newer phasegate is accepted as
- * long as the keys present have the expected types; missing optional keys are fine.
+ * the types they find; the check is generated from the key lists of report_keys.h, the
+ * ones the writer spells its keys from. A report written by an older or newer phasegate
+ * is accepted as long as the keys present have the expected types; missing optional
+ * keys are fine.
  */
 #include "report/report.h"
+#include "report/report_keys.h"
 #include "base/base.h"
 
 #include <dirent.h>
@@ -18,7 +21,7 @@
 #include "opdir/opdir.h"
 
 #define REPORT_NAME "evaluation_report.json"
-#define REPORT_MAX_BYTES (512L * 1024 * 1024)
+#define REPORT_MAX_BYTES ((size_t)512 * 1024 * 1024)
 #define WALK_MAX_DEPTH 64
 #define PG_REPORT_MAX_PHASES 1000 /* the matrix has a column per phase */
 
@@ -37,7 +40,21 @@ void pg_report_set_reset(struct pg_report_set *set) {
 
 /* ---- the key check ---- */
 
-enum { T_NULL = 1, T_BOOL = 2, T_NUM = 4, T_INT = 8, T_STR = 16, T_ARR = 32, T_OBJ = 64 };
+/* The lists of report_keys.h as data: the check below is generated from them. */
+struct keys {
+  const struct pg__report_key *k;
+  size_t n;
+};
+#define KEYS(list) ((struct keys){list, sizeof list / sizeof *list})
+static const struct pg__report_key top_keys[] = {PG__REPORT_KEYS_TOP(PG__RK_ENTRY)};
+static const struct pg__report_key check_keys[] = {PG__REPORT_KEYS_CHECK(PG__RK_ENTRY)};
+static const struct pg__report_key failure_keys[] = {PG__REPORT_KEYS_FAILURE(PG__RK_ENTRY)};
+static const struct pg__report_key mode_keys[] = {PG__REPORT_KEYS_MODE(PG__RK_ENTRY)};
+static const struct pg__report_key tensor_keys[] = {PG__REPORT_KEYS_TENSOR(PG__RK_ENTRY)};
+static const struct pg__report_key hint_keys[] = {PG__REPORT_KEYS_HINT(PG__RK_ENTRY)};
+static const struct pg__report_key map_keys[] = {PG__REPORT_KEYS_ERROR_MAP(PG__RK_ENTRY)};
+static const struct pg__report_key hist_keys[] = {PG__REPORT_KEYS_HISTOGRAM(PG__RK_ENTRY)};
+static const struct pg__report_key bucket_keys[] = {PG__REPORT_KEYS_BUCKET(PG__RK_ENTRY)};
 
 struct vctx {
   const char *file, *text;
@@ -88,26 +105,33 @@ static int fail(struct vctx *v, const char *what) {
                          v->path[0] ? v->path : "", v->path[0] ? ": " : "", what);
 }
 
-static const char *type_text(int types) {
-  if (types & T_OBJ) return types & T_NULL ? "an object or null" : "an object";
-  if (types & T_ARR) return "an array";
-  if (types & T_STR) return types & T_NULL ? "a string or null" : "a string";
-  if (types & T_INT) return types & T_NULL ? "an integer or null" : "an integer";
-  if (types & T_NUM) return types & T_NULL ? "a number or null" : "a number";
-  if (types & T_BOOL) return "true or false";
-  return "null";
+/* "an integer or null", "an object or a string": the set in words. */
+static void type_text(int types, char *buf, size_t size) {
+  static const struct {
+    int type;
+    const char *text;
+  } words[] = {{PG__J_OBJ, "an object"},   {PG__J_ARR, "an array"}, {PG__J_STR, "a string"},
+               {PG__J_INT, "an integer"},  {PG__J_NUM, "a number"}, {PG__J_BOOL, "true or false"},
+               {PG__J_NULL, "null"}};
+  size_t used = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < sizeof words / sizeof *words; i++) {
+    if (!(types & words[i].type) || used >= size) continue;
+    int n = snprintf(buf + used, size - used, "%s%s", used ? " or " : "", words[i].text);
+    if (n > 0) used += (size_t)n;
+  }
 }
 
 static int has_type(const cJSON *x, int types) {
-  if (cJSON_IsNull(x)) return types & T_NULL;
-  if (cJSON_IsBool(x)) return types & T_BOOL;
-  if (cJSON_IsString(x)) return types & T_STR;
-  if (cJSON_IsArray(x)) return types & T_ARR;
-  if (cJSON_IsObject(x)) return types & T_OBJ;
+  if (cJSON_IsNull(x)) return types & PG__J_NULL;
+  if (cJSON_IsBool(x)) return types & PG__J_BOOL;
+  if (cJSON_IsString(x)) return types & PG__J_STR;
+  if (cJSON_IsArray(x)) return types & PG__J_ARR;
+  if (cJSON_IsObject(x)) return types & PG__J_OBJ;
   if (cJSON_IsNumber(x)) { /* cJSON reads 1e999 as inf: not a number a reader can draw */
     if (!isfinite(x->valuedouble)) return 0;
-    if (types & T_NUM) return 1;
-    return (types & T_INT) && isfinite(x->valuedouble) && x->valuedouble == floor(x->valuedouble) &&
+    if (types & PG__J_NUM) return 1;
+    return (types & PG__J_INT) && x->valuedouble == floor(x->valuedouble) &&
            fabs(x->valuedouble) < 9.0e15;
   }
   return 0;
@@ -118,25 +142,26 @@ static int want(struct vctx *v, const cJSON *o, const char *key, int types, int 
   const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
   if (!x && !required) return PG_OK;
   size_t old = push(v, key, 0);
-  char what[96];
-  snprintf(what, sizeof what, x ? "expected %s" : "missing (expected %s)", type_text(types));
+  char what[128], t[96];
+  type_text(types, t, sizeof t);
+  snprintf(what, sizeof what, x ? "expected %s" : "missing (expected %s)", t);
   int rc = x && has_type(x, types) ? PG_OK : fail(v, what);
   if (rc == PG_OK) pop(v, old);
   return rc;
 }
 
-#define WANT(o, key, types, req) PG_RETURN_IF_ERROR(want(v, o, key, types, req))
-
 /* Every element of array member `key` (when present) has one of `types`. */
 static int want_elems(struct vctx *v, const cJSON *o, const char *key, int types) {
   const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, key), *e;
+  if (!cJSON_IsArray(a)) return PG_OK;
   size_t old = push(v, key, 0);
   int i = 0;
   cJSON_ArrayForEach(e, a) {
     size_t o2 = push(v, NULL, i++);
     if (!has_type(e, types)) {
-      char what[64];
-      snprintf(what, sizeof what, "expected %s", type_text(types));
+      char what[128], t[96];
+      type_text(types, t, sizeof t);
+      snprintf(what, sizeof what, "expected %s", t);
       return fail(v, what);
     }
     pop(v, o2);
@@ -145,142 +170,39 @@ static int want_elems(struct vctx *v, const cJSON *o, const char *key, int types
   return PG_OK;
 }
 
-static int int_of(const cJSON *o, const char *key) {
-  const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
-  return cJSON_IsNumber(x) ? (int)x->valuedouble : -1;
-}
-
-/* error_map (docs/report.md): shape [R, C], cells R rows of C numbers (null allowed),
- * mismatch_cells the same, the folding keys integers. */
-static int check_map(struct vctx *v, const cJSON *m) {
-  WANT(m, "shape", T_ARR, 1);
-  WANT(m, "cells", T_ARR, 1);
-  WANT(m, "mismatch_cells", T_ARR, 0);
-  WANT(m, "row_axes", T_ARR, 0);
-  PG_RETURN_IF_ERROR(want_elems(v, m, "row_axes", T_INT));
-  WANT(m, "col_axis", T_INT, 0);
-  WANT(m, "rows_per_cell", T_NUM, 0);
-  WANT(m, "cols_per_cell", T_NUM, 0);
-  WANT(m, "rows_total", T_NUM, 0);
-  WANT(m, "cols_total", T_NUM, 0);
-  WANT(m, "metric", T_STR, 0);
-  const cJSON *sh = cJSON_GetObjectItemCaseSensitive(m, "shape");
-  size_t old = push(v, "shape", 0);
-  if (cJSON_GetArraySize(sh) != 2) return fail(v, "expected [rows, cols]");
-  PG_RETURN_IF_ERROR(want_elems(v, m, "shape", T_INT));
-  int R = (int)cJSON_GetArrayItem(sh, 0)->valuedouble, C = (int)cJSON_GetArrayItem(sh, 1)->valuedouble;
-  if (R < 1 || C < 1 || R > 256 || C > 256) return fail(v, "rows and cols must be in 1..256");
-  pop(v, old);
-  const char *grids[] = {"cells", "mismatch_cells"};
-  for (int g = 0; g < 2; g++) {
-    const cJSON *a = cJSON_GetObjectItemCaseSensitive(m, grids[g]);
-    if (!a) continue;
-    old = push(v, grids[g], 0);
-    char what[96];
-    snprintf(what, sizeof what, "expected %d rows (shape)", R);
-    if (cJSON_GetArraySize(a) != R) return fail(v, what);
-    for (int r = 0; r < R; r++) {
-      size_t o2 = push(v, NULL, r);
-      const cJSON *row = cJSON_GetArrayItem(a, r), *e;
-      snprintf(what, sizeof what, "expected an array of %d numbers (shape)", C);
-      if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != C) return fail(v, what);
-      cJSON_ArrayForEach(e, row) if (!has_type(e, T_NUM | T_NULL)) return fail(v, "expected numbers or null");
-      pop(v, o2);
-    }
-    pop(v, old);
+/* Every key of the list that `o` has is of its type, an array's elements too; every
+ * required one is there ("checks": unless the report is not implemented yet). */
+static int want_keys(struct vctx *v, const cJSON *o, struct keys ks) {
+  for (size_t i = 0; i < ks.n; i++) {
+    const struct pg__report_key *k = &ks.k[i];
+    int required = k->need == PG__RK_NEED_REQ ||
+                   (k->need == PG__RK_NEED_UNLESS_NOT_IMPL &&
+                    !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, PG__RK_TOP_NOT_IMPLEMENTED)));
+    PG_RETURN_IF_ERROR(want(v, o, k->name, k->types, required));
+    if (k->elems != PG__J_NONE) PG_RETURN_IF_ERROR(want_elems(v, o, k->name, k->elems));
   }
   return PG_OK;
 }
 
-static int check_hist(struct vctx *v, const cJSON *h) {
-  WANT(h, "buckets", T_ARR, 1);
-  const cJSON *b;
-  size_t old = push(v, "buckets", 0);
-  int i = 0;
-  cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(h, "buckets")) {
-    size_t o2 = push(v, NULL, i++);
-    if (!cJSON_IsObject(b)) return fail(v, "expected an object");
-    WANT(b, "golden_abs_lo", T_NUM, 1);
-    WANT(b, "golden_abs_hi", T_NUM | T_NULL, 0);
-    WANT(b, "n", T_NUM, 1);
-    WANT(b, "mismatches", T_NUM, 0);
-    WANT(b, "max_abs_diff", T_NUM | T_NULL, 0);
-    WANT(b, "max_err_over_tol", T_NUM | T_NULL, 0);
-    pop(v, o2);
-  }
+/* An object (at the current path) with the keys of the list. */
+static int want_object(struct vctx *v, const cJSON *o, struct keys ks) {
+  if (!cJSON_IsObject(o)) return fail(v, "expected an object");
+  return want_keys(v, o, ks);
+}
+
+/* Member `key` of `o`, when it is an object, with the keys of the list. */
+static int want_member(struct vctx *v, const cJSON *o, const char *key, struct keys ks) {
+  const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!cJSON_IsObject(m)) return PG_OK;
+  size_t old = push(v, key, 0);
+  PG_RETURN_IF_ERROR(want_keys(v, m, ks));
   pop(v, old);
   return PG_OK;
 }
 
-static int check_hint(struct vctx *v, const cJSON *h) {
-  if (!cJSON_IsObject(h)) return fail(v, "expected an object");
-  WANT(h, "kind", T_STR, 1);
-  WANT(h, "confidence", T_NUM, 0);
-  WANT(h, "detail", T_STR, 0);
-  WANT(h, "axis", T_INT | T_NULL, 0);
-  WANT(h, "tile", T_INT | T_NULL, 0);
-  return PG_OK;
-}
-
-static const char *const tensor_nums[] = {
-    "n", "mismatches", "mismatch_ratio", "max_abs_diff", "max_rel_diff", "mean_abs_diff",
-    "rmse", "cosine_similarity", "max_ulp", "nan_impl", "nan_ref", "inf_impl", "inf_ref",
-    "atol", "rtol"};
-
-static int check_tensor(struct vctx *v, const cJSON *t) {
-  if (!cJSON_IsObject(t)) return fail(v, "expected an object");
-  WANT(t, "name", T_STR, 1);
-  WANT(t, "mode", T_STR, 0);
-  WANT(t, "dtype", T_STR, 0);
-  WANT(t, "rule", T_STR, 0);
-  WANT(t, "structural", T_STR, 0);
-  WANT(t, "shape", T_ARR, 0);
-  PG_RETURN_IF_ERROR(want_elems(v, t, "shape", T_INT));
-  WANT(t, "passed", T_BOOL, 0);
-  WANT(t, "values_checked", T_BOOL, 0);
-  for (size_t i = 0; i < sizeof tensor_nums / sizeof *tensor_nums; i++) WANT(t, tensor_nums[i], T_NUM | T_NULL, 0);
-  WANT(t, "hints", T_ARR, 0);
-  const cJSON *h;
-  size_t old = push(v, "hints", 0);
-  int i = 0;
-  cJSON_ArrayForEach(h, cJSON_GetObjectItemCaseSensitive(t, "hints")) {
-    size_t o2 = push(v, NULL, i++);
-    PG_RETURN_IF_ERROR(check_hint(v, h));
-    pop(v, o2);
-  }
-  pop(v, old);
-  WANT(t, "error_map", T_OBJ | T_NULL, 0);
-  WANT(t, "error_histogram", T_OBJ | T_NULL, 0);
-  const cJSON *m = cJSON_GetObjectItemCaseSensitive(t, "error_map");
-  if (cJSON_IsObject(m)) {
-    old = push(v, "error_map", 0);
-    PG_RETURN_IF_ERROR(check_map(v, m));
-    pop(v, old);
-  }
-  const cJSON *hi = cJSON_GetObjectItemCaseSensitive(t, "error_histogram");
-  if (cJSON_IsObject(hi)) {
-    old = push(v, "error_histogram", 0);
-    PG_RETURN_IF_ERROR(check_hist(v, hi));
-    pop(v, old);
-  }
-  return PG_OK;
-}
-
-static int check_mode(struct vctx *v, const cJSON *mo) {
-  if (!cJSON_IsObject(mo)) return fail(v, "expected an object");
-  WANT(mo, "mode", T_STR, 1);
-  WANT(mo, "status", T_STR, 1);
-  WANT(mo, "failure_category", T_STR | T_NULL, 0);
-  WANT(mo, "summary", T_STR, 0);
-  WANT(mo, "stdout", T_STR, 0);
-  WANT(mo, "duration_ms", T_NUM | T_NULL, 0);
-  return PG_OK;
-}
-
-/* An array member whose elements each pass `each`. */
-static int check_list(struct vctx *v, const cJSON *o, const char *key,
-                      int (*each)(struct vctx *, const cJSON *)) {
-  WANT(o, key, T_ARR, 0);
+/* Every element of array member `key` (when present) passes `each`. */
+static int want_list(struct vctx *v, const cJSON *o, const char *key,
+                     int (*each)(struct vctx *, const cJSON *)) {
   const cJSON *e;
   size_t old = push(v, key, 0);
   int i = 0;
@@ -293,98 +215,105 @@ static int check_list(struct vctx *v, const cJSON *o, const char *key,
   return PG_OK;
 }
 
-static int check_case(struct vctx *v, const cJSON *c) {
-  if (!cJSON_IsObject(c)) return fail(v, "expected an object");
-  WANT(c, "id", T_STR, 1);
-  WANT(c, "status", T_STR, 1);
-  WANT(c, "level", T_INT, 0);
-  WANT(c, "repro", T_STR, 0);
-  WANT(c, "not_implemented", T_BOOL, 0);
-  WANT(c, "per_mode_status", T_OBJ, 0);
-  PG_RETURN_IF_ERROR(want_elems(v, c, "hints", T_STR | T_OBJ));
-  WANT(c, "failure", T_OBJ | T_NULL, 0);
-  const cJSON *f = cJSON_GetObjectItemCaseSensitive(c, "failure");
-  if (cJSON_IsObject(f)) {
-    size_t old = push(v, "failure", 0);
-    WANT(f, "failing_module_boundary", T_INT | T_STR, 0); /* the seed's reports: "M<k>" */
-    WANT(f, "earliest_failing_boundary", T_INT | T_NULL, 0);
-    WANT(f, "failure_category", T_STR, 0);
-    WANT(f, "divergence_fingerprint", T_STR, 0);
-    WANT(f, "summary", T_STR, 0);
+static int int_of(const cJSON *o, const char *key) {
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsNumber(x) ? (int)x->valuedouble : -1;
+}
+
+/* error_map beyond its keys' types (docs/report.md): shape [R, C] in 1..256, cells and
+ * mismatch_cells R rows of C numbers (null allowed). */
+static int check_map(struct vctx *v, const cJSON *m) {
+  PG_RETURN_IF_ERROR(want_keys(v, m, KEYS(map_keys)));
+  const cJSON *sh = cJSON_GetObjectItemCaseSensitive(m, PG__RK_ERROR_MAP_SHAPE);
+  size_t old = push(v, PG__RK_ERROR_MAP_SHAPE, 0);
+  if (cJSON_GetArraySize(sh) != 2) return fail(v, "expected [rows, cols]");
+  int R = (int)cJSON_GetArrayItem(sh, 0)->valuedouble, C = (int)cJSON_GetArrayItem(sh, 1)->valuedouble;
+  if (R < 1 || C < 1 || R > 256 || C > 256) return fail(v, "rows and cols must be in 1..256");
+  pop(v, old);
+  const char *grids[] = {PG__RK_ERROR_MAP_CELLS, PG__RK_ERROR_MAP_MISMATCH_CELLS};
+  for (int g = 0; g < 2; g++) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(m, grids[g]);
+    if (!a) continue;
+    old = push(v, grids[g], 0);
+    char what[96];
+    snprintf(what, sizeof what, "expected %d rows (shape)", R);
+    if (cJSON_GetArraySize(a) != R) return fail(v, what);
+    for (int r = 0; r < R; r++) {
+      size_t o2 = push(v, NULL, r);
+      const cJSON *row = cJSON_GetArrayItem(a, r), *e;
+      snprintf(what, sizeof what, "expected an array of %d numbers (shape)", C);
+      if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != C) return fail(v, what);
+      cJSON_ArrayForEach(e, row) {
+        if (!has_type(e, PG__J_NUM_NULL)) return fail(v, "expected numbers or null");
+      }
+      pop(v, o2);
+    }
     pop(v, old);
   }
-  PG_RETURN_IF_ERROR(check_list(v, c, "modes", check_mode));
-  return check_list(v, c, "per_tensor", check_tensor);
+  return PG_OK;
+}
+
+static int check_bucket(struct vctx *v, const cJSON *b) {
+  return want_object(v, b, KEYS(bucket_keys));
+}
+
+static int check_hint(struct vctx *v, const cJSON *h) { return want_object(v, h, KEYS(hint_keys)); }
+
+static int check_tensor(struct vctx *v, const cJSON *t) {
+  PG_RETURN_IF_ERROR(want_object(v, t, KEYS(tensor_keys)));
+  PG_RETURN_IF_ERROR(want_list(v, t, PG__RK_TENSOR_HINTS, check_hint));
+  const cJSON *m = cJSON_GetObjectItemCaseSensitive(t, PG__RK_TENSOR_ERROR_MAP);
+  if (cJSON_IsObject(m)) {
+    size_t old = push(v, PG__RK_TENSOR_ERROR_MAP, 0);
+    PG_RETURN_IF_ERROR(check_map(v, m));
+    pop(v, old);
+  }
+  const cJSON *hi = cJSON_GetObjectItemCaseSensitive(t, PG__RK_TENSOR_ERROR_HISTOGRAM);
+  if (cJSON_IsObject(hi)) {
+    size_t old = push(v, PG__RK_TENSOR_ERROR_HISTOGRAM, 0);
+    PG_RETURN_IF_ERROR(want_keys(v, hi, KEYS(hist_keys)));
+    PG_RETURN_IF_ERROR(want_list(v, hi, PG__RK_HISTOGRAM_BUCKETS, check_bucket));
+    pop(v, old);
+  }
+  return PG_OK;
+}
+
+static int check_mode(struct vctx *v, const cJSON *mo) {
+  return want_object(v, mo, KEYS(mode_keys));
+}
+
+static int check_case(struct vctx *v, const cJSON *c) {
+  PG_RETURN_IF_ERROR(want_object(v, c, KEYS(check_keys)));
+  PG_RETURN_IF_ERROR(want_member(v, c, PG__RK_CHECK_FAILURE, KEYS(failure_keys)));
+  PG_RETURN_IF_ERROR(want_list(v, c, PG__RK_CHECK_MODES, check_mode));
+  return want_list(v, c, PG__RK_CHECK_PER_TENSOR, check_tensor);
+}
+
+/* An integer key's range, once its type is known to be right. */
+static int want_range(struct vctx *v, const cJSON *r, const char *key, int lo) {
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(r, key);
+  if (!x || (x->valuedouble >= lo && x->valuedouble <= PG_REPORT_MAX_PHASES)) return PG_OK;
+  push(v, key, 0);
+  char what[64];
+  snprintf(what, sizeof what, "expected an integer in %d..%d", lo, PG_REPORT_MAX_PHASES);
+  return fail(v, what);
 }
 
 static int check_report(struct vctx *v, const cJSON *r) {
   if (!cJSON_IsObject(r)) return fail(v, "not an evaluation report (expected a JSON object)");
-  const cJSON *op = cJSON_GetObjectItemCaseSensitive(r, "op_name");
-  if (!op) return fail(v, "not an evaluation report (no op_name)");
-  if (!cJSON_GetObjectItemCaseSensitive(r, "up_to_module")) /* a pypto suite has op_name too */
+  if (!cJSON_GetObjectItemCaseSensitive(r, PG__RK_TOP_OP_NAME))
+    return fail(v, "not an evaluation report (no op_name)");
+  /* a pypto suite has op_name too */
+  if (!cJSON_GetObjectItemCaseSensitive(r, PG__RK_TOP_UP_TO_MODULE))
     return fail(v, "not an evaluation report (no up_to_module)");
-  WANT(r, "op_name", T_STR, 1);
-  WANT(r, "up_to_module", T_INT, 1);
-  if (int_of(r, "up_to_module") < 1 || int_of(r, "up_to_module") > PG_REPORT_MAX_PHASES) {
-    push(v, "up_to_module", 0);
-    return fail(v, "expected an integer in 1..1000");
-  }
-  WANT(r, "total_modules", T_INT, 0);
-  const cJSON *tm = cJSON_GetObjectItemCaseSensitive(r, "total_modules");
-  if (tm && (tm->valuedouble < 0 || tm->valuedouble > PG_REPORT_MAX_PHASES)) {
-    push(v, "total_modules", 0);
-    return fail(v, "expected an integer in 0..1000");
-  }
-  WANT(r, "status", T_STR, 0);
-  WANT(r, "impl_file", T_STR, 0);
-  WANT(r, "tool_version", T_STR, 0);
-  WANT(r, "updated_at", T_STR, 0);
-  WANT(r, "not_implemented", T_BOOL, 0);
-  WANT(r, "per_mode_status", T_OBJ, 0);
-  /* a phase declared not implemented yet may list no case at all */
-  WANT(r, "checks", T_ARR, !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "not_implemented")));
-  return check_list(v, r, "checks", check_case);
+  PG_RETURN_IF_ERROR(want_keys(v, r, KEYS(top_keys)));
+  PG_RETURN_IF_ERROR(want_range(v, r, PG__RK_TOP_UP_TO_MODULE, 1));
+  PG_RETURN_IF_ERROR(want_range(v, r, PG__RK_TOP_TOTAL_MODULES, 0));
+  PG_RETURN_IF_ERROR(want_member(v, r, PG__RK_TOP_FIRST_FAILURE, KEYS(failure_keys)));
+  return want_list(v, r, PG__RK_TOP_CHECKS, check_case);
 }
 
 /* ---- reading files ---- */
-
-static int read_text(const char *path, char **out, size_t *len, struct pg_error *err) {
-  *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return pg_error_set(err, errno == ENOENT ? PG_ENOENT : PG_EIO, "%s: cannot open: %s", path,
-                        strerror(errno));
-  char *buf = NULL;
-  size_t n = 0, cap = 0;
-  int rc = PG_OK;
-  for (;;) {
-    if (n + 65536 + 1 > cap) {
-      cap = cap ? cap * 2 : 131072;
-      char *nb = cap <= (size_t)REPORT_MAX_BYTES + 131072 ? realloc(buf, cap) : NULL;
-      if (!nb) {
-        rc = cap > (size_t)REPORT_MAX_BYTES ? pg_error_set(err, PG_ELIMIT, "%s: larger than 512 MiB", path)
-                                            : pg_error_set(err, PG_ENOMEM, "%s: out of memory", path);
-        break;
-      }
-      buf = nb;
-    }
-    size_t got = fread(buf + n, 1, 65536, f);
-    n += got;
-    if (got == 0) {
-      if (ferror(f)) rc = pg_error_set(err, PG_EIO, "%s: cannot read: %s", path, strerror(errno));
-      break;
-    }
-  }
-  fclose(f);
-  if (rc != PG_OK) {
-    free(buf);
-    return rc;
-  }
-  buf[n] = '\0';
-  *out = buf;
-  *len = n;
-  return PG_OK;
-}
 
 /* The JSON text of `path` parsed, or an error with the position of the first syntax
  * error (the position-recording scanner of the opdir room says where; cJSON does not). */
@@ -435,7 +364,7 @@ static int add_file(struct pg_report_set *set, const char *path, struct pg_error
   char *text = NULL;
   size_t len = 0;
   cJSON *json = NULL;
-  PG_RETURN_IF_ERROR(read_text(path, &text, &len, err));
+  PG_RETURN_IF_ERROR(pg_read_file(path, REPORT_MAX_BYTES, &text, &len, err));
   int rc = pg_report_parse(path, text, len, &json, err);
   free(text);
   if (rc == PG_OK && set->n == set->cap) {
@@ -554,11 +483,11 @@ static int walk(struct pg_report_set *set, struct seen *seen, const char *dir, i
 
 static int file_order(const void *a, const void *b) {
   const struct pg_report_file *x = a, *y = b;
-  const cJSON *ox = cJSON_GetObjectItemCaseSensitive(x->json, "op_name");
-  const cJSON *oy = cJSON_GetObjectItemCaseSensitive(y->json, "op_name");
+  const cJSON *ox = cJSON_GetObjectItemCaseSensitive(x->json, PG__RK_TOP_OP_NAME);
+  const cJSON *oy = cJSON_GetObjectItemCaseSensitive(y->json, PG__RK_TOP_OP_NAME);
   int c = strcmp(ox->valuestring, oy->valuestring);
   if (c) return c;
-  int kx = int_of(x->json, "up_to_module"), ky = int_of(y->json, "up_to_module");
+  int kx = int_of(x->json, PG__RK_TOP_UP_TO_MODULE), ky = int_of(y->json, PG__RK_TOP_UP_TO_MODULE);
   if (kx != ky) return kx < ky ? -1 : 1;
   return strcmp(x->path, y->path);
 }

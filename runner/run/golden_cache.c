@@ -418,20 +418,16 @@ int pg_golden_cache_meta_read(const char *dir, const char *hash, const char *nam
   *text = NULL;
   if (!dir || !valid_hash(hash) || !valid_meta_name(name))
     return pg_error_set(err, PG_EINVAL, "golden cache: bad metadata arguments");
-  char *path = pg_path_fmt("%s/%s/%s", dir, hash, name);
-  FILE *f = path ? fopen(path, "rb") : NULL;
+  char *path = pg_path_fmt("%s/%s/%s", dir, hash, name), *buf = NULL;
+  size_t n;
+  struct pg_error e; /* the entry is the cache's: a bad one is a miss, not an error */
+  pg_error_clear(&e);
+  int rc = path ? pg_read_file(path, ((size_t)1 << 20) - 1, &buf, &n, &e) : PG_ENOENT;
   free(path);
-  if (!f) return pg_error_set(err, PG_ENOTFOUND, "golden cache: no %s in entry %s", name, hash);
-  size_t cap = 1 << 20, n = 0;
-  char *buf = malloc(cap + 1);
-  if (buf) n = fread(buf, 1, cap, f);
-  int bad = !buf || ferror(f) || n == cap;
-  fclose(f);
-  if (bad) {
-    free(buf);
+  if (rc == PG_ENOENT)
+    return pg_error_set(err, PG_ENOTFOUND, "golden cache: no %s in entry %s", name, hash);
+  if (rc != PG_OK)
     return pg_error_set(err, PG_ENOTFOUND, "golden cache: %s of entry %s unreadable", name, hash);
-  }
-  buf[n] = '\0';
   *text = buf;
   return PG_OK;
 }

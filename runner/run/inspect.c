@@ -103,8 +103,7 @@ static void compare_one(const struct pg__run *rc, const struct pg_case *cs,
     snprintf(pc->problem, sizeof pc->problem, "bad compare rule: %.200s", e.message);
     return;
   }
-  char rb[32];
-  snprintf(pc->rule, sizeof pc->rule, "%s", pg__rule_text(&rule, rb, sizeof rb));
+  pg_cmp_rule_format(&rule, PG_RULE_FORM_NAME, pc->rule, sizeof pc->rule);
   pc->atol = rule.atol;
   pc->rtol = rule.rtol;
   /* the whole probe first: a shape or dtype the impl got wrong is said once */

@@ -107,8 +107,6 @@ void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *
                          const struct pg_tensor *impl_out, const struct pg_tensor *goldens,
                          struct pg_mode_result *m);
 
-const char *pg__rule_text(const struct pg_cmp_rule *r, char *buf, size_t size);
-
 /* inspect.c: inspection probes (module k's `inspect:`). */
 struct pg__probes {
   int n;

@@ -98,15 +98,6 @@ int pg__output_rule(const struct pg__run *rc, const struct pg_case *cs,
   return PG_OK;
 }
 
-const char *pg__rule_text(const struct pg_cmp_rule *r, char *buf, size_t size) {
-  switch (r->kind) {
-    case PG_RULE_EXACT: return "exact";
-    case PG_RULE_ULP: snprintf(buf, size, "ulp:%lld", (long long)r->ulp); return buf;
-    case PG_RULE_RATIO: snprintf(buf, size, "ratio:%g", r->ratio); return buf;
-    default: return "allclose";
-  }
-}
-
 void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *cs,
                          const struct pg_tensor_decl **decls,
                          const struct pg_impl_output_spec *specs, int n_out,
@@ -140,8 +131,7 @@ void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *
       pg__classify_output(m, k, i, PG_RUN_FACT_RUNNER, msg);
       continue;
     }
-    char rb[32];
-    snprintf(t->rule, sizeof t->rule, "%s", pg__rule_text(&rule, rb, sizeof rb));
+    pg_cmp_rule_format(&rule, PG_RULE_FORM_NAME, t->rule, sizeof t->rule);
     t->atol = rule.atol;
     t->rtol = rule.rtol;
     t->cmp_rule = rule;

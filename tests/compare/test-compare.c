@@ -11,6 +11,7 @@
 
 #include "pg_test.h"
 #include "phasegate/compare.h"
+#include "rule_edges.h"
 
 /* A tensor of `dtype` and shape filled from doubles (pg_store_f64 rounding). */
 static void make(struct pg_tensor *t, enum pg_dtype dtype, int ndim, const int64_t *shape,
@@ -88,8 +89,67 @@ PG_TEST(rule_parse) {
   PG_CHECK(strstr(err.message, "'close'") != NULL);
   char buf[128];
   r = rule_close(1e-3, 1e-3);
-  pg_cmp_rule_format(&r, buf, sizeof buf);
+  pg_cmp_rule_format(&r, PG_RULE_FORM_FULL, buf, sizeof buf);
   PG_CHECK_EQ_STR("allclose(atol=0.001, rtol=0.001)", buf);
+}
+
+/* The edge forms (rule_edges.h, shared with the suite loader's test): accepted or
+ * refused as listed; whitespace refused with its own reason. */
+PG_TEST(rule_parse_edges) {
+  for (size_t i = 0; i < sizeof pg_rule_edges / sizeof *pg_rule_edges; i++) {
+    struct pg_cmp_rule r = rule_close(0.5, 0.25);
+    struct pg_error err;
+    pg_error_clear(&err);
+    int rc = pg_cmp_rule_parse(pg_rule_edges[i].text, &r, &err);
+    PG_CHECK_MSG((rc == PG_OK) == pg_rule_edges[i].ok, "'%s': rc %d (%s)", pg_rule_edges[i].text,
+                 rc, err.message);
+    PG_CHECK(rc == PG_OK || rc == PG_EINVAL);
+    PG_CHECK(pg_cmp_rule_parse(pg_rule_edges[i].text, &r, NULL) == rc); /* err may be NULL */
+  }
+  struct pg_cmp_rule r;
+  struct pg_error err;
+  PG_CHECK_EQ_INT(PG_EINVAL, pg_cmp_rule_parse("ratio: 0.5", &r, &err));
+  PG_CHECK_MSG(strstr(err.message, "no whitespace") != NULL, "%s", err.message);
+  PG_CHECK_OK(pg_cmp_rule_parse("ulp:9223372036854775807", &r, &err));
+  PG_CHECK(r.ulp == INT64_MAX);
+  PG_CHECK_OK(pg_cmp_rule_parse("ratio:5e-1", &r, &err));
+  PG_CHECK(r.ratio == 0.5);
+}
+
+/* One formatter, two forms: the name reads back through the parser to the same rule;
+ * the full form adds what else decides the verdict. */
+PG_TEST(rule_format_forms) {
+  static const struct {
+    const char *text, *full, *full_nan;
+  } forms[] = {
+      {"allclose", "allclose(atol=0.5, rtol=0.25)", "allclose(atol=0.5, rtol=0.25, equal_nan)"},
+      {"exact", "exact", "exact(equal_nan)"},
+      {"ulp:4", "ulp:4", "ulp:4(equal_nan)"},
+      {"ratio:0.01", "ratio:0.01(atol=0.5, rtol=0.25)",
+       "ratio:0.01(atol=0.5, rtol=0.25, equal_nan)"},
+  };
+  for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+    struct pg_cmp_rule r = rule_close(0.5, 0.25), back = r;
+    char buf[128];
+    PG_CHECK_OK(pg_cmp_rule_parse(forms[i].text, &r, NULL));
+    pg_cmp_rule_format(&r, PG_RULE_FORM_NAME, buf, sizeof buf);
+    PG_CHECK_EQ_STR(forms[i].text, buf);
+    PG_CHECK_OK(pg_cmp_rule_parse(buf, &back, NULL));
+    PG_CHECK(back.kind == r.kind && back.ulp == r.ulp && back.ratio == r.ratio);
+    pg_cmp_rule_format(&r, PG_RULE_FORM_FULL, buf, sizeof buf);
+    PG_CHECK_EQ_STR(forms[i].full, buf);
+    r.equal_nan = 1;
+    pg_cmp_rule_format(&r, PG_RULE_FORM_FULL, buf, sizeof buf);
+    PG_CHECK_EQ_STR(forms[i].full_nan, buf);
+    pg_cmp_rule_format(&r, PG_RULE_FORM_NAME, buf, sizeof buf);
+    PG_CHECK_EQ_STR(forms[i].text, buf); /* the name never carries equal_nan */
+  }
+  char small[4];
+  struct pg_cmp_rule r = rule_close(0.5, 0.25);
+  pg_cmp_rule_format(&r, PG_RULE_FORM_NAME, small, sizeof small);
+  PG_CHECK_EQ_STR("all", small);
+  pg_cmp_rule_format(NULL, PG_RULE_FORM_NAME, small, sizeof small);
+  PG_CHECK_EQ_STR("(no", small);
 }
 
 PG_TEST(allclose_basic_and_multi_index) {

@@ -2,12 +2,15 @@
  * the suite loader (runner/opdir/suite_json.c): positions, every pg_case field, defaults,
  * caps, duplicate keys, findings order, and loading without a contract. The
  * data-driven bad/good fixtures are separate CTest tests (suite_check.c). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fixture_contract.h"
 #include "pg_test.h"
 #include "opdir/opdir.h"
+#include "phasegate/compare.h"
+#include "../compare/rule_edges.h"
 
 /* ---------------------------------------------------------------- scanner */
 
@@ -548,4 +551,59 @@ PG_TEST(load_per_output_tolerances) {
            pg_case_output_tolerance(&s.cases[0], "zz")->rtol == 0.5);
   pg_suite_reset(&s);
   pg_diags_reset(&d);
+}
+
+/* A rule's text as a JSON string body (the edge forms hold a tab and a newline). */
+static void json_escape(const char *s, char *out, size_t size) {
+  size_t n = 0;
+  for (; *s && n + 7 < size; s++) {
+    if (*s == '\t') n += (size_t)snprintf(out + n, size - n, "\\t");
+    else if (*s == '\n') n += (size_t)snprintf(out + n, size - n, "\\n");
+    else if (*s == '"' || *s == '\\') n += (size_t)snprintf(out + n, size - n, "\\%c", *s);
+    else out[n++] = *s;
+  }
+  out[n] = '\0';
+}
+
+/* The suite loader checks a rule with compare/'s parser: every edge form of
+ * rule_edges.h (shared with the compare unit test) is accepted or refused alike, as the
+ * case-wide "rule" and as a per-output one ("ratio: 0.5" refused by both). */
+PG_TEST(rule_edges_agree_with_compare) {
+  for (size_t i = 0; i < sizeof pg_rule_edges / sizeof *pg_rule_edges; i++) {
+    const char *text = pg_rule_edges[i].text;
+    char esc[128], t[512];
+    json_escape(text, esc, sizeof esc);
+    snprintf(t, sizeof t,
+             "{\"cases\": [{\"id\": \"a\", \"level\": 2, \"rule\": \"%s\",\n"
+             "  \"tolerance\": {\"scores\": {\"rule\": \"%s\"}}}]}", esc, esc);
+    struct pg_suite s;
+    struct pg_diags d;
+    struct pg_error err;
+    struct pg_cmp_rule r;
+    int parser_ok = pg_cmp_rule_parse(text, &r, NULL) == PG_OK;
+    int rc = load(t, pg_test_attention_contract(), &s, &d, &err);
+    PG_CHECK_MSG(parser_ok == pg_rule_edges[i].ok, "'%s': compare says %d", text, parser_ok);
+    PG_CHECK_MSG((rc == PG_OK) == pg_rule_edges[i].ok, "'%s': suite loader rc %d (%s)", text,
+                 rc, err.message);
+    if (rc == PG_OK) {
+      PG_CHECK_EQ_STR(text, s.cases[0].rule);
+      PG_CHECK_EQ_INT(1, s.cases[0].n_tolerances);
+      PG_CHECK_EQ_STR(text, s.cases[0].tolerances[0].rule);
+    } else {
+      PG_CHECK_EQ_INT(PG_EVALIDATE, rc);
+      PG_CHECK_EQ_INT(2, d.n_errors); /* the case's rule and the output's */
+      for (int k = 0; k < d.count && k < 2; k++) {
+        PG_CHECK_EQ_STR("compare-rule", d.items[k].rule);
+        PG_CHECK(strstr(d.items[k].message, "unknown compare rule") != NULL);
+      }
+      if (d.count == 2) { /* at each string: line 1 col 44, line 2 col 36 */
+        PG_CHECK_EQ_INT(1, d.items[0].line);
+        PG_CHECK_EQ_INT(44, d.items[0].column);
+        PG_CHECK_EQ_INT(2, d.items[1].line);
+        PG_CHECK_EQ_INT(36, d.items[1].column);
+      }
+    }
+    pg_suite_reset(&s);
+    pg_diags_reset(&d);
+  }
 }

@@ -33,7 +33,11 @@ struct pg_cmp_rule {
   double ratio;
 };
 
-/* Parses "allclose", "exact", "ulp:N", "ratio:R" (keeps atol/rtol/equal_nan). */
+/* Parses "allclose", "exact", "ulp:N", "ratio:R" (keeps atol/rtol/equal_nan): the one
+ * reader of a rule's text (suite, contract, `phasegate diff --rule`). Strict: no
+ * whitespace anywhere, N digits only, R a decimal number in [0, 1] right after the
+ * colon (docs/compare.md "Rule text"); PG_EINVAL with the reason otherwise. err may be
+ * NULL (a validity check). */
 int pg_cmp_rule_parse(const char *text, struct pg_cmp_rule *rule, struct pg_error *err);
 /* The tolerance where neither the case, the output nor the contract sets one: the
  * seed runner's atol = rtol = 1e-3 for every float dtype (docs/design.md §7). */
@@ -44,8 +48,16 @@ int pg_cmp_rule_parse(const char *text, struct pg_cmp_rule *rule, struct pg_erro
 void pg_cmp_default_tolerance(enum pg_dtype dtype, double *atol, double *rtol);
 /* allclose with the dtype's default tolerance, equal_nan off. */
 void pg_cmp_rule_init(struct pg_cmp_rule *rule, enum pg_dtype dtype);
-/* Writes the rule as text ("allclose(atol=1e-05, rtol=1.3e-06)", "ulp:2", ...). */
-void pg_cmp_rule_format(const struct pg_cmp_rule *rule, char *buf, size_t size);
+/* The two spellings of a rule pg_cmp_rule_format writes. */
+enum pg_cmp_rule_form {
+  PG_RULE_FORM_NAME, /* "allclose", "exact", "ulp:2", "ratio:0.01" (%g): the text
+                        pg_cmp_rule_parse reads, the report's "rule" */
+  PG_RULE_FORM_FULL  /* the name with what else decides: "allclose(atol=1e-05,
+                        rtol=1.3e-06)", "ulp:2(equal_nan)" (`phasegate diff`) */
+};
+/* Writes the rule as text in the given form (the one formatter of a rule). */
+void pg_cmp_rule_format(const struct pg_cmp_rule *rule, enum pg_cmp_rule_form form, char *buf,
+                        size_t size);
 
 #define PG_CMP_FIRST_MISMATCHES 10
 
