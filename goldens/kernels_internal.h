@@ -145,7 +145,7 @@ void pg__broadcast_copy(enum pg_dtype dt, const void *src, const struct pg_tenso
  * ln2/64 split hi/lo so n·hi is exact (|r| ≤ ln2/128), e^r − 1 by its Taylor series to
  * degree 5 (truncation < 2^-54), e^x = 2^(n>>6) · T[n&63] · e^r with T[j] = 2^(j/64)
  * correctly rounded, the power of two applied as two normal halves so a subnormal
- * result rounds once. Measured against expl (tests/goldens_kernels, dense sweep of
+ * result rounds once. Measured against expl (tests/goldens, dense sweep of
  * [-708, 709.7]): relative error < 2^-51 (about 2 ulp of a double); rounded to float
  * it is the correctly rounded float. NaN stays NaN, -inf and x < -745.2 give 0, x >
  * 709.8 gives +inf. Only IEEE + - * / and integer bit operations, never FMA (C11 mode

@@ -119,7 +119,7 @@ static inline enum pg_dtype pg_dtype_from_dl(DLDataType d) {
 }
 
 /* ---- fp16 / bf16 <-> fp32 / fp64, IEEE round-to-nearest-even, NaN/Inf/denormal/-0
- * exact. Tested exhaustively over all 65 536 bit patterns (tests/tensor). ---- */
+ * exact. Tested exhaustively over all 65 536 bit patterns (tests/abi). ---- */
 
 static inline uint32_t pg__f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float pg__bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }

@@ -2,7 +2,7 @@
  * case and mode while running (metrics of the worst output, or the category and
  * summary of a failure; every metric of --inspect's output), the tail of a failing
  * mode's captured output (already redacted by run/), the repro and hint lines, the
- * cancellation-stress note, and the summary lines after the last case. tests/faultzoo
+ * cancellation-stress note, and the summary lines after the last case. tests/run/faultzoo
  * console_lines pins the format. On a terminal, a live progress line between them
  * (pg_report_progress_*), never in the lines themselves.
  *

@@ -8,7 +8,7 @@
  * platform's libm. That scalar code is the definition; on x86-64 the same arithmetic
  * also runs in the AVX2 / AVX-512F kernels of fill_avx2.c / fill_avx512.c (one body,
  * fill_simd.h), picked at run time here and tested bit-identical in
- * tests/tensor/test-rng-simd.c. This file holds the definition, the portable loops,
+ * tests/tensors/test-rng-simd.c. This file holds the definition, the portable loops,
  * the threads and the choice of path. The fill grammar (pg_fill_parse) is in
  * runner/opdir/fill_spec.c. */
 #include <pthread.h>

@@ -1,7 +1,7 @@
 /* phasegate runner — the AVX2 (+ F16C) fill kernels: fill_simd.h four Philox blocks
  * per vector (one per 64-bit lane of a ymm register), 32 elements per group, and the
  * stores of a group to float32/64, fp16/bf16 and int32. Tested bit-identical to the
- * portable path in tests/tensor/test-rng-simd.c. Empty unless PG_FILL_X86. */
+ * portable path in tests/tensors/test-rng-simd.c. Empty unless PG_FILL_X86. */
 #include "tensors/fill_x86.h"
 
 #ifdef PG_FILL_X86

@@ -2,7 +2,7 @@
  * vector (a zmm of 64-bit lanes), 64 elements per group, with masks instead of blends
  * and a three-way XOR in one instruction; the group stores finish with the AVX2
  * transposes of fill_x86.h. Tested bit-identical to the portable path in
- * tests/tensor/test-rng-simd.c. Empty unless PG_FILL_X86. */
+ * tests/tensors/test-rng-simd.c. Empty unless PG_FILL_X86. */
 #include "tensors/fill_x86.h"
 
 #ifdef PG_FILL_X86

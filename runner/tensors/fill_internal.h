@@ -21,7 +21,7 @@
 
 /* Fused multiply-add would change low bits between platforms. ISO C mode (the
  * project's -std=c11) already keeps gcc from contracting; these also hold when the
- * fill files are built with -std=gnu11 or -ffp-contract=fast (tests/tensor checks
+ * fill files are built with -std=gnu11 or -ffp-contract=fast (tests/tensors checks
  * both). Every fill*.c includes this header before any code (and before immintrin.h,
  * so its inline functions are compiled the same way). */
 #if defined(__clang__)

@@ -1,7 +1,7 @@
 /* phasegate runner — Philox-4x32-10 (Random123's philox4x32 with 10 rounds) and the
  * stream addressing used by every fill: key = case seed, counter = (block index,
  * hash of input name ^ purpose). Checked against Random123's known-answer vectors in
- * tests/tensor/test-rng.c. */
+ * tests/tensors/test-rng.c. */
 #include "tensors/rng.h"
 
 void pg_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {

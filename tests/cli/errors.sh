@@ -52,8 +52,8 @@ done
 expect 2 "--levels takes L0..L5" list --op-dir "$op" --levels L7
 expect 2 "--threads: 'x'" selftest --op-dir "$op" --threads x
 expect 2 "--reference-precision must be fp32 or fp64" selftest --op-dir "$op" --reference-precision fp16
-expect 2 "pass --golden-lib" selftest --contract "$op/../../../suites/rmsnorm/module_interfaces.yaml"
-expect 2 "cannot open" selftest --contract "$op/../../../suites/rmsnorm/module_interfaces.yaml" --golden-lib nowhere.so
+expect 2 "pass --golden-lib" selftest --contract "$op/../../../../suites/rmsnorm/module_interfaces.yaml"
+expect 2 "cannot open" selftest --contract "$op/../../../../suites/rmsnorm/module_interfaces.yaml" --golden-lib nowhere.so
 expect 2 "no case 'nope'" gen --op-dir "$op" --case nope --out g
 expect 2 "--up-to-module: '9' is not in 1..3" gen --op-dir "$op" --case L2_basic --out g --up-to-module 9
 expect 2 "afile/x: cannot create directory" gen --op-dir "$op" --case L2_basic --out afile/x

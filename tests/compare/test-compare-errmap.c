@@ -2,7 +2,7 @@
  * downsampling (cells light up exactly where a planted tile is), the error over
  * tolerance of each rule, non-finite mismatches, the |reference| histogram by decade,
  * the mismatch total agreeing with pg_tensor_compare, and the result independent of
- * the thread count. tests/diagnosis/errmap.py checks the same end to end against numpy.
+ * the thread count. tests/run/diagnosis/errmap.py checks the same end to end against numpy.
  */
 #include <math.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* phasegate tests — a shared out-of-memory sweep harness (docs/testing.md "Out-of-memory sweeps").
  *
- * Link the pg_oom object library (tests/oom/CMakeLists.txt): it wraps malloc, calloc,
+ * Link the pg_oom object library (tests/CMakeLists.txt): it wraps malloc, calloc,
  * realloc, strdup, strndup, aligned_alloc, posix_memalign and pthread_create at link
  * time (-Wl,--wrap=...), so every such call made by code linked statically into the
  * test (the phasegate libraries, the test itself) goes through one counter. Calls made

@@ -2,7 +2,7 @@
 # repo/readme_ci: the README's first fenced block holds exactly two commands; the first
 # ends in the main job (verify_all), the second runs the test suite; `.ci/run` contains
 # the second line verbatim; tools/bootstrap.sh lists every package issue 2 names, and
-# valgrind (the memcheck/* tests register only where it is installed).
+# valgrind (the tools/memcheck/* tests register only where it is installed).
 # usage: readme_ci.sh SOURCE_DIR
 set -eu
 src=$1

@@ -6,7 +6,7 @@
 # (scan.sh). Exit 0 only when every test passed and no log has an error, a definite or
 # indirect leak or a descriptor leaked into a child.
 #   tools/valgrind/memcheck.sh                 # everything (about 15 minutes on 2 cores)
-#   tools/valgrind/memcheck.sh -R persist/     # a subset (any ctest arguments)
+#   tools/valgrind/memcheck.sh -R impl/persist/   # a subset (any ctest arguments)
 set -u
 src=$(CDPATH= cd -- "$(dirname -- "$0")/../.." && pwd)
 cd "$src" || exit 1

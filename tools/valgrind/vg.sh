@@ -1,6 +1,6 @@
 #!/bin/sh
 # vg.sh PROGRAM ARGS...: runs one of phasegate's programs under valgrind memcheck (the
-# memcheck preset, tools/valgrind/memcheck.sh and the memcheck/* tests wrap `phasegate`
+# memcheck preset, tools/valgrind/memcheck.sh and the tools/memcheck/* tests wrap `phasegate`
 # with it; docs/testing.md "valgrind memcheck").
 #
 # - One log per process, PG_VALGRIND_LOG_DIR/vg.<tree>.<pid>.log (default directory:

@@ -1,5 +1,5 @@
 #!/bin/sh
-# vgtest.sh LOG_DIR COMMAND...: one memcheck/* test. Runs COMMAND (an existing test's
+# vgtest.sh LOG_DIR COMMAND...: one tools/memcheck/* test. Runs COMMAND (an existing test's
 # command with phasegate replaced by the valgrind wrapper) with its valgrind logs in a
 # fresh LOG_DIR, then reads them (scan.sh): passes when COMMAND passed and no process
 # showed a memcheck error, a definite or indirect leak or a descriptor leaked into a child.

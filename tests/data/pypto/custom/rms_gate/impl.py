@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""pypto-style exec impl of rms_gate (tests/pypto): numpy stands in for the device.
+"""pypto-style exec impl of rms_gate (tests/opdir/pypto): numpy stands in for the device.
 Computes modules M1..M<up_to_module> and writes the boundary output. Mode `npu` is
 unavailable here (exit 77, SKIPPED); `--bug` (argv) scales the M2 output by 1.01 to
 prove the test can fail."""

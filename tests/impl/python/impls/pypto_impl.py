@@ -1,0 +1,15 @@
+"""A pypto-style impl (tests/impl/python): imports the stand-in pypto package, logs the
+run mode phasegate's worker set (`__pypto_run_mode__`, as the seed's dispatcher sets
+it) and computes rms_gate phase 1 correctly."""
+import sys
+
+import pypto  # noqa: F401 — the stand-in in tests/impl/python/impls/pypto
+
+from rms_gate_impl import rms_gate_module1_wrapper as _phase1
+
+
+def rms_gate_module1_wrapper(x, w_norm, w_up):
+    mode = globals().get("__pypto_run_mode__")
+    name = mode.name if isinstance(mode, pypto.RunMode) else repr(mode)
+    print(f"pypto_impl: __pypto_run_mode__ = {name}", file=sys.stderr)
+    return _phase1(x, w_norm, w_up)
