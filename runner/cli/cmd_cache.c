@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "run/golden_cache.h"
+#include "run/run.h"
 
 static void usage(FILE *out) {
   fprintf(out,

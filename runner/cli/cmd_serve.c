@@ -1,6 +1,6 @@
 /* phasegate serve — the daemon that keeps plugin and worker impls warm across CTest
  * tests (docs/design.md §6 "Under CTest", §9; docs/serve.md). The work is in
- * runner/impl/serve_*.c; this file parses options, prints and picks the exit code.
+ * runner/serve/ (the daemon) and runner/impl/serve_client.c; this file parses options, prints and picks the exit code.
  *
  *   phasegate serve --control DIR [--impl SPEC --modes a,b --devices 0,1 …]  start, detached
  *   phasegate serve --control DIR --foreground [...]                          run in this process
@@ -17,7 +17,7 @@
 #include "base/base.h"
 #include "cli.h"
 #include "impl/impl.h"
-#include "impl/serve.h"
+#include "serve/serve.h"
 
 static void usage(FILE *out) {
   fprintf(out,

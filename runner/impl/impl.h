@@ -30,6 +30,7 @@
 #include "base/base.h"
 #include "phasegate/tensor.h"
 #include "impl/sandbox.h"
+#include "impl/proc.h" /* persistent processes: the protocol engine and its programs */
 
 #define PG_IMPL_MAX_OUTPUTS 32
 #define PG_CANARY_BYTES 64
@@ -68,23 +69,6 @@ const char *pg_impl_kind(const struct pg_impl *impl);
  * (plugin: a distinctive NaN, integers 0xA5 bytes), in the dtype's width: 1 with *bits
  * set, 0 when the impl's adapter prefills nothing (exec, worker, python, replay). */
 int pg_impl_prefill_bits(const struct pg_impl *impl, enum pg_dtype t, uint64_t *bits);
-
-/* What a persistent process runs: the adapter's ops-table hook (adapter.h `process`)
- * says it once, as data, and the pool, `phasegate serve` and its wire carry it so. */
-enum pg_proc_kind {
-  PG_PROC_COMMAND = 1, /* /bin/sh -c TARGET: a `worker:` command (python: builds one) */
-  PG_PROC_PLUGIN = 2   /* the plugin host (pg_plugin_host_path) on the .so TARGET */
-};
-struct pg_proc_program {
-  enum pg_proc_kind kind;
-  char *target; /* owned: pg_proc_program_reset */
-};
-void pg_proc_program_reset(struct pg_proc_program *prog);
-/* "worker" / "plugin": the kind's name on the serve wire and in messages ("none" for a
- * value of no kind). */
-const char *pg_proc_kind_name(enum pg_proc_kind kind);
-/* The kind a wire name stands for: PG_OK, or PG_EINVAL for any other name. */
-int pg_proc_kind_from_name(const char *name, enum pg_proc_kind *kind);
 
 /* The program of the persistent process behind the impl (plugin: the host on the .so;
  * worker: the command; python: the Python worker's command, built from impl->python),
@@ -272,5 +256,9 @@ void pg_impl_check_cancel(struct pg_impl_probe *p);
 
 /* The wrapper symbol a plugin must export: "<op>_module<suffix>_wrapper". */
 void pg_impl_symbol(const char *op, const char *suffix, char *buf, size_t size);
+
+/* The rest of the room's API, for the rooms above (one header to include): the client
+ * half of `phasegate serve` with the control protocol's wire. */
+#include "impl/serve_client.h"
 
 #endif

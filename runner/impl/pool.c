@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
-#include "impl/serve.h"
+#include "impl/serve_client.h"
 
 #define PG_POOL_MAX 32
 

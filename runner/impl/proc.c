@@ -112,7 +112,7 @@ static int high_fd(int fd) {
   return h;
 }
 
-void pg__spawn_attr_init(posix_spawnattr_t *at, short flags) {
+void pg_spawn_attr_init(posix_spawnattr_t *at, short flags) {
   posix_spawnattr_init(at);
   sigset_t none, defaults;
   sigemptyset(&none);
@@ -134,7 +134,7 @@ static int spawn(struct pg_proc *p, const struct pg_proc_spec *s, int child_sock
   posix_spawn_file_actions_adddup2(&fa, log_w, 2);
   posix_spawn_file_actions_adddup2(&fa, child_sock, 3);
   posix_spawn_file_actions_adddup2(&fa, child_sock, 4);
-  pg__spawn_attr_init(&at, POSIX_SPAWN_SETPGROUP);
+  pg_spawn_attr_init(&at, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&at, 0);
   pg__proc_tag(p, p->tag, sizeof p->tag);
   char **envp = build_env(s->env_add, p->tag);
@@ -184,8 +184,8 @@ static void reap(struct pg_proc *p, int wait_ms, struct pg_proc_result *r) {
   }
   int status = 0, e;
   double until = pg_now_ms() + wait_ms;
-  /* exited by itself? (not reaped yet: see pg__child_exited) */
-  while ((e = pg__child_exited(p->pid, 0)) == 0 && pg_now_ms() < until) usleep(2000);
+  /* exited by itself? (not reaped yet: see pg_child_exited) */
+  while ((e = pg_child_exited(p->pid, 0)) == 0 && pg_now_ms() < until) usleep(2000);
   int got = e == 1;
   if (e < 0) { /* not our child (any more): its pid is nobody we may signal */
     p->pid = 0;
@@ -198,7 +198,7 @@ static void reap(struct pg_proc *p, int wait_ms, struct pg_proc_result *r) {
    * `phasegate run` clients of `phasegate serve` hold the worker's log open to read
    * their calls' output, and must not be taken for its children (serve/load_short,
    * serve/faults_short). */
-  status = pg__reap_child(p->pid, p->tag, NULL, 0, 1000);
+  status = pg_reap_child(p->pid, p->tag, NULL, 0, 1000);
   if (r && got) {
     if (WIFEXITED(status)) r->exited = 1, r->exit_code = WEXITSTATUS(status);
     else if (WIFSIGNALED(status)) r->signaled = 1, r->signo = WTERMSIG(status);
@@ -403,7 +403,7 @@ ssize_t pg__send_with_fd(int sock, const void *buf, size_t n, int attach_fd) {
   return sendmsg(sock, &mh, MSG_NOSIGNAL);
 }
 
-int pg__proc_send_line(int fd, const cJSON *o, int attach_fd, int timeout_ms) {
+int pg_proc_send_line(int fd, const cJSON *o, int attach_fd, int timeout_ms) {
   char *text = cJSON_PrintUnformatted(o);
   if (!text) return -1;
   size_t n = strlen(text);
@@ -436,7 +436,7 @@ int pg_proc_send(struct pg_proc *p, cJSON *request, int attach_fd, int64_t *id,
   p->log_mark = log_size(p);
   p->sent_ms = pg_now_ms();
   /* a process that is gone is not an error here: the wait reports how it ended */
-  if (p->sock >= 0) pg__proc_send_line(p->sock, request, attach_fd, -1);
+  if (p->sock >= 0) pg_proc_send_line(p->sock, request, attach_fd, -1);
   return PG_OK;
 }
 

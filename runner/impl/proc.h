@@ -24,7 +24,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "impl/impl.h"
 #include "impl/sandbox.h"
 #include "phasegate/error.h"
 
@@ -119,7 +118,7 @@ int pg_proc_send(struct pg_proc *p, cJSON *request, int attach_fd, int64_t *id,
 
 /* posix_spawnattr_init with the signal state a fresh process must start with (nothing
  * blocked, every signal at its default) plus `flags` (POSIX_SPAWN_SETPGROUP, …). */
-void pg__spawn_attr_init(posix_spawnattr_t *at, short flags);
+void pg_spawn_attr_init(posix_spawnattr_t *at, short flags);
 
 /* recv() that also takes the descriptors passed with the bytes (SCM_RIGHTS, at most 4
  * per call; MSG_CMSG_CLOEXEC): each goes to keep_fd(ctx, fd), which owns it. Returns
@@ -155,7 +154,7 @@ void pg__proc_to_sandbox(const struct pg_proc_result *r, struct pg_sandbox_resul
 /* Writes o as one line on a socket (attach_fd >= 0 rides along with SCM_RIGHTS, with
  * the first byte); a socket that stays full for timeout_ms (< 0: forever) counts as
  * failed. 0 or -1 (the peer is gone, out of memory). Never raises SIGPIPE. */
-int pg__proc_send_line(int fd, const cJSON *o, int attach_fd, int timeout_ms);
+int pg_proc_send_line(int fd, const cJSON *o, int attach_fd, int timeout_ms);
 /* One sendmsg() of n bytes on sock, with attach_fd passed along (SCM_RIGHTS) when >= 0;
  * MSG_NOSIGNAL. What sendmsg returns. */
 ssize_t pg__send_with_fd(int sock, const void *buf, size_t n, int attach_fd);
@@ -169,6 +168,23 @@ int pg_proc_wait(struct pg_proc *p, int64_t id, double timeout_s, struct pg_proc
  * its whole group (background children included), reaped. keep_log: leave the log
  * file on disk (its path was shown to the user). Safe on a stopped process. */
 void pg_proc_stop(struct pg_proc *p, double grace_s, int keep_log);
+
+/* What a persistent process runs: the adapter's ops-table hook (adapter.h `process`)
+ * says it once, as data, and the pool, `phasegate serve` and its wire carry it so. */
+enum pg_proc_kind {
+  PG_PROC_COMMAND = 1, /* /bin/sh -c TARGET: a `worker:` command (python: builds one) */
+  PG_PROC_PLUGIN = 2   /* the plugin host (pg_plugin_host_path) on the .so TARGET */
+};
+struct pg_proc_program {
+  enum pg_proc_kind kind;
+  char *target; /* owned: pg_proc_program_reset */
+};
+void pg_proc_program_reset(struct pg_proc_program *prog);
+/* "worker" / "plugin": the kind's name on the serve wire and in messages ("none" for a
+ * value of no kind). */
+const char *pg_proc_kind_name(enum pg_proc_kind kind);
+/* The kind a wire name stands for: PG_OK, or PG_EINVAL for any other name. */
+int pg_proc_kind_from_name(const char *name, enum pg_proc_kind *kind);
 
 /* Builds the argv and environment of a program: a command runs as /bin/sh -c COMMAND,
  * a plugin runs the plugin host (`host`, or pg_plugin_host_path() when NULL) on the

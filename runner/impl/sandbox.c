@@ -122,7 +122,7 @@ int pg__proc_stat(long pid, char *state, int *pgrp, unsigned long long *start) {
   return 0;
 }
 
-int pg__child_exited(int pid, int block) {
+int pg_child_exited(int pid, int block) {
   for (;;) {
     siginfo_t si;
     memset(&si, 0, sizeof si);
@@ -270,7 +270,7 @@ int pg__kill_leftovers(int pgid, const char *tag, const int *fds, int n_fds, dou
   return total;
 }
 
-int pg__reap_child(int pid, const char *tag, const int *fds, int n_fds, double max_ms) {
+int pg_reap_child(int pid, const char *tag, const int *fds, int n_fds, double max_ms) {
   pg__kill_leftovers(pid, tag, fds, n_fds, max_ms);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -423,7 +423,7 @@ int pg_sandbox_wait(struct pg_sandbox_proc *p, struct pg_sandbox_result *r,
   int pout0 = p->out_fd, perr0 = p->err_fd;
   double exited_at = 0.0;
   for (;;) {
-    if (!exited && pg__child_exited(pid, 0) != 0) exited = 1, exited_at = pg_now_ms();
+    if (!exited && pg_child_exited(pid, 0) != 0) exited = 1, exited_at = pg_now_ms();
     if (exited && !out_open && !err_open) break;
     if (exited) {
       /* The child is gone: stragglers of its group must not keep the pipes open. */
@@ -442,7 +442,7 @@ int pg_sandbox_wait(struct pg_sandbox_proc *p, struct pg_sandbox_result *r,
     if (timeout_ms >= 0 && elapsed >= timeout_ms) {
       kill(-pid, SIGKILL);
       kill(pid, SIGKILL);
-      pg__child_exited(pid, 1);
+      pg_child_exited(pid, 1);
       exited = 1, exited_at = pg_now_ms();
       r->timed_out = 1;
       continue;
@@ -469,9 +469,9 @@ int pg_sandbox_wait(struct pg_sandbox_proc *p, struct pg_sandbox_result *r,
         err_open = drain(perr0, &terr);
     }
   }
-  if (!exited) pg__child_exited(pid, 1), exited_at = pg_now_ms();
+  if (!exited) pg_child_exited(pid, 1), exited_at = pg_now_ms();
   int marked[2] = {pout0, perr0}; /* a forked child's forks do not show the tag */
-  status = pg__reap_child(pid, p->tag, marked, 2, 1000); /* the group, children that left it */
+  status = pg_reap_child(pid, p->tag, marked, 2, 1000); /* the group, children that left it */
   if (pidfd >= 0) close(pidfd);
   close(pout0);
   close(perr0);

@@ -54,11 +54,11 @@ int pg__kill_leftovers(int pgid, const char *tag, const int *fds, int n_fds, dou
  * what it left behind: while its zombie stays, neither its pid nor its group id can be
  * given to another process (pid_max is 32768 on many machines and wraps within a test
  * run), so kill(-pid) and pg__kill_leftovers(pid, …) cannot reach a stranger. */
-int pg__child_exited(int pid, int block);
+int pg_child_exited(int pid, int block);
 /* Ends child pid for good, in the order that keeps every kill on its own processes:
  * pg__kill_leftovers(pid, …) while its zombie still holds the pid and the group id,
  * then the reap. Returns the wait status. */
-int pg__reap_child(int pid, const char *tag, const int *fds, int n_fds, double max_ms);
+int pg_reap_child(int pid, const char *tag, const int *fds, int n_fds, double max_ms);
 
 /* The fields of /proc/<pid>/stat phasegate reads (each pointer may be NULL): the state
  * ('R', 'S', 'Z', …), the process group, the start time in clock ticks since boot.

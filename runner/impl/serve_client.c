@@ -1,10 +1,11 @@
-/* phasegate runner — `phasegate serve`: the client side, which leases a warm process from the daemon (serve.h, serve_internal.h,
+/* phasegate runner — `phasegate serve`: the client side, which leases a warm process from the daemon (serve_client.h,
  * docs/serve.md). */
-#include "impl/serve_internal.h"
+#include "impl/serve_client.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -31,13 +32,13 @@ extern char **environ;
 /* ================================================================== client */
 
 /* Connects and pings. 0: *conn set, *ping (may be NULL) the answer; -1: none. */
-int pg__serve_connect_ping(const char *dir, int *conn, cJSON **ping, struct pg_error *err) {
+int pg_serve_connect_ping(const char *dir, int *conn, cJSON **ping, struct pg_error *err) {
   *conn = -1;
   if (ping) *ping = NULL;
   if (!dir || !*dir) return pg_error_set(err, PG_ENOTFOUND, "no control directory given");
   struct sockaddr_un sa;
   int dirfd;
-  if (pg__serve_sock_addr(dir, &sa, &dirfd) != 0)
+  if (pg_serve_sock_addr(dir, &sa, &dirfd) != 0)
     return pg_error_set(err, PG_ENOTFOUND, "no daemon: %s: %s", dir, strerror(errno));
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
@@ -59,13 +60,13 @@ int pg__serve_connect_ping(const char *dir, int *conn, cJSON **ping, struct pg_e
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
   cJSON *req = cJSON_CreateObject(), *a = NULL;
   cJSON_AddStringToObject(req, "op", "ping");
-  int ok = pg__proc_send_line(fd, req, -1, PG_SERVE_ANSWER_MS) == 0 &&
-           pg__serve_recv_json(fd, PG_SERVE_ANSWER_MS, &a, NULL) == 1 && pg__serve_status_ok(a);
+  int ok = pg_proc_send_line(fd, req, -1, PG_SERVE_ANSWER_MS) == 0 &&
+           pg_serve_recv_json(fd, PG_SERVE_ANSWER_MS, &a, NULL) == 1 && pg_serve_status_ok(a);
   cJSON_Delete(req);
-  if (!ok || pg__serve_num(a, "serve_protocol", 0) != PG_SERVE_PROTOCOL) {
+  if (!ok || pg_serve_num(a, "serve_protocol", 0) != PG_SERVE_PROTOCOL) {
     int rc = pg_error_set(err, PG_ENOTFOUND, ok ? "the daemon on %s speaks serve protocol %g, "
                           "not %d" : "the daemon on %s did not answer", dir,
-                          pg__serve_num(a, "serve_protocol", 0), PG_SERVE_PROTOCOL);
+                          pg_serve_num(a, "serve_protocol", 0), PG_SERVE_PROTOCOL);
     cJSON_Delete(a);
     close(fd);
     return rc;
@@ -77,7 +78,7 @@ int pg__serve_connect_ping(const char *dir, int *conn, cJSON **ping, struct pg_e
 }
 
 int pg_serve_connect(const char *control_dir, int *conn, struct pg_error *err) {
-  return pg__serve_connect_ping(control_dir, conn, NULL, err);
+  return pg_serve_connect_ping(control_dir, conn, NULL, err);
 }
 
 void pg_serve_disconnect(int conn) {
@@ -92,9 +93,9 @@ int pg_serve_request(int conn, const char *op, int timeout_ms, cJSON **answer,
     cJSON_Delete(req);
     return pg_error_set(err, PG_ENOMEM, "out of memory");
   }
-  int sent = pg__proc_send_line(conn, req, -1, PG_SERVE_ANSWER_MS) == 0;
+  int sent = pg_proc_send_line(conn, req, -1, PG_SERVE_ANSWER_MS) == 0;
   cJSON_Delete(req);
-  if (!sent || pg__serve_recv_json(conn, timeout_ms > 0 ? timeout_ms : -1, answer, NULL) != 1 || !*answer) {
+  if (!sent || pg_serve_recv_json(conn, timeout_ms > 0 ? timeout_ms : -1, answer, NULL) != 1 || !*answer) {
     cJSON_Delete(*answer);
     *answer = NULL;
     return pg_error_set(err, PG_ENOTFOUND, "the daemon did not answer '%s'", op);
@@ -113,16 +114,16 @@ static void lease_end(void *ctx, struct pg_proc *p, int wait_ms, struct pg_proc_
   cJSON_AddNumberToObject(req, "wait_ms", wait_ms > 0 ? wait_ms : 0);
   cJSON_AddNumberToObject(req, "calls", p->calls);
   cJSON_AddNumberToObject(req, "next_id", (double)p->next_id);
-  int ok = pg__proc_send_line(conn, req, -1, PG_SERVE_ANSWER_MS) == 0 &&
-           pg__serve_recv_json(conn, (wait_ms > 0 ? wait_ms : 0) + 10000, &a, NULL) == 1 && pg__serve_status_ok(a);
+  int ok = pg_proc_send_line(conn, req, -1, PG_SERVE_ANSWER_MS) == 0 &&
+           pg_serve_recv_json(conn, (wait_ms > 0 ? wait_ms : 0) + 10000, &a, NULL) == 1 && pg_serve_status_ok(a);
   cJSON_Delete(req);
   if (ok && r) {
-    r->exited = pg__serve_is_true(a, "exited");
-    r->exit_code = (int)pg__serve_int(a, "exit_code", 0, INT_MIN, INT_MAX);
-    r->signaled = pg__serve_is_true(a, "signaled");
-    r->signo = (int)pg__serve_int(a, "signo", 0, 0, INT_MAX);
+    r->exited = pg_serve_is_true(a, "exited");
+    r->exit_code = (int)pg_serve_int(a, "exit_code", 0, INT_MIN, INT_MAX);
+    r->signaled = pg_serve_is_true(a, "signaled");
+    r->signo = (int)pg_serve_int(a, "signo", 0, 0, INT_MAX);
   }
-  if (!ok) pg__serve_kill_foreign(p->pid, p->pidfd);
+  if (!ok) pg_serve_kill_foreign(p->pid, p->pidfd);
   cJSON_Delete(a);
 }
 
@@ -141,17 +142,17 @@ static int open_log(const char *path) {
 /* Fills the start facts of an error answer into r. */
 static void start_facts(const cJSON *a, struct pg_proc_result *r) {
   if (!r) return;
-  r->end = (enum pg_proc_end)pg__serve_int(a, "end", PG_PROC_EXITED, PG_PROC_TIMEOUT,
+  r->end = (enum pg_proc_end)pg_serve_int(a, "end", PG_PROC_EXITED, PG_PROC_TIMEOUT,
                                                 PG_PROC_PROTOCOL);
-  r->exited = pg__serve_is_true(a, "exited");
-  r->exit_code = (int)pg__serve_int(a, "exit_code", 0, INT_MIN, INT_MAX);
-  r->signaled = pg__serve_is_true(a, "signaled");
-  r->signo = (int)pg__serve_int(a, "signo", 0, 0, INT_MAX);
-  r->wall_ms = pg__serve_num(a, "wall_ms", 0);
-  r->captured_truncated = pg__serve_is_true(a, "captured_truncated");
-  const char *proto = pg__serve_str(a, "protocol");
+  r->exited = pg_serve_is_true(a, "exited");
+  r->exit_code = (int)pg_serve_int(a, "exit_code", 0, INT_MIN, INT_MAX);
+  r->signaled = pg_serve_is_true(a, "signaled");
+  r->signo = (int)pg_serve_int(a, "signo", 0, 0, INT_MAX);
+  r->wall_ms = pg_serve_num(a, "wall_ms", 0);
+  r->captured_truncated = pg_serve_is_true(a, "captured_truncated");
+  const char *proto = pg_serve_str(a, "protocol");
   snprintf(r->protocol, sizeof r->protocol, "%s", proto ? proto : "");
-  const char *cap = pg__serve_str(a, "captured");
+  const char *cap = pg_serve_str(a, "captured");
   if (cap && *cap) {
     r->captured = pg_strdup(cap);
     r->captured_len = r->captured ? strlen(cap) : 0;
@@ -176,43 +177,43 @@ int pg_serve_lease(int conn, const struct pg_proc_program *prog, const char *mod
   cJSON_AddNumberToObject(req, "rlimit_as", (double)rlimit_as);
   cJSON_AddNumberToObject(req, "start_timeout_s", start_timeout_s);
   cJSON_AddStringToObject(req, "cwd", cwd ? cwd : "/");
-  cJSON_AddNumberToObject(req, "umask", pg__serve_current_umask());
+  cJSON_AddNumberToObject(req, "umask", pg_serve_current_umask());
   if (prog->kind == PG_PROC_PLUGIN && pg_plugin_host_path())
     cJSON_AddStringToObject(req, "host", pg_plugin_host_path());
   free(cwd);
   cJSON *a = NULL;
   int fd = -1;
-  int sent = pg__proc_send_line(conn, req, -1, PG_SERVE_ANSWER_MS) == 0;
+  int sent = pg_proc_send_line(conn, req, -1, PG_SERVE_ANSWER_MS) == 0;
   cJSON_Delete(req);
-  if (!sent || pg__serve_recv_json(conn, -1, &a, &fd) != 1 || !a) {
+  if (!sent || pg_serve_recv_json(conn, -1, &a, &fd) != 1 || !a) {
     cJSON_Delete(a);
     if (fd >= 0) close(fd);
     return pg_error_set(err, PG_ENOTFOUND, "the phasegate serve daemon went away");
   }
   int rc = PG_OK;
-  if (!pg__serve_status_ok(a)) {
-    rc = (int)pg__serve_int(a, "code", PG_EIO, INT_MIN, INT_MAX);
+  if (!pg_serve_status_ok(a)) {
+    rc = (int)pg_serve_int(a, "code", PG_EIO, INT_MIN, INT_MAX);
     if (rc == PG_OK) rc = PG_EIO;
-    const char *msg = pg__serve_str(a, "message");
+    const char *msg = pg_serve_str(a, "message");
     pg_error_set(err, rc, "%s", msg && *msg ? msg : "the daemon refused the lease");
     if (rc == PG_EIMPL) start_facts(a, start_fail);
   } else if (fd < 0) {
     rc = pg_error_set(err, PG_ENOTFOUND, "the daemon's lease came without a socket");
-  } else if (pg__serve_int(a, "pid", 0, 0, INT_MAX) < 2) {
+  } else if (pg_serve_int(a, "pid", 0, 0, INT_MAX) < 2) {
     /* the process group of pid 1 (or 0) is not a worker: ending the lease would kill
      * everything this user runs (kill(-1, SIGKILL)) */
     rc = pg_error_set(err, PG_ENOTFOUND, "the daemon's lease names no process (pid %d)",
-                      (int)pg__serve_int(a, "pid", 0, INT_MIN, INT_MAX));
+                      (int)pg_serve_int(a, "pid", 0, INT_MIN, INT_MAX));
   } else {
-    const char *log = pg__serve_str(a, "log");
-    p->pid = (int)pg__serve_int(a, "pid", 0, 0, INT_MAX);
+    const char *log = pg_serve_str(a, "log");
+    p->pid = (int)pg_serve_int(a, "pid", 0, 0, INT_MAX);
     p->pidfd = pg__pidfd_open(p->pid);
     p->sock = fd;
     p->log_path = pg_strdup(log ? log : "");
     p->log_fd = log ? open_log(log) : -1;
-    p->calls = (int)pg__serve_int(a, "calls", 0, 0, INT_MAX);
-    p->next_id = pg__serve_int(a, "next_id", 1, 1, INT64_MAX);
-    p->start_ms = pg__serve_num(a, "start_ms", 0);
+    p->calls = (int)pg_serve_int(a, "calls", 0, 0, INT_MAX);
+    p->next_id = pg_serve_int(a, "next_id", 1, 1, INT64_MAX);
+    p->start_ms = pg_serve_num(a, "start_ms", 0);
     p->remote_end = lease_end;
     p->remote_ctx = (void *)(intptr_t)conn;
     fd = -1;
@@ -237,8 +238,8 @@ int pg_serve_release(int conn, struct pg_proc *p, int ok) {
     cJSON_AddTrueToObject(req, "ok");
     cJSON_AddNumberToObject(req, "calls", p->calls);
     cJSON_AddNumberToObject(req, "next_id", (double)p->next_id);
-    if (pg__proc_send_line(conn, req, -1, PG_SERVE_ANSWER_MS) != 0) {
-      pg__serve_kill_foreign(p->pid, p->pidfd);
+    if (pg_proc_send_line(conn, req, -1, PG_SERVE_ANSWER_MS) != 0) {
+      pg_serve_kill_foreign(p->pid, p->pidfd);
       rc = PG_ENOTFOUND;
     }
     cJSON_Delete(req);

@@ -1,11 +1,12 @@
 /* phasegate runner — `phasegate serve`: the control-protocol wire helpers — fingerprints, environment keys, socket
- * addresses, JSON lines with an optional fd (serve.h, serve_internal.h,
+ * addresses, JSON lines with an optional fd (serve_client.h,
  * docs/serve.md). */
-#include "impl/serve_internal.h"
+#include "impl/serve_client.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -53,7 +54,7 @@ static uint64_t file_fp(uint64_t h, const char *path) {
 /* What the process runs, as it is on disk now: the plugin .so and the host for a
  * plugin, every word of a worker command that names a regular file (relative words
  * from cwd; quotes around a word are ignored). */
-uint64_t pg__serve_program_fp(enum pg_proc_kind kind, const char *target, const char *cwd,
+uint64_t pg_serve_program_fp(enum pg_proc_kind kind, const char *target, const char *cwd,
                               const char *host) {
   uint64_t h = FNV_INIT;
   if (kind == PG_PROC_PLUGIN) {
@@ -83,11 +84,11 @@ uint64_t pg__serve_program_fp(enum pg_proc_kind kind, const char *target, const 
 }
 
 /* The executable running now (a rebuilt phasegate is another daemon). */
-uint64_t pg__serve_exe_fp(void) { return file_fp(FNV_INIT, "/proc/self/exe"); }
+uint64_t pg_serve_exe_fp(void) { return file_fp(FNV_INIT, "/proc/self/exe"); }
 
 /* Environment entries set by pg_proc_argv_build for every process: never copied from
  * a client (they would shadow the process's own). */
-int pg__serve_env_is_ours(const char *e) {
+int pg_serve_env_is_ours(const char *e) {
   static const char *const names[] = {"PHASEGATE_WORKER=", "PHASEGATE_WORKER_FDS=",
                                       "PHASEGATE_MODE=", "PHASEGATE_DEVICE_ID=", NULL};
   for (int i = 0; names[i]; i++)
@@ -103,7 +104,7 @@ static int env_is_volatile(const char *e) {
   return strncmp(e, "CTEST_RESOURCE_GROUP_", 21) == 0 || strncmp(e, "_=", 2) == 0 ||
          strncmp(e, "PWD=", 4) == 0 || strncmp(e, "OLDPWD=", 7) == 0 ||
          strncmp(e, "SHLVL=", 6) == 0 || strncmp(e, "PHASEGATE_SERVE", 15) == 0 ||
-         pg__serve_env_is_ours(e);
+         pg_serve_env_is_ours(e);
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -111,7 +112,7 @@ static int cmp_str(const void *a, const void *b) {
 }
 
 /* Hash of the environment without volatile entries, in sorted order. */
-uint64_t pg__serve_env_hash(char **env, size_t n) {
+uint64_t pg_serve_env_hash(char **env, size_t n) {
   char **sorted = malloc((n ? n : 1) * sizeof *sorted);
   uint64_t h = FNV_INIT;
   if (!sorted) return h;
@@ -124,13 +125,13 @@ uint64_t pg__serve_env_hash(char **env, size_t n) {
   return h;
 }
 
-void pg__serve_free_strv(char **v) {
+void pg_serve_free_strv(char **v) {
   for (size_t i = 0; v && v[i]; i++) free(v[i]);
   free(v);
 }
 
 /* This process's umask, without changing it (other threads may be creating files). */
-int pg__serve_current_umask(void) {
+int pg_serve_current_umask(void) {
   FILE *f = fopen("/proc/self/status", "re");
   int mask = -1;
   char line[256];
@@ -145,7 +146,7 @@ int pg__serve_current_umask(void) {
 }
 
 /* 1 when pid is gone (or a zombie nobody reaps: it no longer runs anything). */
-int pg__serve_pid_gone(int pid) {
+int pg_serve_pid_gone(int pid) {
   if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH)) return 1;
   char state = 0;
   if (pg__proc_stat(pid, &state, NULL, NULL) != 0) return 1;
@@ -155,11 +156,11 @@ int pg__serve_pid_gone(int pid) {
 /* SIGKILL to the group of a process that is not our child, and a wait (<= 1 s) until
  * it has gone. Its parent (the daemon) may have reaped it already, and then the pid may
  * be a stranger's: the pidfd taken with the lease (-1: none) says whether it is not. */
-void pg__serve_kill_foreign(int pid, int pidfd) {
+void pg_serve_kill_foreign(int pid, int pidfd) {
   if (pid <= 0 || (pidfd >= 0 && !pg__pidfd_alive(pidfd))) return;
   kill(-pid, SIGKILL);
   kill(pid, SIGKILL);
-  for (int i = 0; i < 200 && !pg__serve_pid_gone(pid); i++) usleep(5000);
+  for (int i = 0; i < 200 && !pg_serve_pid_gone(pid); i++) usleep(5000);
 }
 
 /* ------------------------------------------------------------------ the socket address */
@@ -167,7 +168,7 @@ void pg__serve_kill_foreign(int pid, int pidfd) {
 /* The address of <dir>/serve.sock. sun_path holds 107 bytes: a longer path is reached
  * through /proc/self/fd/<fd of dir>/serve.sock (*dirfd >= 0 then: close it after the
  * bind or connect). ENOENT etc. in errno when the directory cannot be opened. */
-int pg__serve_sock_addr(const char *dir, struct sockaddr_un *sa, int *dirfd) {
+int pg_serve_sock_addr(const char *dir, struct sockaddr_un *sa, int *dirfd) {
   memset(sa, 0, sizeof *sa);
   sa->sun_family = AF_UNIX;
   *dirfd = -1;
@@ -196,7 +197,7 @@ static void keep_first_fd(void *ctx, int fd) {
  * later line can arrive with it). A descriptor passed with it lands in *got_fd (when
  * got_fd is not NULL; else it is closed). 1: *out parsed (NULL if not JSON); 0: EOF or
  * an error; -1: nothing within timeout_ms (< 0: no limit). */
-int pg__serve_recv_json(int fd, int timeout_ms, cJSON **out, int *got_fd) {
+int pg_serve_recv_json(int fd, int timeout_ms, cJSON **out, int *got_fd) {
   *out = NULL;
   if (got_fd) *got_fd = -1;
   size_t len = 0, cap = 4096;
@@ -223,7 +224,7 @@ int pg__serve_recv_json(int fd, int timeout_ms, cJSON **out, int *got_fd) {
     }
     if (pr < 0) break;
     if (cap - len < 1024) {
-      if (cap >= SERVE_MAX_LINE) break;
+      if (cap >= PG_SERVE_MAX_LINE) break;
       char *b = realloc(buf, cap * 2);
       if (!b) break;
       buf = b, cap *= 2;
@@ -247,14 +248,14 @@ int pg__serve_recv_json(int fd, int timeout_ms, cJSON **out, int *got_fd) {
   return rc;
 }
 
-double pg__serve_num(const cJSON *o, const char *key, double dflt) {
+double pg_serve_num(const cJSON *o, const char *key, double dflt) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   return cJSON_IsNumber(v) ? v->valuedouble : dflt;
 }
 
 /* Integers from the other side are clamped, not cast: a cast of a double outside the
  * target type is undefined behaviour (1e300 as a pid; found by fuzz_serve_daemon). */
-int64_t pg__serve_int(const cJSON *o, const char *key, int64_t dflt, int64_t lo, int64_t hi) {
+int64_t pg_serve_int(const cJSON *o, const char *key, int64_t dflt, int64_t lo, int64_t hi) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble) return dflt;
   if (v->valuedouble <= (double)lo) return lo;
@@ -262,16 +263,16 @@ int64_t pg__serve_int(const cJSON *o, const char *key, int64_t dflt, int64_t lo,
   return (int64_t)v->valuedouble;
 }
 
-const char *pg__serve_str(const cJSON *o, const char *key) {
+const char *pg_serve_str(const cJSON *o, const char *key) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-int pg__serve_is_true(const cJSON *o, const char *key) {
+int pg_serve_is_true(const cJSON *o, const char *key) {
   return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, key));
 }
 
-int pg__serve_status_ok(const cJSON *a) {
-  const char *s = pg__serve_str(a, "status");
+int pg_serve_status_ok(const cJSON *a) {
+  const char *s = pg_serve_str(a, "status");
   return s && strcmp(s, "ok") == 0;
 }

@@ -8,7 +8,7 @@
 
 #include "phasegate/goldens.h"
 #include "opdir/opdir.h"
-#include "tensors/rng.h"
+#include "tensors/tensors.h"
 
 void pg_phase_suffix(int k, char *buf, size_t size) {
   size_t n = 0;

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "run/inputs.h"
-#include "tensors/rng.h"
 #include "tensors/tensors.h"
 
 /* ------------------------------------------------------------------ cancellation_stress

@@ -18,6 +18,7 @@
 #include "impl/impl.h"
 #include "phasegate/compare.h"
 #include "phasegate/error.h"
+#include "run/golden_cache.h" /* the on-disk golden cache, for `phasegate cache` */
 #include "run/inputs.h"
 #include "opdir/opdir.h"
 #include "tensors/tensors.h"

@@ -8,6 +8,7 @@
 #include "phasegate/error.h"
 #include "phasegate/tensor.h"
 #include "tensors/materialize.h"
+#include "tensors/rng.h" /* Philox and the fills, for the rooms above */
 
 /* Reads a .npy file into `out` (pg_tensor_init'ed). On PG_OK `out` owns its data
  * (possibly mmap-backed) and is released with pg_tensor_reset. */

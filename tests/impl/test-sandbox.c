@@ -297,7 +297,7 @@ static char proc_state(pid_t pid) {
   return pg__proc_stat(pid, &state, NULL, NULL) == 0 ? state : 0;
 }
 
-/* What makes kills after an exit safe (sandbox.h): pg__child_exited sees the exit and
+/* What makes kills after an exit safe (sandbox.h): pg_child_exited sees the exit and
  * leaves the zombie, which keeps the pid (and so the group id) from being reused until
  * the caller reaps it; the pidfd says "ours" until then and not after. */
 PG_TEST(child_exited_keeps_the_zombie_until_reaped) {
@@ -313,12 +313,12 @@ PG_TEST(child_exited_keeps_the_zombie_until_reaped) {
   PG_CHECK(kid > 0);
   setpgid(kid, kid);
   int pidfd = pg__pidfd_open(kid);
-  PG_CHECK_EQ_INT(0, pg__child_exited(kid, 0)); /* running */
+  PG_CHECK_EQ_INT(0, pg_child_exited(kid, 0)); /* running */
   if (pidfd >= 0) PG_CHECK_EQ_INT(1, pg__pidfd_alive(pidfd));
   PG_CHECK_EQ_INT(1, (int)write(go[1], "x", 1));
   close(go[1]);
-  PG_CHECK_EQ_INT(1, pg__child_exited(kid, 1)); /* waits for the exit */
-  PG_CHECK_EQ_INT(1, pg__child_exited(kid, 0)); /* and again: not reaped by the first */
+  PG_CHECK_EQ_INT(1, pg_child_exited(kid, 1)); /* waits for the exit */
+  PG_CHECK_EQ_INT(1, pg_child_exited(kid, 0)); /* and again: not reaped by the first */
   PG_CHECK_EQ_INT('Z', proc_state(kid));
   if (pidfd >= 0) PG_CHECK_EQ_INT(1, pg__pidfd_alive(pidfd)); /* a zombie: still its pid */
   PG_CHECK(kill(-kid, 0) == 0); /* its group id is still held */
@@ -330,6 +330,6 @@ PG_TEST(child_exited_keeps_the_zombie_until_reaped) {
     PG_CHECK_EQ_INT(0, pg__pidfd_alive(pidfd)); /* reaped: the number is nobody's */
     close(pidfd);
   }
-  PG_CHECK_EQ_INT(-1, pg__child_exited(kid, 0)); /* no longer a child */
-  PG_CHECK_EQ_INT(-1, pg__child_exited(1, 0));   /* never was */
+  PG_CHECK_EQ_INT(-1, pg_child_exited(kid, 0)); /* no longer a child */
+  PG_CHECK_EQ_INT(-1, pg_child_exited(1, 0));   /* never was */
 }

@@ -10,8 +10,8 @@ walk of the tree) and checks:
      goldens/, compare/, .ci/): relative to the repository root; the installed
      layout `include/phasegate/X` is include/, goldens/include/ or compare/include/,
      and `include/phasegate/runner/X` is runner/X;
-   - a runner room (cli/, report/, run/, impl/, opdir/, tensors/, base/, serve/, and
-     the old name spec/), only for .c/.h files: relative to runner/ (`impl/pool.c` is
+   - a runner room (cli/, report/, run/, impl/, opdir/, tensors/, base/, serve/),
+     only for .c/.h files: relative to runner/ (`impl/pool.c` is
      runner/impl/pool.c);
    - phasegate/ (an include path, .h): include/, goldens/include/ or compare/include/;
    - a folder next to the citing file (tests/python_golden citing `data/pro/…`):
@@ -51,7 +51,7 @@ import sys
 
 TOP = {"docs", "runner", "tools", "tests", "cmake", "include", "suites", "goldens",
        "compare", ".ci"}
-ROOMS = {"cli", "report", "run", "impl", "opdir", "tensors", "base", "serve", "spec"}
+ROOMS = {"cli", "report", "run", "impl", "opdir", "tensors", "base", "serve"}
 INCLUDE_DIRS = ["include", "goldens/include", "compare/include"]
 BUILT = {"so", "o", "a", "dylib", "dll", "exe"}          # build outputs, never tracked
 PLACEHOLDER = re.compile(r"(?!README|LICENSE|CHANGELOG)[A-Z][A-Z0-9_]+")  # NAME.yaml, DIR/…

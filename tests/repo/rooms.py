@@ -13,7 +13,7 @@ import os
 import re
 import sys
 
-ORDER = ["cli", "report", "run", "impl", "opdir", "tensors", "base"]
+ORDER = ["cli", "report", "run", "serve", "impl", "opdir", "tensors", "base"]
 MAX_LINES = 800
 LONG_OK = set()  # files allowed past MAX_LINES (none today)
 MAX_FUNCTION_LINES = 120
@@ -112,11 +112,20 @@ def main(root):
     for f in sorted(glob.glob("runner/*/*.[ch]")):
         room = f.split("/")[1]
         text = open(f).read()
-        for inc in re.findall(r'#include "([a-z_]+)/[a-z_]+\.h"', text):
+        for inc, header in re.findall(r'#include "([a-z_]+)/([a-z_]+)\.h"', text):
             if inc in rank and rank[inc] < rank[room]:
                 bad.append(f"{f}: includes {inc}/ (a room above {room}/)")
+            elif inc in rank and inc != room and header != inc:
+                bad.append(f"{f}: includes {inc}/{header}.h, a side door: another room is "
+                           f"reached through its one header, {inc}/{inc}.h")
         for n in set(re.findall(r"\bpg__[a-z0-9_]+", text)):
             names.setdefault(n, set()).add(room)
+    seen = {}
+    for f in sorted(glob.glob("runner/*/*.[ch]")):
+        seen.setdefault(os.path.basename(f), []).append(f)
+    for base, paths in sorted(seen.items()):
+        if len(paths) > 1:
+            bad.append(f"{base}: one file name in several rooms ({', '.join(paths)})")
     for n, rooms in sorted(names.items()):
         if len(rooms) > 1:
             bad.append(f"{n}: a pg__ name used in rooms {sorted(rooms)}")

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "impl/proc.h"
-#include "impl/serve.h"
+#include "serve/serve.h"
 #include "serve_util.h"
 
 static int call(struct pg_proc *p, const char *action, char *msg, size_t size) {

@@ -22,8 +22,8 @@
 #include "base/base.h"
 #include "impl/impl.h"
 #include "impl/proc.h"
-#include "impl/serve.h"
-#include "impl/serve_internal.h"
+#include "serve/serve.h"
+#include "serve/daemon.h"
 
 extern char **environ;
 
@@ -121,7 +121,7 @@ static inline int su_cli_exe(const char *exe, char *out, size_t size, ...) {
 #define su_cli(out, size, ...) su_cli_exe(PG_PHASEGATE, out, size, __VA_ARGS__)
 
 /* 1 when pid no longer runs (gone or a zombie): the daemon's own check. */
-static inline int su_gone(int pid) { return pg__serve_pid_gone(pid); }
+static inline int su_gone(int pid) { return pg_serve_pid_gone(pid); }
 
 static inline int su_wait_gone(int pid, int ms) {
   double until = su_now_ms() + ms;

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "impl/proc.h"
-#include "impl/serve_internal.h"
+#include "impl/serve_client.h"
 #include "pg_test.h"
 
 /* what a worker: impl running ./w.sh leases */
@@ -90,11 +90,11 @@ PG_TEST(refusal_without_message) {
 PG_TEST(serve_int_clamps) {
   cJSON *o = cJSON_Parse("{\"big\":1e300,\"small\":-1e300,\"mid\":42.9,\"s\":\"7\"}");
   PG_CHECK(o != NULL);
-  PG_CHECK(pg__serve_int(o, "big", 5, 0, INT_MAX) == INT_MAX);
-  PG_CHECK(pg__serve_int(o, "small", 5, 1, INT64_MAX) == 1);
-  PG_CHECK(pg__serve_int(o, "big", 5, 1, INT64_MAX) == INT64_MAX);
-  PG_CHECK(pg__serve_int(o, "mid", 5, 0, 100) == 42);
-  PG_CHECK(pg__serve_int(o, "s", 5, 0, 100) == 5);    /* not a number: the default */
-  PG_CHECK(pg__serve_int(o, "none", 5, 0, 100) == 5);
+  PG_CHECK(pg_serve_int(o, "big", 5, 0, INT_MAX) == INT_MAX);
+  PG_CHECK(pg_serve_int(o, "small", 5, 1, INT64_MAX) == 1);
+  PG_CHECK(pg_serve_int(o, "big", 5, 1, INT64_MAX) == INT64_MAX);
+  PG_CHECK(pg_serve_int(o, "mid", 5, 0, 100) == 42);
+  PG_CHECK(pg_serve_int(o, "s", 5, 0, 100) == 5);    /* not a number: the default */
+  PG_CHECK(pg_serve_int(o, "none", 5, 0, 100) == 5);
   cJSON_Delete(o);
 }

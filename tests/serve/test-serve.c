@@ -1,4 +1,4 @@
-/* tests/serve: `phasegate serve` (runner/impl/serve_*.c, docs/serve.md) — the daemon
+/* tests/serve: `phasegate serve` (runner/serve/, runner/impl/serve_client.c, docs/serve.md) — the daemon
  * started detached through the CLI as CTest's start fixture does, leases from this
  * process, and every failure the design names: no daemon, a stale pidfile or socket,
  * racing starters, the daemon killed mid-lease, a client killed mid-call, a worker

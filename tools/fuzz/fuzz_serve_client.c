@@ -24,7 +24,7 @@
 
 #include "fuzz_nokill.h"
 #include "impl/proc.h"
-#include "impl/serve.h"
+#include "impl/serve_client.h"
 
 /* what a worker: impl running ./w.sh leases */
 static const struct pg_proc_program w_sh = {PG_PROC_COMMAND, (char *)"./w.sh"};

@@ -1,5 +1,5 @@
-/* phasegate fuzz harness — the daemon's side of the serve protocol (runner/impl/
- * serve_daemon.c, serve_wire.c, docs/serve.md): each input is everything one client
+/* phasegate fuzz harness — the daemon's side of the serve protocol (runner/
+ * serve/daemon.c, runner/impl/serve_wire.c, docs/serve.md): each input is everything one client
  * writes on its connection, then EOF.
  *
  *   build/asan/tools/fuzz/fuzz_serve_daemon tests/fuzz-corpus/serve_daemon
@@ -25,7 +25,7 @@
 
 #include "base/base.h"
 #include "fuzz_nokill.h"
-#include "impl/serve_internal.h"
+#include "serve/daemon.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -117,7 +117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (struct pool *q = d.pools, *next; q; q = next) {
     next = q->next;
     free(q->impl), free(q->mode), free(q->cwd), free(q->host);
-    pg__serve_free_strv(q->env);
+    pg_serve_free_strv(q->env);
     free(q);
   }
   close(sv[1]);

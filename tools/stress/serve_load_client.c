@@ -28,7 +28,7 @@
 
 #include "base/base.h"
 #include "impl/impl.h"
-#include "impl/serve.h"
+#include "serve/serve.h"
 
 #define N_ELEMS 256
 

@@ -1,5 +1,5 @@
 /* phasegate runner — `phasegate serve`: the daemon's pools, leases and connections
- * (serve.h, serve_internal.h, docs/serve.md); setup and the loop are in serve_loop.c.
+ * (serve.h, daemon.h, docs/serve.md); setup and the loop are in loop.c.
  *
  * The daemon is one poll() loop (listening socket, client connections, idle workers'
  * sockets, a signalfd for SIGCHLD/SIGTERM, a pipe from start threads). Starting a
@@ -23,7 +23,7 @@
  *   {"op":"release", pid, ok:false, wait_ms, calls, next_id} → {"status":"ok", exited,
  *                                    exit_code, signaled, signo, killed}
  */
-#include "impl/serve_internal.h"
+#include "serve/daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -73,7 +73,7 @@ void pg__serve_dlog(struct daemon *d, const char *fmt, ...) {
 
 void pg__serve_answer(struct daemon *d, struct conn *c, cJSON *o, int attach_fd) {
   if (!c || c->closed) return;
-  if (pg__proc_send_line(c->fd, o, attach_fd, 1000) != 0)
+  if (pg_proc_send_line(c->fd, o, attach_fd, 1000) != 0)
     pg__serve_dlog(d, "client %d: an answer could not be sent (%s)", c->id, strerror(errno));
 }
 
@@ -343,7 +343,7 @@ void pg__serve_job_done(struct daemon *d, struct job *j) {
 struct pool *pg__serve_pool_get(struct daemon *d, enum pg_proc_kind kind, const char *target,
                                 const char *mode, int device, uint64_t rlimit_as, const char *cwd, int umask_, char **env,
                              size_t n_env, const char *host) {
-  uint64_t eh = pg__serve_env_hash(env, n_env);
+  uint64_t eh = pg_serve_env_hash(env, n_env);
   for (struct pool *pl = d->pools; pl; pl = pl->next)
     if (pl->kind == kind && strcmp(pl->target, target) == 0 && strcmp(pl->mode, mode) == 0 && pl->device == device &&
         pl->rlimit_as == rlimit_as && strcmp(pl->cwd, cwd) == 0 && pl->umask == umask_ &&
@@ -364,9 +364,9 @@ struct pool *pg__serve_pool_get(struct daemon *d, enum pg_proc_kind kind, const 
   pl->env = calloc(n_env + 1, sizeof *pl->env);
   int ok = pl->target && pl->mode && pl->cwd && (pl->host || !host) && pl->env;
   for (size_t i = 0, k = 0; ok && i < n_env; i++)
-    if (!pg__serve_env_is_ours(env[i]) && !(pl->env[k++] = pg_strdup(env[i]))) ok = 0;
+    if (!pg_serve_env_is_ours(env[i]) && !(pl->env[k++] = pg_strdup(env[i]))) ok = 0;
   if (!ok) {
-    free(pl->target), free(pl->mode), free(pl->cwd), free(pl->host), pg__serve_free_strv(pl->env);
+    free(pl->target), free(pl->mode), free(pl->cwd), free(pl->host), pg_serve_free_strv(pl->env);
     free(pl);
     return NULL;
   }
@@ -385,9 +385,9 @@ void pg__serve_pool_refresh(struct daemon *d, struct pool *pl, uint64_t fp) {
 }
 
 static void on_lease(struct daemon *d, struct conn *c, const cJSON *req) {
-  const char *kind_name = pg__serve_str(req, "kind"), *target = pg__serve_str(req, "target");
-  const char *mode = pg__serve_str(req, "mode"), *cwd = pg__serve_str(req, "cwd");
-  const char *host = pg__serve_str(req, "host");
+  const char *kind_name = pg_serve_str(req, "kind"), *target = pg_serve_str(req, "target");
+  const char *mode = pg_serve_str(req, "mode"), *cwd = pg_serve_str(req, "cwd");
+  const char *host = pg_serve_str(req, "host");
   const cJSON *env = cJSON_GetObjectItemCaseSensitive(req, "env");
   if (!kind_name || !target || !*target || !mode || !cwd || !cJSON_IsArray(env)) {
     answer_error(d, c, PG_EINVAL, "a lease needs kind, target, mode, cwd and env");
@@ -407,16 +407,16 @@ static void on_lease(struct daemon *d, struct conn *c, const cJSON *req) {
   char **ev = calloc(n_env + 1, sizeof *ev);
   const cJSON *e;
   cJSON_ArrayForEach(e, env) if (ev && cJSON_IsString(e)) ev[k++] = e->valuestring;
-  struct pool *pl = ev ? pg__serve_pool_get(d, kind, target, mode, (int)pg__serve_int(req, "device", 0, INT_MIN, INT_MAX),
-                                  (uint64_t)pg__serve_int(req, "rlimit_as", 0, 0, INT64_MAX), cwd,
-                                  (int)pg__serve_int(req, "umask", 022, 0, 0777), ev, k, host)
+  struct pool *pl = ev ? pg__serve_pool_get(d, kind, target, mode, (int)pg_serve_int(req, "device", 0, INT_MIN, INT_MAX),
+                                  (uint64_t)pg_serve_int(req, "rlimit_as", 0, 0, INT64_MAX), cwd,
+                                  (int)pg_serve_int(req, "umask", 022, 0, 0777), ev, k, host)
                        : NULL;
   free(ev);
   if (!pl) {
     answer_error(d, c, PG_ENOMEM, "out of memory");
     return;
   }
-  pg__serve_pool_refresh(d, pl, pg__serve_program_fp(kind, target, cwd, host));
+  pg__serve_pool_refresh(d, pl, pg_serve_program_fp(kind, target, cwd, host));
   /* Waiting would never end when this client holds every slot itself. */
   int mine = 0, others = 0;
   for (struct wproc *w = d->procs; w; w = w->next)
@@ -435,7 +435,7 @@ static void on_lease(struct daemon *d, struct conn *c, const cJSON *req) {
     return;
   }
   q->c = c;
-  q->start_timeout_s = pg__serve_num(req, "start_timeout_s", 120);
+  q->start_timeout_s = pg_serve_num(req, "start_timeout_s", 120);
   while (*tail) tail = &(*tail)->next;
   *tail = q;
   c->waiting = 1;
@@ -449,16 +449,16 @@ static struct wproc *held(struct daemon *d, struct conn *c, int pid) {
 }
 
 static void on_release(struct daemon *d, struct conn *c, const cJSON *req) {
-  int ok = pg__serve_is_true(req, "ok");
-  struct wproc *w = held(d, c, (int)pg__serve_int(req, "pid", 0, 0, INT_MAX));
+  int ok = pg_serve_is_true(req, "ok");
+  struct wproc *w = held(d, c, (int)pg_serve_int(req, "pid", 0, 0, INT_MAX));
   if (!w) {
     if (!ok) answer_error(d, c, PG_EINVAL, "no such lease on this connection");
     return;
   }
-  int calls = (int)pg__serve_int(req, "calls", w->calls, 0, INT_MAX);
+  int calls = (int)pg_serve_int(req, "calls", w->calls, 0, INT_MAX);
   if (calls > w->calls) d->calls += calls - w->calls;
   w->calls = calls;
-  w->next_id = pg__serve_int(req, "next_id", w->next_id, 1, INT64_MAX);
+  w->next_id = pg_serve_int(req, "next_id", w->next_id, 1, INT64_MAX);
   w->holder = NULL;
   struct pool *pl = w->pool;
   if (ok) {
@@ -481,7 +481,7 @@ static void on_release(struct daemon *d, struct conn *c, const cJSON *req) {
     dispatch(d, pl);
     return;
   }
-  int wait_ms = (int)pg__serve_int(req, "wait_ms", 0, 0, INT_MAX);
+  int wait_ms = (int)pg_serve_int(req, "wait_ms", 0, 0, INT_MAX);
   w->state = W_DYING;
   w->end_to = c;
   w->deadline = pg_now_ms() + wait_ms;
@@ -532,7 +532,7 @@ static cJSON *status_json(struct daemon *d) {
 /* One request line of c. */
 static void on_line(struct daemon *d, struct conn *c, const char *line) {
   cJSON *req = cJSON_Parse(line);
-  const char *op = pg__serve_str(req, "op");
+  const char *op = pg_serve_str(req, "op");
   if (!op) {
     answer_error(d, c, PG_EINVAL, "not a request: expected {\"op\": ...}");
   } else if (strcmp(op, "ping") == 0) {
@@ -615,7 +615,7 @@ void pg__serve_conn_read(struct daemon *d, struct conn *c) {
   for (;;) {
     if (c->cap - c->len < 4096) {
       size_t cap = c->cap ? c->cap * 2 : 8192;
-      char *b = cap <= SERVE_MAX_LINE * 2 ? realloc(c->buf, cap) : NULL;
+      char *b = cap <= PG_SERVE_MAX_LINE * 2 ? realloc(c->buf, cap) : NULL;
       if (!b) {
         pg__serve_dlog(d, "client %d: request too long or out of memory", c->id);
         pg__serve_conn_close(d, c);
@@ -682,11 +682,11 @@ static void on_reaped(struct daemon *d, struct wproc *w) {
 /* 1 when w's pid has been reaped now (its status kept in w). */
 static int reap_one(struct wproc *w) {
   if (w->gone || w->reaped || w->state == W_STARTING || w->pid <= 0) return 0;
-  int e = pg__child_exited(w->pid, 0);
+  int e = pg_child_exited(w->pid, 0);
   if (e == 0) return 0;
   /* what it left behind in its group, and children that left it (setsid); by tag only:
    * see proc.c. (-1: not a child any more, nothing of it to kill or reap.) */
-  w->status = e == 1 ? pg__reap_child(w->pid, w->p.tag, NULL, 0, 200) : 0;
+  w->status = e == 1 ? pg_reap_child(w->pid, w->p.tag, NULL, 0, 200) : 0;
   w->reaped = 1;
   return 1;
 }

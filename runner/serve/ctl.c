@@ -1,6 +1,6 @@
-/* phasegate runner — `phasegate serve`: the detached start and the stop (serve.h, serve_internal.h,
+/* phasegate runner — `phasegate serve`: the detached start and the stop (serve.h, daemon.h,
  * docs/serve.md). */
-#include "impl/serve_internal.h"
+#include "serve/daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +34,7 @@ extern char **environ;
 static cJSON *ping_dir(const char *dir) {
   int conn;
   cJSON *a = NULL;
-  if (pg__serve_connect_ping(dir, &conn, &a, NULL) != PG_OK) return NULL;
+  if (pg_serve_connect_ping(dir, &conn, &a, NULL) != PG_OK) return NULL;
   close(conn);
   return a;
 }
@@ -112,11 +112,11 @@ static int stop_locked(const char *dir, double timeout_s, int *pid, struct pg_er
   int conn;
   cJSON *ping = NULL;
   *pid = 0;
-  if (pg__serve_connect_ping(dir, &conn, &ping, NULL) != PG_OK) {
+  if (pg_serve_connect_ping(dir, &conn, &ping, NULL) != PG_OK) {
     reclaim(dir);
     return PG_OK;
   }
-  *pid = (int)pg__serve_int(ping, "pid", 0, 0, INT_MAX);
+  *pid = (int)pg_serve_int(ping, "pid", 0, 0, INT_MAX);
   cJSON_Delete(ping);
   cJSON *a = NULL;
   int ms = (int)(timeout_s * 1000);
@@ -130,8 +130,8 @@ static int stop_locked(const char *dir, double timeout_s, int *pid, struct pg_er
   }
   close(conn);
   double until = pg_now_ms() + (timeout_s > 0 ? timeout_s * 1000 : 10000);
-  while (!pg__serve_pid_gone(*pid) && pg_now_ms() < until) usleep(5000);
-  if (!pg__serve_pid_gone(*pid)) {
+  while (!pg_serve_pid_gone(*pid) && pg_now_ms() < until) usleep(5000);
+  if (!pg_serve_pid_gone(*pid)) {
     kill(*pid, SIGKILL);
     reclaim(dir);
     return pg_error_set(err, PG_ETIMEOUT, "phasegate serve (pid %d) did not stop within %g s: "
@@ -173,10 +173,10 @@ int pg_serve_start(const struct pg_serve_options *o, const char *const *daemon_a
   cJSON *ping = ping_dir(dir);
   if (ping) {
     char exe[32];
-    snprintf(exe, sizeof exe, "%016" PRIx64, pg__serve_exe_fp());
-    const char *theirs = pg__serve_str(ping, "exe");
+    snprintf(exe, sizeof exe, "%016" PRIx64, pg_serve_exe_fp());
+    const char *theirs = pg_serve_str(ping, "exe");
     int same = theirs && strcmp(theirs, exe) == 0;
-    *pid = (int)pg__serve_int(ping, "pid", 0, 0, INT_MAX);
+    *pid = (int)pg_serve_int(ping, "pid", 0, 0, INT_MAX);
     cJSON_Delete(ping);
     if (same) {
       *already = 1;
@@ -192,7 +192,7 @@ int pg_serve_start(const struct pg_serve_options *o, const char *const *daemon_a
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t at;
   posix_spawn_file_actions_init(&fa);
-  pg__spawn_attr_init(&at, POSIX_SPAWN_SETSID);
+  pg_spawn_attr_init(&at, POSIX_SPAWN_SETSID);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, log_path ? log_path : "/dev/null",
                                    O_WRONLY | O_APPEND | O_CREAT, 0600);
@@ -219,7 +219,7 @@ int pg_serve_start(const struct pg_serve_options *o, const char *const *daemon_a
       break;
     }
     ping = ping_dir(dir);
-    int ready = ping && pg__serve_int(ping, "pid", 0, 0, INT_MAX) == (int64_t)child;
+    int ready = ping && pg_serve_int(ping, "pid", 0, 0, INT_MAX) == (int64_t)child;
     cJSON_Delete(ping);
     if (ready) {
       *pid = (int)child;

@@ -1,10 +1,10 @@
-/* phasegate runner — internals of `phasegate serve` shared by its files (serve.h for
- * the API, docs/serve.md for the protocol): the control-protocol wire helpers
- * (serve_wire.c), the daemon's state (serve_daemon.c: pools, leases, connections;
- * serve_loop.c: setup, the poll loop, shutdown) and the client / start-stop sides
- * (serve_client.c, serve_ctl.c). Internal to runner/impl/. */
-#ifndef PHASEGATE_IMPL_SERVE_INTERNAL_H
-#define PHASEGATE_IMPL_SERVE_INTERNAL_H
+/* phasegate runner — internals of the serve room shared by its files (serve.h for the
+ * API, docs/serve.md for the protocol): the daemon's state (daemon.c: pools, leases,
+ * connections; loop.c: setup, the poll loop, shutdown) and the start-stop side
+ * (ctl.c). The wire helpers both ends use are the impl room's (impl/serve_client.h).
+ * Internal to runner/serve/. */
+#ifndef PHASEGATE_SERVE_DAEMON_H
+#define PHASEGATE_SERVE_DAEMON_H
 
 #include <pthread.h>
 #include <limits.h>
@@ -12,13 +12,12 @@
 #include <sys/types.h>
 #include <sys/un.h>
 
-#include "impl/serve.h"
+#include "serve/serve.h"
 
 #define SERVE_CHECK_MS 2000      /* how often the control directory is checked */
 #define SERVE_GRACE_MS 1000      /* EOF → SIGKILL for a retired or stopped worker */
 #define SERVE_READY_MS 30000     /* how long a detached start waits for readiness */
 #define SERVE_LOCK_MS 60000      /* how long a starter waits for serve.lock */
-#define SERVE_MAX_LINE (1u << 20)
 
 enum wstate { W_STARTING, W_IDLE, W_LEASED, W_DYING };
 
@@ -111,25 +110,6 @@ struct daemon {
   long leases, calls, starts, start_failures, retired, clients;
 };
 
-uint64_t pg__serve_program_fp(enum pg_proc_kind kind, const char *target, const char *cwd,
-                              const char *host);
-uint64_t pg__serve_exe_fp(void);
-int pg__serve_env_is_ours(const char *e);
-uint64_t pg__serve_env_hash(char **env, size_t n);
-void pg__serve_free_strv(char **v);
-int pg__serve_current_umask(void);
-int pg__serve_pid_gone(int pid);
-void pg__serve_kill_foreign(int pid, int pidfd);
-int pg__serve_sock_addr(const char *dir, struct sockaddr_un *sa, int *dirfd);
-int pg__serve_recv_json(int fd, int timeout_ms, cJSON **out, int *got_fd);
-double pg__serve_num(const cJSON *o, const char *key, double dflt);
-/* The number at key as an integer in [lo, hi] (the nearest bound when outside); dflt
- * when there is no number. */
-int64_t pg__serve_int(const cJSON *o, const char *key, int64_t dflt, int64_t lo, int64_t hi);
-const char *pg__serve_str(const cJSON *o, const char *key);
-int pg__serve_is_true(const cJSON *o, const char *key);
-int pg__serve_status_ok(const cJSON *a);
-int pg__serve_connect_ping(const char *dir, int *conn, cJSON **ping, struct pg_error *err);
 void pg__serve_dlog(struct daemon *d, const char *fmt, ...);
 void pg__serve_answer(struct daemon *d, struct conn *c, cJSON *o, int attach_fd);
 void pg__serve_kill_group(struct wproc *w);

@@ -20,8 +20,8 @@
  * Not for: deciding anything about a call (the run side classifies), or talking to a
  * daemon of another user or another machine (a unix socket in a 0700 directory only).
  */
-#ifndef PHASEGATE_IMPL_SERVE_H
-#define PHASEGATE_IMPL_SERVE_H
+#ifndef PHASEGATE_IMPL_SERVE_CLIENT_H
+#define PHASEGATE_IMPL_SERVE_CLIENT_H
 
 #include <cjson/cJSON.h>
 #include <stdint.h>
@@ -87,45 +87,31 @@ void pg_serve_disconnect(int conn);
 int pg_serve_request(int conn, const char *op, int timeout_ms, cJSON **answer,
                      struct pg_error *err);
 
-/* ------------------------------------------------------------------ daemon */
+/* ------------------------------------------------------------------ the wire */
 
-struct pg_serve_options {
-  const char *control_dir;   /* required; created mode 0700 */
-  const char *op_dir;        /* informational (shown by status) */
-  const struct pg_proc_program *prestart; /* what to prestart, NULL for nothing */
-  const char *modes;         /* prestart: comma list (default "sim") */
-  const char *devices;       /* prestart: comma list of device ids (default "0") */
-  uint64_t rlimit_as;        /* prestart: RLIMIT_AS as `run --memory-limit` passes it */
-  int slots;                 /* processes per key (default 1) */
-  double idle_timeout_s;     /* exit after this long without clients (default 600) */
-  double start_timeout_s;    /* prestart handshake limit (default 120) */
-  int detached;              /* spawned by pg_serve_start: close fds >= 3 (but the log's) */
-};
-
-void pg_serve_options_init(struct pg_serve_options *o);
-
-/* Runs the daemon in this process until it is stopped (--stop, SIGTERM/SIGINT), idle
- * for idle_timeout_s, or its control directory (or socket) disappears; then kills
- * every process it owns and removes its socket and pidfile. Event lines go to `log`
- * (may be NULL). PG_OK after an orderly end. PG_EINVAL: another daemon holds the
- * control directory, or the directory is not ours; PG_EIO: it could not be set up.
- * Clears this process's environment (workers get their client's). */
-int pg_serve_daemon(const struct pg_serve_options *o, FILE *log, struct pg_error *err);
-
-/* Makes sure a daemon serves o->control_dir and returns once it answers: under an
- * flock of <control>/serve.lock (racing starters: one daemon), a daemon that answers
- * with the same executable is kept (*already = 1); one of another build is stopped;
- * a stale socket / pidfile (no live holder) is removed, a hung holder killed; then
- * daemon_argv (a command running pg_serve_daemon, e.g. `phasegate serve --foreground
- * --detached …`) is spawned in a new session, stdin /dev/null, stdout and stderr
- * appended to <control>/serve.log, and waited for until it answers a ping (at most
- * 30 s). *pid: the daemon's pid. PG_EIO with the log's tail when it did not come up. */
-int pg_serve_start(const struct pg_serve_options *o, const char *const *daemon_argv, int *pid,
-                   int *already, struct pg_error *err);
-
-/* Stops the daemon of control_dir (if any) and waits until it is gone with every
- * process it owned; removes stale files. Idempotent: *pid = 0 when none was running.
- * PG_ETIMEOUT when it did not go within timeout_s (then it has been killed). */
-int pg_serve_stop(const char *control_dir, double timeout_s, int *pid, struct pg_error *err);
+/* What both ends of the control protocol share (impl/serve_wire.c): socket addresses,
+ * JSON lines with an optional fd, numbers read defensively, fingerprints of what a
+ * process runs, and the environment entries that are phasegate's own. */
+#define PG_SERVE_MAX_LINE (1u << 20) /* the longest control line either end accepts */
+struct sockaddr_un;
+uint64_t pg_serve_program_fp(enum pg_proc_kind kind, const char *target, const char *cwd,
+                              const char *host);
+uint64_t pg_serve_exe_fp(void);
+int pg_serve_env_is_ours(const char *e);
+uint64_t pg_serve_env_hash(char **env, size_t n);
+void pg_serve_free_strv(char **v);
+int pg_serve_current_umask(void);
+int pg_serve_pid_gone(int pid);
+void pg_serve_kill_foreign(int pid, int pidfd);
+int pg_serve_sock_addr(const char *dir, struct sockaddr_un *sa, int *dirfd);
+int pg_serve_recv_json(int fd, int timeout_ms, cJSON **out, int *got_fd);
+double pg_serve_num(const cJSON *o, const char *key, double dflt);
+/* The number at key as an integer in [lo, hi] (the nearest bound when outside); dflt
+ * when there is no number. */
+int64_t pg_serve_int(const cJSON *o, const char *key, int64_t dflt, int64_t lo, int64_t hi);
+const char *pg_serve_str(const cJSON *o, const char *key);
+int pg_serve_is_true(const cJSON *o, const char *key);
+int pg_serve_status_ok(const cJSON *a);
+int pg_serve_connect_ping(const char *dir, int *conn, cJSON **ping, struct pg_error *err);
 
 #endif

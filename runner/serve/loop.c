@@ -1,6 +1,6 @@
-/* phasegate runner — `phasegate serve`: the daemon's setup, poll loop and shutdown (serve.h, serve_internal.h,
+/* phasegate runner — `phasegate serve`: the daemon's setup, poll loop and shutdown (serve.h, daemon.h,
  * docs/serve.md). */
-#include "impl/serve_internal.h"
+#include "serve/daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -98,7 +98,7 @@ static int daemon_setup(struct daemon *d, struct pg_error *err) {
   d->lsock = d->sigfd = d->jobs_r = d->jobs_w = d->pid_fd = -1;
   d->started_ms = d->last_active_ms = pg_now_ms();
   d->next_check_ms = d->started_ms + SERVE_CHECK_MS;
-  d->exe = pg__serve_exe_fp();
+  d->exe = pg_serve_exe_fp();
   if (!(d->dir = absolute(d->o->control_dir)))
     return pg_error_set(err, PG_ENOMEM, "out of memory");
   PG_RETURN_IF_ERROR(pg__serve_prepare_dir(d->dir, err));
@@ -114,7 +114,7 @@ static int daemon_setup(struct daemon *d, struct pg_error *err) {
   unlink(d->sock_path); /* stale: its daemon no longer holds the pidfile */
   struct sockaddr_un sa;
   int dirfd;
-  if (pg__serve_sock_addr(d->dir, &sa, &dirfd) != 0)
+  if (pg_serve_sock_addr(d->dir, &sa, &dirfd) != 0)
     return pg_error_set(err, PG_EIO, "%s: %s", d->dir, strerror(errno));
   d->lsock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   mode_t old = umask(077);
@@ -169,11 +169,11 @@ static void prestart(struct daemon *d) {
     for (const char *v = devices; v && *v;) {
       int device = atoi(v);
       struct pool *pl = pg__serve_pool_get(d, prog->kind, prog->target, mode, device, d->o->rlimit_as, d->start_cwd,
-                                 pg__serve_current_umask(), d->start_env, n_env, host);
+                                 pg_serve_current_umask(), d->start_env, n_env, host);
       struct pg_error err;
       if (pl) {
         pg__serve_pool_refresh(d, pl,
-                               pg__serve_program_fp(prog->kind, prog->target, d->start_cwd, host));
+                               pg_serve_program_fp(prog->kind, prog->target, d->start_cwd, host));
         if (pg__serve_pool_alive(pl, d, 0, 1) == 0 && pg__serve_start_proc(d, pl, d->o->start_timeout_s, &err) != PG_OK)
           pg__serve_dlog(d, "prestart: %s", err.message);
       }
@@ -316,7 +316,7 @@ static void shutdown_all(struct daemon *d) {
   for (;;) {
     int left = 0;
     for (struct wproc *w = d->procs; w; w = w->next)
-      left += !w->gone && !w->reaped && w->pid > 0 && pg__child_exited(w->pid, 0) == 0;
+      left += !w->gone && !w->reaped && w->pid > 0 && pg_child_exited(w->pid, 0) == 0;
     if (!left || pg_now_ms() >= until) break;
     usleep(5000);
   }
@@ -325,7 +325,7 @@ static void shutdown_all(struct daemon *d) {
     /* one reaped before (died while leased) had its leftovers killed then, and its
      * pid may be a stranger's now */
     if (!w->reaped) { /* the group, and children that left it too */
-      w->status = pg__reap_child(w->pid, w->p.tag, NULL, 0, 200);
+      w->status = pg_reap_child(w->pid, w->p.tag, NULL, 0, 200);
       w->reaped = 1;
     }
     if (w->end_to) pg__serve_answer_end(d, w->end_to, w, 0);
@@ -342,7 +342,7 @@ static void daemon_free(struct daemon *d) {
     next = pl->next;
     for (struct waiter *q = pl->queue, *qn; q; q = qn) qn = q->next, free(q);
     free(pl->target), free(pl->mode), free(pl->cwd), free(pl->host);
-    pg__serve_free_strv(pl->env);
+    pg_serve_free_strv(pl->env);
     free(pl);
   }
   if (d->lsock >= 0) close(d->lsock);
@@ -351,7 +351,7 @@ static void daemon_free(struct daemon *d) {
   if (d->jobs_w >= 0) close(d->jobs_w);
   if (d->pid_fd >= 0) close(d->pid_fd);
   free(d->dir), free(d->sock_path), free(d->pid_path), free(d->workers);
-  pg__serve_free_strv(d->start_env);
+  pg_serve_free_strv(d->start_env);
   free(d->start_cwd);
   free(d->host);
 }
