@@ -87,9 +87,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   d.n_conns = 1;
   d.clients = 1;
 
-  /* a process of key (worker:./w.sh, sim, 0, ...) leased to this connection */
+  /* a process of key (worker ./w.sh, sim, 0, ...) leased to this connection */
   char *env[] = {(char *)"PATH=/usr/bin", NULL};
-  struct pool *pl = pg__serve_pool_get(&d, "worker:./w.sh", "sim", 0, 0, "/", 022, env, 1, NULL);
+  struct pool *pl = pg__serve_pool_get(&d, PG_PROC_COMMAND, "./w.sh", "sim", 0, 0, "/", 022, env, 1, NULL);
   struct wproc *w = calloc(1, sizeof *w);
   check(pl && w);
   pg_proc_init(&w->p);
@@ -116,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   for (struct pool *q = d.pools, *next; q; q = next) {
     next = q->next;
-    free(q->impl), free(q->mode), free(q->cwd), free(q->host);
+    free(q->target), free(q->mode), free(q->cwd), free(q->host);
     pg_serve_free_strv(q->env);
     free(q);
   }
