@@ -26,6 +26,18 @@ char *pg_strdup(const char *s) {
   return p;
 }
 
+int pg_array_reserve(void *items, int *capacity, int count, size_t elem_size) {
+  if (count < *capacity) return 0;
+  int cap = *capacity ? *capacity * 2 : 16;
+  /* items points at a `T *`: copied as bytes, never read through a void * lvalue */
+  void *old, *grown;
+  memcpy(&old, items, sizeof old);
+  if (!(grown = realloc(old, (size_t)cap * elem_size))) return -1;
+  memcpy(items, &grown, sizeof grown);
+  *capacity = cap;
+  return 0;
+}
+
 int pg_mkdir_p(const char *path) {
   char *buf = pg_strdup(path);
   if (!buf) {

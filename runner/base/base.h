@@ -20,6 +20,11 @@ double pg_now_ms(void);
 /* strdup that accepts NULL (returns NULL) and goes through malloc. */
 char *pg_strdup(const char *s);
 
+/* Room for one more element in a growable array (*items holding count of *capacity
+ * elements of elem_size bytes): doubles the capacity (from 16) when it is full. 0, or
+ * -1 when out of memory (the array is left as it was). */
+int pg_array_reserve(void *items, int *capacity, int count, size_t elem_size);
+
 /* mkdir -p with mode 0777 (umask applies). 0, or -1 with errno set. Paths of any length. */
 int pg_mkdir_p(const char *path);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
 #include "opdir/contract_internal.h"
 
 /* ------------------------------------------------------------------ findings */
@@ -18,15 +19,9 @@ void pg__cfind(struct pg__cctx *x, enum pg_severity sev, int line, int column, i
     x->dropped++;
     return;
   }
-  if (x->count == x->capacity) {
-    int cap = x->capacity ? x->capacity * 2 : 16;
-    struct pg__finding *items = realloc(x->items, (size_t)cap * sizeof *items);
-    if (!items) {
-      x->oom = 1;
-      return;
-    }
-    x->items = items;
-    x->capacity = cap;
+  if (pg_array_reserve(&x->items, &x->capacity, x->count, sizeof *x->items) != 0) {
+    x->oom = 1;
+    return;
   }
   char buf[PG_ERROR_MESSAGE_MAX];
   va_list ap;

@@ -25,13 +25,8 @@ void pg_diags_reset(struct pg_diags *d) {
 int pg_diags_add(struct pg_diags *d, enum pg_severity sev, const char *file, int line,
                  int column, const char *rule, const char *fmt, ...) {
   if (!d) return PG_OK;
-  if (d->count == d->capacity) {
-    int cap = d->capacity ? d->capacity * 2 : 16;
-    struct pg_diag *items = realloc(d->items, (size_t)cap * sizeof *items);
-    if (!items) return PG_ENOMEM;
-    d->items = items;
-    d->capacity = cap;
-  }
+  if (pg_array_reserve(&d->items, &d->capacity, d->count, sizeof *d->items) != 0)
+    return PG_ENOMEM;
   char msg[PG_ERROR_MESSAGE_MAX];
   va_list ap;
   va_start(ap, fmt);
