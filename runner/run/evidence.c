@@ -22,7 +22,9 @@ static const char *const transcendental[] = {"exp",     "log",         "tanh",  
                                              "silu",    "sigmoid",     "softmax", "log_softmax",
                                              "rsqrt",   "rmsnorm",     "layernorm", "rope"};
 
-const char *pg__transcendental_kernel(const struct pg_golden_plan *plan, int k) {
+/* The first transcendental kernel (exp, tanh, softmax, …) the built-in golden steps of
+ * modules 1..k use, or NULL. */
+static const char *transcendental_kernel(const struct pg_golden_plan *plan, int k) {
   for (size_t i = 0; plan && i < sizeof transcendental / sizeof *transcendental; i++)
     if (pg_golden_plan_uses_kernel(plan, k, transcendental[i])) return transcendental[i];
   return NULL;
@@ -130,7 +132,7 @@ void pg__evidence_mode(const struct pg__run *rc, int k, const struct pg_case_dat
   double t0 = pg_now_ms();
   struct pg__diag_facts f;
   memset(&f, 0, sizeof f);
-  f.transcendental = pg__transcendental_kernel(rc->plan, k);
+  f.transcendental = transcendental_kernel(rc->plan, k);
   for (int i = 0; i < m->n_tensors; i++) {
     struct pg_tensor_check *t = &m->tensors[i];
     memset(&f.nan, 0, sizeof f.nan);

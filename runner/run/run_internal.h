@@ -204,9 +204,6 @@ struct pg__diag_facts {
   struct pg__nan_origin nan;  /* for the tensor being classified */
   const char *transcendental; /* a transcendental kernel of the phase's golden, or NULL */
 };
-/* The first transcendental kernel (exp, tanh, softmax, …) the built-in golden steps of
- * modules 1..k use, or NULL. */
-const char *pg__transcendental_kernel(const struct pg_golden_plan *plan, int k);
 /* The mask of every failing precision check of m, the PASS checks, --show-values'
  * text; classifies each tensor (pg__classify_diagnosis). Adds its time to *ms. */
 void pg__evidence_mode(const struct pg__run *rc, int k, const struct pg_case_data *d,
