@@ -351,7 +351,7 @@ void pg__diagnose_mode(struct pg__diag_case *dc, struct pg_mode_result *m,
     if (t->cmp.cpu_reproducer_candidate && !over_budget(dc)) {
       char orders[128];
       double spread = order_spread(dc, i, orders, sizeof orders);
-      if (spread >= 0) pg__classify_reproducer(t, spread, 1, orders);
+      if (spread >= 0) pg__classify_reproducer(t, spread, orders);
     }
   }
   pg_tensor_reset(&j.scratch);

@@ -251,9 +251,9 @@ void pg__classify_mutant_fit(struct pg_tensor_check *t, enum pg_hint_kind kind, 
 void pg__classify_mutant_strength(struct pg_tensor_check *t, enum pg_hint_kind kind,
                                   const char *detail, const struct pg_cmp_result *mut_vs_ref);
 /* The CPU reproducer: the impl's max_abs_diff against the largest difference another
- * summation order makes (spread); suite_calibration when within it. */
-void pg__classify_reproducer(struct pg_tensor_check *t, double spread, int n_orders,
-                             const char *orders);
+ * summation order makes (spread; orders names those orders); suite_calibration when
+ * within it. */
+void pg__classify_reproducer(struct pg_tensor_check *t, double spread, const char *orders);
 /* The run's counts, status (worst case wins) and exit code; a report that could not be
  * written makes it an ERROR. */
 void pg__classify_run(struct pg_run_summary *s, const struct pg_case_result *results, int n,
