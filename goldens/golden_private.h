@@ -163,8 +163,6 @@ int pg__pspec_build(const struct pg_op_graph *graph, const struct pg__kernel_sou
 void pg__pspec_reset(struct pg__pspec *ps);
 /* The compiled golden of module id (0: op level), or NULL. */
 const struct pg__pspec *pg__plan_spec(const struct pg_golden_plan *p, int module_id);
-/* The kernel source, NULL meaning built-in. */
-const struct pg__kernel_source *pg__ks_or_default(const struct pg__kernel_source *ks);
 
 /* Compiles step st's attributes for its kernel into ps (plan_attrs.c): sets
  * ps->syntax (any expression that does not parse, kernel or not) and, with a kernel,
@@ -240,8 +238,6 @@ int pg__gtable_add(struct pg__gtable *tab, const char *name, int module,
                    struct pg__gtensor **out, struct pg_error *err);
 /* Removes entry i (its buffer goes to the pool). */
 void pg__gtable_remove_at(struct pg__gtable *tab, int i);
-/* Removes the step-locals (module == -1). */
-void pg__gtable_drop_locals(struct pg__gtable *tab);
 /* Makes the step-locals named by module m's outputs into module m's outputs and drops
  * the rest. */
 void pg__gtable_promote(struct pg__gtable *tab, const struct pg_module *m);
@@ -313,7 +309,5 @@ int pg__golden_plugin_call(void *lib, const char *symbol, const char *op, int mo
                            const struct pg_bindings *dims, struct pg_tensor *const *inputs,
                            int n_inputs, struct pg_tensor *const *outputs, int n_outputs,
                            struct pg_error *err);
-/* The path a library was opened from (for messages). */
-const char *pg__golden_lib_path(const void *lib);
 
 #endif

@@ -50,7 +50,8 @@ void pg__gtable_remove_at(struct pg__gtable *tab, int i) {
   tab->count--;
 }
 
-void pg__gtable_drop_locals(struct pg__gtable *tab) {
+/* Removes the step-locals (module == -1). */
+static void drop_locals(struct pg__gtable *tab) {
   for (int i = tab->count - 1; i >= 0; i--)
     if (tab->items[i]->module == -1) pg__gtable_remove_at(tab, i);
 }
@@ -65,7 +66,7 @@ void pg__gtable_promote(struct pg__gtable *tab, const struct pg_module *m) {
         break;
       }
   }
-  pg__gtable_drop_locals(tab);
+  drop_locals(tab);
 }
 
 struct pg__gtensor *pg__gtable_find(const struct pg__gtable *tab, int module, const char *name) {

@@ -20,7 +20,8 @@
 
 static const struct pg__kernel_source default_ks = {pg_kernel_find, pg_kernel_list};
 
-const struct pg__kernel_source *pg__ks_or_default(const struct pg__kernel_source *ks) {
+/* The kernel source, NULL meaning built-in. */
+static const struct pg__kernel_source *ks_or_default(const struct pg__kernel_source *ks) {
   return ks ? ks : &default_ks;
 }
 
@@ -265,7 +266,7 @@ int pg__pspec_build(const struct pg_op_graph *graph, const struct pg__kernel_sou
   memset(out, 0, sizeof *out);
   out->m = m;
   out->g = g;
-  ks = pg__ks_or_default(ks);
+  ks = ks_or_default(ks);
   int rc = PG_OK;
   if (m && m->n_inputs > 0) {
     out->inputs = calloc((size_t)m->n_inputs, sizeof *out->inputs);
@@ -301,7 +302,7 @@ int pg__golden_plan_build_ks(const struct pg_op_graph *g, const struct pg__kerne
     return pg_error_set(err, PG_ENOMEM, "out of memory building the golden plan");
   }
   p->graph = g;
-  p->ks = pg__ks_or_default(ks);
+  p->ks = ks_or_default(ks);
   int rc = PG_OK;
   for (int i = 0; rc == PG_OK && i < g->n_modules; i++)
     rc = pg__pspec_build(g, p->ks, &g->modules[i], &g->modules[i].golden, &p->mods[i], err);

@@ -62,11 +62,6 @@ void pg_golden_lib_close(void *handle) {
   free(lib);
 }
 
-const char *pg__golden_lib_path(const void *handle) {
-  const struct golden_lib *lib = handle;
-  return lib ? lib->path : "(none)";
-}
-
 #define CANARY_F32 0x7fa5a5a5u
 #define CANARY_F64 0x7ff4a5a5a5a5a5a5ull
 

@@ -77,12 +77,6 @@ int pg_impl_prefill_bits(const struct pg_impl *impl, enum pg_dtype t, uint64_t *
 int pg_impl_process(const struct pg_impl *impl, struct pg_proc_program *out,
                     struct pg_error *err);
 
-/* phasegate's Python package (tools/python, or where it is installed): the directory
- * that holds phasegate/worker.py. $PHASEGATE_PYTHON_DIR, else the install location
- * relative to the running executable, else the source tree (compile-time path). NULL
- * when none exists. */
-const char *pg_python_package_dir(void);
-
 /* The interpreter of the Python worker: `python` if given, else $PHASEGATE_PYTHON, else
  * "python3". */
 const char *pg_python_interpreter(const char *python);

@@ -4,7 +4,7 @@
  *
  * It is the worker adapter (impl/worker.c, the same pool, serve leases and checks) with
  * phasegate's own Python worker as the command — `<python> -m phasegate.worker`, the
- * package found by pg_python_package_dir — and a "call" object added to every request:
+ * package found by python_package_dir — and a "call" object added to every request:
  * the module's absolute path and the function of the phase, `<op>_module<suffix>_wrapper`
  * (pg_impl_symbol) or FUNCTION for every phase. The worker imports the module, calls the
  * function with the primary inputs and writes the returned leaves as the outputs; a
@@ -37,7 +37,11 @@ static int has_worker(const char *dir) {
   return n > 0 && (size_t)n < sizeof path && access(path, R_OK) == 0;
 }
 
-const char *pg_python_package_dir(void) {
+/* phasegate's Python package (tools/python, or where it is installed): the directory
+ * that holds phasegate/worker.py. $PHASEGATE_PYTHON_DIR, else the install location
+ * relative to the running executable, else the source tree (compile-time path). NULL
+ * when none exists. */
+static const char *python_package_dir(void) {
   static __thread char path[PATH_MAX];
   const char *env = getenv("PHASEGATE_PYTHON_DIR");
   if (env && *env) return env;
@@ -88,7 +92,7 @@ static char *shell_quote(const char *s) {
 
 int pg_python_worker_command(const char *python, char **command, struct pg_error *err) {
   *command = NULL;
-  const char *dir = pg_python_package_dir();
+  const char *dir = python_package_dir();
   if (!dir)
     return pg_error_set(err, PG_ENOENT, "phasegate's Python package (phasegate/worker.py) was "
                         "not found: not installed next to this executable (%s), not in the "
@@ -170,7 +174,7 @@ static int python_probe(struct pg_impl_probe *p, struct pg_error *err) {
   if (strstr(impl->target, "::") && (!fn[0] || fn[ok] || (fn[0] >= '0' && fn[0] <= '9')))
     return pg_error_set(err, PG_EINVAL, "--impl 'python:%s': '%s' after '::' is not a Python "
                         "function name", impl->target, fn);
-  if (!pg_python_package_dir()) {
+  if (!python_package_dir()) {
     char *command;
     return pg_python_worker_command(impl->python, &command, err); /* its message */
   }

@@ -235,7 +235,13 @@ static int kill_pass(int pgid, const struct marks *m) {
   return n;
 }
 
-int pg__kill_leftovers(int pgid, const char *tag, const int *fds, int n_fds, double max_ms) {
+/* Kills (SIGKILL) every live process of group pgid (> 0), every process whose
+ * environment holds the entry `tag` (may be NULL) and every process started since the
+ * tag that holds one of the files of fds open (the capture pipes, the log: how the forks
+ * of a forked, never exec()ed child are found), over and over until none is left or
+ * max_ms passed (a fork loop racing the kill), so that whatever the impl held — a
+ * flock, a device — is released when this returns. Returns how many it killed. */
+static int kill_leftovers(int pgid, const char *tag, const int *fds, int n_fds, double max_ms) {
   struct marks m;
   memset(&m, 0, sizeof m);
   m.tag = tag && *tag ? tag : NULL;
@@ -271,7 +277,7 @@ int pg__kill_leftovers(int pgid, const char *tag, const int *fds, int n_fds, dou
 }
 
 int pg_reap_child(int pid, const char *tag, const int *fds, int n_fds, double max_ms) {
-  pg__kill_leftovers(pid, tag, fds, n_fds, max_ms);
+  kill_leftovers(pid, tag, fds, n_fds, max_ms);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }

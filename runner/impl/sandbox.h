@@ -41,23 +41,18 @@
  * and none is available to an unprivileged runner. */
 #define PG_PROC_TAG_MAX 80
 void pg__proc_tag(const void *owner, char *buf, size_t size);
-/* Kills (SIGKILL) every live process of group pgid (> 0), every process whose
- * environment holds the entry `tag` (may be NULL) and every process started since the
- * tag that holds one of the files of fds open (the capture pipes, the log: how the forks
- * of a forked, never exec()ed child are found), over and over until none is left or
- * max_ms passed (a fork loop racing the kill), so that whatever the impl held — a
- * flock, a device — is released when this returns. Returns how many it killed. */
-int pg__kill_leftovers(int pgid, const char *tag, const int *fds, int n_fds, double max_ms);
 
 /* 1 when the child pid has exited, without reaping it (waitid WNOWAIT); 0 when it runs;
  * -1 when it is not a child. block: wait for the exit. Callers reap only after killing
  * what it left behind: while its zombie stays, neither its pid nor its group id can be
  * given to another process (pid_max is 32768 on many machines and wraps within a test
- * run), so kill(-pid) and pg__kill_leftovers(pid, …) cannot reach a stranger. */
+ * run), so kill(-pid) and pg_reap_child's sweep cannot reach a stranger. */
 int pg_child_exited(int pid, int block);
 /* Ends child pid for good, in the order that keeps every kill on its own processes:
- * pg__kill_leftovers(pid, …) while its zombie still holds the pid and the group id,
- * then the reap. Returns the wait status. */
+ * while its zombie still holds the pid and the group id, kills (SIGKILL) its group, every
+ * process whose environment holds `tag` (may be NULL) and every one started since the tag
+ * that holds one of fds open, until none is left or max_ms passed; then the reap, so
+ * that whatever the impl held (a flock, a device) is released. Returns the wait status. */
 int pg_reap_child(int pid, const char *tag, const int *fds, int n_fds, double max_ms);
 
 /* The fields of /proc/<pid>/stat phasegate reads (each pointer may be NULL): the state

@@ -56,8 +56,10 @@ static void why_missing(const char *dir, char *why, size_t size) {
   }
 }
 
-int pg_op_dir_resolve(const char *dir, char *contract_path, size_t contract_size,
-                      char *suite_path, size_t suite_size, struct pg_error *err) {
+/* Finds module_interfaces.yaml and adversarial_suite.json in dir or dir/eval.
+ * Writes absolute-or-as-given paths into the buffers (suite_path may be NULL). */
+static int op_dir_resolve(const char *dir, char *contract_path, size_t contract_size,
+                          char *suite_path, size_t suite_size, struct pg_error *err) {
   int oom = 0;
   enum pg_op_layout l = layout_of(dir, &oom);
   if (oom) return pg_error_set(err, PG_ENOMEM, "out of memory");
@@ -91,7 +93,7 @@ int pg_op_paths_resolve(const char *op_dir, const char *contract, const char *su
                          contract) >= suite_size)
       return pg_error_set(err, PG_EINVAL, "--contract: path too long");
   } else {
-    int rc = pg_op_dir_resolve(op_dir, contract_path, contract_size, suite_path, suite_size, err);
+    int rc = op_dir_resolve(op_dir, contract_path, contract_size, suite_path, suite_size, err);
     if (rc != PG_OK) return rc;
   }
   if (suite && (size_t)snprintf(suite_path, suite_size, "%s", suite) >= suite_size)

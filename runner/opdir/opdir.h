@@ -246,12 +246,7 @@ int pg_suite_load_buffer(const char *path, const char *data, size_t size,
                          const struct pg_contract *contract, struct pg_suite *s,
                          struct pg_diags *diags, struct pg_error *err);
 
-/* Finds module_interfaces.yaml and adversarial_suite.json in dir or dir/eval.
- * Writes absolute-or-as-given paths into the buffers (suite_path may be NULL). */
-int pg_op_dir_resolve(const char *dir, char *contract_path, size_t contract_size,
-                      char *suite_path, size_t suite_size, struct pg_error *err);
-
-/* Where pg_op_dir_resolve finds an op directory's files. */
+/* Where --op-dir (pg_op_paths_resolve) finds an op directory's files. */
 enum pg_op_layout {
   PG_OP_LAYOUT_NONE = -1, /* no module_interfaces.yaml in dir or dir/eval */
   PG_OP_LAYOUT_FLAT = 0,  /* dir/module_interfaces.yaml */

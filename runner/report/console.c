@@ -388,7 +388,8 @@ void pg_report_progress_update(struct pg_report_progress *p, const struct pg_run
   pthread_mutex_unlock(&p->mu);
 }
 
-void pg_report_progress_clear(struct pg_report_progress *p) {
+/* Erases the line if one is shown. */
+static void progress_clear(struct pg_report_progress *p) {
   if (!p->out) return;
   pthread_mutex_lock(&p->mu);
   clear_locked(p);
@@ -413,7 +414,7 @@ void pg_report_progress_end(struct pg_report_progress *p) {
     pthread_join(p->tid, NULL);
     p->ticking = 0;
   }
-  pg_report_progress_clear(p);
+  progress_clear(p);
   pthread_cond_destroy(&p->wake);
   pthread_mutex_destroy(&p->mu);
 }

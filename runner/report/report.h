@@ -117,8 +117,6 @@ int pg_report_progress_wanted(int off);
 void pg_report_progress_init(struct pg_report_progress *p, FILE *out, double delay_ms);
 /* Draws (or redraws) the line for `r`; nothing before the delay. */
 void pg_report_progress_update(struct pg_report_progress *p, const struct pg_run_progress *r);
-/* Erases the line if one is shown. */
-void pg_report_progress_clear(struct pg_report_progress *p);
 /* Erases the line and writes `line` + "\n" to f, with no redraw in between. */
 void pg_report_progress_line(struct pg_report_progress *p, FILE *f, const char *line);
 /* Stops the ticker and erases the line. */

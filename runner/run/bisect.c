@@ -12,7 +12,7 @@
 
 /* Phase j of the case in `mode`: 1 diverges, 0 holds, -1 cannot tell. */
 static int boundary_verdict(struct pg__run *rc, int j, const struct pg_case *cs,
-                            const struct pg_case_data *d, const char *mode) {
+                            const struct pg_case_data *d, int n_threads, const char *mode) {
   const struct pg_tensor_decl *decls[PG_IMPL_MAX_OUTPUTS];
   struct pg_impl_output_spec specs[PG_IMPL_MAX_OUTPUTS];
   struct pg_error e;
@@ -33,14 +33,14 @@ static int boundary_verdict(struct pg__run *rc, int j, const struct pg_case *cs,
   pg__call_init(rc, j, cs, d, specs, n + probes.n, mode, &call);
   pg_impl_start(&rc->impl, &call.req, &pend, &out, &ie);
   int cached = 0, verdict = -1;
-  int grc = pg__golden(rc, j, cs, d, specs, n, gold, &cached, &e);
+  int grc = pg__golden(rc, j, cs, d, specs, n, n_threads, gold, &cached, &e);
   int irc = pg_impl_finish(&pend, &out, &ie);
   if (grc == PG_OK && irc == PG_OK) {
     struct pg_mode_result m;
     memset(&m, 0, sizeof m);
     snprintf(m.mode, sizeof m.mode, "%s", mode);
     if (out.status == PG_IMPL_DONE)
-      pg__compare_outputs(rc, j, cs, decls, specs, n, out.outputs, gold, &m);
+      pg__compare_outputs(rc, j, cs, decls, specs, n, out.outputs, gold, n_threads, &m);
     else
       pg__classify_impl(&m, &out, j);
     verdict = pg__classify_boundary(&m);
@@ -52,9 +52,9 @@ static int boundary_verdict(struct pg__run *rc, int j, const struct pg_case *cs,
 }
 
 int pg__find_earliest_boundary(struct pg__run *rc, int k, const struct pg_case *cs,
-                              const struct pg_case_data *d, const char *mode) {
+                              const struct pg_case_data *d, int n_threads, const char *mode) {
   for (int j = 1; j < k; j++) {
-    int v = boundary_verdict(rc, j, cs, d, mode);
+    int v = boundary_verdict(rc, j, cs, d, n_threads, mode);
     if (v < 0) return 0;
     if (v == 1) return j;
   }

@@ -98,6 +98,7 @@ struct case_run {
   struct pg_impl_pending pend;
   struct pg_impl_outcome out0;
   struct pg_error pend_err;
+  int n_threads;             /* for this case's golden and comparisons (case_threads) */
   struct pg__diag_case diag; /* counterfactual goldens, once the goldens are known */
   double t_case;             /* when the case began: the diagnosis budget is relative */
 };
@@ -163,7 +164,7 @@ static void case_threads(struct case_run *c) {
     for (int a = 0; a < nd; a++) n *= sh[a];
     total += n;
   }
-  c->rc->n_threads = total < PG_SMALL_CASE_ELEMENTS ? 1 : 0;
+  c->n_threads = total < PG_SMALL_CASE_ELEMENTS ? 1 : 0;
 }
 
 /* Inputs: from --golden-data, or generated. */
@@ -176,7 +177,7 @@ static int case_inputs(struct case_run *c, const char *gd_dir) {
       return case_error(c, PG_RUN_FACT_RUNNER, "%s", e.message);
     return PG_OK;
   }
-  struct pg_materialize_opts mo = {rc->o->max_bytes, rc->n_threads};
+  struct pg_materialize_opts mo = {rc->o->max_bytes, c->n_threads};
   int r = pg_case_data_generate(&c->d, &rc->contract, rc->plan, c->cs, &mo, &e);
   c->r->cancel = c->d.cancel;
   if (r != PG_OK)
@@ -194,13 +195,14 @@ static int case_goldens(struct case_run *c, const char *gd_dir, int golden_hit) 
       return case_error(c, PG_RUN_FACT_RUNNER, "%s", e.message);
   } else if (golden_hit) {
     c->r->golden_cached = 1;
-  } else if (pg__golden(c->rc, c->k, c->cs, &c->d, c->specs, c->n_out, c->goldens,
-                        &c->r->golden_cached, &e) != PG_OK) {
+  } else if (pg__golden(c->rc, c->k, c->cs, &c->d, c->specs, c->n_out, c->n_threads,
+                        c->goldens, &c->r->golden_cached, &e) != PG_OK) {
     return case_error(c, PG_RUN_FACT_RUNNER, "case '%s': cumulative golden M1..M%d failed: %.700s",
                       c->cs->id, c->k, e.message);
   }
   if (c->probes.n > 0 &&
-      pg__golden_probes(c->rc, c->k, c->cs, &c->d, &c->probes, c->probe_refs, &e) != PG_OK)
+      pg__golden_probes(c->rc, c->k, c->cs, &c->d, &c->probes, c->n_threads, c->probe_refs,
+                        &e) != PG_OK)
     return case_error(c, PG_RUN_FACT_RUNNER, "case '%s': the reference inspection probes of "
                       "M%d: %.700s", c->cs->id, c->k, e.message);
   return PG_OK;
@@ -369,10 +371,11 @@ static void run_mode(struct case_run *c, int mi) {
     m->captured = captured_text(c, &op->sandbox);
     if (op->status == PG_IMPL_DONE) {
       pg__compare_outputs(rc, c->k, c->cs, c->decls, c->specs, c->n_out, op->outputs, c->goldens,
-                          m);
+                          c->n_threads, m);
       pg__compare_probes(rc, c->cs, &c->probes, c->specs + c->n_out, op->outputs + c->n_out,
                          c->probe_refs, m);
-      pg__evidence_mode(rc, c->k, &c->d, op->outputs, c->goldens, m, &c->r->diagnosis_ms);
+      pg__evidence_mode(rc, c->k, &c->d, op->outputs, c->goldens, c->n_threads, m,
+                        &c->r->diagnosis_ms);
       if (rc->o->repeat > 1) run_repeats(c, m, op->outputs);
       if (m->status == PG_VERDICT_FAIL && m->category == PG_CAT_PRECISION)
         pg__diagnose_mode(&c->diag, m, op->outputs);
@@ -411,15 +414,16 @@ static int case_modes(struct case_run *c) {
   for (int i = 0; i < c->probes.n; i++) c->barrier[c->n_barrier++] = &c->probe_refs[i];
   if (rc->n_modes > 0 && c->d.dims.count > PG_MAX_DIMS)
     return case_error(c, PG_RUN_FACT_RUNNER, "more than 64 dims");
-  struct pg__diag_case dc = {rc, c->k, c->cs, &c->d, c->decls, c->goldens, c->n_out, 0, 0,
-                             c->t_case};
-  c->diag = dc;
+  c->diag = (struct pg__diag_case){.rc = rc, .k = c->k, .cs = c->cs, .d = &c->d,
+                                   .decls = c->decls, .goldens = c->goldens, .n_out = c->n_out,
+                                   .n_threads = c->n_threads, .case_t0_ms = c->t_case};
   for (int mi = 0; mi < rc->n_modes; mi++) run_mode(c, mi);
   pg__suite_strength(&c->diag, c->r);
   c->r->diagnosis_ms += c->diag.spent_ms;
   int bm = rc->o->no_bisect ? -1 : pg__classify_bisect_mode(c->r, c->k);
   if (bm >= 0) {
-    int j = pg__find_earliest_boundary(rc, c->k, c->cs, &c->d, c->r->modes[bm].mode);
+    int j = pg__find_earliest_boundary(rc, c->k, c->cs, &c->d, c->n_threads,
+                                       c->r->modes[bm].mode);
     if (j > 0) c->r->modes[bm].earliest_boundary = j;
   }
   pg__classify_case(c->r, c->k, rc->timeout_s, rc->contract.op);

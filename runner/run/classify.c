@@ -529,9 +529,7 @@ void pg__classify_mutant_strength(struct pg_tensor_check *t, enum pg_hint_kind k
   snprintf(t->undetected[t->n_undetected++], sizeof t->undetected[0], "%s", line);
 }
 
-void pg__classify_reproducer(struct pg_tensor_check *t, double spread, int n_orders,
-                             const char *orders) {
-  (void)n_orders;
+void pg__classify_reproducer(struct pg_tensor_check *t, double spread, const char *orders) {
   /* the impl's error within what another summation order of the same maths gives:
    * the kernel is probably innocent, the tolerance (or input scale) is not */
   if (!(spread > 0) || t->cmp.max_abs_diff > 1.5 * spread) return;

@@ -75,13 +75,13 @@ static void judge_one(struct judge *j, int i, enum pg_hint_kind kind, int axis, 
   struct pg_cmp_result res;
   if (j->m) {
     struct pg_tensor_check *t = &j->m->tensors[i];
-    if (pg_case_compare(&j->impl_out[i], mutant, &rule, dc->rc->n_threads, &res, &e) != PG_OK ||
+    if (pg_case_compare(&j->impl_out[i], mutant, &rule, dc->n_threads, &res, &e) != PG_OK ||
         res.structural)
       return;
     pg__classify_mutant_fit(t, kind, axis, tile, detail, &res);
     return;
   }
-  if (pg_case_compare(mutant, &dc->goldens[i], &rule, dc->rc->n_threads, &res, &e) != PG_OK ||
+  if (pg_case_compare(mutant, &dc->goldens[i], &rule, dc->n_threads, &res, &e) != PG_OK ||
       res.structural)
     return;
   pg__classify_mutant_strength(&j->acc[i], kind, detail, &res);
@@ -97,7 +97,7 @@ static int plan_applies(const struct pg__diag_case *dc) {
 static int build_prefix(const struct pg__diag_case *dc, struct pg_golden_env *env,
                         struct pg_golden_prefix **pre) {
   struct pg_golden_opts g = {dc->rc->plan, dc->rc->o->reference_bits, dc->rc->golden_lib,
-                             dc->rc->n_threads, NULL, PG_PHASE_GOLDEN_NONE};
+                             dc->n_threads, NULL, PG_PHASE_GOLDEN_NONE};
   pg__golden_env_init(env, &g, dc->cs, dc->d);
   struct pg_error e;
   pg_error_clear(&e);
@@ -304,7 +304,7 @@ static double order_spread(struct pg__diag_case *dc, int i, char *orders, size_t
       int no = 0;
       if (pg_golden_prefix_run(pre, &mu, outs, &no, &e) == PG_OK && i < no) {
         struct pg_cmp_result res;
-        if (pg_case_compare(&outs[i], &dc->goldens[i], &rule, dc->rc->n_threads, &res, &e) ==
+        if (pg_case_compare(&outs[i], &dc->goldens[i], &rule, dc->n_threads, &res, &e) ==
                 PG_OK && !res.structural && res.max_abs_diff > spread)
           spread = res.max_abs_diff;
         if (!(used & (1u << q)) && strlen(orders) + 16 < size)
@@ -351,7 +351,7 @@ void pg__diagnose_mode(struct pg__diag_case *dc, struct pg_mode_result *m,
     if (t->cmp.cpu_reproducer_candidate && !over_budget(dc)) {
       char orders[128];
       double spread = order_spread(dc, i, orders, sizeof orders);
-      if (spread >= 0) pg__classify_reproducer(t, spread, 1, orders);
+      if (spread >= 0) pg__classify_reproducer(t, spread, orders);
     }
   }
   pg_tensor_reset(&j.scratch);

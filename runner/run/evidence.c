@@ -22,7 +22,9 @@ static const char *const transcendental[] = {"exp",     "log",         "tanh",  
                                              "silu",    "sigmoid",     "softmax", "log_softmax",
                                              "rsqrt",   "rmsnorm",     "layernorm", "rope"};
 
-const char *pg__transcendental_kernel(const struct pg_golden_plan *plan, int k) {
+/* The first transcendental kernel (exp, tanh, softmax, …) the built-in golden steps of
+ * modules 1..k use, or NULL. */
+static const char *transcendental_kernel(const struct pg_golden_plan *plan, int k) {
   for (size_t i = 0; plan && i < sizeof transcendental / sizeof *transcendental; i++)
     if (pg_golden_plan_uses_kernel(plan, k, transcendental[i])) return transcendental[i];
   return NULL;
@@ -111,14 +113,14 @@ static void local_values(struct pg_mode_result *m, const struct pg_tensor_check 
 
 /* The error map and |golden| histogram of a failing tensor, for the report's picture
  * (none when it cannot be made: the report then simply has no map). */
-static void error_map(const struct pg__run *rc, struct pg_tensor_check *t,
-                      const struct pg_tensor *impl, const struct pg_tensor *ref) {
+static void error_map(struct pg_tensor_check *t, const struct pg_tensor *impl,
+                      const struct pg_tensor *ref, int n_threads) {
   free(t->error_map);
   t->error_map = malloc(sizeof *t->error_map);
   struct pg_error e;
   pg_error_clear(&e);
   if (t->error_map &&
-      pg_cmp_error_map(&impl->dl, &ref->dl, &t->cmp_rule, rc->n_threads, t->error_map, &e) != PG_OK) {
+      pg_cmp_error_map(&impl->dl, &ref->dl, &t->cmp_rule, n_threads, t->error_map, &e) != PG_OK) {
     free(t->error_map);
     t->error_map = NULL;
   }
@@ -126,11 +128,11 @@ static void error_map(const struct pg__run *rc, struct pg_tensor_check *t,
 
 void pg__evidence_mode(const struct pg__run *rc, int k, const struct pg_case_data *d,
                        const struct pg_tensor *impl_out, const struct pg_tensor *goldens,
-                       struct pg_mode_result *m, double *ms) {
+                       int n_threads, struct pg_mode_result *m, double *ms) {
   double t0 = pg_now_ms();
   struct pg__diag_facts f;
   memset(&f, 0, sizeof f);
-  f.transcendental = pg__transcendental_kernel(rc->plan, k);
+  f.transcendental = transcendental_kernel(rc->plan, k);
   for (int i = 0; i < m->n_tensors; i++) {
     struct pg_tensor_check *t = &m->tensors[i];
     memset(&f.nan, 0, sizeof f.nan);
@@ -148,7 +150,7 @@ void pg__evidence_mode(const struct pg__run *rc, int k, const struct pg_case_dat
           input_nonfinite(&d->inputs[j], t, t->mask.nonfinite_first_index,
                           t->mask.nonfinite_first_flat, &f.nan, j);
       if (t->analyzed && rc->o->show_values) local_values(m, t, &impl_out[i], &goldens[i]);
-      error_map(rc, t, &impl_out[i], &goldens[i]);
+      error_map(t, &impl_out[i], &goldens[i], n_threads);
     }
     pg__classify_diagnosis(t, &f);
   }

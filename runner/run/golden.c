@@ -88,13 +88,13 @@ int pg__golden_cached(struct pg__run *rc, int k, const struct pg_case *cs,
 }
 
 int pg__golden(struct pg__run *rc, int k, const struct pg_case *cs, const struct pg_case_data *d,
-               const struct pg_impl_output_spec *specs, int n_out, struct pg_tensor *goldens,
-               int *cached, struct pg_error *err) {
+               const struct pg_impl_output_spec *specs, int n_out, int n_threads,
+               struct pg_tensor *goldens, int *cached, struct pg_error *err) {
   char hash[PG_GOLDEN_CACHE_HASH_LEN + 1];
   int keyed = cache_key(rc, k, cs, &d->dims, hash);
   *cached = keyed && cache_lookup(rc, hash, specs, n_out, goldens);
   if (*cached) return PG_OK;
-  struct pg_golden_opts g = {rc->plan, rc->o->reference_bits, rc->golden_lib, rc->n_threads,
+  struct pg_golden_opts g = {rc->plan, rc->o->reference_bits, rc->golden_lib, n_threads,
                              rc->py, PG_PHASE_GOLDEN_NONE};
   struct pg_tensor tmp[PG_MAX_BOUNDARY_OUTPUTS];
   for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_init(&tmp[i]);

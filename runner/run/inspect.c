@@ -48,7 +48,7 @@ int pg__phase_probes(const struct pg_contract *c, int k, const struct pg_case *c
 }
 
 int pg__golden_probes(struct pg__run *rc, int k, const struct pg_case *cs,
-                      const struct pg_case_data *d, const struct pg__probes *p,
+                      const struct pg_case_data *d, const struct pg__probes *p, int n_threads,
                       struct pg_tensor *refs, struct pg_error *err) {
   const struct pg_contract *c = &rc->contract;
   if (pg_contract_phase_golden(c, k) == PG_PHASE_GOLDEN_PYTHON) {
@@ -56,7 +56,7 @@ int pg__golden_probes(struct pg__run *rc, int k, const struct pg_case *cs,
     return pg_py_golden_inspect(rc->py, c, k, cs, d, p->decls, p->n, refs, err);
   }
   struct pg_golden_env env;
-  struct pg_golden_opts g = {rc->plan, rc->o->reference_bits, rc->golden_lib, rc->n_threads,
+  struct pg_golden_opts g = {rc->plan, rc->o->reference_bits, rc->golden_lib, n_threads,
                              NULL, PG_PHASE_GOLDEN_NONE};
   pg__golden_env_init(&env, &g, cs, d);
   struct pg_tensor outs[PG_MAX_BOUNDARY_OUTPUTS];

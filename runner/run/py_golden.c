@@ -144,7 +144,8 @@ int pg_py_golden_call(struct pg_py_golden_worker *w, const struct pg_contract *c
   return py_call(w, c, k, cs, d, g, g->function, specs, n, out, n_out, err);
 }
 
-void pg_py_golden_inspect_name(const char *function, char *buf, size_t size) {
+/* The `_inspect` companion's name for a golden function's name, into buf. */
+static void inspect_name(const char *function, char *buf, size_t size) {
   size_t l = strlen(function);
   if (l > 7 && strcmp(function + l - 7, "_golden") == 0)
     snprintf(buf, size, "%.*s_inspect", (int)(l - 7), function);
@@ -168,7 +169,7 @@ int pg_py_golden_inspect(struct pg_py_golden_worker *w, const struct pg_contract
     PG_RETURN_IF_ERROR(pg_decl_shape(probes[i], &d->dims, &specs[i].ndim, specs[i].shape, err));
   }
   char fn[256];
-  pg_py_golden_inspect_name(g->function, fn, sizeof fn);
+  inspect_name(g->function, fn, sizeof fn);
   int n = 0;
   return py_call(w, c, k, cs, d, g, fn, specs, n_probes, out, &n, err);
 }

@@ -442,8 +442,6 @@ int pg_py_golden_inspect(struct pg_py_golden_worker *w, const struct pg_contract
                          const struct pg_case *cs, const struct pg_case_data *d,
                          const struct pg_tensor_decl *const *probes, int n_probes,
                          struct pg_tensor *out, struct pg_error *err);
-/* That function's name for a golden function's name, into buf. */
-void pg_py_golden_inspect_name(const char *function, char *buf, size_t size);
 
 struct pg_golden_opts {
   const struct pg_golden_plan *plan; /* the contract's compiled golden steps */

@@ -44,7 +44,6 @@ struct pg__run {
   char *cache_dir;            /* NULL: no golden cache */
   struct pg_py_golden_worker *py; /* Python goldens' worker (NULL: the op has none) */
   double timeout_s;
-  int n_threads;              /* for the current case: 1 for small cases, 0 (all cores) */
   pthread_t preload;          /* loads OpenBLAS while inputs are generated (golden.c) */
   int preloading, blas_loaded;
   struct pg_run_phase phase;  /* what the hooks are told */
@@ -75,6 +74,7 @@ struct pg__diag_case {
   const struct pg_tensor_decl *const *decls;
   const struct pg_tensor *goldens;
   int n_out;
+  int n_threads;              /* the case's: 1 for small cases, 0 (all cores) */
   double t0_ms;               /* when the case's diagnosis began (budget) */
   double spent_ms;
   double case_t0_ms;          /* when the case began: the default budget is a multiple
@@ -100,12 +100,13 @@ int pg__phase_outputs(const struct pg_contract *c, int k, const struct pg_case *
 void pg__call_init(const struct pg__run *rc, int k, const struct pg_case *cs,
                    const struct pg_case_data *d, const struct pg_impl_output_spec *specs,
                    int n_out, const char *mode, struct pg__call *call);
-/* Compares the impl's outputs with the goldens into m->tensors and m's verdict. */
+/* Compares the impl's outputs with the goldens into m->tensors and m's verdict, on
+ * n_threads threads (0: all cores). */
 void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *cs,
                          const struct pg_tensor_decl **decls,
                          const struct pg_impl_output_spec *specs, int n_out,
                          const struct pg_tensor *impl_out, const struct pg_tensor *goldens,
-                         struct pg_mode_result *m);
+                         int n_threads, struct pg_mode_result *m);
 
 /* inspect.c: inspection probes (module k's `inspect:`). */
 struct pg__probes {
@@ -120,9 +121,9 @@ int pg__phase_probes(const struct pg_contract *c, int k, const struct pg_case *c
                      struct pg_impl_output_spec *specs, struct pg_error *err);
 /* The reference probes of phase k into refs[0..p->n) (initialised by the caller): the
  * built-in steps of module k record them during a cumulative golden, a Python golden's
- * `..._inspect` function returns them. Never cached. */
+ * `..._inspect` function returns them, on n_threads threads. Never cached. */
 int pg__golden_probes(struct pg__run *rc, int k, const struct pg_case *cs,
-                      const struct pg_case_data *d, const struct pg__probes *p,
+                      const struct pg_case_data *d, const struct pg__probes *p, int n_threads,
                       struct pg_tensor *refs, struct pg_error *err);
 /* Each probe of the impl (impl[0..p->n)) against its reference, iteration by iteration,
  * into m->probes (metrics only). */
@@ -140,10 +141,11 @@ void pg__golden_env_init(struct pg_golden_env *env, const struct pg_golden_opts 
 int pg__golden_cached(struct pg__run *rc, int k, const struct pg_case *cs,
                       const struct pg_bindings *dims, const struct pg_impl_output_spec *specs,
                       int n_out, struct pg_tensor *goldens);
-/* Cumulative golden k through the cache: looked up, else computed and stored. */
+/* Cumulative golden k through the cache: looked up, else computed (on n_threads
+ * threads) and stored. */
 int pg__golden(struct pg__run *rc, int k, const struct pg_case *cs, const struct pg_case_data *d,
-               const struct pg_impl_output_spec *specs, int n_out, struct pg_tensor *goldens,
-               int *cached, struct pg_error *err);
+               const struct pg_impl_output_spec *specs, int n_out, int n_threads,
+               struct pg_tensor *goldens, int *cached, struct pg_error *err);
 /* Suite strength of a case's outputs (want[i]: judged) kept beside its cached golden:
  * 1 when every wanted output's undetected mutants were read into acc[i]. */
 int pg__strength_cached(const struct pg__run *rc, int k, const struct pg_case *cs,
@@ -179,9 +181,9 @@ int pg__save_impl_data(const struct pg__run *rc, const struct pg_case *cs, const
                        int n, const char *why_not, struct pg_error *err);
 
 /* bisect.c: the earliest boundary j < k at which the impl (in `mode`) already diverges;
- * k when none does, 0 when it cannot tell. */
+ * k when none does, 0 when it cannot tell. n_threads: the case's. */
 int pg__find_earliest_boundary(struct pg__run *rc, int k, const struct pg_case *cs,
-                              const struct pg_case_data *d, const char *mode);
+                              const struct pg_case_data *d, int n_threads, const char *mode);
 
 /* jobs.c: the selected cases in `jobs` forked workers; results get what the summary
  * needs (each worker persisted its full results). */
@@ -204,14 +206,12 @@ struct pg__diag_facts {
   struct pg__nan_origin nan;  /* for the tensor being classified */
   const char *transcendental; /* a transcendental kernel of the phase's golden, or NULL */
 };
-/* The first transcendental kernel (exp, tanh, softmax, …) the built-in golden steps of
- * modules 1..k use, or NULL. */
-const char *pg__transcendental_kernel(const struct pg_golden_plan *plan, int k);
 /* The mask of every failing precision check of m, the PASS checks, --show-values'
- * text; classifies each tensor (pg__classify_diagnosis). Adds its time to *ms. */
+ * text; classifies each tensor (pg__classify_diagnosis). Error maps on n_threads
+ * threads. Adds its time to *ms. */
 void pg__evidence_mode(const struct pg__run *rc, int k, const struct pg_case_data *d,
                        const struct pg_tensor *impl_out, const struct pg_tensor *goldens,
-                       struct pg_mode_result *m, double *ms);
+                       int n_threads, struct pg_mode_result *m, double *ms);
 /* Repeat call `call` (2..N) against the first call's outputs, bitwise, into m's
  * tensor checks (repeat_*). */
 void pg__repeat_compare(const struct pg_tensor *first, const struct pg_tensor *again, int n,
@@ -254,9 +254,9 @@ void pg__classify_mutant_fit(struct pg_tensor_check *t, enum pg_hint_kind kind, 
 void pg__classify_mutant_strength(struct pg_tensor_check *t, enum pg_hint_kind kind,
                                   const char *detail, const struct pg_cmp_result *mut_vs_ref);
 /* The CPU reproducer: the impl's max_abs_diff against the largest difference another
- * summation order makes (spread); suite_calibration when within it. */
-void pg__classify_reproducer(struct pg_tensor_check *t, double spread, int n_orders,
-                             const char *orders);
+ * summation order makes (spread; orders names those orders); suite_calibration when
+ * within it. */
+void pg__classify_reproducer(struct pg_tensor_check *t, double spread, const char *orders);
 /* The run's counts, status (worst case wins) and exit code; a report that could not be
  * written makes it an ERROR. */
 void pg__classify_run(struct pg_run_summary *s, const struct pg_case_result *results, int n,

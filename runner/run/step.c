@@ -102,7 +102,7 @@ void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *
                          const struct pg_tensor_decl **decls,
                          const struct pg_impl_output_spec *specs, int n_out,
                          const struct pg_tensor *impl_out, const struct pg_tensor *goldens,
-                         struct pg_mode_result *m) {
+                         int n_threads, struct pg_mode_result *m) {
   m->tensors = calloc((size_t)(n_out > 0 ? n_out : 1), sizeof *m->tensors);
   if (!m->tensors) {
     pg__classify_mode_error(m, "out of memory comparing outputs");
@@ -135,7 +135,7 @@ void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *
     t->atol = rule.atol;
     t->rtol = rule.rtol;
     t->cmp_rule = rule;
-    if (pg_case_compare(&impl_out[i], &goldens[i], &rule, rc->n_threads, &t->cmp, &e) != PG_OK) {
+    if (pg_case_compare(&impl_out[i], &goldens[i], &rule, n_threads, &t->cmp, &e) != PG_OK) {
       snprintf(msg, sizeof msg, "cannot compare output '%s': %.400s", t->name, e.message);
       pg__classify_output(m, k, i, PG_RUN_FACT_RUNNER, msg);
       continue;

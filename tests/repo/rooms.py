@@ -4,7 +4,8 @@ it, no pg__ (room-internal) name used in two rooms, nothing below the runner inc
 runner/, include/phasegate/ declaring only types and inline helpers, no source file over 800
 lines and no function over 120 lines in runner/, goldens/,
 compare/ (tables are data, not functions), and every .c of runner/, goldens/ and
-compare/ listed in its CMakeLists.
+compare/ listed in its CMakeLists; no header declaring a function or global that no
+other file uses (it belongs static in its file).
 
     python3 rooms.py SOURCE_DIR        exit 0 when every rule holds, 1 with the findings
 """
@@ -105,6 +106,43 @@ def call_circles(folder):
     return out
 
 
+HEADERS = ("runner/*/*.h", "goldens/*.h", "goldens/include/phasegate/*.h", "compare/*.h",
+           "compare/include/phasegate/*.h")
+DECLARATION = re.compile(r"^(?!typedef|static)[^#/ *\n{};][^\n{};=]*?\b(pg_\w+)\s*\([^;{}]*;", re.M)
+GLOBAL = re.compile(r"^extern\b[^;(\n]*?\b(pg_\w+)\s*(?:\[[^\]]*\])?\s*;", re.M)
+GLOBAL_DEFINITION = re.compile(r"^(?!static|extern)[A-Za-z_][^;(){}=\n]*?\b(pg_\w+)\s*"
+                               r"(?:\[[^\]]*\])?\s*=", re.M)
+
+
+def header_findings():
+    """Headers declare only what other files use: a function or global declared in a
+    header of runner/, goldens/ or compare/ and used by no C file (of those, tests/ or
+    tools/) other than the one defining it is static in that file, or gone. A header's
+    macro or inline body counts as a user (its expansions are in other files)."""
+    sources = [f for d in ("runner", "goldens", "compare", "tests", "tools")
+               for f in glob.glob(d + "/**/*.[ch]", recursive=True)]
+    headers = {h for p in HEADERS for h in glob.glob(p)}
+    declared, definer, users = [], {}, {}
+    for f in sorted(set(sources)):
+        text = strip_c(open(f).read())
+        if f in headers:
+            for m in list(DECLARATION.finditer(text)) + list(GLOBAL.finditer(text)):
+                declared.append((f, text.count("\n", 0, m.start()) + 1, m.group(1)))
+            # what is left once the declarations are gone: macros and inline bodies
+            text = GLOBAL.sub("", DECLARATION.sub("", text))
+        for m in [*DEFINITION.finditer(text), *TABLE.finditer(text),
+                  *GLOBAL_DEFINITION.finditer(text)]:
+            definer.setdefault(m.group(1), set()).add(f)
+        for n in set(re.findall(r"\bpg_\w+", text)):
+            users.setdefault(n, set()).add(f)
+    bad = []
+    for f, line, name in declared:
+        defs = definer.get(name, set())
+        if not users.get(name, set()) - defs:
+            bad.append(f"{f}:{line}: declares {name}, which no other file uses")
+    return bad
+
+
 def main(root):
     os.chdir(root)
     rank = {r: i for i, r in enumerate(ORDER)}
@@ -156,6 +194,7 @@ def main(root):
     for folder in sorted(glob.glob("runner/*/")) + ["goldens/", "compare/"]:
         bad += call_circles(folder.rstrip("/"))
     bad += cmake_findings()
+    bad += header_findings()
     for b in bad:
         print(b)
     print(f"rooms: {len(bad)} finding(s)")
