@@ -636,7 +636,10 @@ function(_phasegate_run_args)
     list(JOIN arg_MODES "," modes_csv)
     list(APPEND run_extra --modes "${modes_csv}")
   endif()
-  list(APPEND run_extra --report-dir "${report_dir}")
+  # the registration names its reports, and the <op>/report/session test's file joins
+  # the case tests of one ctest invocation into one report per phase
+  list(APPEND run_extra --report-dir "${report_dir}" --report-name "${op}"
+       --report-session "${report_dir}/${op}/.session")
   if(DEFINED arg_TIMEOUT)
     list(APPEND run_extra --timeout "${arg_TIMEOUT}")
   endif()
@@ -754,7 +757,8 @@ endfunction()
 # Reads: op, arg_MODES, arg_LABELS, base, multi, discovery_mode, gate, persistent,
 # op_dir, tests_file, contract, suite, discover_script, discover_defs, impl_spec,
 # runner_file, run_extra, golden_args, python_args, serve_control, work_dir,
-# serve_memory_limit. Sets: nothing (writes <op>_include.cmake).
+# serve_memory_limit, report_dir, _PHASEGATE_CMAKE_DIR. Sets: nothing (writes
+# <op>_include.cmake, with the <op>/report/session test every case test requires).
 function(_phasegate_write_include)
   foreach(v op_dir tests_file discover_script CMAKE_COMMAND impl_spec runner_file)
     _phasegate_bracket(q_${v} "${${v}}")
@@ -786,6 +790,8 @@ function(_phasegate_write_include)
     set(contract_fixture " FIXTURES_SETUP [==[${op}_contract]==]")
     set(composition_fixture " FIXTURES_REQUIRED [==[${op}_contract]==]")
   endif()
+  _phasegate_bracket(q_session_def "-DPG_SESSION_FILE=${report_dir}/${op}/.session")
+  _phasegate_bracket(q_session_script "${_PHASEGATE_CMAKE_DIR}/PhaseGateSession.cmake")
   set(workers_tests "")
   if(persistent)
     _phasegate_workers_tests(workers_tests "${op}" "${arg_MODES}" "${serve_memory_limit}"
@@ -807,6 +813,9 @@ if(EXISTS \"\${_pg_runner}\" AND EXISTS ${q_tests_file})
   set_tests_properties([==[${op}/composition]==] PROPERTIES
     LABELS [==[phasegate;op_${op};composition${extra_labels}]==]${composition_fixture}
     SKIP_RETURN_CODE 77 SKIP_REGULAR_EXPRESSION [==[\\[phasegate\\] SKIPPED]==])
+  add_test([==[${op}/report/session]==] \"\${_pg_cmake}\" ${q_session_def} -P ${q_session_script})
+  set_tests_properties([==[${op}/report/session]==] PROPERTIES
+    LABELS [==[phasegate;op_${op};report${extra_labels}]==] FIXTURES_SETUP [==[${op}_report]==])
 ${workers_tests}  include(${q_tests_file})
 else()
   add_test([==[${op}/NOT_BUILT]==] \"\${_pg_cmake}\" [==[-DPHASEGATE_NOT_BUILT=${op}]==]

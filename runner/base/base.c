@@ -18,6 +18,21 @@ double pg_now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+double pg_wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void pg_wall_format(double t, char *buf, size_t size) {
+  time_t s = (time_t)(t / 1e3);
+  struct tm tmv;
+  gmtime_r(&s, &tmv);
+  char day[40];
+  strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tmv);
+  snprintf(buf, size, "%s.%03dZ", day, (int)(t - (double)s * 1e3));
+}
+
 char *pg_strdup(const char *s) {
   if (!s) return NULL;
   size_t n = strlen(s) + 1;

@@ -16,6 +16,10 @@
 
 /* Monotonic milliseconds (for durations only). */
 double pg_now_ms(void);
+/* The wall clock in ms since the epoch (report times; pg_now_ms measures durations). */
+double pg_wall_ms(void);
+/* t (ms since the epoch) as "2026-11-28T22:44:43.123Z" into buf. */
+void pg_wall_format(double t, char *buf, size_t size);
 
 /* strdup that accepts NULL (returns NULL) and goes through malloc. */
 char *pg_strdup(const char *s);

@@ -41,6 +41,10 @@ static void usage(FILE *out) {
           "  --report PATH              report file (default: <report-dir>/<op>/M<K>/evaluation_report.json,\n"
           "                             or DIR/eval/evaluation_report.json for a pypto --op-dir DIR)\n"
           "  --report-dir DIR           default ./phasegate-reports (given: also for pypto op dirs)\n"
+          "  --report-name NAME         <report-dir>/NAME/M<K>/ instead of the op's name (the CMake\n"
+          "                             registration: two registrations of one op never share a report)\n"
+          "  --report-session FILE      merge into the report of the session FILE names (one ctest\n"
+          "                             invocation); without it a run's report holds that run alone\n"
           "  --timeout S                per impl call (default 120)\n"
           "  --save-data DIR            write DIR/<case>/in/*.npy, DIR/<case>/out/*.npy (golden) and\n"
           "                             DIR/<case>/impl/<mode>/*.npy (the impl's outputs as compared)\n"
@@ -132,6 +136,12 @@ static int set_option(struct pg_run_opts *o, const char *name, const char *val) 
   } else if (strcmp(name, "--modes") == 0) o->modes = val;
   else if (strcmp(name, "--report") == 0) o->report_path = val;
   else if (strcmp(name, "--report-dir") == 0) o->report_dir = val;
+  else if (strcmp(name, "--report-name") == 0) {
+    size_t ok = strspn(val, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-");
+    if (!*val || val[ok] || strcmp(val, ".") == 0 || strcmp(val, "..") == 0)
+      return pg_cli_usage_error("run", "--report-name: '%s' is not a name ([A-Za-z0-9_.-]+)", val);
+    o->report_name = val;
+  } else if (strcmp(name, "--report-session") == 0) o->report_session = val;
   else if (strcmp(name, "--timeout") == 0) {
     o->timeout_s = strtod(val, &end);
     if (end == val || *end || !(o->timeout_s > 0) || !isfinite(o->timeout_s) || o->timeout_s > 1e7)

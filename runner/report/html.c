@@ -160,7 +160,7 @@ static void matrix(struct pg__html *h, const struct pg_report_set *set) {
   int nrows = 0;
   for (int i = 0; i < set->n; i++) {
     const cJSON *r = set->files[i].json;
-    const char *op = pg__html_str(r, "op_name");
+    const char *op = pg_report_name(r); /* two registrations of one op: two rows */
     int k = pg__html_int(r, "up_to_module", 1), row = -1;
     for (int j = 0; j < nrows && row < 0; j++)
       if (strcmp(rows[j].op, op) == 0 && rows[j].at[k] < 0) row = j;

@@ -4,6 +4,7 @@
  * and the repro line. Every report string goes through pg__html_text.
  */
 #include "report/html_internal.h"
+#include "report/report.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -338,7 +339,13 @@ void pg__html_report_section(struct pg__html *h, const cJSON *r, const char *pat
   if (ni) pg__html_raw(h, "<span class=\"badge ni\">not implemented yet</span>");
   else badge(h, status ? status : failing ? "FAIL" : "PASS");
   pg__html_raw(h, " ");
-  pg__html_text(h, pg__html_str(r, "op_name"));
+  pg__html_text(h, pg_report_name(r));
+  const char *op_name = pg__html_str(r, "op_name");
+  if (op_name && strcmp(pg_report_name(r), op_name) != 0) {
+    pg__html_raw(h, " (op ");
+    pg__html_text(h, op_name);
+    pg__html_raw(h, ")");
+  }
   pg__html_fmt(h, " &#xb7; M%d", k);
   if (n > 0) pg__html_fmt(h, " of %d", n);
   pg__html_fmt(h, " &#xb7; %d/%d cases passed</summary>\n", passed, total);

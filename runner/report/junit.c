@@ -167,10 +167,8 @@ static const cJSON *find_check(const struct pg_report_file *rf, const char *id) 
 /* The message of test <op>/M<k>/L<n>/<id>. The report is the one of op and phase k
  * holding the case; when no report is named op (the CMake name of an op may differ
  * from its contract's op_name), the one report of phase k holding the case. */
-/* The report's op_name and up_to_module (NULL / -1 when absent). */
-static const char *op_of(const struct pg_report_file *rf) {
-  return str_of(rf->json, PG__RK_TOP_OP_NAME);
-}
+/* The report's registration (else op_name) and up_to_module (-1 when absent). */
+static const char *op_of(const struct pg_report_file *rf) { return pg_report_name(rf->json); }
 static int k_of(const struct pg_report_file *rf) {
   const cJSON *k = cJSON_GetObjectItemCaseSensitive(rf->json, PG__RK_TOP_UP_TO_MODULE);
   return cJSON_IsNumber(k) ? k->valueint : -1;
@@ -291,6 +289,41 @@ static int parse_case_name(char *name, const char **op, int *k, const char **id)
   return 1;
 }
 
+/* The `run` of case id in the report of registration op, phase k (NULL: none). */
+static const cJSON *case_run(const struct pg_report_set *set, const char *op, int k,
+                             const char *id) {
+  for (int i = 0; i < set->n; i++) {
+    const struct pg_report_file *rf = &set->files[i];
+    const char *rop = op_of(rf);
+    const cJSON *c = k_of(rf) == k && rop && strcmp(rop, op) == 0 ? find_check(rf, id) : NULL;
+    const cJSON *run = c ? cJSON_GetObjectItemCaseSensitive(c, PG__RK_CHECK_RUN) : NULL;
+    if (cJSON_IsObject(run)) return run;
+  }
+  return NULL;
+}
+
+/* <properties> of a case test: where it ran (host, device "kind:index", run id), so a
+ * JUnit consumer sees which machine and device misbehaved. */
+static void properties(struct sbuf *out, const cJSON *run) {
+  const cJSON *dev = cJSON_GetObjectItemCaseSensitive(run, PG__RK_RUN_DEVICE);
+  const cJSON *idx = cJSON_GetObjectItemCaseSensitive(dev, PG__RK_DEVICE_INDEX);
+  const char *kind = str_of(dev, PG__RK_DEVICE_KIND);
+  char device[128];
+  snprintf(device, sizeof device, "%.80s:%d", kind ? kind : "host",
+           cJSON_IsNumber(idx) ? idx->valueint : 0);
+  const char *names[] = {"host", "device", "run_id"};
+  const char *values[] = {str_of(run, PG__RK_RUN_HOST), device, str_of(run, PG__RK_RUN_ID)};
+  sb_str(out, "<properties>");
+  for (int i = 0; i < 3; i++) {
+    sb_str(out, "<property name=\"");
+    sb_str(out, names[i]);
+    sb_str(out, "\" value=\"");
+    sb_xml_attr(out, values[i] ? values[i] : "");
+    sb_str(out, "\"/>");
+  }
+  sb_str(out, "</properties>");
+}
+
 char *pg_report_junit_text(const char *xml, const struct pg_report_set *set, int *n_rewritten) {
   struct sbuf out = {0};
   int rewritten = 0;
@@ -307,8 +340,10 @@ char *pg_report_junit_text(const char *xml, const struct pg_report_set *set, int
     char name[1024];
     const char *op, *id;
     int k;
-    if (fail && find_attr(tc, tag_end, "name", &vs, &ve) &&
-        xml_unescape(vs, ve, name, sizeof name) && parse_case_name(name, &op, &k, &id)) {
+    int is_case = find_attr(tc, tag_end, "name", &vs, &ve) &&
+                  xml_unescape(vs, ve, name, sizeof name) && parse_case_name(name, &op, &k, &id);
+    const cJSON *run = is_case && !find_elem(p, close, "properties") ? case_run(set, op, k, id) : NULL;
+    if (fail && is_case) {
       const char *fend = memchr(fail, '>', (size_t)(close - fail));
       int has = fend && find_attr(fail, fend, "message", &vs, &ve);
       if (fend && (!has || vs == ve)) { /* a message of ctest's own is kept */
@@ -324,6 +359,13 @@ char *pg_report_junit_text(const char *xml, const struct pg_report_set *set, int
         copied = at;
         rewritten++;
       }
+    }
+    /* last in the element: readers that take the element right after <testcase> (the
+     * failure, the skip) as its result still find it there */
+    if (run) {
+      sb_add(&out, copied, (size_t)(close - copied));
+      properties(&out, run);
+      copied = close;
     }
     p = close + strlen("</testcase>");
   }

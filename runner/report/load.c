@@ -55,6 +55,10 @@ static const struct pg__report_key hint_keys[] = {PG__REPORT_KEYS_HINT(PG__RK_EN
 static const struct pg__report_key map_keys[] = {PG__REPORT_KEYS_ERROR_MAP(PG__RK_ENTRY)};
 static const struct pg__report_key hist_keys[] = {PG__REPORT_KEYS_HISTOGRAM(PG__RK_ENTRY)};
 static const struct pg__report_key bucket_keys[] = {PG__REPORT_KEYS_BUCKET(PG__RK_ENTRY)};
+static const struct pg__report_key run_keys[] = {PG__REPORT_KEYS_RUN(PG__RK_ENTRY)};
+static const struct pg__report_key device_keys[] = {PG__REPORT_KEYS_DEVICE(PG__RK_ENTRY)};
+static const struct pg__report_key selection_keys[] = {PG__REPORT_KEYS_SELECTION(PG__RK_ENTRY)};
+static const struct pg__report_key finding_keys[] = {PG__REPORT_KEYS_FINDING(PG__RK_ENTRY)};
 
 struct vctx {
   const char *file, *text;
@@ -282,9 +286,25 @@ static int check_mode(struct vctx *v, const cJSON *mo) {
   return want_object(v, mo, KEYS(mode_keys));
 }
 
+/* A run object (the report's or a check's) and its device. */
+static int check_run(struct vctx *v, const cJSON *o, const char *key) {
+  const cJSON *run = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!cJSON_IsObject(run)) return PG_OK;
+  PG_RETURN_IF_ERROR(want_member(v, o, key, KEYS(run_keys)));
+  size_t old = push(v, key, 0);
+  PG_RETURN_IF_ERROR(want_member(v, run, PG__RK_RUN_DEVICE, KEYS(device_keys)));
+  pop(v, old);
+  return PG_OK;
+}
+
+static int check_finding(struct vctx *v, const cJSON *f) {
+  return want_object(v, f, KEYS(finding_keys));
+}
+
 static int check_case(struct vctx *v, const cJSON *c) {
   PG_RETURN_IF_ERROR(want_object(v, c, KEYS(check_keys)));
   PG_RETURN_IF_ERROR(want_member(v, c, PG__RK_CHECK_FAILURE, KEYS(failure_keys)));
+  PG_RETURN_IF_ERROR(check_run(v, c, PG__RK_CHECK_RUN));
   PG_RETURN_IF_ERROR(want_list(v, c, PG__RK_CHECK_MODES, check_mode));
   return want_list(v, c, PG__RK_CHECK_PER_TENSOR, check_tensor);
 }
@@ -310,6 +330,9 @@ static int check_report(struct vctx *v, const cJSON *r) {
   PG_RETURN_IF_ERROR(want_range(v, r, PG__RK_TOP_UP_TO_MODULE, 1));
   PG_RETURN_IF_ERROR(want_range(v, r, PG__RK_TOP_TOTAL_MODULES, 0));
   PG_RETURN_IF_ERROR(want_member(v, r, PG__RK_TOP_FIRST_FAILURE, KEYS(failure_keys)));
+  PG_RETURN_IF_ERROR(check_run(v, r, PG__RK_TOP_RUN));
+  PG_RETURN_IF_ERROR(want_member(v, r, PG__RK_TOP_SELECTION, KEYS(selection_keys)));
+  PG_RETURN_IF_ERROR(want_list(v, r, PG__RK_TOP_FINDINGS, check_finding));
   return want_list(v, r, PG__RK_TOP_CHECKS, check_case);
 }
 
@@ -481,11 +504,16 @@ static int walk(struct pg_report_set *set, struct seen *seen, const char *dir, i
   return rc;
 }
 
+const char *pg_report_name(const cJSON *report) {
+  const cJSON *reg = cJSON_GetObjectItemCaseSensitive(report, PG__RK_TOP_REGISTRATION);
+  const cJSON *op = cJSON_GetObjectItemCaseSensitive(report, PG__RK_TOP_OP_NAME);
+  if (cJSON_IsString(reg) && reg->valuestring[0]) return reg->valuestring;
+  return cJSON_IsString(op) ? op->valuestring : "";
+}
+
 static int file_order(const void *a, const void *b) {
   const struct pg_report_file *x = a, *y = b;
-  const cJSON *ox = cJSON_GetObjectItemCaseSensitive(x->json, PG__RK_TOP_OP_NAME);
-  const cJSON *oy = cJSON_GetObjectItemCaseSensitive(y->json, PG__RK_TOP_OP_NAME);
-  int c = strcmp(ox->valuestring, oy->valuestring);
+  int c = strcmp(pg_report_name(x->json), pg_report_name(y->json));
   if (c) return c;
   int kx = int_of(x->json, PG__RK_TOP_UP_TO_MODULE), ky = int_of(y->json, PG__RK_TOP_UP_TO_MODULE);
   if (kx != ky) return kx < ky ? -1 : 1;

@@ -10,6 +10,7 @@
  * are literals here.
  */
 #include "report/report.h"
+#include "report/lifetime.h"
 #include "report/report_keys.h"
 #include "base/base.h"
 
@@ -457,7 +458,9 @@ static void sort_checks(cJSON *checks) {
   free(items);
 }
 
-cJSON *pg_report_build(const struct pg_run_phase *m, cJSON *checks) {
+/* The report around checks; prev_run: the run object of the same session's report it
+ * merged into (NULL: none). */
+static cJSON *build(const struct pg_run_phase *m, cJSON *checks, const cJSON *prev_run) {
   cJSON *r = new_object();
   if (!r) {
     cJSON_Delete(checks);
@@ -528,7 +531,19 @@ cJSON *pg_report_build(const struct pg_run_phase *m, cJSON *checks) {
       }
     }
   }
-  add_str(r, PG__RK_TOP_STATUS, pg_verdict_name(total ? worst : PG_VERDICT_SKIPPED));
+  /* a refused run is an ERROR whatever the checks say: it is the run's verdict */
+  if (m->refusal) {
+    worst = PG_VERDICT_ERROR;
+    cJSON_Delete(first_failure);
+    first_failure = new_object();
+    add_str(first_failure, PG__RK_FAILURE_CASE_ID, "");
+    add_item(first_failure, PG__RK_FAILURE_FAILING_MODULE_BOUNDARY, new_number(m->up_to_module));
+    add_str(first_failure, PG__RK_FAILURE_FAILURE_CATEGORY,
+            m->refusal_category ? m->refusal_category : "infra");
+    add_str(first_failure, PG__RK_FAILURE_SUMMARY, m->refusal);
+  }
+  add_str(r, PG__RK_TOP_STATUS,
+          pg_verdict_name(total || m->refusal ? worst : PG_VERDICT_SKIPPED));
   /* the phase is after --implemented-phases (CMake PHASES): every case listed, none run */
   if (total > 0 && not_impl == total) add_bool(r, PG__RK_TOP_NOT_IMPLEMENTED, 1);
   add_item(r, PG__RK_TOP_CHECKS, checks);
@@ -548,7 +563,15 @@ cJSON *pg_report_build(const struct pg_run_phase *m, cJSON *checks) {
   gmtime_r(&now, &tmv);
   strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tmv);
   add_str(r, PG__RK_TOP_UPDATED_AT, ts);
+  if (m->registration) add_str(r, PG__RK_TOP_REGISTRATION, m->registration);
+  if (m->run_id) add_item(r, PG__RK_TOP_RUN, oom_ptr(pg__report_run_json(m, prev_run)));
+  add_item(r, PG__RK_TOP_SELECTION, oom_ptr(pg__report_selection_json(m, checks)));
+  if (m->refusal) add_item(r, PG__RK_TOP_FINDINGS, oom_ptr(pg__report_findings_json(m->findings)));
   return r;
+}
+
+cJSON *pg_report_build(const struct pg_run_phase *m, cJSON *checks) {
+  return build(m, checks, NULL);
 }
 
 /* The whole file, or NULL: missing or unreadable, or (*oom set) out of memory. */
@@ -609,7 +632,8 @@ static cJSON *upgrade_check(cJSON *c, int k) {
 /* The checks of an existing report at path for the same op and phase, except those of
  * `cases` (which replace them), then those of `cases`. */
 static cJSON *merged_checks(const char *path, const struct pg_run_phase *m,
-                            const struct pg_case_result *cases, int n, struct pg_error *note) {
+                            const struct pg_case_result *cases, int n, cJSON **prev_run,
+                            struct pg_error *note) {
   cJSON *checks = new_array();
   char *old = read_file(path, &report_oom);
   if (old) {
@@ -648,8 +672,19 @@ static cJSON *merged_checks(const char *path, const struct pg_run_phase *m,
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(prev, PG__RK_TOP_OP_NAME);
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(prev, PG__RK_TOP_UP_TO_MODULE);
     const cJSON *pc = cJSON_GetObjectItemCaseSensitive(prev, PG__RK_TOP_CHECKS);
-    if (cJSON_IsString(op) && strcmp(op->valuestring, m->op) == 0 && cJSON_IsNumber(k) &&
-        k->valueint == m->up_to_module && cJSON_IsArray(pc)) {
+    int same_phase = cJSON_IsString(op) && strcmp(op->valuestring, m->op) == 0 &&
+                     cJSON_IsNumber(k) && k->valueint == m->up_to_module && cJSON_IsArray(pc);
+    /* another run's verdict never counts: it goes to the history, kept for reading */
+    if (prev && !(same_phase && pg__report_same_run(prev, m))) {
+      struct pg_error he;
+      pg_error_clear(&he);
+      if (pg__report_to_history(path, prev, &he) != PG_OK && note && !note->message[0])
+        snprintf(note->message, sizeof note->message, "%s", he.message);
+      same_phase = 0;
+    } else if (prev && prev_run && cJSON_GetObjectItemCaseSensitive(prev, PG__RK_TOP_RUN)) {
+      *prev_run = duplicate(cJSON_GetObjectItemCaseSensitive(prev, PG__RK_TOP_RUN));
+    }
+    if (same_phase) {
       const cJSON *c;
       cJSON_ArrayForEach(c, pc) {
         const char *id = get_str(c, PG__RK_CHECK_ID);
@@ -663,8 +698,11 @@ static cJSON *merged_checks(const char *path, const struct pg_run_phase *m,
     }
     cJSON_Delete(prev);
   }
-  for (int i = 0; i < n; i++)
-    push_item(checks, pg_report_check_json(&cases[i], m->up_to_module));
+  for (int i = 0; i < n; i++) {
+    cJSON *c = pg_report_check_json(&cases[i], m->up_to_module);
+    if (c && m->run_id) add_item(c, PG__RK_CHECK_RUN, oom_ptr(pg__report_case_run_json(m, &cases[i])));
+    push_item(checks, c);
+  }
   return checks;
 }
 
@@ -698,7 +736,9 @@ int pg_report_merge_write(const char *path, const struct pg_run_phase *m,
   int lfd;
   PG_RETURN_IF_ERROR(lock_report(path, &lfd, err));
   report_oom = 0;
-  cJSON *report = pg_report_build(m, merged_checks(path, m, cases, n, err));
+  cJSON *prev_run = NULL;
+  cJSON *report = build(m, merged_checks(path, m, cases, n, &prev_run, err), prev_run);
+  cJSON_Delete(prev_run);
   int rc = PG_OK;
   char *text = NULL;
   if (report && pg_report_sanitize(report) < 0) report_oom = 1;

@@ -129,6 +129,10 @@ void pg_report_progress_end(struct pg_report_progress *p);
  * up_to_module (integer >= 1) and checks[] (objects with a string id and status);
  * the optional blocks they read (failure, modes[], per_tensor[] with hints[],
  * error_map, error_histogram) have the types docs/report.md gives. */
+/* The name a report is shown and matched under: its registration (the CMake name,
+ * what the test names use) when it has one, else its op_name. */
+const char *pg_report_name(const cJSON *report);
+
 struct pg_report_file {
   char *path;  /* as given, or as found under a directory argument */
   cJSON *json; /* the whole report */

@@ -59,7 +59,11 @@ enum { PG__RK_NEED_OPT = 0, PG__RK_NEED_REQ = 1, PG__RK_NEED_UNLESS_NOT_IMPL = 2
   X(PER_MODE_STATUS, "per_mode_status", OBJ, OPT, NONE)          \
   X(FIRST_FAILURE, "first_failure", OBJ_NULL, OPT, NONE)         \
   X(STDOUT, "stdout", STR, OPT, NONE)                            \
-  X(UPDATED_AT, "updated_at", STR, OPT, NONE)
+  X(UPDATED_AT, "updated_at", STR, OPT, NONE)                    \
+  X(REGISTRATION, "registration", STR, OPT, NONE)                \
+  X(RUN, "run", OBJ, OPT, NONE)                                  \
+  X(SELECTION, "selection", OBJ, OPT, NONE)                      \
+  X(FINDINGS, "findings", ARR, OPT, OBJ)
 
 /* checks[]: one case. */
 #define PG__REPORT_KEYS_CHECK(X)                                           \
@@ -84,7 +88,8 @@ enum { PG__RK_NEED_OPT = 0, PG__RK_NEED_REQ = 1, PG__RK_NEED_UNLESS_NOT_IMPL = 2
   X(MISTRUSTED, "mistrusted", BOOL, OPT, NONE)                             \
   X(HINTS, "hints", ARR, OPT, STR_OBJ)                                     \
   X(CANCELLATION_STRESS, "cancellation_stress", OBJ, OPT, NONE)            \
-  X(KNOBS, "knobs", OBJ, OPT, NONE)
+  X(KNOBS, "knobs", OBJ, OPT, NONE)                                        \
+  X(RUN, "run", OBJ, OPT, NONE)
 
 /* checks[].failure, and the report's first_failure (the same, plus case_id). */
 #define PG__REPORT_KEYS_FAILURE(X)                                              \
@@ -194,6 +199,43 @@ enum { PG__RK_NEED_OPT = 0, PG__RK_NEED_REQ = 1, PG__RK_NEED_UNLESS_NOT_IMPL = 2
   X(MAX_ABS_DIFF, "max_abs_diff", NUM_NULL, OPT, NONE)       \
   X(MAX_ERR_OVER_TOL, "max_err_over_tol", NUM_NULL, OPT, NONE)
 
+/* The report's run and every check's run (docs/report.md "Provenance"): which run wrote
+ * it, where, on which device, when. A check's run has id, session, host, device and its
+ * own started_at / ended_at; the report's has them all. */
+#define PG__REPORT_KEYS_RUN(X)                         \
+  X(ID, "id", STR, REQ, NONE)                          \
+  X(SESSION, "session", STR_NULL, OPT, NONE)           \
+  X(STARTED_AT, "started_at", STR, OPT, NONE)          \
+  X(ENDED_AT, "ended_at", STR, OPT, NONE)              \
+  X(HOST, "host", STR, OPT, NONE)                      \
+  X(DEVICE, "device", OBJ, OPT, NONE)                  \
+  X(IMPL, "impl", STR, OPT, NONE)                      \
+  X(MODES, "modes", ARR, OPT, STR)                     \
+  X(TOOL_VERSION, "tool_version", STR, OPT, NONE)
+
+/* run.device: the device the run was given. */
+#define PG__REPORT_KEYS_DEVICE(X)                \
+  X(KIND, "kind", STR, OPT, NONE)                \
+  X(INDEX, "index", INT, OPT, NONE)              \
+  X(NAME, "name", STR_NULL, OPT, NONE)
+
+/* selection: what the report holds (a subset run says so). */
+#define PG__REPORT_KEYS_SELECTION(X)             \
+  X(LEVELS, "levels", ARR, REQ, INT)             \
+  X(CASES, "cases", ARR, REQ, STR)               \
+  X(MODES, "modes", ARR, OPT, STR)               \
+  X(COMPLETE, "complete", BOOL, OPT, NONE)       \
+  X(SUITE_CASES, "suite_cases", INT, OPT, NONE)
+
+/* findings[]: what a refused run found wrong (contract, suite, golden, environment). */
+#define PG__REPORT_KEYS_FINDING(X)               \
+  X(SEVERITY, "severity", STR, REQ, NONE)        \
+  X(MESSAGE, "message", STR, REQ, NONE)          \
+  X(FILE, "file", STR_NULL, OPT, NONE)           \
+  X(LINE, "line", INT, OPT, NONE)                \
+  X(COLUMN, "column", INT, OPT, NONE)            \
+  X(RULE, "rule", STR_NULL, OPT, NONE)
+
 /* The names: PG__RK_TOP_OP_NAME is "op_name", PG__RK_CHECK_STATUS "status", ... */
 #define PG__RK_NAME_(LIST, ID, key) static const char PG__RK_##LIST##_##ID[] = key;
 #define PG__RK_TOP_(ID, key, t, n, e) PG__RK_NAME_(TOP, ID, key)
@@ -205,6 +247,10 @@ enum { PG__RK_NEED_OPT = 0, PG__RK_NEED_REQ = 1, PG__RK_NEED_UNLESS_NOT_IMPL = 2
 #define PG__RK_ERROR_MAP_(ID, key, t, n, e) PG__RK_NAME_(ERROR_MAP, ID, key)
 #define PG__RK_HISTOGRAM_(ID, key, t, n, e) PG__RK_NAME_(HISTOGRAM, ID, key)
 #define PG__RK_BUCKET_(ID, key, t, n, e) PG__RK_NAME_(BUCKET, ID, key)
+#define PG__RK_RUN_(ID, key, t, n, e) PG__RK_NAME_(RUN, ID, key)
+#define PG__RK_DEVICE_(ID, key, t, n, e) PG__RK_NAME_(DEVICE, ID, key)
+#define PG__RK_SELECTION_(ID, key, t, n, e) PG__RK_NAME_(SELECTION, ID, key)
+#define PG__RK_FINDING_(ID, key, t, n, e) PG__RK_NAME_(FINDING, ID, key)
 PG__REPORT_KEYS_TOP(PG__RK_TOP_)
 PG__REPORT_KEYS_CHECK(PG__RK_CHECK_)
 PG__REPORT_KEYS_FAILURE(PG__RK_FAILURE_)
@@ -214,6 +260,10 @@ PG__REPORT_KEYS_HINT(PG__RK_HINT_)
 PG__REPORT_KEYS_ERROR_MAP(PG__RK_ERROR_MAP_)
 PG__REPORT_KEYS_HISTOGRAM(PG__RK_HISTOGRAM_)
 PG__REPORT_KEYS_BUCKET(PG__RK_BUCKET_)
+PG__REPORT_KEYS_RUN(PG__RK_RUN_)
+PG__REPORT_KEYS_DEVICE(PG__RK_DEVICE_)
+PG__REPORT_KEYS_SELECTION(PG__RK_SELECTION_)
+PG__REPORT_KEYS_FINDING(PG__RK_FINDING_)
 
 /* One key of a list as data, for the loader's check. */
 struct pg__report_key {

@@ -431,7 +431,7 @@ static int case_modes(struct case_run *c) {
 }
 
 void pg__run_case(struct pg__run *rc, const struct pg_case *cs, struct pg_case_result *r) {
-  double t_case = pg_now_ms();
+  double t_case = pg_now_ms(), wall0 = pg_wall_ms();
   struct case_run *c = calloc(1, sizeof *c);
   if (!c) {
     memset(r, 0, sizeof *r);
@@ -461,6 +461,8 @@ void pg__run_case(struct pg__run *rc, const struct pg_case *cs, struct pg_case_r
     pg_impl_outcome_reset(&c->out0);
   }
   r->total_ms = pg_now_ms() - t_case;
+  r->started_ms = wall0;
+  r->ended_ms = pg_wall_ms();
   const struct pg_run_hooks *h = &rc->o->hooks;
   if (h->case_lines) h->case_lines(&rc->phase, r, rc->o->on_line, rc->o->user);
   pg_case_data_reset(&c->d);

@@ -478,6 +478,10 @@ void pg__classify_case(struct pg_case_result *r, int k, double timeout_s, const 
     fact_hint(r, failed, k, timeout_s, op);
 }
 
+enum pg_category pg__classify_refusal(enum pg__refusal_stage stage) {
+  return stage == PG__STAGE_OP_FILES ? PG_CAT_STRUCTURAL : PG_CAT_INFRA;
+}
+
 void pg__classify_run(struct pg_run_summary *s, const struct pg_case_result *results, int n,
                       int persisted) {
   s->cases_total = n;

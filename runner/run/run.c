@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,7 +49,8 @@ static int in_list(const char *list, const char *item) {
   return 0;
 }
 
-int pg_run_device_from_env(void) {
+/* The device CTest allocated: its id (-1: none) and the resource type that gave it. */
+static int device_from_env(char *kind, size_t size) {
   const char *types = getenv("CTEST_RESOURCE_GROUP_0");
   if (!types || !*types) return -1;
   char buf[256];
@@ -64,9 +66,17 @@ int pg_run_device_from_env(void) {
     if (!id) continue;
     id += 3;
     while (*id && !isdigit((unsigned char)*id) && *id != ',' && *id != ';') id++;
-    if (isdigit((unsigned char)*id)) return (int)strtol(id, NULL, 10);
+    if (isdigit((unsigned char)*id)) {
+      snprintf(kind, size, "%s", t);
+      return (int)strtol(id, NULL, 10);
+    }
   }
   return -1;
+}
+
+int pg_run_device_from_env(void) {
+  char kind[64];
+  return device_from_env(kind, sizeof kind);
 }
 
 /* ------------------------------------------------------------------ checks */
@@ -121,6 +131,7 @@ static int check_before_cases(struct pg__run *rc, const int *sel, int n_sel,
     }
   }
   if ((ret = pg_impl_check_finish(&rc->probe, err)) != PG_OK) return ret;
+  rc->report_unwritable = 1; /* until the report's place is checked */
   const char *slash = strrchr(rc->report_path, '/');
   char *dir = !slash ? pg_strdup(".")
               : slash == rc->report_path ? pg_strdup("/")
@@ -137,6 +148,7 @@ static int check_before_cases(struct pg__run *rc, const int *sel, int n_sel,
     ret = usable_dir("--report-dir", dir, 1, err);
   free(dir);
   if (ret != PG_OK) return ret;
+  rc->report_unwritable = 0;
   if (o->save_data && (ret = usable_dir("--save-data", o->save_data, 1, err)) != PG_OK)
     return ret;
   return PG_OK;
@@ -261,19 +273,25 @@ static int check_implemented(const struct pg__run *rc, struct pg_error *err) {
                       rc->contract.op);
 }
 
-/* --report PATH; else --report-dir DIR: DIR/<op>/M<k>/evaluation_report.json; else a
- * pypto op directory (--op-dir DIR finds DIR/eval/): DIR/eval/evaluation_report.json,
- * where the seed's runner writes it; else ./phasegate-reports/<op>/M<k>/. NULL: out of
- * memory. */
-static char *default_report_path(const struct pg__run *rc) {
+/* --report PATH; else --report-dir DIR: DIR/<name>/M<k>/evaluation_report.json (name:
+ * --report-name, the CMake registration, else the op: two registrations of one op
+ * directory never share a report); else a pypto op directory (--op-dir DIR finds
+ * DIR/eval/): DIR/eval/evaluation_report.json, where the seed's runner writes it; else
+ * ./phasegate-reports/<name>/M<k>/. NULL: out of memory. */
+static char *report_path_for(const struct pg__run *rc, const char *op, int k) {
   const struct pg_run_opts *o = rc->o;
   int dir_given = o->report_dir && *o->report_dir;
   if (o->report_path) return pg_strdup(o->report_path);
   if (!dir_given && o->op_dir && !o->contract_path &&
       pg_op_dir_layout(o->op_dir) == PG_OP_LAYOUT_PYPTO)
     return pg_path_fmt("%s/eval/evaluation_report.json", o->op_dir);
+  const char *name = o->report_name && *o->report_name ? o->report_name : op;
   return pg_path_fmt("%s/%s/M%d/evaluation_report.json",
-                     dir_given ? o->report_dir : "phasegate-reports", rc->contract.op, rc->k);
+                     dir_given ? o->report_dir : "phasegate-reports", name, k);
+}
+
+static char *default_report_path(const struct pg__run *rc) {
+  return report_path_for(rc, rc->contract.op, rc->k);
 }
 
 /* Phase k has a golden (docs/design.md §3, §5): one clear error before any case instead of
@@ -324,6 +342,7 @@ static int load(struct pg__run *rc, struct pg_run_summary *s, struct pg_diags *d
                                            o->rlimit_as, &rc->probe, err));
   if (!o->contract_path && !o->op_dir)
     return pg_error_set(err, PG_EINVAL, "--op-dir or --contract is required");
+  rc->stage = PG__STAGE_OP_FILES; /* from here to the case selection: the op's files */
   PG_RETURN_IF_ERROR(pg_op_paths_resolve(o->op_dir, o->contract_path, o->suite_path,
                                          rc->contract_path, sizeof rc->contract_path,
                                          rc->suite_path, sizeof rc->suite_path, err));
@@ -343,11 +362,15 @@ static int load(struct pg__run *rc, struct pg_run_summary *s, struct pg_diags *d
   PG_RETURN_IF_ERROR(check_implemented(rc, err));
   if (!rc->not_implemented) PG_RETURN_IF_ERROR(check_golden(rc, err));
   if (o->inspect) PG_RETURN_IF_ERROR(check_inspect(rc, rc->k, err));
+  rc->stage = PG__STAGE_ENVIRONMENT;
   /* Without a golden cache every case computes its golden: load OpenBLAS (if a golden
    * step needs it) while the inputs are generated. */
   if (o->no_golden_cache && !o->golden_data && !rc->not_implemented)
     pg__blas_preload_start(rc, rc->k);
-  if (!suite) return pg_error_set(err, PG_ENOENT, "%s: no suite file", rc->suite_path);
+  if (!suite) {
+    rc->stage = PG__STAGE_OP_FILES;
+    return pg_error_set(err, PG_ENOENT, "%s: no suite file", rc->suite_path);
+  }
   return PG_OK;
 }
 
@@ -365,8 +388,13 @@ static int configure(struct pg__run *rc, struct pg_error *err) {
   }
   rc->n_modes = n;
   rc->timeout_s = o->timeout_s > 0 ? o->timeout_s : 120;
-  rc->device_id = o->device_id >= 0 ? o->device_id : pg_run_device_from_env();
+  /* the device's kind: the CTest resource type that gave it, else the last mode (the
+   * device-like one, docs/design.md §8) */
+  rc->device_id = o->device_id >= 0 ? o->device_id
+                                    : device_from_env(rc->device_kind, sizeof rc->device_kind);
   if (rc->device_id < 0) rc->device_id = 0;
+  if (!rc->device_kind[0] && n > 0) snprintf(rc->device_kind, sizeof rc->device_kind, "%s",
+                                             rc->modes[n - 1]);
   if (rc->not_implemented) return PG_OK; /* no golden is computed */
   PG_RETURN_IF_ERROR(open_py_golden(rc, err));
   if (o->golden_lib) PG_RETURN_IF_ERROR(pg_golden_lib_open(o->golden_lib, &rc->golden_lib, err));
@@ -424,13 +452,123 @@ static void summarize(struct pg__run *rc, struct pg_run_summary *s,
   if (h->summary_lines) h->summary_lines(&rc->phase, s, results, n, rc->o->on_line, rc->o->user);
 }
 
+/* What the hooks are told about the phase and the run that wrote it. */
+static void fill_phase(struct pg__run *rc, const char *op, int k) {
+  const struct pg_run_opts *o = rc->o;
+  rc->phase = (struct pg_run_phase){
+      .op = op, .impl_spec = o->impl_spec, .up_to_module = k,
+      .total_modules = rc->contract.n_modules, .tool_version = o->tool_version,
+      .contract_path = rc->contract_path[0] ? rc->contract_path : NULL,
+      .suite_path = rc->suite_path[0] ? rc->suite_path : NULL, .modes = rc->modes_buf,
+      .inspect = o->inspect, .registration = o->report_name, .run_id = rc->run_id,
+      .session = rc->session[0] ? rc->session : NULL, .started_ms = rc->started_ms,
+      .host = rc->host, .device_kind = rc->device_kind[0] ? rc->device_kind : "host",
+      .device_index = rc->device_id, .suite_cases = rc->suite.n_cases};
+}
+
+/* This run's id, host and start; the session id from --report-session's file (a
+ * missing or empty file: no session, the run's report stands alone). */
+static void identify(struct pg__run *rc) {
+  rc->started_ms = pg_wall_ms();
+  uint64_t r[2] = {0, 0};
+  if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) /* entropy not ready */
+    r[0] = (uint64_t)rc->started_ms * 1000003u ^ (uint64_t)getpid() << 32, r[1] = (uint64_t)rc;
+  snprintf(rc->run_id, sizeof rc->run_id, "%016llx%08llx", (unsigned long long)r[0],
+           (unsigned long long)(r[1] & 0xffffffffu));
+  if (gethostname(rc->host, sizeof rc->host) != 0) snprintf(rc->host, sizeof rc->host, "unknown");
+  rc->host[sizeof rc->host - 1] = '\0';
+  const char *sf = rc->o->report_session;
+  FILE *f = sf && *sf ? fopen(sf, "r") : NULL;
+  if (f) {
+    if (fgets(rc->session, sizeof rc->session, f)) rc->session[strcspn(rc->session, " \t\r\n")] = '\0';
+    else rc->session[0] = '\0';
+    fclose(f);
+  }
+}
+
+/* The op a directory is named for (DIR, or DIR/eval in the pypto layout): its real
+ * path's last component, when that is a valid op name; "" otherwise. */
+static void op_name_of_dir(const char *dir, char *out, size_t size) {
+  out[0] = '\0';
+  char *real = realpath(dir, NULL);
+  if (!real) return;
+  size_t n = strlen(real);
+  char *base = strrchr(real, '/');
+  if (base && strcmp(base, "/eval") == 0 && base != real) {
+    *base = '\0';
+    base = strrchr(real, '/');
+  }
+  const char *name = base ? base + 1 : real;
+  int ok = *name && strlen(name) < size && n > 0;
+  for (const char *c = name; ok && *c; c++)
+    ok = isalnum((unsigned char)*c) || *c == '_' || *c == '-' || *c == '.';
+  if (ok) snprintf(out, size, "%s", name);
+  free(real);
+}
+
+/* The op a contract names, for a run refused before it loaded it (the impl was
+ * refused first): "" when it cannot be read. Its findings are not this refusal's. */
+static void contract_op(const struct pg__run *rc, char *out, size_t size) {
+  const struct pg_run_opts *o = rc->o;
+  char cp[4096], sp[4096];
+  struct pg_error e;
+  struct pg_diags d;
+  struct pg_contract c;
+  pg_diags_init(&d);
+  pg_contract_init(&c);
+  if ((o->op_dir || o->contract_path) &&
+      pg_op_paths_resolve(o->op_dir, o->contract_path, o->suite_path, cp, sizeof cp, sp,
+                          sizeof sp, &e) == PG_OK &&
+      pg_contract_load(cp, &c, &d, &e) == PG_OK && c.op)
+    snprintf(out, size, "%s", c.op);
+  pg_contract_reset(&c);
+  pg_diags_reset(&d);
+}
+
+/* A refused run (exit 2 before any case) still replaces the phase's verdict: a report
+ * with status ERROR, its category and findings, when the op and the phase are known
+ * (from the contract, else the op directory's name, and --up-to-module). */
+static void persist_refusal(struct pg__run *rc, const struct pg_diags *diags,
+                            const struct pg_error *why, struct pg_run_summary *s) {
+  const struct pg_run_opts *o = rc->o;
+  int k = rc->k ? rc->k : o->up_to_module;
+  char op[256] = "";
+  if (rc->contract.op) snprintf(op, sizeof op, "%s", rc->contract.op);
+  else contract_op(rc, op, sizeof op);
+  if (!op[0] && o->op_dir) op_name_of_dir(o->op_dir, op, sizeof op);
+  if (!o->hooks.persist || k < 1 || (!op[0] && !o->report_path) || rc->report_unwritable) return;
+  char *path = s->report_path ? pg_strdup(s->report_path) : report_path_for(rc, op, k);
+  if (!path) return;
+  /* a file the user named goes where its directory already is: a refusal never grows a
+   * tree for it (a mistyped --report), nor writes over a directory */
+  char *dir = o->report_path ? pg_strdup(path) : NULL;
+  if (dir && strrchr(dir, '/')) *strrchr(dir, '/') = '\0';
+  int bad = o->report_path && (!dir || pg_is_dir(path) ||
+                               (strchr(path, '/') && !pg_is_dir(dir)));
+  free(dir);
+  if (bad) {
+    free(path);
+    return;
+  }
+  fill_phase(rc, op[0] ? op : "unknown", k);
+  rc->phase.refusal = why->message[0] ? why->message : "refused";
+  rc->phase.refusal_category = pg_category_name(pg__classify_refusal(rc->stage));
+  rc->phase.findings = diags;
+  rc->phase.ended_ms = pg_wall_ms();
+  struct pg_error we;
+  pg_error_clear(&we);
+  if (o->hooks.persist(path, &rc->phase, NULL, 0, &we) != PG_OK)
+    pg__line(rc, 1, "phasegate: warning: the refused run's report was not written: %s",
+             we.message);
+  free(s->report_path);
+  s->report_path = path;
+}
+
 /* Every selected case, serially or in --jobs workers, persisted; then the summary. */
 static void run_cases(struct pg__run *rc, const int *sel, int n_sel, struct pg_run_summary *s,
                       struct pg_case_result *results) {
   const struct pg_run_opts *o = rc->o;
-  rc->phase = (struct pg_run_phase){rc->contract.op, o->impl_spec, rc->k, rc->contract.n_modules,
-                                    o->tool_version, rc->contract_path, rc->suite_path,
-                                    rc->modes_buf, o->inspect};
+  fill_phase(rc, rc->contract.op, rc->k);
   struct pg_error re;
   pg_error_clear(&re);
   int wrote = PG_OK;
@@ -469,6 +607,7 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
   struct pg__run *rc = calloc(1, sizeof *rc);
   if (!rc) return pg_error_set(err, PG_ENOMEM, "out of memory");
   rc->o = o;
+  identify(rc);
   pg_contract_init(&rc->contract);
   pg_suite_init(&rc->suite);
   struct pg_diags diags;
@@ -482,7 +621,11 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
    * and start their own). */
   if (ret == PG_OK && o->jobs <= 1 && rc->n_modes > 0 && !rc->not_implemented)
     pg_impl_prestart(&rc->impl, rc->modes[0], rc->device_id, o->rlimit_as, rc->timeout_s);
-  if (ret == PG_OK) ret = select_cases(rc, &sel, &n_sel, err);
+  if (ret == PG_OK) {
+    rc->stage = PG__STAGE_OP_FILES;
+    ret = select_cases(rc, &sel, &n_sel, err);
+    if (ret == PG_OK) rc->stage = PG__STAGE_ENVIRONMENT;
+  }
   if (ret == PG_OK) {
     s->report_path = default_report_path(rc);
     rc->report_path = s->report_path;
@@ -499,6 +642,7 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
   if (ret != PG_OK) {
     s->exit_code = 2;
     s->status = PG_VERDICT_ERROR;
+    persist_refusal(rc, &diags, err, s);
   }
   for (int i = 0; results && i < n_sel; i++) pg_case_result_reset(&results[i]);
   free(results);

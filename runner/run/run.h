@@ -235,6 +235,7 @@ struct pg_case_result {
   char drift_mode[64];
   int not_implemented;        /* the phase is after --implemented-phases: every mode
                                  SKIPPED, nothing was generated, computed or called */
+  double started_ms, ended_ms; /* wall clock of the case, ms since the epoch */
 };
 
 void pg_case_result_reset(struct pg_case_result *r);
@@ -271,6 +272,22 @@ struct pg_run_phase {
   const char *contract_path, *suite_path;
   const char *modes;          /* comma-separated, as run (duplicates dropped) */
   const char *inspect;        /* --inspect NAME, or NULL */
+  /* Which run wrote it (docs/report.md "One run, one verdict"): a report holds the
+   * cases of one run id, or of one session (one ctest invocation); a report of another
+   * run is moved to the history, never merged into. */
+  const char *registration;   /* the CMake registration (--report-name), or NULL */
+  const char *run_id;         /* unique per pg_run */
+  const char *session;        /* the ctest invocation's id (--report-session), or NULL */
+  double started_ms, ended_ms; /* wall clock, ms since the epoch */
+  const char *host;
+  const char *device_kind;    /* the CTest resource type that gave the device, or "host" */
+  int device_index;
+  int suite_cases;            /* cases in the suite (selection.complete) */
+  /* A refused run (exit 2 before any case): the category (structural: the op's files;
+   * infra: the environment), the sentence and the findings. NULL refusal: it ran. */
+  const char *refusal;
+  const char *refusal_category;
+  const struct pg_diags *findings;
 };
 
 struct pg_run_summary {
@@ -320,7 +337,10 @@ struct pg_run_opts {
   unsigned levels_mask;       /* bit n set = level Ln selected; 0 = all */
   const char *modes;          /* comma-separated, NULL = "sim" */
   const char *report_path;    /* explicit file */
-  const char *report_dir;     /* else <dir>/<op>/M<k>/evaluation_report.json */
+  const char *report_dir;     /* else <dir>/<name>/M<k>/evaluation_report.json */
+  const char *report_name;    /* <name> above: the CMake registration; NULL: the op */
+  const char *report_session; /* a file holding the ctest invocation's id (written by
+                                 the registration's report/session test), or NULL */
   double timeout_s;           /* <= 0: 120 */
   const char *save_data, *golden_data;
   int reference_bits;         /* 32 or 64 */

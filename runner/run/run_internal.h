@@ -26,6 +26,12 @@
 #define PG_MAX_DIMS 64 /* dims passed to an impl call */
 
 /* One pg_run: everything loaded and decided before the first case. */
+/* Where a run stood when it was refused (classify.c turns it into the category). */
+enum pg__refusal_stage {
+  PG__STAGE_ENVIRONMENT = 0, /* the impl, the interpreter, directories: infra */
+  PG__STAGE_OP_FILES = 1     /* the contract, suite, goldens, phase, case selection */
+};
+
 struct pg__run {
   const struct pg_run_opts *o;
   int k;                      /* the phase, checked once against the contract */
@@ -48,6 +54,11 @@ struct pg__run {
   int preloading, blas_loaded;
   struct pg_run_phase phase;  /* what the hooks are told */
   char *report_path;
+  /* provenance (pg_run_phase): this run's id, the session it belongs to, host, device */
+  char run_id[40], session[72], host[256], device_kind[64];
+  double started_ms;
+  enum pg__refusal_stage stage; /* what a refusal before the cases is about */
+  int report_unwritable;      /* the report's own place was refused: no report for it */
   int not_implemented;        /* k > --implemented-phases: the cases are only reported */
 };
 
@@ -261,5 +272,8 @@ void pg__classify_reproducer(struct pg_tensor_check *t, double spread, const cha
  * written makes it an ERROR. */
 void pg__classify_run(struct pg_run_summary *s, const struct pg_case_result *results, int n,
                       int persisted);
+/* The category of a run refused before its cases: structural when the op's files are
+ * at fault (contract, suite, goldens, the phase or case selection), infra otherwise. */
+enum pg_category pg__classify_refusal(enum pg__refusal_stage stage);
 
 #endif

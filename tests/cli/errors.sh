@@ -4,7 +4,8 @@
 # missing impl libraries, unknown cases, phases outside 1..N. Each must exit 2 with
 # one clear line on stderr naming the file or flag (no usage dump, no crash).
 # `phasegate run` refuses a bad impl, --inspect name, report / data location, suite,
-# mode list, phase or timeout before any case runs (nothing on stdout, no report).
+# mode list, phase or timeout before any case runs (nothing on stdout; the report, when
+# its place is known and usable, says ERROR: a refused run replaces the old verdict).
 #   errors.sh PHASEGATE OP_DIR OUT_DIR CTOR_CRASH_PLUGIN
 set -u
 pg=$1 op=$2 out=$3 ctor_crash=$4
@@ -84,7 +85,9 @@ r1 "--impl 'foo:bar': unknown scheme 'foo:'; expected plugin:PATH.so, exec:COMMA
 r1 "--impl 'exec:': nothing after 'exec:'" --impl exec: --up-to-module 1
 r1 "--impl 'exec:  ': the command is empty" --impl "exec:  " --up-to-module 1
 r1 "replay directory 'nowhere' does not exist" --impl replay:nowhere --up-to-module 1
-[ -e r.json ] && { echo "FAIL: a refused impl still wrote r.json"; fails=1; }
+grep -q '"status":[[:space:]]*"ERROR"' r.json 2>/dev/null || { echo "FAIL: a refused impl wrote no ERROR report"; fails=1; }
+grep -q '"failure_category":[[:space:]]*"infra"' r.json || { echo "FAIL: a refused impl is not infra"; fails=1; }
+rm -f r.json
 # --inspect must name a tensor of the op
 r1 "--inspect 'nope': no such tensor in op 'attention'; the M1 boundary outputs are 'scores'" --impl exec:true --up-to-module 1 --inspect nope
 # report / data locations: checked before running; --report never grows a tree
@@ -119,7 +122,7 @@ expect 2 "--up-to-module needs a value" run --op-dir "$op" --impl exec:true --up
 for t in 0 -1 x inf ""; do
   r1 "--timeout: expected seconds > 0 (at most 1e7), got '$t'" --impl exec:true --up-to-module 1 --timeout "$t"
 done
-[ -e r.json ] && { echo "FAIL: a refused run wrote r.json"; fails=1; }
+grep -q '"status":[[:space:]]*"ERROR"' r.json 2>/dev/null || { echo "FAIL: a refused run wrote no ERROR report"; fails=1; }
 [ -e phasegate-reports ] && { echo "FAIL: a refused run created phasegate-reports/"; fails=1; }
 
 # Consistency: --opt=value everywhere, --format json for diff as for validate/list.

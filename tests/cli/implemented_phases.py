@@ -103,7 +103,11 @@ for args, needle in (
                      *args)
     check(rc == 2 and len(se.splitlines()) == 1 and needle in se and so == "",
           "%s: exit 2 with one line (got %d): %s" % (" ".join(args), rc, se))
-check(not os.path.exists(os.path.join(out, "r_bad")), "a refused run writes no report")
+# A refused run replaces the phase's verdict with ERROR (the CLI's own usage errors,
+# before the op is read, write nothing).
+bad_report = os.path.join(out, "r_bad", "attention", "M1", "evaluation_report.json")
+check(os.path.exists(bad_report) and json.load(open(bad_report))["status"] == "ERROR",
+      "a refused run writes an ERROR report")
 
 print("%d failure(s)" % len(failures))
 sys.exit(1 if failures else 0)

@@ -26,6 +26,10 @@ WHERE = [
     ("ERROR_MAP", "`per_tensor[].error_map`"),
     ("HISTOGRAM", "`per_tensor[].error_histogram`"),
     ("BUCKET", "`error_histogram.buckets[]`"),
+    ("RUN", "`run`, `checks[].run`"),
+    ("DEVICE", "`run.device`"),
+    ("SELECTION", "`selection`"),
+    ("FINDING", "`findings[]`"),
 ]
 TYPES = {
     "INT": "integer", "INT_NULL": "integer or null", "STR": "string",

@@ -93,8 +93,9 @@ static int report_once(void *vctx, int reference, struct pg_error *err) {
       return pg_error_set(err, PG_EINTERNAL, "cannot write the base report");
   }
   pg_oom_hold(0);
-  struct pg_run_phase m = {"attention", "plugin:x.so", 3, 3, "0.1.0", "c.yaml", "s.json",
-                             "sim,npu", NULL};
+  struct pg_run_phase m = {.op = "attention", .impl_spec = "plugin:x.so", .up_to_module = 3,
+                           .total_modules = 3, .tool_version = "0.1.0", .contract_path = "c.yaml",
+                           .suite_path = "s.json", .modes = "sim,npu"};
   int rc = pg_report_merge_write(c->path, &m, c->cases, c->n, err);
   pg_oom_hold(1);
   if (rc == PG_OK) rc = pg_oom_same(&c->ref, reference, report_hash(c->path), "report", err);

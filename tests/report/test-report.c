@@ -58,7 +58,9 @@ static void collect_line(void *user, int to_stderr, const char *line) {
 }
 
 PG_TEST(console_prints_tolerance) {
-  struct pg_run_phase ph = {"op", "plugin:x.so", 2, 3, "0.1.0", NULL, NULL, "sim,npu", NULL};
+  struct pg_run_phase ph = {.op = "op", .impl_spec = "plugin:x.so", .up_to_module = 2,
+                           .total_modules = 3, .tool_version = "0.1.0", .contract_path = NULL,
+                           .suite_path = NULL, .modes = "sim,npu"};
   struct pg_case_result r;
   memset(&r, 0, sizeof r);
   snprintf(r.id, sizeof r.id, "L2_a");
@@ -311,8 +313,9 @@ static const char *str(const cJSON *o, const char *k) {
 PG_TEST(report_merge_by_case_id) {
   char path[4096];
   snprintf(path, sizeof path, "%s/attention/M3/evaluation_report.json", pg_test_tmpdir());
-  struct pg_run_phase m = {"attention", "plugin:x.so", 3, 3, "0.1.0", "c.yaml", "s.json",
-                             "sim,npu", NULL};
+  struct pg_run_phase m = {.op = "attention", .impl_spec = "plugin:x.so", .up_to_module = 3,
+                           .total_modules = 3, .tool_version = "0.1.0", .contract_path = "c.yaml",
+                           .suite_path = "s.json", .modes = "sim,npu"};
   struct pg_case_result a, b;
   fake_case(&a, "L2_b", 1, PG_VERDICT_PASS, PG_VERDICT_FAIL);
   PG_CHECK_OK(pg_report_merge_write(path, &m, &a, 1, NULL));
@@ -364,7 +367,9 @@ PG_TEST(report_merge_by_case_id) {
 PG_TEST(report_boundary_without_bisection) {
   char path[4096];
   snprintf(path, sizeof path, "%s/nobisect/evaluation_report.json", pg_test_tmpdir());
-  struct pg_run_phase m = {"op", "plugin:x.so", 2, 3, "0.1.0", NULL, NULL, "sim,npu", NULL};
+  struct pg_run_phase m = {.op = "op", .impl_spec = "plugin:x.so", .up_to_module = 2,
+                           .total_modules = 3, .tool_version = "0.1.0", .contract_path = NULL,
+                           .suite_path = NULL, .modes = "sim,npu"};
   struct pg_case_result a;
   fake_case(&a, "L2_b", 1, PG_VERDICT_FAIL, PG_VERDICT_FAIL);
   a.earliest_boundary = 0;
@@ -386,7 +391,9 @@ PG_TEST(report_boundary_without_bisection) {
 PG_TEST(report_merge_upgrades_schema_1_boundary) {
   char path[4096];
   snprintf(path, sizeof path, "%s/old/evaluation_report.json", pg_test_tmpdir());
-  struct pg_run_phase m = {"op", "plugin:x.so", 3, 3, "0.1.0", NULL, NULL, "sim", NULL};
+  struct pg_run_phase m = {.op = "op", .impl_spec = "plugin:x.so", .up_to_module = 3,
+                           .total_modules = 3, .tool_version = "0.1.0", .contract_path = NULL,
+                           .suite_path = NULL, .modes = "sim"};
   char *dir = strdup(path);
   *strrchr(dir, '/') = 0;
   char cmd[4200];
@@ -431,7 +438,9 @@ PG_TEST(report_merge_upgrades_schema_1_boundary) {
 static void merge_into_corrupt(const char *name, const char *old, const char *why) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s/evaluation_report.json", pg_test_tmpdir(), name);
-  struct pg_run_phase m = {"op", "plugin:x.so", 3, 3, "0.1.0", NULL, NULL, "sim", NULL};
+  struct pg_run_phase m = {.op = "op", .impl_spec = "plugin:x.so", .up_to_module = 3,
+                           .total_modules = 3, .tool_version = "0.1.0", .contract_path = NULL,
+                           .suite_path = NULL, .modes = "sim"};
   char *dir = strdup(path);
   *strrchr(dir, '/') = 0;
   PG_CHECK(pg_mkdir_p(dir) == 0);
@@ -485,7 +494,9 @@ PG_TEST(report_merge_replaces_corrupt_reports) {
 PG_TEST(report_concurrent_writers) {
   char path[4096];
   snprintf(path, sizeof path, "%s/r/evaluation_report.json", pg_test_tmpdir());
-  struct pg_run_phase m = {"op", "plugin:x.so", 1, 2, "0.1.0", NULL, NULL, "sim,npu", NULL};
+  struct pg_run_phase m = {.op = "op", .impl_spec = "plugin:x.so", .up_to_module = 1,
+                           .total_modules = 2, .tool_version = "0.1.0", .contract_path = NULL,
+                           .suite_path = NULL, .modes = "sim,npu"};
   enum { N = 8 };
   pid_t pids[N];
   for (int i = 0; i < N; i++) {

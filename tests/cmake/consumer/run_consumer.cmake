@@ -23,7 +23,8 @@ if(MODE STREQUAL "package")
   foreach(f bin/phasegate include/phasegate/impl.h include/phasegate/runner/tensors/tensors.h
             lib/cmake/PhaseGate/PhaseGateConfig.cmake lib/cmake/PhaseGate/PhaseGateConfigVersion.cmake
             lib/cmake/PhaseGate/PhaseGate.cmake lib/cmake/PhaseGate/PhaseGateDiscover.cmake
-            lib/cmake/PhaseGate/PhaseGateQuote.cmake lib/cmake/PhaseGate/PhaseGateSummary.cmake)
+            lib/cmake/PhaseGate/PhaseGateQuote.cmake lib/cmake/PhaseGate/PhaseGateSummary.cmake
+            lib/cmake/PhaseGate/PhaseGateSession.cmake)
     pg_check(EXISTS "${BIN}/prefix/${f}" MESSAGE "not installed: ${f}")
   endforeach()
   list(APPEND cfg "-DCMAKE_PREFIX_PATH=${BIN}/prefix")
@@ -42,7 +43,11 @@ set(m2 toy/M2/L1/L1_shape toy/M2/L2/L2_values toy/M2/L2/L2_bug_at_m1)
 set(m3 toy/M3/L1/L1_shape toy/M3/L2/L2_values toy/M3/L2/L2_bug_at_m1)
 # IMPL is a plugin: the `phasegate serve` fixture pair keeps its host warm.
 set(workers toy/workers/start toy/workers/stop)
-set(all toy/contract toy/composition toy/M1/gate toy/M2/gate ${workers} ${m1} ${m2} ${m3})
+# Every case test needs this invocation's report session (docs/runner.md "One run, one
+# verdict").
+set(session toy/report/session)
+set(all toy/contract toy/composition toy/M1/gate toy/M2/gate ${workers} ${session} ${m1} ${m2}
+        ${m3})
 
 # An installed runner lists the cases at configure time; a runner built by the project
 # only after the build (NOT_BUILT placeholder until then).
@@ -67,7 +72,7 @@ pg_expect_set("tests after the build" "${names}" ${all})
 # pair the cases require (a fixture: -FA '.*' drops it with the gate).
 pg_ctest_list(names "${BUILD}" -L phase_M3)
 pg_expect_set("ctest -L phase_M3 -N" "${names}" toy/contract ${m1} toy/M1/gate ${m2}
-              toy/M2/gate ${m3} ${workers})
+              toy/M2/gate ${m3} ${workers} ${session})
 pg_ctest_list(names "${BUILD}" -L phase_M3 -FA ".*")
 pg_expect_set("ctest -L phase_M3 -FA .* -N" "${names}" ${m3})
 
@@ -146,7 +151,36 @@ pg_check(r_out MATCHES "toy/workers/stop [.]+ +Passed" MESSAGE "verify_all:\n${r
 pg_check(EXISTS "${junit}" MESSAGE "no JUnit at ${junit}")
 file(READ "${junit}" xml)
 pg_check(xml MATCHES "<testcase name=\"toy/M1/L2/L2_bug_at_m1\"[^>]*status=\"fail\"" MESSAGE "JUnit:\n${xml}")
-pg_check(EXISTS "${BUILD}/phasegate-reports/toy/M1/evaluation_report.json" MESSAGE "no M1 report")
+set(m1_report "${BUILD}/phasegate-reports/toy/M1/evaluation_report.json")
+pg_check(EXISTS "${m1_report}" MESSAGE "no M1 report")
+# Every case test carries where it ran (JUnit <properties>: host, device, run id).
+string(FIND "${xml}" "<testcase name=\"toy/M1/L2/L2_values\"" at)
+string(SUBSTRING "${xml}" ${at} -1 tc)
+string(FIND "${tc}" "</testcase>" tc_end)
+string(SUBSTRING "${tc}" 0 ${tc_end} tc)
+pg_check(at GREATER -1 AND tc MATCHES "<property name=\"host\" value=\"[^\"]+\"/>"
+         AND tc MATCHES "<property name=\"device\" value=\"[a-z]+:[0-9]+\"/>"
+         MESSAGE "no host/device <properties> for toy/M1/L2/L2_values:\n${tc}")
+# One invocation, one report: verify_all's M1 report holds its 3 cases; a later
+# invocation of one case (its session test runs too) starts a new one holding that case
+# alone, its status that of the run, and the old one is in history/.
+file(READ "${m1_report}" rep)
+string(JSON n GET "${rep}" cases_total)
+string(JSON st GET "${rep}" status)
+pg_check(n EQUAL 3 AND st STREQUAL "FAIL" MESSAGE "verify_all's M1 report: ${n} cases, ${st}")
+string(JSON host GET "${rep}" run host)
+string(JSON kind GET "${rep}" run device kind)
+pg_check(host MATCHES "." AND kind MATCHES "." MESSAGE "no host/device in the report")
+pg_run(one COMMAND "${CMAKE_CTEST_COMMAND}" --test-dir "${BUILD}" -R "^toy/M1/L2/L2_values$")
+pg_check(one_out MATCHES "toy/report/session [.]+ +Passed" MESSAGE "no session test ran:\n${one_out}")
+file(READ "${m1_report}" rep)
+string(JSON n GET "${rep}" cases_total)
+string(JSON st GET "${rep}" status)
+string(JSON complete GET "${rep}" selection complete)
+pg_check(n EQUAL 1 AND st STREQUAL "PASS" AND NOT complete
+         MESSAGE "a one-case invocation's M1 report: ${n} cases, ${st}, complete ${complete}")
+file(GLOB hist "${BUILD}/phasegate-reports/toy/M1/history/evaluation_report.*.json")
+pg_check(hist MESSAGE "the previous M1 report was not kept in history/")
 # The failed case's JUnit message says what the report says (`phasegate report --junit`):
 # category, boundary, the hint (the bug is a sign flip), the repro line.
 string(REGEX MATCH "<testcase name=\"toy/M1/L2/L2_bug_at_m1\"[^>]*>[ \t\r\n]*<failure message=\"([^\"]*)\""

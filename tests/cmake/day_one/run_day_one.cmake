@@ -24,7 +24,7 @@ foreach(op toy toy_py)
     endif()
   endforeach()
   list(APPEND all ${op}/contract ${op}/composition ${op}/M1/gate ${op}/M2/gate
-                  ${op}/workers/start ${op}/workers/stop)
+                  ${op}/workers/start ${op}/workers/stop ${op}/report/session)
 endforeach()
 # Every phase is listed (the runner exists: discovery at configure time).
 pg_ctest_list(names "${BUILD}")
@@ -66,9 +66,10 @@ pg_check(r_out MATCHES "\\[SKIP\\] toy M2 L2_values  M2 not implemented yet \\(P
          MESSAGE "the case line:\n${r_out}")
 
 # The phase reports say so; M1's is a plain PASS.
-foreach(dir phasegate-reports py-reports)
+# Reports are keyed by registration: toy's under toy/, toy_py's under toy_py/.
+foreach(dir phasegate-reports/toy py-reports/toy_py)
   foreach(k 2 3)
-    file(READ "${BUILD}/${dir}/toy/M${k}/evaluation_report.json" rep)
+    file(READ "${BUILD}/${dir}/M${k}/evaluation_report.json" rep)
     string(JSON status GET "${rep}" status)
     string(JSON ni GET "${rep}" not_implemented)
     string(JSON n GET "${rep}" cases_skipped)
@@ -81,7 +82,7 @@ foreach(dir phasegate-reports py-reports)
                MESSAGE "${dir} M${k} case ${i}: ${ms}: ${why}")
     endforeach()
   endforeach()
-  file(READ "${BUILD}/${dir}/toy/M1/evaluation_report.json" rep)
+  file(READ "${BUILD}/${dir}/M1/evaluation_report.json" rep)
   string(JSON status GET "${rep}" status)
   string(JSON ni ERROR_VARIABLE jerr GET "${rep}" not_implemented)
   pg_check(status STREQUAL "PASS" AND jerr MATCHES "not found" MESSAGE "${dir} M1: ${status} ${ni}")

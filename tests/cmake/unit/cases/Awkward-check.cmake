@@ -3,7 +3,7 @@ string(JSON n LENGTH "${listing}" tests)
 math(EXPR last "${n} - 1")
 # IMPL (plugin): the `phasegate serve` fixture pair too.
 set(expected_names awkward/contract awkward/composition awkward/workers/start
-    awkward/workers/stop)
+    awkward/workers/stop awkward/report/session)
 set(expected_cases "")
 foreach(i RANGE ${last})
   string(JSON c GET "${listing}" tests ${i} case)

@@ -6,7 +6,7 @@ set(m3 basic/M3/L1/a basic/M3/L2/b basic/M3/L2/c)
 # and the `phasegate serve` fixture pair every case requires (IMPL: a plugin).
 pg_ctest_list(names "${BUILD}" -L phase_M3)
 pg_expect_set("ctest -L phase_M3 -N" "${names}" basic/contract ${m1} basic/M1/gate
-              ${m2} basic/M2/gate ${m3} basic/workers/start basic/workers/stop)
+              ${m2} basic/M2/gate ${m3} basic/workers/start basic/workers/stop basic/report/session)
 # -FA '.*' drops the gate on purpose, and the workers pair with it: the pair carries no
 # phase label, so it is only ever pulled in as a fixture, never selected by -L phase_M3.
 pg_ctest_list(names "${BUILD}" -L phase_M3 -FA ".*")
@@ -56,13 +56,14 @@ pg_ctest_json(json "${BUILD}" -R "^basic/M2/L1/a$" -FA ".*")
 pg_json_command(cmd "${json}" 0)
 pg_expect_list("command of basic/M2/L1/a" "${cmd}" "${FAKE_RUNNER}" run --op-dir "${SRC}/ops/basic"
   --impl plugin:/nonexistent/libfake_impl.so --up-to-module 2 --case a --modes sim,npu
-  --report-dir "${BUILD}/phasegate-reports" --timeout 10 --serve-control "${BUILD}/basic_serve")
+  --report-dir "${BUILD}/phasegate-reports"
+  --report-name basic --report-session "${BUILD}/phasegate-reports/basic/.session" --timeout 10 --serve-control "${BUILD}/basic_serve")
 pg_json_props(prop "${json}" 0)
 pg_check(prop_LABELS STREQUAL [=[["extra_label","level_L1","op_basic","phase_M2","phasegate"]]=]
          MESSAGE "labels: ${prop_LABELS}")
 pg_check(prop_TIMEOUT EQUAL 80 MESSAGE "ctest TIMEOUT = 10 s x 2 modes + 60: ${prop_TIMEOUT}")
 pg_check(prop_SKIP_RETURN_CODE EQUAL 77 MESSAGE "SKIP_RETURN_CODE: ${prop_SKIP_RETURN_CODE}")
-pg_check(prop_FIXTURES_REQUIRED STREQUAL [=[["basic_M1_gate","basic_workers"]]=]
+pg_check(prop_FIXTURES_REQUIRED STREQUAL [=[["basic_M1_gate","basic_report","basic_workers"]]=]
          MESSAGE "requires: ${prop_FIXTURES_REQUIRED}")
 pg_check(prop_FIXTURES_SETUP STREQUAL [=[["basic_M2"]]=] MESSAGE "setup: ${prop_FIXTURES_SETUP}")
 pg_check(prop_SKIP_REGULAR_EXPRESSION MATCHES "phasegate" MESSAGE "skip regex")

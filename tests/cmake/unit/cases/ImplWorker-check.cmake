@@ -6,7 +6,7 @@ foreach(k 1 2 3)
 endforeach()
 pg_ctest_list(names "${BUILD}" -R "^wrk/")
 pg_expect_set("wrk tests" "${names}" wrk/contract wrk/composition wrk/workers/start
-              wrk/workers/stop wrk/M1/gate wrk/M2/gate ${cases})
+              wrk/workers/stop wrk/M1/gate wrk/M2/gate ${cases} wrk/report/session)
 
 # The fixture pair around `phasegate serve`: the worker: spec, the modes, the memory limit.
 pg_ctest_json(json "${BUILD}" -R "^wrk/workers/")
@@ -31,25 +31,28 @@ pg_ctest_json(json "${BUILD}" -R "^wrk/M2/L2/b$" -FA ".*")
 pg_json_command(cmd "${json}" 0)
 pg_expect_list("wrk/M2/L2/b command" "${cmd}" "${FAKE_RUNNER}" run --op-dir "${ops}"
   --impl "${spec}" --up-to-module 2 --case b --modes sim,npu
-  --report-dir "${BUILD}/phasegate-reports" --memory-limit=512M
+  --report-dir "${BUILD}/phasegate-reports"
+  --report-name wrk --report-session "${BUILD}/phasegate-reports/wrk/.session" --memory-limit=512M
   --serve-control "${BUILD}/wrk_serve")
 pg_json_props(p "${json}" 0)
-pg_check(p_FIXTURES_REQUIRED STREQUAL [=[["wrk_M1_gate","wrk_workers"]]=]
+pg_check(p_FIXTURES_REQUIRED STREQUAL [=[["wrk_M1_gate","wrk_report","wrk_workers"]]=]
          MESSAGE "requires: ${p_FIXTURES_REQUIRED}")
 pg_check(p_WORKING_DIRECTORY STREQUAL BUILD MESSAGE "case runs in ${p_WORKING_DIRECTORY}")
 
 # --fresh-process: the runner never leases, so no pair and no --serve-control.
 pg_ctest_list(names "${BUILD}" -R "^fresh/(workers|contract|composition)")
 pg_expect_set("fresh: no workers pair" "${names}" fresh/contract fresh/composition)
-pg_ctest_json(json "${BUILD}" -R "^fresh/M1/L1/a$")
+pg_ctest_json(json "${BUILD}" -R "^fresh/M1/L1/a$" -FA ".*")
 string(JSON n LENGTH "${json}" tests)
-pg_check(n EQUAL 1 MESSAGE "fresh/M1/L1/a requires nothing (GATE OFF, no workers pair)")
+pg_check(n EQUAL 1 MESSAGE "fresh/M1/L1/a alone expected")
 pg_json_command(cmd "${json}" 0)
 pg_expect_list("fresh/M1/L1/a command" "${cmd}" "${FAKE_RUNNER}" run --op-dir "${ops}"
   --impl "worker:/bin/true" --up-to-module 1 --case a
-  --report-dir "${BUILD}/phasegate-reports" --fresh-process)
+  --report-dir "${BUILD}/phasegate-reports"
+  --report-name fresh --report-session "${BUILD}/phasegate-reports/fresh/.session" --fresh-process)
 pg_json_props(p "${json}" 0)
-pg_check(NOT DEFINED p_FIXTURES_REQUIRED MESSAGE "fresh requires ${p_FIXTURES_REQUIRED}")
+pg_check(p_FIXTURES_REQUIRED STREQUAL [=[["fresh_report"]]=]
+         MESSAGE "fresh requires the report session only (GATE OFF, no workers pair): ${p_FIXTURES_REQUIRED}")
 
 # A memory limit serve cannot read (run takes 1.5G, serve whole numbers) is not passed on.
 pg_ctest_json(json "${BUILD}" -R "^frac/workers/start$")

@@ -3,8 +3,8 @@ pg_expect_set("before the build" "${names}" basic/NOT_BUILT pre/NOT_BUILT)
 pg_run(r COMMAND "${CMAKE_COMMAND}" --build "${BUILD}" --config Debug)
 # contract, composition, workers/start|stop (IMPL: a plugin), 2 gates, 9 cases
 set(basic_tests basic/contract basic/composition basic/workers/start basic/workers/stop
-    basic/M1/gate basic/M2/gate)
-set(pre_tests pre/contract pre/composition pre/workers/start pre/workers/stop)
+    basic/M1/gate basic/M2/gate basic/report/session)
+set(pre_tests pre/contract pre/composition pre/workers/start pre/workers/stop pre/report/session)
 foreach(k 1 2 3)
   list(APPEND basic_tests basic/M${k}/L1/a basic/M${k}/L2/b basic/M${k}/L2/c)
   list(APPEND pre_tests pre/M${k}/L1/a pre/M${k}/L2/b pre/M${k}/L2/c)

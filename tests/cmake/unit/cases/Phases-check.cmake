@@ -5,7 +5,7 @@ set(m3 basic/M3/L1/a basic/M3/L2/b basic/M3/L2/c)
 # Every phase is listed; the ones after PHASES carry the label not_implemented.
 pg_ctest_list(names "${BUILD}" -L "^op_basic$")
 pg_expect_set("ctest -L op_basic -N" "${names}" basic/contract basic/composition ${m1}
-              basic/M1/gate ${m2} basic/M2/gate ${m3} basic/workers/start basic/workers/stop)
+              basic/M1/gate ${m2} basic/M2/gate ${m3} basic/workers/start basic/workers/stop basic/report/session)
 pg_ctest_list(names "${BUILD}" -L "^not_implemented$" -FA ".*")  # no fixtures pulled in
 pg_expect_set("ctest -L not_implemented -N" "${names}" ${m2} ${m3} py/M3/L1/a py/M3/L2/b
               py/M3/L2/c)
@@ -14,12 +14,13 @@ pg_json_props(prop "${json}" 0)
 pg_check(prop_LABELS STREQUAL [=[["level_L1","not_implemented","op_basic","phase_M2","phasegate"]]=]
          MESSAGE "labels of an M2 case: ${prop_LABELS}")
 pg_check(prop_SKIP_RETURN_CODE EQUAL 77 MESSAGE "SKIP_RETURN_CODE: ${prop_SKIP_RETURN_CODE}")
-pg_check(prop_FIXTURES_REQUIRED STREQUAL [=[["basic_M1_gate","basic_workers"]]=]
+pg_check(prop_FIXTURES_REQUIRED STREQUAL [=[["basic_M1_gate","basic_report","basic_workers"]]=]
          MESSAGE "the gate stays: ${prop_FIXTURES_REQUIRED}")
 pg_json_command(cmd "${json}" 0)
 pg_expect_list("command of basic/M2/L1/a" "${cmd}" "${FAKE_RUNNER}" run --op-dir "${SRC}/ops/basic"
   --impl plugin:/nonexistent/libfake_impl.so --up-to-module 2 --case a
-  --report-dir "${BUILD}/phasegate-reports" --implemented-phases 1
+  --report-dir "${BUILD}/phasegate-reports"
+  --report-name basic --report-session "${BUILD}/phasegate-reports/basic/.session" --implemented-phases 1
   --serve-control "${BUILD}/basic_serve")
 pg_ctest_json(json "${BUILD}" -R "^basic/M1/L1/a$" -FA ".*")
 pg_json_props(prop "${json}" 0)
@@ -29,7 +30,8 @@ pg_ctest_json(json "${BUILD}" -R "^py/M2/L1/a$" -FA ".*")
 pg_json_command(cmd "${json}" 0)
 pg_expect_list("command of py/M2/L1/a" "${cmd}" "${FAKE_RUNNER}" run --op-dir "${SRC}/ops/basic"
   --impl "python:${SRC}/impls/impl.py" --up-to-module 2 --case a
-  --report-dir "${BUILD}/py-reports" --implemented-phases 2 --python /usr/bin/python3
+  --report-dir "${BUILD}/py-reports"
+  --report-name py --report-session "${BUILD}/py-reports/py/.session" --implemented-phases 2 --python /usr/bin/python3
   --serve-control "${BUILD}/py_serve")
 pg_json_props(prop "${json}" 0)
 pg_check(prop_LABELS STREQUAL [=[["level_L1","op_py","phase_M2","phasegate"]]=]

@@ -1,12 +1,13 @@
 set(one "^basic/M1/L1/a$")
-# -R of one case pulls in what it requires: the contract (gate) and the workers pair.
+# -R of one case pulls in what it requires: the contract (gate), the workers pair and
+# the report session.
 pg_ctest_list(names "${BUILD}" -R "${one}")
 pg_expect_set("ctest -R one case -N" "${names}" basic/contract basic/workers/start
-              basic/M1/L1/a basic/workers/stop)
+              basic/M1/L1/a basic/workers/stop basic/report/session)
 pg_run(r COMMAND "${CMAKE_CTEST_COMMAND}" --test-dir "${BUILD}" -R "${one}" -V)
 pg_check(r_out MATCHES "fake phasegate: leased from [^\n]*/basic_serve\n"
          MESSAGE "the case should use the daemon:\n${r_out}")
-pg_check(r_out MATCHES "100% tests passed, 0 tests failed out of 4" MESSAGE "${r_out}")
+pg_check(r_out MATCHES "100% tests passed, 0 tests failed out of 5" MESSAGE "${r_out}")
 
 # -FA '.*': no fixture setup at all, so no daemon; the case runs standalone and passes.
 pg_ctest_list(names "${BUILD}" -R "${one}" -FA ".*")

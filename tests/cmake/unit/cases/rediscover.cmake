@@ -2,7 +2,7 @@
 # the (fake) listing with a newer suite file.
 # (IMPL: a plugin, so the `phasegate serve` fixture pair is registered with the cases.)
 set(all_tests basic/contract basic/composition basic/workers/start basic/workers/stop
-    basic/M1/gate basic/M2/gate)
+    basic/M1/gate basic/M2/gate basic/report/session)
 set(fewer_tests ${all_tests})
 foreach(k 1 2 3)
   list(APPEND all_tests basic/M${k}/L1/a basic/M${k}/L2/b basic/M${k}/L2/c)
