@@ -73,11 +73,16 @@ def run_clients(args, ctl, spec, work, env, tag, crash_every, root):
     def client(k):
         suite, cases = suites[k]
         rdir = os.path.join(root, "reports_%d" % k)
+        # one client's runs make one report, as the case tests of one ctest invocation do
+        session = os.path.join(root, "session_%d" % k)
+        with open(session, "w") as f:
+            f.write("load-%d\n" % k)
         for c in cases:
             t0 = time.monotonic()
             cmd = [args.phasegate, "run", "--op-dir", su.OP_DIR, "--suite", suite, "--case",
                    c["id"], "--up-to-module", "1", "--impl", spec, "--serve-control", ctl,
-                   "--report-dir", rdir, "--no-bisect", "--diagnose-budget", "0",
+                   "--report-dir", rdir, "--report-session", session, "--no-bisect",
+                   "--diagnose-budget", "0",
                    "--work-dir", work, "--timeout", "60"]
             p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                timeout=120)

@@ -176,7 +176,8 @@ def sc_serve(c):
 def sc_usage(c):
     missing = os.path.join(IMPLS, "nowhere.py")
     rc, rep, con = c.run(1, "python:" + missing)
-    check(rc == 2 and missing in con and rep is None, f"missing file: exit 2 naming it ({rc})")
+    check(rc == 2 and missing in con and rep is not None and rep["status"] == "ERROR",
+          f"missing file: exit 2 naming it, an ERROR report ({rc})")
     rc, rep, con = c.run(1, impl("rms_gate_impl.py") + "::not-a-name")
     check(rc == 2 and "not a Python function name" in con, f"bad ::FUNCTION: exit 2 ({rc})")
     rc, rep, con = c.run(1, impl("rms_gate_impl.py"), python=False,

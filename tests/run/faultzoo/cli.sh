@@ -31,7 +31,9 @@ expect 2 "no module_interfaces.yaml" --op-dir "$out/nowhere" --impl "plugin:$plu
 expect 2 "not a valid mode name" --op-dir "$op" --impl "plugin:$plugin" --up-to-module 1 --modes "a/b" $r
 expect 2 "matches the selection" --op-dir "$op" --impl "plugin:$plugin" --up-to-module 1 --levels L4 $r
 expect 0 "usage: phasegate run" --help
-[ -e "$out/r.json" ] && { echo "FAIL: a usage error wrote a report"; fails=1; }
+# a refusal once the op is known replaces the verdict with ERROR (the last one: no case
+# matches --levels L4); the command line's own errors write nothing
+grep -q '"status":[[:space:]]*"ERROR"' "$out/r.json" 2>/dev/null || { echo "FAIL: a refused run wrote no ERROR report"; fails=1; }
 # --case and --levels select; --device-id and CTest resource groups reach the impl
 # (the fault-free plugin passes either way: this checks selection and exit code).
 expect 0 "1 passed, 0 failed" --op-dir "$op" --impl "plugin:$plugin" --up-to-module 1 \

@@ -1,15 +1,18 @@
 #!/bin/sh
 # Three `phasegate run --case X` processes of one phase at once, all writing the same
-# report: every case must be in the merged report, and re-running one case replaces
-# its entry instead of duplicating it. A report that cannot be read back is kept as
+# report in one session (as the case tests of one ctest invocation do): every case must
+# be in the merged report, and re-running one case in that session replaces its entry
+# instead of duplicating it. A report that cannot be read back is kept as
 # .corrupt, with a warning naming it, and a new one started (also from --jobs workers).
 #   concurrent.sh PHASEGATE FZ_CHECK OUTDIR OP_DIR GOOD_PLUGIN CRASH_ONE_CASE_PLUGIN
 set -u
 pg=$1 check=$2 out=$3 op=$4 good=$5 crashy=$6
 rm -rf "$out" && mkdir -p "$out"
+echo "session-1" >"$out/session"
 for c in L1_canonical L2_basic L2_fp32; do
   "$pg" run --op-dir "$op" --impl "plugin:$crashy" --up-to-module 3 --case $c \
-    --report-dir "$out/reports" --no-golden-cache >"$out/$c.txt" 2>&1 &
+    --report-dir "$out/reports" --report-session "$out/session" --no-golden-cache \
+    >"$out/$c.txt" 2>&1 &
 done
 wait
 cat "$out"/*.txt
@@ -18,7 +21,7 @@ r="$out/reports/attention/M3/evaluation_report.json"
   case.L2_fp32=PASS status=FAIL first.case_id=L2_basic || exit 1
 # the fix: re-run only the failing case with a good impl
 "$pg" run --op-dir "$op" --impl "plugin:$good" --up-to-module 3 --case L2_basic \
-  --report-dir "$out/reports" --no-golden-cache || exit 1
+  --report-dir "$out/reports" --report-session "$out/session" --no-golden-cache || exit 1
 "$check" "$r" cases_total=3 cases_passed=3 status=PASS first_failure=null || exit 1
 for jobs in 1 2; do
   printf '{"schema_version": 2, "op_name": "attention",\n  "up_to' >"$r"

@@ -164,8 +164,10 @@ def scenario_missing_golden():
           "validate warns about the module without a golden", out)
     rc, out, rep = run(op, 2)
     check(rc == 2 and "phase 2 of op 'mm_softmax' has no golden: module 2 'softmax' has no "
-          "golden" in out and "[ERROR]" not in out and "[PASS]" not in out and rep is None,
-          "run of that phase is one clear error before any case", out)
+          "golden" in out and "[ERROR]" not in out and "[PASS]" not in out and rep is not None
+          and rep["status"] == "ERROR" and rep["cases_total"] == 0
+          and rep["first_failure"]["failure_category"] == "structural",
+          "run of that phase is one clear error before any case (an ERROR report, no case)", out)
     rc, out, rep = run(op, 3)
     check(rc == 0 and "4 passed" in out, "phase 3 still runs on its own cumulative golden", out)
     # Pro: golden_stage_fn naming a file that is not there
@@ -180,7 +182,8 @@ def scenario_missing_golden():
           "modules/mm_softmax_stage_two.py" in out,
           "validate names the file golden_stage_fn expects", out)
     rc, out, rep = run(op, 2)
-    check(rc == 2 and "has no golden" in out and rep is None, "pro: run errors", out)
+    check(rc == 2 and "has no golden" in out and rep is not None and rep["status"] == "ERROR",
+          "pro: run errors (an ERROR report)", out)
 
 
 def scenario_golden_errors():
