@@ -261,7 +261,8 @@ int pg_python_preflight(const char *python, const char *what, const char *const 
   }
   char tail[300];
   last_line(out, tail, sizeof tail);
-  cJSON *a = cJSON_Parse(answer_line(out) ? answer_line(out) : "");
+  char *line = answer_line(out); /* splits out into lines: after last_line */
+  cJSON *a = line ? cJSON_Parse(line) : NULL;
   const cJSON *lacks = cJSON_GetObjectItemCaseSensitive(a, "lacks");
   if (!cJSON_IsArray(lacks)) {
     char how[64];

@@ -197,6 +197,50 @@ def sc_pypto_importable(c):
           "the pure-torch impl is not treated as a pypto impl")
 
 
+def fake_python(c, name, hide):
+    """An interpreter in which `import HIDE` fails (sitecustomize on a private
+    PYTHONPATH sets sys.modules[HIDE] = None), as a shell script exec'ing this one."""
+    site = os.path.join(c.a.tmp, f"site_{name}")
+    os.makedirs(site, exist_ok=True)
+    with open(os.path.join(site, "sitecustomize.py"), "w") as f:
+        f.write(f"import sys\nsys.modules[{hide!r}] = None\n")
+    path = os.path.join(c.a.tmp, name)
+    with open(path, "w") as f:
+        f.write(f"#!/bin/sh\nPYTHONPATH='{site}'${{PYTHONPATH:+:$PYTHONPATH}}\n"
+                f"export PYTHONPATH\nexec '{c.a.python}' \"$@\"\n")
+    os.chmod(path, 0o755)
+    return path
+
+
+def sc_interpreter(c):
+    """Finding 21/7, impl side: an interpreter without numpy — or without torch where the
+    impl module imports it — is one error before any case (exit 2), naming it, what it
+    lacks and --python / PHASEGATE_PYTHON; an optional torch import (try/except) is not
+    required."""
+    nonumpy = fake_python(c, "nonumpy", "numpy")
+    notorch = fake_python(c, "notorch", "torch")
+    top = os.path.join(c.a.tmp, "torch_at_top")
+    os.makedirs(top, exist_ok=True)
+    with open(os.path.join(top, "rms_gate_impl.py"), "w") as f:
+        f.write("import torch\nfrom importlib import import_module\n")
+    for py, spec, lacks, env in (
+            (nonumpy, impl("rms_gate_impl.py"), "numpy (", {}),
+            (notorch, "python:" + os.path.join(top, "rms_gate_impl.py"), "torch (", {}),
+            (nonumpy, impl("rms_gate_impl.py"), "numpy (", {"PHASEGATE_PYTHON": nonumpy})):
+        extra = () if env else ("--python", py)
+        rc, rep, con = c.run(1, spec, modes="sim,cpu", extra=extra, env=env, python=False)
+        errors = [l for l in con.splitlines() if "error" in l.lower()]
+        check(rc == 2 and len(errors) == 1 and "[ERROR]" not in con and rep is None,
+              f"{os.path.basename(py)}: exit 2, one error line, no case ran (exit {rc})")
+        line = errors[0] if errors else ""
+        check(f"'{py}'" in line and lacks in line and "--python" in line and
+              "PHASEGATE_PYTHON" in line, f"the line names the interpreter, {lacks[:-2]}, "
+              f"--python and PHASEGATE_PYTHON: {line}")
+    rc, rep, _ = c.run(1, impl("rms_gate_impl.py"), extra=("--python", notorch), python=False)
+    check(rc == 0 and rep and rep["status"] == "PASS",
+          f"an impl whose torch import is optional runs without torch (exit {rc})")
+
+
 def sc_numpy(c):
     pp = os.path.join(HERE, "notorch")
     env = {"PYTHONPATH": pp + (os.pathsep + os.environ["PYTHONPATH"]
