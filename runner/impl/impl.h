@@ -88,6 +88,16 @@ const char *pg_python_interpreter(const char *python);
  * malloc'd *command; PG_ENOENT when the package is not found; PG_ENOMEM. */
 int pg_python_worker_command(const char *python, char **command, struct pg_error *err);
 
+/* Before any case: can the interpreter (`python` as for pg_python_interpreter) run
+ * phasegate's Python worker for `what` (a phrase: "the python: impl FILE", "the Python
+ * goldens of op X")? It runs `python -m phasegate.preflight PATHS…` (numpy and torch
+ * looked up, not imported: the cost of an interpreter start): PG_OK, or one error that
+ * names the interpreter, what it lacks (numpy; torch where a file in paths imports it
+ * at module level) and how to choose another (--python, PHASEGATE_PYTHON, the CMake
+ * cache variable) — also when it is not found or gives no answer. */
+int pg_python_preflight(const char *python, const char *what, const char *const *paths,
+                        int n_paths, struct pg_error *err);
+
 /* An impl of the worker adapter running `command` (what pg_impl_parse makes of
  * "worker:COMMAND", without a string to parse): Python goldens run in one. */
 int pg_impl_worker(const char *command, struct pg_impl *impl, struct pg_error *err);

@@ -14,11 +14,16 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/base.h"
@@ -30,6 +35,8 @@
 #endif
 
 /* ------------------------------------------------------------------ the package */
+
+static int interpreter_found(const char *python);
 
 static int has_worker(const char *dir) {
   char path[PATH_MAX];
@@ -90,7 +97,10 @@ static char *shell_quote(const char *s) {
   return q;
 }
 
-int pg_python_worker_command(const char *python, char **command, struct pg_error *err) {
+/* `<python> -m <module>` with phasegate's package ahead of the caller's PYTHONPATH, as
+ * one /bin/sh command (exec: the program is the shell's pid); `args` is appended as is. */
+static int python_command(const char *python, const char *module, const char *args,
+                          char **command, struct pg_error *err) {
   *command = NULL;
   const char *dir = python_package_dir();
   if (!dir)
@@ -99,13 +109,178 @@ int pg_python_worker_command(const char *python, char **command, struct pg_error
                         "source tree; set PHASEGATE_PYTHON_DIR to the directory holding it",
                         PG_PYTHON_INSTALL_DIR);
   char *qdir = shell_quote(dir), *qpy = shell_quote(pg_python_interpreter(python));
-  /* the package ahead of the caller's PYTHONPATH; exec: the worker is the shell's pid */
   if (qdir && qpy)
     *command = pg_path_fmt("PYTHONPATH=%s${PYTHONPATH:+:\"$PYTHONPATH\"}; "
-                        "export PYTHONPATH; exec %s -m phasegate.worker", qdir, qpy);
+                        "export PYTHONPATH; exec %s -m %s%s", qdir, qpy, module, args);
   free(qdir);
   free(qpy);
   return *command ? PG_OK : pg_error_set(err, PG_ENOMEM, "out of memory");
+}
+
+int pg_python_worker_command(const char *python, char **command, struct pg_error *err) {
+  return python_command(python, "phasegate.worker", "", command, err);
+}
+
+/* ------------------------------------------------------------------ the preflight */
+
+#define PREFLIGHT_OUT_MAX (64 * 1024)
+#define PREFLIGHT_TIMEOUT_MS 60000
+
+/* Runs argv (stdout and stderr into one pipe) and reads what it writes, at most
+ * PREFLIGHT_OUT_MAX bytes and PREFLIGHT_TIMEOUT_MS; *status: its wait status, -1 when it
+ * had to be killed. */
+static int run_capture(char *const *argv, char *out, size_t size, int *status,
+                       struct pg_error *err) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0)
+    return pg_error_set(err, PG_EIO, "pipe: %s", strerror(errno));
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t at;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  pg_spawn_attr_init(&at, 0);
+  pid_t pid;
+  extern char **environ;
+  int e = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&at);
+  close(fds[1]);
+  if (e != 0) {
+    close(fds[0]);
+    return pg_error_set(err, PG_EIO, "cannot start %s: %s", argv[0], strerror(e));
+  }
+  size_t n = 0;
+  double until = pg_now_ms() + PREFLIGHT_TIMEOUT_MS;
+  int killed = 0;
+  for (;;) {
+    int left = (int)(until - pg_now_ms());
+    struct pollfd p = {fds[0], POLLIN, 0};
+    int r = left > 0 ? poll(&p, 1, left) : 0;
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) { /* silent past the limit: it is ours, end it */
+      kill(pid, SIGKILL);
+      killed = 1;
+      break;
+    }
+    char buf[4096];
+    ssize_t got = read(fds[0], buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    size_t take = n + (size_t)got < size - 1 ? (size_t)got : size - 1 - n;
+    memcpy(out + n, buf, take);
+    n += take;
+  }
+  out[n] = '\0';
+  close(fds[0]);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+  *status = killed ? -1 : st;
+  return PG_OK;
+}
+
+/* The last line of text that starts with '{' (the preflight's answer), or NULL. */
+static char *answer_line(char *text) {
+  char *found = NULL;
+  for (char *line = text; line && *line;) {
+    char *nl = strchr(line, '\n');
+    if (nl) *nl = '\0';
+    if (line[0] == '{') found = line;
+    line = nl ? nl + 1 : NULL;
+  }
+  return found;
+}
+
+/* The last non-empty line of text, cut to fit buf. */
+static void last_line(const char *text, char *buf, size_t size) {
+  buf[0] = '\0';
+  for (const char *line = text; line && *line;) {
+    const char *nl = strchr(line, '\n');
+    size_t len = nl ? (size_t)(nl - line) : strlen(line);
+    if (len) snprintf(buf, size, "%.*s", (int)len, line);
+    line = nl ? nl + 1 : NULL;
+  }
+}
+
+#define PREFLIGHT_CHOOSE "choose another interpreter with --python PATH, the environment " \
+  "variable PHASEGATE_PYTHON, or (phasegate_add_op) the CMake cache variable PHASEGATE_PYTHON"
+
+/* The error of an interpreter that lacks modules: every module and why, one sentence. */
+static int lacks_error(const char *python, const char *what, const cJSON *a,
+                       struct pg_error *err) {
+  const char *exe = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "executable"));
+  const char *ver = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "version"));
+  char list[700] = "";
+  int n = 0;
+  const cJSON *l;
+  cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(a, "lacks")) {
+    const char *m = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(l, "module"));
+    const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(l, "why"));
+    size_t len = strlen(list);
+    snprintf(list + len, sizeof list - len, "%s%s (%s)", len ? " and " : "", m ? m : "?",
+             why ? why : "needed");
+    n++;
+  }
+  snprintf(list + strlen(list), sizeof list - strlen(list), " %s", n > 1 ? "are" : "is");
+  char about[400] = "";
+  if (exe || ver)
+    snprintf(about, sizeof about, " (%s%s%s)", exe ? exe : "", exe && ver ? ", " : "",
+             ver ? ver : "");
+  if (ver) { /* "Python 3.11.2" */
+    char *at = strstr(about, ver);
+    size_t off = (size_t)(at - about);
+    char rest[400];
+    snprintf(rest, sizeof rest, "Python %s", at);
+    snprintf(about + off, sizeof about - off, "%s", rest);
+  }
+  return pg_error_set(err, PG_ENOTSUP, "the Python interpreter '%s'%s cannot run %s: %s not "
+                      "importable in it; %s, or install what it lacks into it", python, about,
+                      what, list, PREFLIGHT_CHOOSE);
+}
+
+int pg_python_preflight(const char *python, const char *what, const char *const *paths,
+                        int n_paths, struct pg_error *err) {
+  const char *py = pg_python_interpreter(python);
+  if (!interpreter_found(py))
+    return pg_error_set(err, PG_ENOENT, "the Python interpreter '%s' was not found; "
+                        PREFLIGHT_CHOOSE, py);
+  char *command;
+  PG_RETURN_IF_ERROR(python_command(python, "phasegate.preflight", " \"$@\"", &command, err));
+  char *argv[72] = {"/bin/sh", "-c", command, "phasegate-preflight"};
+  int argc = 4;
+  for (int i = 0; i < n_paths && argc < 71; i++) argv[argc++] = (char *)paths[i];
+  argv[argc] = NULL;
+  char *out = malloc(PREFLIGHT_OUT_MAX);
+  int status = 0, rc = out ? run_capture(argv, out, PREFLIGHT_OUT_MAX, &status, err)
+                           : pg_error_set(err, PG_ENOMEM, "out of memory");
+  free(command);
+  if (rc != PG_OK) {
+    free(out);
+    return rc;
+  }
+  char tail[300];
+  last_line(out, tail, sizeof tail);
+  char *line = answer_line(out); /* splits out into lines: after last_line */
+  cJSON *a = line ? cJSON_Parse(line) : NULL;
+  const cJSON *lacks = cJSON_GetObjectItemCaseSensitive(a, "lacks");
+  if (!cJSON_IsArray(lacks)) {
+    char how[64];
+    if (status == -1) snprintf(how, sizeof how, "gave no answer within %d s",
+                               PREFLIGHT_TIMEOUT_MS / 1000);
+    else if (WIFSIGNALED(status)) snprintf(how, sizeof how, "was killed by signal %d",
+                                           WTERMSIG(status));
+    else snprintf(how, sizeof how, "exited with status %d", WEXITSTATUS(status));
+    rc = pg_error_set(err, PG_ENOTSUP, "the Python interpreter '%s' cannot run %s: asked "
+                      "whether it can (python -m phasegate.preflight), it %s without an "
+                      "answer%s%s; %s", py, what, how, tail[0] ? ": " : "", tail,
+                      PREFLIGHT_CHOOSE);
+  } else if (cJSON_GetArraySize(lacks) > 0) {
+    rc = lacks_error(py, what, a, err);
+  }
+  cJSON_Delete(a);
+  free(out);
+  return rc;
 }
 
 /* ------------------------------------------------------------------ the spec */
@@ -178,11 +353,12 @@ static int python_probe(struct pg_impl_probe *p, struct pg_error *err) {
     char *command;
     return pg_python_worker_command(impl->python, &command, err); /* its message */
   }
-  const char *python = pg_python_interpreter(impl->python);
-  if (!interpreter_found(python))
-    return pg_error_set(err, PG_ENOENT, "the Python interpreter '%s' was not found (--python "
-                        "PATH or PHASEGATE_PYTHON names another)", python);
-  return PG_OK;
+  /* the interpreter can start the worker and has what the module imports: one error
+   * for the run, before any case, instead of one per case */
+  char what[PATH_MAX + 64];
+  snprintf(what, sizeof what, "the python: impl %.*s", PATH_MAX, file);
+  const char *paths[] = {file};
+  return pg_python_preflight(impl->python, what, paths, 1, err);
 }
 
 /* The Python worker's command (the probe made sure the package is there; should it go

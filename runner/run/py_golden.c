@@ -53,6 +53,21 @@ int pg_py_golden_worker_open(const struct pg_py_golden_worker_opts *o,
   return PG_OK;
 }
 
+int pg__py_golden_preflight(const char *python, const struct pg_contract *c, int k,
+                            struct pg_error *err) {
+  const char *paths[64];
+  int n = 0;
+  for (int j = 1; j <= k && n < 64; j++) {
+    const struct pg_py_golden *g = pg_contract_phase_golden(c, j) == PG_PHASE_GOLDEN_PYTHON
+                                       ? pg_contract_py_golden(c, j) : NULL;
+    if (g && g->file) paths[n++] = g->file;
+  }
+  if (n == 0) return PG_OK;
+  char what[256];
+  snprintf(what, sizeof what, "the Python goldens of op '%.200s'", c->op);
+  return pg_python_preflight(python, what, paths, n, err);
+}
+
 void pg_py_golden_worker_close(struct pg_py_golden_worker *w) {
   if (!w) return;
   pg_impl_close(&w->impl);

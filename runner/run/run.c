@@ -315,6 +315,8 @@ static int open_py_golden(struct pg__run *rc, struct pg_error *err) {
   for (int j = 1; j <= rc->k; j++)
     any |= pg_contract_phase_golden(&rc->contract, j) == PG_PHASE_GOLDEN_PYTHON;
   if (!any || o->golden_data) return PG_OK;
+  /* an interpreter that cannot run them: one error now, not one per case */
+  PG_RETURN_IF_ERROR(pg__py_golden_preflight(o->python, &rc->contract, rc->k, err));
   struct pg_py_golden_worker_opts po = {o->python, o->work_dir, o->work_dir, rc->timeout_s,
                                         o->serve_control, o->hooks.redact_numbers};
   return pg_py_golden_worker_open(&po, &rc->py, err);

@@ -268,6 +268,11 @@ void pg__classify_mutant_strength(struct pg_tensor_check *t, enum pg_hint_kind k
  * summation order makes (spread; orders names those orders); suite_calibration when
  * within it. */
 void pg__classify_reproducer(struct pg_tensor_check *t, double spread, const char *orders);
+/* Before any case (run/py_golden.c): the interpreter can run the Python goldens of
+ * phases 1..k — numpy, and torch where a golden file imports it (pg_python_preflight):
+ * PG_OK, or one error naming the interpreter, what it lacks and how to choose another. */
+int pg__py_golden_preflight(const char *python, const struct pg_contract *c, int k,
+                            struct pg_error *err);
 /* The run's counts, status (worst case wins) and exit code; a report that could not be
  * written makes it an ERROR. */
 void pg__classify_run(struct pg_run_summary *s, const struct pg_case_result *results, int n,

@@ -9,7 +9,9 @@ Scenarios: forms (tensor / tuple / dict returns, one process, module imported on
 stray prints on stderr), cast (cast_outputs and bfloat16 in and out), structural
 (missing function, wrong leaf count, a leaf that is not a tensor), error (exception →
 error + traceback on stderr, service goes on), unavailable (cuda without a GPU, an
-unknown mode), pypto (the stand-in pypto package sees RunMode.SIM / NPU), numpy (torch
+unknown mode), pypto (the stand-in pypto package sees RunMode.SIM / NPU both ways),
+pypto_detect (a pypto/ in the working directory, pypto importable: a pure-torch impl is no
+pypto impl; npu needs torch_npu), numpy (torch
 not importable: numpy arrays in, outputs still right), compat (pg_exec_helper keeps its
 API). Exit 0 pass, 1 fail, 77 skipped (torch missing).
 """
@@ -51,10 +53,13 @@ OUTS = {1: [("xn", "float16", (T, H))], 2: [("a", "float32", (T, 2 * H))],
 
 
 class PyWorker(Worker):
-    def __init__(self, tmp, name, root, mode="sim", env=None, pythonpath=()):
+    def __init__(self, tmp, name, root, mode="sim", env=None, pythonpath=(), cwd=None):
         path = list(pythonpath) + [os.path.join(root, "tools", "python"), IMPLS]
         env = dict(env or {}, PYTHONPATH=os.pathsep.join(path))
-        super().__init__(tmp, name, f"'{sys.executable}' -m phasegate.worker", mode, env=env)
+        cmd = f"'{sys.executable}' -m phasegate.worker"
+        if cwd:
+            cmd = f"cd '{cwd}' && exec {cmd}"
+        super().__init__(tmp, name, cmd, mode, env=env)
         self.handshake(60)
         self.rid = 0
 
@@ -218,18 +223,57 @@ def sc_unavailable(a):
 
 
 def sc_pypto(a):
+    """The stand-in pypto impl: RunMode set both ways (module attribute, runtime_options
+    of its JIT entry) in sim, and in npu with a torch_npu; npu without one unavailable."""
     need_torch()
-    for mode, seen in (("sim", "SIM"), ("npu", "NPU"), ("cpu", "None")):
-        w = PyWorker(a.tmp, f"pypto_{mode}", a.root, mode=mode)
+    fakenpu = [os.path.join(HERE, "fakenpu")]
+    for mode, seen, pp in (("sim", "SIM", ()), ("npu", "NPU", fakenpu), ("cpu", "None", ()),
+                           ("npu", None, ())):
+        w = PyWorker(a.tmp, f"pypto_{mode}{'_npu' if pp else ''}", a.root, mode=mode,
+                     pythonpath=pp)
         try:
             req = rms_request(a.tmp, 1, mode=mode)
             ans = w.ask(req, "pypto_impl.py")
+            if seen is None:
+                check(ans["status"] == "unavailable" and "torch_npu" in ans["message"],
+                      f"npu without torch_npu: unavailable naming it: {ans}")
+                continue
             check(ans["status"] == "ok", f"{mode}: {ans}")
             expect_out(req, "xn", reference(rms_inputs(), 1), np.float16)
             check(f"pypto_impl: __pypto_run_mode__ = {seen}\n" in w.stderr(),
                   f"{mode}: the impl did not see run mode {seen}; stderr:\n{w.stderr()}")
+            jit = "None" if seen == "None" else seen
+            check(f"runtime_options run_mode = {jit}\n" in w.stderr(),
+                  f"{mode}: the JIT entry did not receive run_mode {jit}; stderr:\n{w.stderr()}")
         finally:
             w.cleanup()
+
+
+def sc_pypto_detect(a):
+    """pypto is what the impl imports, not what is importable: (1) a working directory
+    holding a pypto/ without RunMode: a pure-torch impl runs in sim and npu is
+    unavailable, no AttributeError; (2) the stand-in pypto importable (on PYTHONPATH) but
+    no torch_npu: the pure-torch impl's npu is unavailable naming torch_npu, sim and cpu
+    run, and its module gets no run mode."""
+    need_torch()
+    cwd = os.path.join(a.tmp, "cwd")
+    shutil.rmtree(cwd, ignore_errors=True)
+    shutil.copytree(os.path.join(HERE, "localpypto"), cwd)
+    for where, kw in (("cwd", {"cwd": cwd}), ("path", {})):
+        for mode in ("sim", "cpu", "npu"):
+            w = PyWorker(a.tmp, f"detect_{where}_{mode}", a.root, mode=mode, **kw)
+            try:
+                req = rms_request(a.tmp, 1, mode=mode)
+                ans = w.ask(req, "rms_gate_impl.py")
+                if mode == "npu":
+                    check(ans["status"] == "unavailable" and "torch_npu" in ans["message"],
+                          f"{where} npu: unavailable naming torch_npu: {ans}")
+                else:
+                    check(ans["status"] == "ok", f"{where} {mode}: {ans}")
+                    expect_out(req, "xn", reference(rms_inputs(), 1), np.float16)
+                check("RunMode" not in w.stderr(), f"{where} {mode}: no RunMode error")
+            finally:
+                w.cleanup()
 
 
 def sc_numpy(a):

@@ -48,7 +48,7 @@ class Ctx:
         self.op = os.path.join(a.root, "tests", "data", "pypto", "custom", "rms_gate")
         self.n = 0
 
-    def run(self, k, impl, modes="sim", extra=(), env=None, python=True):
+    def run(self, k, impl, modes="sim", extra=(), env=None, python=True, cwd=None):
         """(exit code, report or None, console) of one `phasegate run`."""
         self.n += 1
         report = os.path.join(self.a.tmp, f"r{self.n}.json")
@@ -58,7 +58,7 @@ class Ctx:
         if python:
             cmd += ["--python", self.a.python]
         r = subprocess.run(cmd, env=dict(os.environ, **(env or {})), capture_output=True,
-                           text=True, timeout=300)
+                           text=True, timeout=300, cwd=cwd)
         rep = json.load(open(report)) if os.path.exists(report) else None
         print(f"$ {' '.join(cmd)}\n-> exit {r.returncode}\n{r.stdout[-1500:]}{r.stderr[-1500:]}")
         return r.returncode, rep, r.stdout + r.stderr
@@ -133,13 +133,112 @@ def sc_skipped(c):
     check("torch.cuda.is_available() is False" in con, "the reason is printed")
 
 
+def with_path(*dirs):
+    """PYTHONPATH with dirs first."""
+    old = os.environ.get("PYTHONPATH")
+    return {"PYTHONPATH": os.pathsep.join(list(dirs) + ([old] if old else []))}
+
+
 def sc_pypto(c):
-    rc, rep, _ = c.run(1, impl("pypto_impl.py"), modes="sim,npu", extra=["--case", "L2_canonical"])
-    check(rc == 0 and rep["status"] == "PASS", f"pypto impl: PASS in sim and npu (exit {rc})")
-    for _, m in c.calls(rep):
+    """The stand-in pypto impl: the run mode set both ways (module attribute, JIT entry's
+    runtime_options) in sim; npu SKIPPED without torch_npu, NPU both ways with one."""
+    rc, rep, con = c.run(1, impl("pypto_impl.py"), modes="sim,npu", extra=["--case", "L2_canonical"])
+    check(rc == 0 and rep and rep["per_mode_status"] == {"sim": "PASS", "npu": "SKIPPED"},
+          f"pypto impl without torch_npu: sim PASS, npu SKIPPED (exit {rc})")
+    check("torch_npu" in con, "the npu reason names torch_npu")
+    rc, rep, _ = c.run(1, impl("pypto_impl.py"), modes="sim,npu", extra=["--case", "L2_canonical"],
+                       env=with_path(os.path.join(HERE, "fakenpu")))
+    check(rc == 0 and rep and rep["status"] == "PASS",
+          f"pypto impl with a torch_npu: PASS in sim and npu (exit {rc})")
+    for _, m in c.calls(rep) if rep else ():
         want = {"sim": "SIM", "npu": "NPU"}[m["mode"]]
-        check(f"__pypto_run_mode__ = {want}" in m.get("stdout", ""),
-              f"{m['mode']}: the impl saw RunMode.{want}: {m.get('stdout')!r}")
+        out = m.get("stdout", "")
+        check(f"__pypto_run_mode__ = {want}" in out,
+              f"{m['mode']}: the module attribute is RunMode.{want}: {out!r}")
+        check(f"runtime_options run_mode = {want}" in out,
+              f"{m['mode']}: the JIT entry received runtime_options run_mode {want}: {out!r}")
+
+
+def sc_pypto_cwd(c):
+    """Finding 21/4: a directory named pypto (no RunMode) in the working directory — the
+    checkout's suites/ has one — is not pypto: a pure-torch impl still passes."""
+    cwd = os.path.join(c.a.tmp, "cwd")
+    shutil.rmtree(cwd, ignore_errors=True)
+    shutil.copytree(os.path.join(HERE, "localpypto"), cwd)
+    # the impl alone in its directory (impls/ holds the stand-in pypto, which would be
+    # found first): only the working directory's pypto/ is importable
+    alone = os.path.join(c.a.tmp, "alone")
+    os.makedirs(alone, exist_ok=True)
+    shutil.copy(os.path.join(IMPLS, "rms_gate_impl.py"), alone)
+    rc, rep, con = c.run(1, "python:" + os.path.join(alone, "rms_gate_impl.py"),
+                         modes="sim,cpu", cwd=cwd)
+    check(rc == 0 and rep and rep["status"] == "PASS",
+          f"pure-torch impl from a directory holding pypto/: PASS (exit {rc})")
+    check("RunMode" not in con, "no AttributeError about RunMode")
+    rc, rep, con = c.run(1, impl("pypto_impl.py"), modes="sim", cwd=cwd,
+                         extra=["--case", "L2_canonical"])
+    check(rc == 0 and rep and "__pypto_run_mode__ = SIM" in c.calls(rep)[0][1].get("stdout", ""),
+          f"the impl's own pypto still wins over the working directory's (exit {rc})")
+
+
+def sc_pypto_importable(c):
+    """Finding 21/4: a pypto importable (with RunMode) but no torch_npu: a pure-torch
+    impl's npu mode is SKIPPED naming torch_npu, never a CPU pass; sim and cpu PASS."""
+    rc, rep, con = c.run(1, impl("rms_gate_impl.py"), modes="sim,cpu,npu",
+                         env=with_path(IMPLS))
+    check(rc == 0 and rep and rep["per_mode_status"] == {"sim": "PASS", "cpu": "PASS",
+                                                         "npu": "SKIPPED"},
+          f"sim and cpu PASS, npu SKIPPED (exit {rc}): {rep and rep['per_mode_status']}")
+    npu = [m for _, m in c.calls(rep)] if rep else []
+    npu = [m for m in npu if m["mode"] == "npu"]
+    check(npu and all("torch_npu" in (m.get("summary") or "") for m in npu),
+          f"every npu skip names torch_npu: {[m.get('summary') for m in npu][:1]}")
+    check(all("__pypto_run_mode__" not in m.get("stdout", "") for _, m in c.calls(rep) or ()),
+          "the pure-torch impl is not treated as a pypto impl")
+
+
+def fake_python(c, name, hide):
+    """An interpreter in which `import HIDE` fails (sitecustomize on a private
+    PYTHONPATH sets sys.modules[HIDE] = None), as a shell script exec'ing this one."""
+    site = os.path.join(c.a.tmp, f"site_{name}")
+    os.makedirs(site, exist_ok=True)
+    with open(os.path.join(site, "sitecustomize.py"), "w") as f:
+        f.write(f"import sys\nsys.modules[{hide!r}] = None\n")
+    path = os.path.join(c.a.tmp, name)
+    with open(path, "w") as f:
+        f.write(f"#!/bin/sh\nPYTHONPATH='{site}'${{PYTHONPATH:+:$PYTHONPATH}}\n"
+                f"export PYTHONPATH\nexec '{c.a.python}' \"$@\"\n")
+    os.chmod(path, 0o755)
+    return path
+
+
+def sc_interpreter(c):
+    """Finding 21/7, impl side: an interpreter without numpy — or without torch where the
+    impl module imports it — is one error before any case (exit 2), naming it, what it
+    lacks and --python / PHASEGATE_PYTHON; an optional torch import (try/except) is not
+    required."""
+    nonumpy = fake_python(c, "nonumpy", "numpy")
+    notorch = fake_python(c, "notorch", "torch")
+    top = os.path.join(c.a.tmp, "torch_at_top")
+    os.makedirs(top, exist_ok=True)
+    with open(os.path.join(top, "rms_gate_impl.py"), "w") as f:
+        f.write("import torch\nfrom importlib import import_module\n")
+    for py, spec, lacks, env in (
+            (nonumpy, impl("rms_gate_impl.py"), "numpy (", {}),
+            (notorch, "python:" + os.path.join(top, "rms_gate_impl.py"), "torch (", {}),
+            (nonumpy, impl("rms_gate_impl.py"), "numpy (", {"PHASEGATE_PYTHON": nonumpy})):
+        extra = () if env else ("--python", py)
+        rc, rep, con = c.run(1, spec, modes="sim,cpu", extra=extra, env=env, python=False)
+        errors = [l for l in con.splitlines() if "error" in l.lower()]
+        check(rc == 2 and len(errors) == 1 and "[ERROR]" not in con and rep is None,
+              f"{os.path.basename(py)}: exit 2, one error line, no case ran (exit {rc})")
+        line = errors[0] if errors else ""
+        check(f"'{py}'" in line and lacks in line and "--python" in line and
+              "PHASEGATE_PYTHON" in line, f"the line names the interpreter, {lacks[:-2]}, "
+              f"--python and PHASEGATE_PYTHON: {line}")
+    rc, rep, _ = c.run(1, impl("rms_gate_impl.py"), extra=("--python", notorch), python=False)
+    check(rc == 0 and rep and rep["status"] == "PASS",
+          f"an impl whose torch import is optional runs without torch (exit {rc})")
 
 
 def sc_numpy(c):

@@ -8,7 +8,8 @@ goldens and no phasegate `golden:` key, with a numpy exec impl.
     python_golden_test.py PHASEGATE TOOLS_DIR DATA_DIR OUT_DIR SCENARIO
 
 Scenarios: run_verifier, run_pro, selftest, missing_golden, golden_errors, cache,
-one_process. Exit 0 pass, 1 fail, 77 skipped (torch not importable).
+one_process, interpreter (finding 21/7: an interpreter without numpy or torch is one
+error for the run; phasegate's numbers survive the barrier). Exit 0 pass, 1 fail, 77 skipped (torch not importable).
 """
 import json
 import os
@@ -222,6 +223,65 @@ def scenario_golden_errors():
     check(rc == 2 and "has no function 'mm_softmax_module123_golden'" in out and
           (rep.get("first_failure") or {}).get("failure_category") == "infra",
           "a missing golden function is an ERROR naming it", out)
+
+
+def fake_python(name, body):
+    """An executable shell script OUT/NAME wrapping this interpreter (body: shell lines
+    before the final exec)."""
+    path = os.path.join(OUT, name)
+    with open(path, "w") as f:
+        f.write(f"#!/bin/sh\n{body}exec '{sys.executable}' \"$@\"\n")
+    os.chmod(path, 0o755)
+    return path
+
+
+def hiding(name, module):
+    """A fake interpreter in which `import MODULE` fails: sitecustomize on a private
+    PYTHONPATH sets sys.modules[MODULE] = None."""
+    site = os.path.join(OUT, f"site_{name}")
+    os.makedirs(site, exist_ok=True)
+    with open(os.path.join(site, "sitecustomize.py"), "w") as f:
+        f.write(f"import sys\nsys.modules[{module!r}] = None\n")
+    return fake_python(name, f"PYTHONPATH='{site}'${{PYTHONPATH:+:$PYTHONPATH}}\n"
+                             "export PYTHONPATH\n")
+
+
+def scenario_interpreter():
+    """Finding 21/7: an interpreter that cannot run the Python goldens is ONE error for
+    the run (exit 2, before any case), naming the interpreter, what it lacks and how to
+    choose another — not an ERROR per case; and phasegate's own numbers in a golden
+    worker's failure survive the barrier while the worker's are still redacted."""
+    op = fixture("verifier", "interp")
+    for name, module in (("nonumpy", "numpy"), ("notorch", "torch")):
+        py = hiding(name, module)
+        for how, more, extra in (("--python", ("--python", py), {}),
+                                 ("PHASEGATE_PYTHON", (), {"PHASEGATE_PYTHON": py})):
+            rc, out, rep = run(op, 2, *more, **extra)
+            errors = [l for l in out.splitlines() if "error" in l.lower()]
+            check(rc == 2 and len(errors) == 1 and "[ERROR]" not in out,
+                  f"{name} via {how}: exit 2 and exactly one error line, no case ran", out)
+            line = errors[0] if errors else ""
+            check(f"'{py}'" in line and f"{module} (" in line and "--python" in line and
+                  "PHASEGATE_PYTHON" in line and "not importable" in line,
+                  f"{name} via {how}: the line names the interpreter, {module}, --python "
+                  "and PHASEGATE_PYTHON", line)
+            if module == "torch":
+                check("_golden.py imports it" in line, f"{name}: names a golden importing torch",
+                      line)
+            check(rep is None or (rep.get("first_failure") or {}).get("failure_category")
+                  == "infra", f"{name} via {how}: no report, or one saying infra", json.dumps(rep))
+    # passes the preflight, but the worker dies before its handshake, printing a value
+    py = fake_python("diesatstart", "case \"$2\" in phasegate.worker) echo 'boom 0.84217' >&2; "
+                                    "exit 1;; esac\n")
+    rc, out, rep = run(op, 1, "--case", "L2_canonical", "--no-golden-cache", "--python", py)
+    # (the impl room cuts its sentence at 300 characters: the version may be cut off)
+    check(rc == 2 and "ended before its handshake (exit status 1)" in out and
+          "the first line on fd 4 must be" in out and
+          "exit status <redacted>" not in out and "fd <redacted>" not in out and
+          "\"phasegate_worker\": <redacted>" not in out,
+          "phasegate's exit status, fd and protocol version survive the barrier", out)
+    check("boom <redacted>" in out and "0.84217" not in out + json.dumps(rep),
+          "the worker's own output is still redacted", out)
 
 
 def scenario_cache():

@@ -8,11 +8,14 @@ Python goldens. Each request is the worker request plus
     "call": {"file": "/abs/path/module.py", "function": "name", "cast_outputs": false}
 
 The worker imports the file (once per path), converts the primary inputs (request
-order) to torch tensors on the mode's device (cpu/sim: CPU, cuda: cuda:<id>, npu:
-npu:<id> with torch_npu, CPU for a pypto impl without it; numpy arrays when torch is
-not importable), sets
-`module.__pypto_run_mode__ = pypto.RunMode.SIM / .NPU` for pypto impls in modes sim /
-npu as the seed's dispatcher does, calls the function and writes the returned tensor /
+order) to torch tensors on the mode's device (cpu/sim: CPU, cuda: cuda:<id> when
+torch.cuda.is_available(), npu: npu:<id> when torch_npu imports and torch.npu is
+available — host tensors for a pypto impl —, otherwise the mode is unavailable; numpy
+arrays when torch is not importable). For a pypto impl — one whose module imports the
+real pypto (RunMode.SIM / .NPU), never merely because `import pypto` succeeds — in modes
+sim / npu it sets the run mode both ways the seed's workflow does:
+`module.__pypto_run_mode__ = pypto.RunMode.SIM / .NPU` (the dispatcher template) and
+runtime_options["run_mode"] on the module's pypto JIT entries. Then it calls the function and writes the returned tensor /
 tuple / list / dict leaves as the request's outputs in declared order (a dict whose keys
 are exactly the output names: by name). With "cast_outputs": true each leaf is cast to
 its declared dtype (goldens); otherwise it is written as returned, so a dtype bug stays
@@ -22,10 +25,12 @@ Answers: ok; unavailable (the mode cannot run here, with the reason); error (an
 exception, traceback on stderr); structural (no such function, naming it; the wrong
 number of returned leaves; a leaf that is not a tensor).
 """
+import ast
 import importlib
 import importlib.util
 import os
 import sys
+import types
 
 import numpy as np
 
@@ -51,12 +56,67 @@ def _import_torch():
     return torch
 
 
+def _is_pypto_name(name):
+    return isinstance(name, str) and (name == "pypto" or name.startswith("pypto."))
+
+
+def _imports_pypto(path):
+    """Whether the Python file at path imports pypto anywhere (`import pypto`,
+    `import pypto.frontend as f`, `from pypto import …`, also inside functions, as the
+    seed's dispatcher does its late import); False when it cannot be read or parsed."""
+    if not path or not path.endswith(".py"):
+        return False
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(_is_pypto_name(a.name) for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and _is_pypto_name(node.module):
+            return True
+    return False
+
+
+def _is_pypto_thing(v):
+    """A pypto module, or a function, class or object that pypto defines."""
+    try:
+        if isinstance(v, types.ModuleType):
+            return _is_pypto_name(v.__name__)
+        return _is_pypto_name(getattr(v, "__module__", None)) or \
+            _is_pypto_name(getattr(type(v), "__module__", None))
+    except Exception:  # noqa: BLE001 — an object whose attributes raise is not pypto's
+        return False
+
+
+def _is_jit_entry(v):
+    """A pypto JIT entry (pypto.frontend.jit's wrapper): an object of a pypto type that
+    keeps runtime options."""
+    try:
+        return not isinstance(v, (type, types.ModuleType)) and \
+            _is_pypto_name(getattr(type(v), "__module__", None)) and \
+            hasattr(v, "_runtime_options")
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _namespaces(mod, fn):
+    """The impl module's namespace, and the function's when it comes from elsewhere."""
+    out = [vars(mod)]
+    g = getattr(fn, "__globals__", None)
+    if isinstance(g, dict) and g is not out[0]:
+        out.append(g)
+    return out
+
+
 class Worker:
     """The state of one worker process: torch (or None) and the imported modules."""
 
     def __init__(self):
         self.torch = None
         self.modules = {}      # absolute path -> module
+        self.pypto_users = {}  # module path -> whether the impl imports pypto
 
     def setup(self):
         # paid before the handshake, not in the first timed call
@@ -81,18 +141,27 @@ class Worker:
                                   f"({torch.cuda.device_count()} CUDA devices)")
             return f"cuda:{device_id}"
         if mode == "npu":
-            why = "torch is not importable here"
-            if torch is not None:
-                try:
-                    import torch_npu  # noqa: F401 — registers the npu device with torch
-                    if torch.npu.is_available():
-                        return f"npu:{device_id}"
-                    why = "torch.npu.is_available() is False on this host"
-                except ImportError as e:
-                    why = f"torch_npu is not importable here ({e})"
-            if pypto is not None:
-                return "cpu"   # pypto's RunMode.NPU moves the data, as in the seed's runner
-            raise Unavailable(f"mode 'npu' needs torch_npu (or a pypto impl): {why}")
+            # as the seed's _mode_available("npu"): torch_npu imports and an NPU is there,
+            # for every impl (a pypto impl too): never a CPU pass labelled npu
+            if torch is None:
+                raise Unavailable("mode 'npu' needs torch and torch_npu; torch is not "
+                                  "importable here")
+            try:
+                import torch_npu  # noqa: F401 — registers the npu device with torch
+            except Exception as e:  # noqa: BLE001 — ImportError, or a broken CANN install
+                raise Unavailable(f"mode 'npu' needs torch_npu, which is not importable here "
+                                  f"({type(e).__name__}: {e})")
+            npu = getattr(torch, "npu", None)
+            if npu is None or not npu.is_available():
+                raise Unavailable("mode 'npu': torch_npu imports but torch.npu.is_available() "
+                                  "is False on this host (no NPU device or driver)")
+            count = getattr(npu, "device_count", None)
+            if callable(count) and device_id >= count():
+                raise Unavailable(f"NPU device {device_id} does not exist ({count()} NPU "
+                                  "devices)")
+            # a pypto impl gets host tensors: pypto's RunMode.NPU moves the data, as in the
+            # seed's runner
+            return "cpu" if pypto is not None else f"npu:{device_id}"
         raise Unavailable(f"mode '{mode}' has no device in phasegate.worker (cpu and sim run "
                           "on the CPU, cuda on cuda:<id>, npu on npu:<id>)")
 
@@ -159,16 +228,61 @@ class Worker:
         self.modules[path] = mod
         return mod
 
-    @staticmethod
-    def pypto_for(mode):
-        """The pypto module when a call in this mode is a pypto call: mode sim or npu and
-        pypto imported (by the impl) or importable; else None."""
-        if mode not in _PYPTO_RUN_MODES:
+    def pypto_for(self, mod, fn):
+        """The real pypto package when the impl uses it, else None. "Uses" is read from
+        what the impl imports — its module's import statements, and pypto modules or
+        objects in its namespace (or the function's, when it comes from another module)
+        — never from `import pypto` merely succeeding: a pure-torch impl is no pypto impl
+        whatever is importable. And only the real API counts: a `pypto` without
+        RunMode.SIM / RunMode.NPU (a directory named pypto in the working directory,
+        say) is not pypto."""
+        path = getattr(mod, "__file__", None)
+        key = os.path.abspath(path) if path else id(mod)
+        uses = self.pypto_users.get(key)
+        if uses is None:
+            uses = _imports_pypto(path) or any(_is_pypto_thing(v)
+                                               for ns in _namespaces(mod, fn)
+                                               for v in list(ns.values()))
+            self.pypto_users[key] = uses
+        if not uses:
             return None
         pypto = sys.modules.get("pypto")
-        if pypto is None and importlib.util.find_spec("pypto") is not None:
-            pypto = importlib.import_module("pypto")
+        if pypto is None:   # imported lazily inside the impl's functions: import it as it would
+            try:
+                pypto = importlib.import_module("pypto")
+            except Exception:  # noqa: BLE001 — then the impl's own import fails, visibly
+                return None
+        run_mode = getattr(pypto, "RunMode", None)
+        if not all(hasattr(run_mode, m) for m in _PYPTO_RUN_MODES.values()):
+            return None
         return pypto
+
+    @staticmethod
+    def set_run_mode(pypto, mode, mod, fn):
+        """The run mode, both ways the seed's workflow sets it: the module attribute its
+        published dispatcher template sets (impl_module.__pypto_run_mode__ =
+        pypto.RunMode.SIM / NPU), and runtime_options["run_mode"] on every pypto JIT
+        entry in the impl's namespace (@pypto.frontend.jit(runtime_options={"run_mode":
+        …}), normalised by the entry's own _set_run_mode when it has one)."""
+        run_mode = getattr(pypto.RunMode, _PYPTO_RUN_MODES[mode])
+        mod.__pypto_run_mode__ = run_mode
+        fmod = sys.modules.get(getattr(fn, "__module__", None) or "")
+        if fmod is not None and fmod is not mod:
+            fmod.__pypto_run_mode__ = run_mode
+        seen = set()
+        for ns in _namespaces(mod, fn):
+            for v in list(ns.values()):
+                if id(v) in seen or not _is_jit_entry(v):
+                    continue
+                seen.add(id(v))
+                opts = getattr(v, "_runtime_options", None)
+                if not isinstance(opts, dict):
+                    opts = {}
+                    v._runtime_options = opts
+                opts["run_mode"] = run_mode
+                normalise = getattr(v, "_set_run_mode", None)
+                if callable(normalise):
+                    normalise()
 
     def call(self, req):
         call = req.raw.get("call")
@@ -185,12 +299,11 @@ class Worker:
         if not callable(fn):
             raise Structural(f"{call['file']} has no function '{fname}' (phase {req.suffix} "
                              f"calls {fname}(*primary_inputs))")
-        pypto = self.pypto_for(req.mode)
+        pypto = self.pypto_for(mod, fn) if req.mode in _PYPTO_RUN_MODES else None
         device = self.device(req.mode, req.device_id, pypto)
         args = [self.to_input(req, n, device) for n in req.input_names]
         if pypto is not None:
-            # the seed's dispatcher: impl_module.__pypto_run_mode__ = pypto.RunMode.SIM / NPU
-            mod.__pypto_run_mode__ = getattr(pypto.RunMode, _PYPTO_RUN_MODES[req.mode])
+            self.set_run_mode(pypto, req.mode, mod, fn)
         result = fn(*args)
         leaves = self.leaves(result, req.output_names)
         if len(leaves) != len(req.output_list):

@@ -1,0 +1,74 @@
+"""`python3 -m phasegate.preflight [PATH ...]`: can this interpreter run phasegate's
+Python side? The runner asks once, before any case runs (runner/impl/python.c,
+pg_python_preflight), so that an interpreter without numpy — or without torch where the
+impl module or the Python goldens import it — is one error naming the interpreter, not
+one per case.
+
+Stdlib only, and nothing is imported: numpy and torch are looked up (importlib.util.
+find_spec), never loaded, so the check costs an interpreter start. PATH: Python files
+(or directories of staged *_impl.py files) the worker will import; a module-level `import torch` / `from
+torch… import` outside a try block makes torch required. Prints one JSON line:
+
+    {"executable": "/usr/bin/python3", "version": "3.11.2",
+     "lacks": [{"module": "numpy", "why": "phasegate's Python worker imports it"}, …]}
+"""
+import ast
+import importlib.util
+import json
+import os
+import platform
+import sys
+
+
+def _found(name):
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):   # sys.modules[name] = None, a broken parent
+        return False
+
+
+def _requires(path, name):
+    """Whether the file imports `name` unconditionally at module level."""
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return False   # the worker reports an unreadable module itself, per call
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            if any(a.name.split(".")[0] == name for a in node.names):
+                return True
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0 and (node.module or "").split(".")[0] == name:
+                return True
+    return False
+
+
+def _files(paths):
+    """The files of paths; a directory (python:DIR, the staged files of every phase):
+    its *_impl.py files, else every .py file in it."""
+    for p in paths:
+        if os.path.isdir(p):
+            names = sorted(n for n in os.listdir(p) if n.endswith(".py"))
+            impls = [n for n in names if n.endswith("_impl.py")]
+            for n in impls or names:
+                yield os.path.join(p, n)
+        elif p.endswith(".py"):
+            yield p
+
+
+def main(argv):
+    lacks = []
+    if not _found("numpy"):
+        lacks.append({"module": "numpy", "why": "phasegate's Python worker imports it"})
+    users = [f for f in _files(argv) if _requires(f, "torch")]
+    if users and not _found("torch"):
+        more = f" and {len(users) - 1} more file(s)" if len(users) > 1 else ""
+        lacks.append({"module": "torch", "why": f"{users[0]} imports it{more}"})
+    print(json.dumps({"executable": sys.executable, "version": platform.python_version(),
+                      "lacks": lacks}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
