@@ -230,8 +230,12 @@ def sc_interpreter(c):
         extra = () if env else ("--python", py)
         rc, rep, con = c.run(1, spec, modes="sim,cpu", extra=extra, env=env, python=False)
         errors = [l for l in con.splitlines() if "error" in l.lower()]
-        check(rc == 2 and len(errors) == 1 and "[ERROR]" not in con and rep is None,
-              f"{os.path.basename(py)}: exit 2, one error line, no case ran (exit {rc})")
+        check(rc == 2 and len(errors) == 1 and "[ERROR]" not in con and rep is not None
+              and rep["cases_total"] == 0
+              and rep["first_failure"]["failure_category"] == "infra"
+              and lacks in rep["first_failure"]["summary"],
+              f"{os.path.basename(py)}: exit 2, one error line, no case ran, one infra ERROR "
+              f"in the report (exit {rc})")
         line = errors[0] if errors else ""
         check(f"'{py}'" in line and lacks in line and "--python" in line and
               "PHASEGATE_PYTHON" in line, f"the line names the interpreter, {lacks[:-2]}, "
