@@ -10,7 +10,14 @@ PG_OUTLIVE_DIR (the impls write their pid there), waits until COUNT tagged proce
 whose command line holds WAIT_FOR run (WAIT_FOR "@pids": until COUNT impl processes
 recorded their pid, i.e. are busy in a call), kills the runner
 with SIGKILL, then polls for up to 3 s until no tagged process is left (the pids the
-impls recorded included), and checks that no impl call starts after that."""
+impls recorded included), and checks that no impl call starts after that.
+
+RUN_ARGS holding `--serve-control @daemon`: a `phasegate serve` daemon is started first
+(OUT_DIR/ctl) and the runner leases its worker from it. That process belongs to the
+daemon, not to the runner: the daemon must kill it when the runner's connection goes
+away (its recorded pid must be gone within 3 s), and must itself stay up; the daemon's
+other processes are not the runner's and are not looked for."""
+import json
 import os
 import signal
 import subprocess
@@ -24,8 +31,28 @@ os.makedirs(out, exist_ok=True)
 failures = []
 
 
+daemon = None   # the `phasegate serve` daemon's pid (--serve-control @daemon)
+
+
+def ppid(pid):
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def under_daemon(pid):
+    while pid > 1:
+        if pid == daemon:
+            return True
+        pid = ppid(pid)
+    return False
+
+
 def tagged(tag):
-    """{pid: cmdline} of the live processes whose environment holds PG_OUTLIVE_TAG=tag."""
+    """{pid: cmdline} of the live processes whose environment holds PG_OUTLIVE_TAG=tag
+    (the daemon's processes, started with the client's environment, left out)."""
     want = ("PG_OUTLIVE_TAG=" + tag).encode()
     found = {}
     for d in os.listdir("/proc"):
@@ -40,7 +67,7 @@ def tagged(tag):
                 cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
         except OSError:
             continue
-        if want in env and state not in (b"Z", b"X"):
+        if want in env and state not in (b"Z", b"X") and not (daemon and under_daemon(int(d))):
             found[int(d)] = cmd
     return found
 
@@ -56,6 +83,21 @@ def alive(pid):
     except OSError:
         return False
 
+
+ctl = None
+if "@daemon" in run_args:
+    ctl = os.path.join(out, "ctl")
+    run_args[run_args.index("@daemon")] = ctl
+    subprocess.run([pg, "serve", "--control", ctl, "--stop"], capture_output=True, timeout=30)
+    r = subprocess.run([pg, "serve", "--control", ctl], capture_output=True, text=True,
+                       timeout=30)
+    st = subprocess.run([pg, "serve", "--control", ctl, "--status"], capture_output=True,
+                        text=True, timeout=30)
+    try:
+        daemon = json.loads(st.stdout)["pid"]
+    except (ValueError, KeyError):
+        print(f"FAIL: no daemon: {r.stdout} {r.stderr} {st.stdout} {st.stderr}")
+        sys.exit(1)
 
 for k in range(kills):
     tag = f"{os.getpid()}_{k}_{time.monotonic_ns()}"
@@ -116,6 +158,10 @@ for k in range(kills):
     if late:
         failures.append(f"round {k}: impl calls started after the runner died: {late}")
 
+if ctl:
+    if not alive(daemon):
+        failures.append(f"the daemon (pid {daemon}) died with a client")
+    subprocess.run([pg, "serve", "--control", ctl, "--stop"], capture_output=True, timeout=60)
 for f in failures:
     print("FAIL: " + f)
 print("ok" if not failures else f"{len(failures)} failure(s)")
