@@ -43,7 +43,8 @@ struct pg_proc_spec {
 /* An env_add entry PHASEGATE_DIE_WITH=<pid of the caller> makes the process die with the
  * caller, kill -9 included (PR_SET_PDEATHSIG: the plugin host sets it itself, any other
  * program is started through the host's exec shim; docs/runner.md "Nothing outlives
- * the runner"). The pool adds it; `phasegate serve` does not (its processes are
+ * the runner"). It fires when the spawning *thread* ends: the pool spawns from the
+ * run's main thread. The pool adds the entry; `phasegate serve` does not (its processes are
  * started from short-lived threads, and the daemon ends them itself). Any other
  * PHASEGATE_DIE_WITH entry, inherited or added, is dropped. */
 

@@ -128,7 +128,8 @@ int pg_sandbox_run(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *op
  * pipes, frees `p`). The timeout counts from the fork — unless a capture pipe is full
  * when waiting starts (the child may have been blocked on the caller), then from then.
  * wall_ms is the child's own: from the fork to when fn returned in the child, or else
- * to when it exited (opts->stamp_exit), or else to the reap. */
+ * to when it exited (opts->stamp_exit), or else to the reap. The child dies with the
+ * thread that started it (pg__die_with): start and wait from one that outlives it. */
 struct pg_sandbox_proc {
   int pid;                 /* 0: nothing started */
   char tag[PG_PROC_TAG_MAX]; /* the child's PHASEGATE_PROC_TAG entry (pg__proc_tag) */
