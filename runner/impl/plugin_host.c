@@ -18,7 +18,14 @@
  *
  * stdout and stderr are the runner's log of this process (never the protocol). Usage:
  *   phasegate-plugin-host PLUGIN.so     (with PHASEGATE_WORKER_FDS=R,W set)
- * Exit: 0 at end of input, 2 usage, 3 the plugin cannot be loaded.
+ *   phasegate-plugin-host --exec PROGRAM [ARG...]
+ * With PHASEGATE_DIE_WITH=<pid> set (the runner sets it on what it spawns itself), the
+ * host dies with that process (PR_SET_PDEATHSIG, SIGKILL) and exits at once when it is
+ * not its parent any more. `--exec` is the runner's exec shim for `worker:` commands
+ * (posix_spawn runs no code in the child): the same, then execv(PROGRAM); the death
+ * signal survives the exec (docs/runner.md "Nothing outlives the runner").
+ * Exit: 0 at end of input, 2 usage, 3 the plugin cannot be loaded, 127 --exec failed,
+ * 0 at once when the runner is already gone.
  */
 #include <cjson/cJSON.h>
 #include <dlfcn.h>
@@ -250,7 +257,23 @@ static int serve(struct host *h, const char *line) {
   return rc;
 }
 
+/* PHASEGATE_DIE_WITH: die with that process; 0, or -1 when it is gone already. */
+static int die_with_runner(void) {
+  const char *v = getenv(PG_DIE_WITH_ENV);
+  char *end = NULL;
+  long parent = v && *v ? strtol(v, &end, 10) : 0;
+  if (parent <= 0 || !end || *end) return 0;
+  return pg__die_with(parent);
+}
+
 int main(int argc, char **argv) {
+  if (die_with_runner() != 0) return 0; /* the runner is gone: nobody to serve */
+  if (argc >= 3 && strcmp(argv[1], "--exec") == 0) {
+    execv(argv[2], argv + 2);
+    fprintf(stderr, "phasegate-plugin-host --exec: cannot run %s: %s\n", argv[2], strerror(errno));
+    return 127;
+  }
+  unsetenv(PG_DIE_WITH_ENV); /* what the plugin starts is not the runner's child */
   pg_sandbox_default_signals(); /* a crash of the impl ends the host with its signal */
   const char *fds = getenv("PHASEGATE_WORKER_FDS");
   struct host h;

@@ -62,6 +62,12 @@ static int spawn_slot(const struct pg_impl *impl, struct pg_pool_slot *s,
   int rc = tag ? pg_proc_argv_build(prog, NULL, mode, device, &a, err)
                : pg_error_set(err, PG_ENOMEM, "out of memory");
   if (rc == PG_OK) {
+    /* nothing outlives the runner: the process dies with this one (proc.h) */
+    char die_with[48];
+    snprintf(die_with, sizeof die_with, PG_DIE_WITH_ENV "=%ld", (long)getpid());
+    int n_env = 0;
+    while (a.env[n_env]) n_env++;
+    a.env[n_env] = die_with; /* room: argv_build fills 4 of 8 */
     struct pg_proc_spec ps = {a.argv, a.env, impl->log_dir, tag, as, start_timeout};
     rc = pg_proc_spawn(&s->proc, &ps, err);
     pg_proc_argv_reset(&a);

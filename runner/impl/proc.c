@@ -61,23 +61,41 @@ int pg_proc_alive(struct pg_proc *p) {
 
 /* ------------------------------------------------------------------ spawning */
 
-/* environ with every name of `add` replaced by its entry there. */
-static char **build_env(const char *const *add, const char *tag) {
+/* 1 when entry is PHASEGATE_DIE_WITH=…: never passed on as found (an inherited one
+ * names some other process; a leased process must not die with its client). */
+static int is_die_with(const char *entry) {
+  size_t n = sizeof PG_DIE_WITH_ENV - 1;
+  return strncmp(entry, PG_DIE_WITH_ENV, n) == 0 && entry[n] == '=';
+}
+
+/* 1 when add holds PHASEGATE_DIE_WITH=<this process> (the caller asks for it). */
+static int asks_die_with(const char *const *add) {
+  for (size_t j = 0; add && add[j]; j++)
+    if (is_die_with(add[j]) && strtol(add[j] + sizeof PG_DIE_WITH_ENV, NULL, 10) == (long)getpid())
+      return 1;
+  return 0;
+}
+
+/* environ with every name of `add` replaced by its entry there, plus the tag and
+ * die_with (may be NULL). */
+static char **build_env(const char *const *add, const char *tag, const char *die_with) {
   size_t n_env = 0, n_add = 0;
   while (environ && environ[n_env]) n_env++;
   while (add && add[n_add]) n_add++;
-  char **envp = calloc(n_env + n_add + 2, sizeof *envp);
+  char **envp = calloc(n_env + n_add + 3, sizeof *envp);
   if (!envp) return NULL;
   size_t k = 0;
   for (size_t i = 0; i < n_env; i++) {
     const char *eq = strchr(environ[i], '=');
     size_t len = eq ? (size_t)(eq - environ[i]) + 1 : strlen(environ[i]);
-    int replaced = strncmp(tag, environ[i], len) == 0; /* a tag of our own parent's */
+    int replaced = strncmp(tag, environ[i], len) == 0 || is_die_with(environ[i]);
     for (size_t j = 0; j < n_add && !replaced; j++) replaced = strncmp(add[j], environ[i], len) == 0;
     if (!replaced) envp[k++] = environ[i];
   }
-  for (size_t j = 0; j < n_add; j++) envp[k++] = (char *)add[j];
+  for (size_t j = 0; j < n_add; j++)
+    if (!is_die_with(add[j])) envp[k++] = (char *)add[j];
   envp[k++] = (char *)tag;
+  if (die_with) envp[k++] = (char *)die_with;
   return envp;
 }
 
@@ -137,19 +155,31 @@ static int spawn(struct pg_proc *p, const struct pg_proc_spec *s, int child_sock
   pg_spawn_attr_init(&at, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&at, 0);
   pg__proc_tag(p, p->tag, sizeof p->tag);
-  char **envp = build_env(s->env_add, p->tag);
+  /* Nothing outlives the runner: PHASEGATE_DIE_WITH=<this process> tells the plugin
+   * host (and phasegate's Python worker) to set PR_SET_PDEATHSIG at start, and any
+   * other program is started through the host's exec shim (`--exec`), which sets it,
+   * checks that this process is still its parent, and execs the real argv: posix_spawn
+   * runs no code of ours in the child. Without a host to be found, only the processes
+   * that read the entry themselves die with us. */
+  char die_with[48];
+  snprintf(die_with, sizeof die_with, PG_DIE_WITH_ENV "=%ld", (long)getpid());
+  int die = asks_die_with(s->env_add);
+  const char *host = die ? pg_plugin_host_path() : NULL;
+  int shim = host && strcmp(s->argv[0], host) != 0;
+  char **envp = build_env(s->env_add, p->tag, die ? die_with : NULL);
   /* An address-space limit must be in place before the command runs (a prlimit() after
    * the spawn races with a shell that forks the command): a shell sets it, then execs
    * the real argv. */
-  const char *wrapped[72];
+  const char *wrapped[76];
   const char *const *argv = s->argv;
   char limit[96];
-  if (s->rlimit_as) {
+  if (s->rlimit_as || shim) {
     snprintf(limit, sizeof limit, "ulimit -v %llu || exit 126; exec \"$0\" \"$@\"",
              (unsigned long long)(s->rlimit_as / 1024));
     int n = 0;
-    wrapped[n++] = "/bin/sh", wrapped[n++] = "-c", wrapped[n++] = limit;
-    for (int i = 0; s->argv[i] && n < 71; i++) wrapped[n++] = s->argv[i];
+    if (shim) wrapped[n++] = host, wrapped[n++] = "--exec";
+    if (s->rlimit_as) wrapped[n++] = "/bin/sh", wrapped[n++] = "-c", wrapped[n++] = limit;
+    for (int i = 0; s->argv[i] && n < 75; i++) wrapped[n++] = s->argv[i];
     wrapped[n] = NULL;
     argv = wrapped;
   }

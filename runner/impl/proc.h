@@ -40,6 +40,13 @@ struct pg_proc_spec {
   uint64_t rlimit_as;          /* address-space limit in bytes; 0 = inherited */
   double start_timeout_s;      /* how long the handshake may take; <= 0: 120 s */
 };
+/* An env_add entry PHASEGATE_DIE_WITH=<pid of the caller> makes the process die with the
+ * caller, kill -9 included (PR_SET_PDEATHSIG: the plugin host sets it itself, any other
+ * program is started through the host's exec shim; docs/runner.md "Nothing outlives
+ * the runner"). It fires when the spawning *thread* ends: the pool spawns from the
+ * run's main thread. The pool adds the entry; `phasegate serve` does not (its processes are
+ * started from short-lived threads, and the daemon ends them itself). Any other
+ * PHASEGATE_DIE_WITH entry, inherited or added, is dropped. */
 
 struct pg_proc {
   int pid;                     /* 0: no process */

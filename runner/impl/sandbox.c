@@ -286,7 +286,9 @@ int pg_reap_child(int pid, const char *tag, const int *fds, int n_fds, double ma
 
 /* ------------------------------------------------------------------ child */
 
-static void child_setup(const struct pg_sandbox_opts *o, int out_w, int err_w) {
+static void child_setup(const struct pg_sandbox_opts *o, int out_w, int err_w, long parent) {
+  /* first: a runner killed from here on takes this child with it */
+  if (pg__die_with(parent) != 0) _exit(127);
   setpgid(0, 0);
   pg_sandbox_default_signals();
   dup2(out_w, STDOUT_FILENO);
@@ -349,6 +351,7 @@ int pg_sandbox_start(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *
   fflush(NULL); /* buffered parent output must not be duplicated by the child */
   pg__proc_tag(p, p->tag, sizeof p->tag);
   double t0 = pg_now_ms();
+  long parent = (long)getpid();
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
@@ -359,8 +362,11 @@ int pg_sandbox_start(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *
   if (pid == 0) {
     close(pout[0]);
     close(perr[0]);
-    child_setup(opts, pout[1], perr[1]);
+    child_setup(opts, pout[1], perr[1], parent);
     putenv(p->tag); /* the child's copy of p: lives as long as the child */
+    /* what it exec()s (phasegate's Python helper) checks and renews the death signal */
+    snprintf(p->die_with, sizeof p->die_with, PG_DIE_WITH_ENV "=%ld", parent);
+    putenv(p->die_with);
     int rc = fn(ctx);
     fflush(NULL);
     *end = pg_now_ms();

@@ -15,6 +15,8 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include "phasegate/error.h"
 
@@ -54,6 +56,24 @@ int pg_child_exited(int pid, int block);
  * that holds one of fds open, until none is left or max_ms passed; then the reap, so
  * that whatever the impl held (a flock, a device) is released. Returns the wait status. */
 int pg_reap_child(int pid, const char *tag, const int *fds, int n_fds, double max_ms);
+
+/* Nothing outlives the runner (docs/runner.md "Nothing outlives the runner"): makes the
+ * calling process die (SIGKILL) when `parent` — the process that started it — ends,
+ * kill -9 included. PR_SET_PDEATHSIG fires when the *thread* that forked/spawned exits:
+ * phasegate starts its processes from the thread that lives as long as the process
+ * (the run's main thread). The parent may be gone before the prctl: then getppid()
+ * already differs, and this returns -1 (the caller exits at once); 0 otherwise.
+ * Survives execve (not set-uid ones), not fork: each generation sets its own.
+ * Header-only: the plugin host uses it too. */
+static inline int pg__die_with(long parent) {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return 0; /* no such kernel: best effort */
+  return (long)getppid() == parent ? 0 : -1;
+}
+/* The environment entry naming the process a persistent process must die with
+ * (PHASEGATE_DIE_WITH=<pid>): set by the runner on what it spawns itself (never on a
+ * leased `phasegate serve` process), read by the plugin host, its exec shim and
+ * phasegate's Python worker. */
+#define PG_DIE_WITH_ENV "PHASEGATE_DIE_WITH"
 
 /* The fields of /proc/<pid>/stat phasegate reads (each pointer may be NULL): the state
  * ('R', 'S', 'Z', …), the process group, the start time in clock ticks since boot.
@@ -108,10 +128,12 @@ int pg_sandbox_run(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *op
  * pipes, frees `p`). The timeout counts from the fork — unless a capture pipe is full
  * when waiting starts (the child may have been blocked on the caller), then from then.
  * wall_ms is the child's own: from the fork to when fn returned in the child, or else
- * to when it exited (opts->stamp_exit), or else to the reap. */
+ * to when it exited (opts->stamp_exit), or else to the reap. The child dies with the
+ * thread that started it (pg__die_with): start and wait from one that outlives it. */
 struct pg_sandbox_proc {
   int pid;                 /* 0: nothing started */
   char tag[PG_PROC_TAG_MAX]; /* the child's PHASEGATE_PROC_TAG entry (pg__proc_tag) */
+  char die_with[48];       /* the child's PHASEGATE_DIE_WITH entry (set in the child) */
   int pidfd, out_fd, err_fd;
   size_t cap;
   double t0, timeout_ms;

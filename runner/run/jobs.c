@@ -3,13 +3,19 @@
  * hands them to the persist hook (the report room's locked merge, so workers cannot
  * lose each other's cases) and sends the parent one fixed-size record per case: what
  * the summary needs. A worker that dies leaves its cases as runner errors. Forked
- * before any thread exists (the caller joins the BLAS preload first).
+ * before any thread exists (the caller joins the BLAS preload first), from the run's
+ * main thread: each worker dies with the runner (PR_SET_PDEATHSIG fires when the
+ * forking *thread* ends, and this one lives as long as the runner), kill -9 included,
+ * and never starts a case for a runner that is gone (docs/runner.md "Nothing outlives
+ * the runner").
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -91,10 +97,14 @@ int pg__run_parallel(struct pg__run *rc, const int *sel, int n_sel, int jobs,
   pid_t pids[64];
   int n_pids = 0;
   fflush(NULL);
+  pid_t runner = getpid();
   for (int w = 0; w < jobs && w < n_sel && n_pids < 64; w++) {
     pid_t pid = fork();
     if (pid < 0) break;
     if (pid == 0) {
+      /* dies with the runner; a runner gone before the prctl: no case is started */
+      prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+      if (getppid() != runner) _exit(5);
       close(p[0]);
       worker(rc, sel, n_sel, jobs, w, p[1]);
     }

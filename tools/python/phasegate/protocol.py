@@ -25,6 +25,7 @@ from . import npy
 
 UNAVAILABLE = 77
 WORKER_PROTOCOL_VERSION = 1
+PG_DIE_WITH_ENV = "PHASEGATE_DIE_WITH"
 
 
 class Unavailable(SystemExit):
@@ -138,6 +139,43 @@ def _protocol_fds():
     return r, w
 
 
+def die_with_runner(forked_child=False):
+    """Nothing outlives the runner (docs/runner.md): when phasegate started this process
+    itself it sets PHASEGATE_DIE_WITH=<its pid>; this process then dies (SIGKILL) with
+    its parent (PR_SET_PDEATHSIG), and exits at once when the runner is already gone
+    (a parent that died before the prctl). The parent may be a /bin/sh between the
+    runner and Python (it carries the death signal itself, from phasegate's exec shim).
+    The entry is removed: what the impl starts is not the runner's child. A process
+    leased from `phasegate serve` has no such entry: the daemon ends it.
+    forked_child (an exec call): a process whose parent is the runner is the sandbox
+    child itself, which set the signal before its exec: the prctl (ctypes, ~5 ms) is
+    skipped."""
+    spec = os.environ.pop(PG_DIE_WITH_ENV, "")
+    try:
+        runner = int(spec)
+    except ValueError:
+        return
+    if runner <= 0 or not sys.platform.startswith("linux"):
+        return
+    if forked_child and os.getppid() == runner:
+        return
+    try:
+        import ctypes
+        import signal
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == runner:
+        return
+    try:
+        os.kill(runner, 0)   # a shell in between: the runner must still be there
+    except ProcessLookupError:
+        os._exit(0)
+    except OSError:
+        pass
+
+
 def _flush_logs():
     for f in (sys.stdout, sys.stderr):
         try:
@@ -203,6 +241,7 @@ def serve(fn, setup=None):
     captures per call). End of file on R: exit 0 at once. A line that is not a JSON
     object with an integer "id": nothing is answered and the process exits 3 (the
     runner classifies the protocol error and starts a fresh worker)."""
+    die_with_runner()
     r, w = _protocol_fds()
     if r in (1, 2) or w in (0, 1, 2) or r == w:
         raise SystemExit(f"pg_exec_helper: PHASEGATE_WORKER_FDS={r},{w}: the protocol cannot "
@@ -260,6 +299,7 @@ def main(fn, setup=None):
     exits 77, any exception exits non-zero with its traceback)."""
     if os.environ.get("PHASEGATE_WORKER") == "1":
         serve(fn, setup)
+    die_with_runner(forked_child=True)
     if setup is not None:
         setup()
     fn(load_request())
