@@ -131,6 +131,13 @@ static cJSON *run_head(const struct pg_run_phase *m, int *oom) {
   if (m->session) add_s(o, PG__RK_RUN_SESSION, m->session, oom);
   add_s(o, PG__RK_RUN_HOST, m->host, oom);
   add_device(o, m, oom);
+  /* python: impls and goldens: the interpreter and the torch / torch_npu / pypto
+   * versions it has (what a result depends on besides the kernel) */
+  cJSON *py = m->python ? cJSON_Parse(m->python) : NULL;
+  if (py && !cJSON_AddItemToObject(o, PG__RK_RUN_PYTHON, py)) {
+    cJSON_Delete(py);
+    (*oom)++;
+  }
   return o;
 }
 
