@@ -94,9 +94,12 @@ int pg_python_worker_command(const char *python, char **command, struct pg_error
  * looked up, not imported: the cost of an interpreter start): PG_OK, or one error that
  * names the interpreter, what it lacks (numpy; torch where a file in paths imports it
  * at module level) and how to choose another (--python, PHASEGATE_PYTHON, the CMake
- * cache variable) — also when it is not found or gives no answer. */
+ * cache variable) — also when it is not found or gives no answer. `about` (may be
+ * NULL): what the interpreter is, for the report's provenance, as a JSON object text
+ * {"interpreter", "version", "numpy", "torch", "torch_npu", "pypto"} ("" when unknown). */
+#define PG_PYTHON_ABOUT_MAX 512
 int pg_python_preflight(const char *python, const char *what, const char *const *paths,
-                        int n_paths, struct pg_error *err);
+                        int n_paths, char *about, struct pg_error *err);
 
 /* An impl of the worker adapter running `command` (what pg_impl_parse makes of
  * "worker:COMMAND", without a string to parse): Python goldens run in one. */
@@ -252,6 +255,7 @@ struct pg_impl_probe {
   uint64_t rlimit_as;
   int running;
   void *priv;                /* the adapter's probe state */
+  char python[PG_PYTHON_ABOUT_MAX]; /* python: the interpreter the probe asked (JSON), or "" */
 };
 int pg_impl_check_start(const struct pg_impl *impl, double timeout_s, uint64_t rlimit_as,
                         struct pg_impl_probe *p, struct pg_error *err);

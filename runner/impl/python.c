@@ -239,8 +239,30 @@ static int lacks_error(const char *python, const char *what, const cJSON *a,
                       what, list, PREFLIGHT_CHOOSE);
 }
 
+/* {"interpreter", "version", <package>: version or null…} from the preflight's answer,
+ * into about (PG_PYTHON_ABOUT_MAX bytes; "" when it does not fit or out of memory). */
+static void about_of(const cJSON *a, char *about) {
+  about[0] = '\0';
+  cJSON *o = cJSON_CreateObject();
+  const cJSON *exe = cJSON_GetObjectItemCaseSensitive(a, "executable");
+  const cJSON *ver = cJSON_GetObjectItemCaseSensitive(a, "version");
+  int ok = o && cJSON_AddStringToObject(o, "interpreter", cJSON_IsString(exe) ? exe->valuestring : "") &&
+           cJSON_AddStringToObject(o, "version", cJSON_IsString(ver) ? ver->valuestring : "");
+  const cJSON *v;
+  cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(a, "versions")) {
+    if (!ok || !v->string) continue;
+    ok = cJSON_IsString(v) ? cJSON_AddStringToObject(o, v->string, v->valuestring) != NULL
+                           : cJSON_AddNullToObject(o, v->string) != NULL;
+  }
+  char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
+  if (text && strlen(text) < PG_PYTHON_ABOUT_MAX) memcpy(about, text, strlen(text) + 1);
+  free(text);
+  cJSON_Delete(o);
+}
+
 int pg_python_preflight(const char *python, const char *what, const char *const *paths,
-                        int n_paths, struct pg_error *err) {
+                        int n_paths, char *about, struct pg_error *err) {
+  if (about) about[0] = '\0';
   const char *py = pg_python_interpreter(python);
   if (!interpreter_found(py))
     return pg_error_set(err, PG_ENOENT, "the Python interpreter '%s' was not found; "
@@ -278,6 +300,7 @@ int pg_python_preflight(const char *python, const char *what, const char *const 
   } else if (cJSON_GetArraySize(lacks) > 0) {
     rc = lacks_error(py, what, a, err);
   }
+  if (about && cJSON_IsArray(lacks)) about_of(a, about);
   cJSON_Delete(a);
   free(out);
   return rc;
@@ -358,7 +381,7 @@ static int python_probe(struct pg_impl_probe *p, struct pg_error *err) {
   char what[PATH_MAX + 64];
   snprintf(what, sizeof what, "the python: impl %.*s", PATH_MAX, file);
   const char *paths[] = {file};
-  return pg_python_preflight(impl->python, what, paths, 1, err);
+  return pg_python_preflight(impl->python, what, paths, 1, p->python, err);
 }
 
 /* The Python worker's command (the probe made sure the package is there; should it go

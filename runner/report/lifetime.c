@@ -111,6 +111,20 @@ static void add_time(cJSON *o, const char *k, double t, int *oom) {
   add_s(o, k, buf, oom);
 }
 
+/* The comma-separated modes as an array of names. */
+static void add_modes(cJSON *o, const char *k, const char *modes, int *oom) {
+  cJSON *a = cJSON_AddArrayToObject(o, k);
+  if (!a) (*oom)++;
+  for (const char *p = modes; p && *p && a;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    char mode[64];
+    snprintf(mode, sizeof mode, "%.*s", (int)(len < 63 ? len : 63), p);
+    if (!cJSON_AddItemToArray(a, cJSON_CreateString(mode))) (*oom)++;
+    p = e ? e + 1 : p + len;
+  }
+}
+
 static void add_device(cJSON *o, const struct pg_run_phase *m, int *oom) {
   cJSON *d = cJSON_AddObjectToObject(o, PG__RK_RUN_DEVICE);
   if (!d) {
@@ -131,6 +145,13 @@ static cJSON *run_head(const struct pg_run_phase *m, int *oom) {
   if (m->session) add_s(o, PG__RK_RUN_SESSION, m->session, oom);
   add_s(o, PG__RK_RUN_HOST, m->host, oom);
   add_device(o, m, oom);
+  /* python: impls and goldens: the interpreter and the torch / torch_npu / pypto
+   * versions it has (what a result depends on besides the kernel) */
+  cJSON *py = m->python ? cJSON_Parse(m->python) : NULL;
+  if (py && !cJSON_AddItemToObject(o, PG__RK_RUN_PYTHON, py)) {
+    cJSON_Delete(py);
+    (*oom)++;
+  }
   return o;
 }
 
@@ -152,16 +173,7 @@ cJSON *pg__report_run_json(const struct pg_run_phase *m, const cJSON *prev_run) 
         &oom);
   add_time(o, PG__RK_RUN_ENDED_AT, m->ended_ms > 0 ? m->ended_ms : pg_wall_ms(), &oom);
   add_s(o, PG__RK_RUN_IMPL, m->impl_spec, &oom);
-  cJSON *modes = cJSON_AddArrayToObject(o, PG__RK_RUN_MODES);
-  if (!modes) oom++;
-  for (const char *p = m->modes; p && *p && modes;) {
-    const char *e = strchr(p, ',');
-    size_t len = e ? (size_t)(e - p) : strlen(p);
-    char mode[64];
-    snprintf(mode, sizeof mode, "%.*s", (int)(len < 63 ? len : 63), p);
-    if (!cJSON_AddItemToArray(modes, cJSON_CreateString(mode))) oom++;
-    p = e ? e + 1 : p + len;
-  }
+  add_modes(o, PG__RK_RUN_MODES, m->modes, &oom);
   add_s(o, PG__RK_RUN_TOOL_VERSION, m->tool_version ? m->tool_version : "unknown", &oom);
   return done(o, oom);
 }
@@ -199,15 +211,7 @@ cJSON *pg__report_selection_json(const struct pg_run_phase *m, const cJSON *chec
   qsort(levels, (size_t)n_levels, sizeof *levels, int_cmp);
   for (int i = 0; i < n_levels && lv; i++)
     if (!cJSON_AddItemToArray(lv, cJSON_CreateNumber(levels[i]))) oom++;
-  cJSON *modes = cJSON_AddArrayToObject(o, PG__RK_SELECTION_MODES);
-  for (const char *p = m->modes; p && *p && modes;) {
-    const char *e = strchr(p, ',');
-    size_t len = e ? (size_t)(e - p) : strlen(p);
-    char mode[64];
-    snprintf(mode, sizeof mode, "%.*s", (int)(len < 63 ? len : 63), p);
-    if (!cJSON_AddItemToArray(modes, cJSON_CreateString(mode))) oom++;
-    p = e ? e + 1 : p + len;
-  }
+  add_modes(o, PG__RK_SELECTION_MODES, m->modes, &oom);
   if (m->suite_cases > 0) {
     if (!cJSON_AddBoolToObject(o, PG__RK_SELECTION_COMPLETE, total == m->suite_cases)) oom++;
     if (!cJSON_AddNumberToObject(o, PG__RK_SELECTION_SUITE_CASES, m->suite_cases)) oom++;

@@ -211,7 +211,8 @@ enum { PG__RK_NEED_OPT = 0, PG__RK_NEED_REQ = 1, PG__RK_NEED_UNLESS_NOT_IMPL = 2
   X(DEVICE, "device", OBJ, OPT, NONE)                  \
   X(IMPL, "impl", STR, OPT, NONE)                      \
   X(MODES, "modes", ARR, OPT, STR)                     \
-  X(TOOL_VERSION, "tool_version", STR, OPT, NONE)
+  X(TOOL_VERSION, "tool_version", STR, OPT, NONE)       \
+  X(PYTHON, "python", OBJ, OPT, NONE)
 
 /* run.device: the device the run was given. */
 #define PG__REPORT_KEYS_DEVICE(X)                \

@@ -54,7 +54,7 @@ int pg_py_golden_worker_open(const struct pg_py_golden_worker_opts *o,
 }
 
 int pg__py_golden_preflight(const char *python, const struct pg_contract *c, int k,
-                            struct pg_error *err) {
+                            char *about, struct pg_error *err) {
   const char *paths[64];
   int n = 0;
   for (int j = 1; j <= k && n < 64; j++) {
@@ -65,7 +65,7 @@ int pg__py_golden_preflight(const char *python, const struct pg_contract *c, int
   if (n == 0) return PG_OK;
   char what[256];
   snprintf(what, sizeof what, "the Python goldens of op '%.200s'", c->op);
-  return pg_python_preflight(python, what, paths, n, err);
+  return pg_python_preflight(python, what, paths, n, about, err);
 }
 
 void pg_py_golden_worker_close(struct pg_py_golden_worker *w) {

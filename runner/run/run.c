@@ -131,6 +131,7 @@ static int check_before_cases(struct pg__run *rc, const int *sel, int n_sel,
     }
   }
   if ((ret = pg_impl_check_finish(&rc->probe, err)) != PG_OK) return ret;
+  if (rc->probe.python[0]) memcpy(rc->python, rc->probe.python, sizeof rc->python);
   rc->report_unwritable = 1; /* until the report's place is checked */
   const char *slash = strrchr(rc->report_path, '/');
   char *dir = !slash ? pg_strdup(".")
@@ -316,7 +317,7 @@ static int open_py_golden(struct pg__run *rc, struct pg_error *err) {
     any |= pg_contract_phase_golden(&rc->contract, j) == PG_PHASE_GOLDEN_PYTHON;
   if (!any || o->golden_data) return PG_OK;
   /* an interpreter that cannot run them: one error now, not one per case */
-  PG_RETURN_IF_ERROR(pg__py_golden_preflight(o->python, &rc->contract, rc->k, err));
+  PG_RETURN_IF_ERROR(pg__py_golden_preflight(o->python, &rc->contract, rc->k, rc->python, err));
   struct pg_py_golden_worker_opts po = {o->python, o->work_dir, o->work_dir, rc->timeout_s,
                                         o->serve_control, o->hooks.redact_numbers};
   return pg_py_golden_worker_open(&po, &rc->py, err);
@@ -465,7 +466,8 @@ static void fill_phase(struct pg__run *rc, const char *op, int k) {
       .inspect = o->inspect, .registration = o->report_name, .run_id = rc->run_id,
       .session = rc->session[0] ? rc->session : NULL, .started_ms = rc->started_ms,
       .host = rc->host, .device_kind = rc->device_kind[0] ? rc->device_kind : "host",
-      .device_index = rc->device_id, .suite_cases = rc->suite.n_cases};
+      .device_index = rc->device_id, .suite_cases = rc->suite.n_cases,
+      .python = rc->python[0] ? rc->python : NULL};
 }
 
 /* This run's id, host and start; the session id from --report-session's file (a

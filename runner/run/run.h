@@ -283,6 +283,8 @@ struct pg_run_phase {
   const char *device_kind;    /* the CTest resource type that gave the device, or "host" */
   int device_index;
   int suite_cases;            /* cases in the suite (selection.complete) */
+  const char *python;         /* the Python interpreter of python: impls and Python goldens,
+                                 a JSON object text (pg_python_preflight), or NULL */
   /* A refused run (exit 2 before any case): the category (structural: the op's files;
    * infra: the environment), the sentence and the findings. NULL refusal: it ran. */
   const char *refusal;

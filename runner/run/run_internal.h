@@ -59,6 +59,7 @@ struct pg__run {
   double started_ms;
   enum pg__refusal_stage stage; /* what a refusal before the cases is about */
   int report_unwritable;      /* the report's own place was refused: no report for it */
+  char python[PG_PYTHON_ABOUT_MAX]; /* the Python interpreter the run uses (JSON), or "" */
   int not_implemented;        /* k > --implemented-phases: the cases are only reported */
 };
 
@@ -272,7 +273,7 @@ void pg__classify_reproducer(struct pg_tensor_check *t, double spread, const cha
  * phases 1..k — numpy, and torch where a golden file imports it (pg_python_preflight):
  * PG_OK, or one error naming the interpreter, what it lacks and how to choose another. */
 int pg__py_golden_preflight(const char *python, const struct pg_contract *c, int k,
-                            struct pg_error *err);
+                            char *about, struct pg_error *err);
 /* The run's counts, status (worst case wins) and exit code; a report that could not be
  * written makes it an ERROR. */
 void pg__classify_run(struct pg_run_summary *s, const struct pg_case_result *results, int n,

@@ -82,6 +82,11 @@ def sc_pass(c):
     check(len({p[0][1] for p in pids if p}) == 1, f"one process served every case: {pids}")
     check(all(p[0][0] == "1" for p in pids if p), "the module was imported once")
     check((calls[0][1].get("startup_ms") or 0) > 0, "the first call reports startup_ms")
+    # provenance: the interpreter and the versions of what the impl runs on
+    py = rep["run"].get("python") or {}
+    check(py.get("interpreter") and py.get("version") and "torch" in py and "torch_npu" in py
+          and "pypto" in py and rep["checks"][0]["run"].get("python") == py,
+          f"the report names the interpreter and torch / torch_npu / pypto versions: {py}")
     check(all(m.get("startup_ms") is None for _, m in calls[1:]), "later calls report none")
     check(f"--python {c.a.python}" in rep["checks"][0].get("repro", ""),
           f"the repro line names the interpreter: {rep['checks'][0].get('repro')}")

@@ -10,7 +10,11 @@ find_spec), never loaded, so the check costs an interpreter start. PATH: Python 
 torch… import` outside a try block makes torch required. Prints one JSON line:
 
     {"executable": "/usr/bin/python3", "version": "3.11.2",
-     "lacks": [{"module": "numpy", "why": "phasegate's Python worker imports it"}, …]}
+     "lacks": [{"module": "numpy", "why": "phasegate's Python worker imports it"}, …],
+     "versions": {"numpy": "1.24.2", "torch": "1.13.1", "torch_npu": null, "pypto": null}}
+
+The versions come from the installed packages' metadata (nothing is imported): the
+report's provenance names them (docs/runner.md "One run, one verdict").
 """
 import ast
 import importlib.util
@@ -57,6 +61,15 @@ def _files(paths):
             yield p
 
 
+def _version(name):
+    """The installed distribution's version, or None (not installed, or no metadata)."""
+    try:
+        from importlib import metadata
+        return metadata.version(name)
+    except Exception:   # PackageNotFoundError, or a Python without importlib.metadata
+        return None
+
+
 def main(argv):
     lacks = []
     if not _found("numpy"):
@@ -65,8 +78,9 @@ def main(argv):
     if users and not _found("torch"):
         more = f" and {len(users) - 1} more file(s)" if len(users) > 1 else ""
         lacks.append({"module": "torch", "why": f"{users[0]} imports it{more}"})
+    versions = {n: _version(n) for n in ("numpy", "torch", "torch_npu", "pypto")}
     print(json.dumps({"executable": sys.executable, "version": platform.python_version(),
-                      "lacks": lacks}))
+                      "lacks": lacks, "versions": versions}))
     return 0
 
 
