@@ -266,9 +266,8 @@ struct mm_tiles {
 
 /* A gemm below this many multiply-adds is one tile (≈ 0.1–0.3 ms on one core). */
 #define PG_GEMM_TILE_MACS ((int64_t)1 << 24)
-/* Tile rows are a multiple of 48 (whole 12- and 16-row micro-kernel blocks, so on the
- * x86 kernels measured a row split changes no bits against one call), columns of 64. */
-#define PG_TILE_ROW_QUANTUM 48
+/* Tiles are whole multiples of the micro-kernels' blocks: rows of 16, columns of 64. */
+#define PG_TILE_ROW_QUANTUM 16
 #define PG_TILE_COL_QUANTUM 64
 #define PG_TILE_MAX_SPLIT 32 /* at most 32 x 32 tiles per gemm */
 /* The cost model, in multiply-adds (measured with AVX-512 sgemm, 1024^3, one core,
@@ -315,6 +314,12 @@ static void mm_tiling(int64_t m, int64_t n, int64_t k, int64_t nbatch, struct mm
       }
     }
   }
+}
+
+void pg__matmul_tiles(int64_t m, int64_t n, int64_t k, int64_t nbatch, int64_t tiles[4]) {
+  struct mm_tiles t;
+  mm_tiling(m, n, k, nbatch, &t);
+  tiles[0] = t.rows, tiles[1] = t.cols, tiles[2] = t.mb, tiles[3] = t.nb;
 }
 
 /* One matmul's tiles: item i is batch element i / (mb*nb), then row tile, then column
