@@ -264,8 +264,9 @@ struct mm_tiles {
   int64_t mb, nb;     /* tiles along m and n */
 };
 
-/* A gemm below this many multiply-adds is one tile (≈ 0.1–0.3 ms on one core). */
-#define PG_GEMM_TILE_MACS ((int64_t)1 << 24)
+/* A gemm below this many multiply-adds is one tile (≈ 0.5 ms on one core): any cut
+ * costs ≈ 4–15 % more work (repacking), more than threads save on a gemm this small. */
+#define PG_GEMM_TILE_MACS ((int64_t)1 << 26)
 /* Tiles are whole multiples of the micro-kernels' blocks: rows of 16, columns of 64. */
 #define PG_TILE_ROW_QUANTUM 16
 #define PG_TILE_COL_QUANTUM 64
