@@ -271,9 +271,11 @@ struct mm_tiles {
 #define PG_TILE_ROW_QUANTUM 16
 #define PG_TILE_COL_QUANTUM 64
 #define PG_TILE_MAX_SPLIT 32 /* at most 32 x 32 tiles per gemm */
-/* The cost model, in multiply-adds (measured with AVX-512 sgemm, 1024^3, one core,
- * tools/bench/bench_matmul.sh): each tile packs its rows of op(a) (~60 per element) and
- * its columns of op(b) (~40 per element) again, and a call costs ~2^16. */
+/* The cost model, in multiply-adds: each tile packs its rows of op(a) (~60 per element)
+ * and its columns of op(b) (~40 per element) again, and a call costs ~2^16. Fitted to
+ * one-core times of a 1024^3 sgemm cut 2x1, 4x1, 8x1, 2x2, 4x2, 2x4 and 4x4 ways
+ * (SkylakeX kernels, the 2-core VM): for 4 x 2 it predicts +14.5 %, bench_matmul
+ * measured +13-16 % CPU. The Haswell kernel repacks relatively cheaper (+3-8 %). */
 #define PG_TILE_PACK_A 60.0
 #define PG_TILE_PACK_B 40.0
 #define PG_TILE_CALL 65536.0
@@ -289,7 +291,8 @@ static void tile_dim(int64_t len, int64_t parts, int64_t quantum, int64_t *size,
 /* The tiling with the least modelled time summed over 1, 2, 3, 4 and 8 threads (each
  * count weighted by itself: the sum of time x threads, i.e. of time / ideal time). A
  * tile's time is its multiply-adds plus repacking plus a call; T threads take
- * ceil(tiles / T) tiles' time. Ties keep the fewer tiles (rows before columns). */
+ * ceil(tiles / T) tiles' time. Ties keep the first found: fewer row blocks, then fewer
+ * column blocks. */
 static void mm_tiling(int64_t m, int64_t n, int64_t k, int64_t nbatch, struct mm_tiles *t) {
   *t = (struct mm_tiles){m, n, 1, 1};
   if (m * n * k < PG_GEMM_TILE_MACS) return;
