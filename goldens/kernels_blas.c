@@ -4,32 +4,33 @@
  * `b` a column vector (the added dim is removed from the result), trans_a / trans_b
  * transpose the last two dims of a 2-D-or-more operand (ignored for 1-D ones), and
  *   out = alpha * op(a) @ op(b) + beta * c      (c optional, broadcast to out).
- * One cblas_sgemm / cblas_dgemm per batch element (fp32 / fp64); when b has no batch
- * dims and a is not transposed, the batch folds into the row dimension and a single
- * gemm does all of it.
+ * cblas_sgemm / cblas_dgemm (fp32 / fp64) per batch element; when b has no batch dims
+ * and a is not transposed, the batch folds into the row dimension of a single gemm.
+ *
+ * Bit-identical for any thread count (docs/kernels.md): OpenBLAS itself always runs
+ * single-threaded, and the work is cut into tiles (batch elements, row and column
+ * blocks of one gemm) chosen from the shape alone, spread over our own threads. Each
+ * output element is computed by the same single-threaded call, with the same
+ * arguments, whatever the number of threads; only which thread makes the call changes.
+ * OpenBLAS's own threading cannot give that: it cuts M by the thread count, and on
+ * some kernels (Haswell / Zen sgemm: rows past the last whole 12-row block take
+ * another path) a row's bits depend on where its range ends.
  *
  * OpenBLAS is loaded lazily (dlopen on the first matmul), not linked: loading and
  * relocating it and libgfortran costs ~1.4 ms of start-up that every `phasegate`
  * command paid, matmul or not, and its constructor starts a worker pool that spins in
  * sched_yield for ~0.1 s (2^28 cycles) before sleeping — on a small case that is a
  * core stolen from the impl child running at the same time. So, once, after loading
- * the library ourselves we stop that pool (blas_thread_shutdown_, what OpenBLAS's
- * own fork handler calls), and per call we pick the thread count deliberately:
- * small gemms run single-threaded (OpenBLAS would thread anything above 2^18 MACs;
- * waking a pool for a 2^20-MAC gemm costs more than it saves, and leaves it spinning),
- * a batch of small gemms is split over our own threads, and only big gemms use the
- * OpenBLAS pool. The thread count is process-global state in OpenBLAS (set before
- * each gemm; a concurrent matmul may see the other's choice): it affects speed only —
- * OpenBLAS splits a gemm over M and N, never over K, so each element's sum is the same.
- * The loaded library is write-once state behind pthread_once; the thread count last
- * set is an atomic, so it is only changed when a call needs another one.
+ * the library ourselves we set it to one thread and stop that pool
+ * (blas_thread_shutdown_, what OpenBLAS's own fork handler calls); we never need it.
+ * The loaded library is write-once state behind pthread_once.
  */
 #include <cblas.h>
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -152,8 +153,7 @@ static struct {
   sgemm_fn sgemm;
   dgemm_fn dgemm;
   void (*set_threads)(int); /* NULL: not OpenBLAS (a plain BLAS): no thread control */
-  int max_threads;          /* what the library was configured with (OPENBLAS_NUM_THREADS) */
-  atomic_int cur_threads;   /* the count last given to OpenBLAS */
+  int (*get_threads)(void);
   char error[512];          /* non-empty: loading failed */
 } g_blas;
 static pthread_once_t g_blas_once = PTHREAD_ONCE_INIT;
@@ -200,24 +200,19 @@ static void blas_load(void) {
   /* object pointer -> function pointer without a cast warning */
   memcpy(&g_blas.sgemm, &s, sizeof s);
   memcpy(&g_blas.dgemm, &d, sizeof d);
-  g_blas.max_threads = 1;
   if (st && gt) {
-    int (*get)(void);
     memcpy(&g_blas.set_threads, &st, sizeof st);
-    memcpy(&get, &gt, sizeof gt);
-    g_blas.max_threads = get();
-    if (g_blas.max_threads < 1) g_blas.max_threads = 1;
+    memcpy(&g_blas.get_threads, &gt, sizeof gt);
   }
-  atomic_init(&g_blas.cur_threads, g_blas.max_threads);
-  /* The pool our dlopen just started would spin for ~0.1 s: one thread by default,
-   * then stop the pool. openblas_set_num_threads re-creates it whenever it is called
-   * while stopped, so blas_threads() only calls it on a change (a big gemm). */
+  /* The pool our dlopen just started would spin for ~0.1 s and is never used (every
+   * gemm of ours is single-threaded): one thread, then stop the pool.
+   * openblas_set_num_threads re-creates a stopped pool whenever it is called, so
+   * blas_one_thread() only calls it when the count is no longer 1. */
   void *sd = fresh && h ? dlsym(h, "blas_thread_shutdown_") : NULL;
-  if (sd && g_blas.set_threads && g_blas.max_threads > 1) {
+  if (sd && g_blas.set_threads && g_blas.get_threads() > 1) {
     int (*shutdown)(void);
     memcpy(&shutdown, &sd, sizeof sd);
     g_blas.set_threads(1);
-    atomic_store(&g_blas.cur_threads, 1);
     shutdown();
   }
   g_blas.error[0] = '\0';
@@ -233,15 +228,6 @@ static int blas_ready(struct pg_error *err) {
 
 int pg_goldens_preload_blas(struct pg_error *err) { return blas_ready(err); }
 
-/* A gemm below this many multiply-adds runs on one thread (≈ 0.3 ms on one core). */
-#define PG_GEMM_THREADED_MACS ((int64_t)1 << 24)
-
-static void blas_threads(int n) {
-  if (!g_blas.set_threads) return;
-  if (n < 1 || n > g_blas.max_threads) n = g_blas.max_threads;
-  if (atomic_exchange(&g_blas.cur_threads, n) != n) g_blas.set_threads(n);
-}
-
 static void gemm(enum pg_dtype dt, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
                  const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c,
                  int64_t ldc) {
@@ -254,43 +240,131 @@ static void gemm(enum pg_dtype dt, int ta, int tb, int64_t m, int64_t n, int64_t
                  (int)ldb, (float)beta, c, (int)ldc);
 }
 
-/* The batched (non-folded) loop, batch items [begin, end). */
-struct batch_ctx {
+/* ---- one thread inside OpenBLAS, tiles over ours ---- */
+
+/* OpenBLAS runs every gemm of ours single-threaded: its own threading cuts M into
+ * per-thread ranges, and on some kernels (Haswell / Zen sgemm) the bits of a row depend
+ * on where the range it falls in ends, so a threaded gemm's bits would depend on the
+ * thread count. The count is process-global in OpenBLAS and other code in the process
+ * (a program or golden plugin that links OpenBLAS) may change it, so it is read before
+ * every matmul and set back to 1 only when it differs (setting it re-creates a stopped
+ * pool, see blas_load). */
+static void blas_one_thread(void) {
+  if (g_blas.set_threads && g_blas.get_threads && g_blas.get_threads() != 1)
+    g_blas.set_threads(1);
+}
+
+/* How a gemm's output is cut into tiles, each one single-threaded gemm call: rows
+ * [ti*rows, +rows) x columns [tj*cols, +cols), the last of each shorter. Decided from
+ * the shape alone (m, n, k and the batch count), never from the thread count, so every
+ * element is computed by the same call with the same arguments whatever the number of
+ * threads that share the tiles: the bits depend on the shape only. */
+struct mm_tiles {
+  int64_t rows, cols; /* a tile's size */
+  int64_t mb, nb;     /* tiles along m and n */
+};
+
+/* A gemm below this many multiply-adds is one tile (≈ 0.5 ms on one core): any cut
+ * costs ≈ 4–15 % more work (repacking), more than threads save on a gemm this small. */
+#define PG_GEMM_TILE_MACS ((int64_t)1 << 26)
+/* Tiles are whole multiples of the micro-kernels' blocks: rows of 16, columns of 64. */
+#define PG_TILE_ROW_QUANTUM 16
+#define PG_TILE_COL_QUANTUM 64
+#define PG_TILE_MAX_SPLIT 32 /* at most 32 x 32 tiles per gemm */
+/* The cost model, in multiply-adds: each tile packs its rows of op(a) (~60 per element)
+ * and its columns of op(b) (~40 per element) again, and a call costs ~2^16. Fitted to
+ * one-core times of a 1024^3 sgemm cut 2x1, 4x1, 8x1, 2x2, 4x2, 2x4 and 4x4 ways
+ * (SkylakeX kernels, the 2-core VM): for 4 x 2 it predicts +14.5 %, bench_matmul
+ * measured +13-16 % CPU. The Haswell kernel repacks relatively cheaper (+3-8 %). */
+#define PG_TILE_PACK_A 60.0
+#define PG_TILE_PACK_B 40.0
+#define PG_TILE_CALL 65536.0
+
+static void tile_dim(int64_t len, int64_t parts, int64_t quantum, int64_t *size, int64_t *count) {
+  int64_t s = (len + parts - 1) / parts;
+  s = (s + quantum - 1) / quantum * quantum;
+  if (s > len) s = len;
+  *size = s;
+  *count = (len + s - 1) / s;
+}
+
+/* The tiling with the least modelled time summed over 1, 2, 3, 4 and 8 threads (each
+ * count weighted by itself: the sum of time x threads, i.e. of time / ideal time). A
+ * tile's time is its multiply-adds plus repacking plus a call; T threads take
+ * ceil(tiles / T) tiles' time. Ties keep the first found: fewer row blocks, then fewer
+ * column blocks. */
+static void mm_tiling(int64_t m, int64_t n, int64_t k, int64_t nbatch, struct mm_tiles *t) {
+  *t = (struct mm_tiles){m, n, 1, 1};
+  if (m * n * k < PG_GEMM_TILE_MACS) return;
+  static const int threads[] = {1, 2, 3, 4, 8};
+  double best = -1;
+  for (int64_t pm = 1; pm <= PG_TILE_MAX_SPLIT && pm <= m; pm++) {
+    int64_t rows, mb;
+    tile_dim(m, pm, PG_TILE_ROW_QUANTUM, &rows, &mb);
+    if (mb != pm) continue; /* the same tiles as a smaller pm */
+    for (int64_t pn = 1; pn <= PG_TILE_MAX_SPLIT && pn <= n; pn++) {
+      int64_t cols, nb;
+      tile_dim(n, pn, PG_TILE_COL_QUANTUM, &cols, &nb);
+      if (nb != pn) continue;
+      double tile = (double)rows * (double)cols * (double)k +
+                    (double)k * (PG_TILE_PACK_A * (double)rows + PG_TILE_PACK_B * (double)cols) +
+                    PG_TILE_CALL;
+      double items = (double)nbatch * (double)(mb * nb), cost = 0;
+      for (size_t i = 0; i < sizeof threads / sizeof *threads; i++)
+        cost += ceil(items / threads[i]) * threads[i] * tile;
+      if (best < 0 || cost < best) {
+        best = cost;
+        *t = (struct mm_tiles){rows, cols, mb, nb};
+      }
+    }
+  }
+}
+
+void pg__matmul_tiles(int64_t m, int64_t n, int64_t k, int64_t nbatch, int64_t tiles[4]) {
+  struct mm_tiles t;
+  mm_tiling(m, n, k, nbatch, &t);
+  tiles[0] = t.rows, tiles[1] = t.cols, tiles[2] = t.mb, tiles[3] = t.nb;
+}
+
+/* One matmul's tiles: item i is batch element i / (mb*nb), then row tile, then column
+ * tile. */
+struct tile_ctx {
   enum pg_dtype dt;
   const struct mm_geom *g;
+  struct mm_tiles t;
   int ta, tb;
-  int64_t lda, ldb, a_mat, b_mat, mn;
+  int64_t m, lda, ldb, a_mat, b_mat, c_mat; /* m: rows of one gemm (batch folded in) */
   double alpha, beta;
   const void *a, *b;
   void *c;
 };
 
-static void batch_range(void *vctx, int64_t begin, int64_t end) {
-  const struct batch_ctx *x = vctx;
+static void tile_range(void *vctx, int64_t begin, int64_t end) {
+  const struct tile_ctx *x = vctx;
   const struct mm_geom *g = x->g;
   size_t es = pg_dtype_size(x->dt);
-  /* multi-index of `begin` over the batch dims, and the a/b matrix offsets */
-  int64_t idx[PG_MAX_NDIM] = {0}, oa = 0, ob = 0, rem = begin;
-  for (int d = g->nbatch_dims - 1; d >= 0; d--) {
-    idx[d] = rem % g->batch[d];
-    rem /= g->batch[d];
-    oa += idx[d] * g->a_bstride[d];
-    ob += idx[d] * g->b_bstride[d];
-  }
-  for (int64_t bi = begin; bi < end; bi++) {
-    gemm(x->dt, x->ta, x->tb, g->m, g->n, g->k, x->alpha,
-         (const char *)x->a + (size_t)(oa * x->a_mat) * es, x->lda,
-         (const char *)x->b + (size_t)(ob * x->b_mat) * es, x->ldb, x->beta,
-         (char *)x->c + (size_t)(bi * x->mn) * es, g->n);
+  int64_t per = x->t.mb * x->t.nb;
+  for (int64_t it = begin; it < end; it++) {
+    int64_t bi = it / per, ti = it % per / x->t.nb, tj = it % x->t.nb;
+    /* the batch element's a/b matrices (broadcast dims stride 0) */
+    int64_t oa = 0, ob = 0, rem = bi;
     for (int d = g->nbatch_dims - 1; d >= 0; d--) {
-      idx[d]++;
-      oa += g->a_bstride[d];
-      ob += g->b_bstride[d];
-      if (idx[d] < g->batch[d]) break;
-      oa -= g->a_bstride[d] * idx[d];
-      ob -= g->b_bstride[d] * idx[d];
-      idx[d] = 0;
+      int64_t idx = rem % g->batch[d];
+      rem /= g->batch[d];
+      oa += idx * g->a_bstride[d];
+      ob += idx * g->b_bstride[d];
     }
+    int64_t r0 = ti * x->t.rows, c0 = tj * x->t.cols;
+    int64_t rows = x->m - r0 < x->t.rows ? x->m - r0 : x->t.rows;
+    int64_t cols = g->n - c0 < x->t.cols ? g->n - c0 : x->t.cols;
+    /* op(a) rows r0..: a's rows, or its columns when transposed; op(b) columns c0..:
+     * b's columns, or its rows when transposed */
+    int64_t a_off = oa * x->a_mat + (x->ta ? r0 : r0 * x->lda);
+    int64_t b_off = ob * x->b_mat + (x->tb ? c0 * x->ldb : c0);
+    int64_t c_off = bi * x->c_mat + r0 * g->n + c0;
+    gemm(x->dt, x->ta, x->tb, rows, cols, g->k, x->alpha, (const char *)x->a + (size_t)a_off * es,
+         x->lda, (const char *)x->b + (size_t)b_off * es, x->ldb, x->beta,
+         (char *)x->c + (size_t)c_off * es, g->n);
   }
 }
 
@@ -321,35 +395,28 @@ static int run_matmul(const struct pg_kernel_args *args, struct pg_tensor *const
   int ta = g.a1d ? 0 : g.ta, tb = g.b1d ? 0 : g.tb;
   int64_t lda = g.a1d ? g.k : (ta ? g.m : g.k);
   int64_t ldb = g.b1d ? 1 : (tb ? g.k : g.n);
-  int64_t a_mat = g.m * g.k, b_mat = g.k * g.n;
   /* b without batch dims: a's batch is the whole batch, contiguous rows of one gemm */
   int fold = g.nbatch_dims > 0 && !ta && !g.a1d && k.in[1].ndim <= 2;
-  int64_t mrows = fold ? g.m * nbatch : g.m;
+  int64_t mrows = fold ? g.m * nbatch : g.m, ngemm = fold ? 1 : nbatch;
   if (mrows > INT_MAX || g.n > INT_MAX || g.k > INT_MAX || lda > INT_MAX || ldb > INT_MAX) {
     rc = pg_error_set(err, PG_ELIMIT, "matmul: a dimension exceeds the BLAS limit of %d", INT_MAX);
     goto done;
   }
   if ((rc = blas_ready(err)) != PG_OK) goto done;
-  /* k.n_threads == 1: the caller asked for one thread (a small case) */
-  int64_t macs = mrows * g.n * g.k;
-  if (fold) {
-    blas_threads(k.n_threads == 1 || macs < PG_GEMM_THREADED_MACS ? 1 : k.n_threads);
-    gemm(k.dt, 0, tb, mrows, g.n, g.k, alpha, k.x[0], lda, k.x[1], ldb, beta, k.y[0], g.n);
-    goto done;
-  }
-  struct batch_ctx bc = {k.dt, &g, ta, tb, lda, ldb, a_mat, b_mat, mn, alpha, beta,
-                         k.x[0], k.x[1], k.y[0]};
-  if (macs >= PG_GEMM_THREADED_MACS && k.n_threads != 1) {
-    blas_threads(k.n_threads); /* big gemms: OpenBLAS's own pool */
-    batch_range(&bc, 0, nbatch);
-  } else {
-    /* small gemms: one thread each; a batch worth threading is split over ours */
-    blas_threads(1);
-    int64_t total = macs * nbatch;
-    int nt = k.n_threads == 1 || total < PG_GEMM_THREADED_MACS ? 1 : k.n_threads;
-    int64_t grain = macs > 0 ? (PG_GEMM_THREADED_MACS / 4 + macs - 1) / macs : nbatch;
-    pg__parallel_for(nbatch, grain, nt, batch_range, &bc);
-  }
+  blas_one_thread();
+  struct tile_ctx tc = {.dt = k.dt, .g = &g, .ta = ta, .tb = tb, .m = mrows, .lda = lda,
+                        .ldb = ldb, .a_mat = g.m * g.k, .b_mat = g.k * g.n, .c_mat = mn,
+                        .alpha = alpha, .beta = beta, .a = k.x[0], .b = k.x[1], .c = k.y[0]};
+  struct mm_geom one = {.m = mrows, .n = g.n, .k = g.k}; /* folded: one gemm, no batch */
+  if (fold) tc.g = &one;
+  mm_tiling(mrows, g.n, g.k, ngemm, &tc.t);
+  /* which thread computes a tile changes nothing, so only the speed depends on this */
+  int64_t macs = mrows * g.n * g.k, items = ngemm * tc.t.mb * tc.t.nb;
+  int64_t item_macs = macs / (tc.t.mb * tc.t.nb);
+  int nt = k.n_threads == 1 || macs * ngemm < PG_GEMM_TILE_MACS ? 1 : k.n_threads;
+  int64_t grain = item_macs >= PG_GEMM_TILE_MACS / 4 ? 1
+                                                     : (PG_GEMM_TILE_MACS / 4 + item_macs - 1) / item_macs;
+  pg__parallel_for(items, grain, nt, tile_range, &tc);
 done:
   pg__kctx_end(&k);
   return rc;

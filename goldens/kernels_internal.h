@@ -131,6 +131,13 @@ typedef void (*pg__range_fn)(void *ctx, int64_t begin, int64_t end);
  * thread when a thread cannot be created. */
 void pg__parallel_for(int64_t n, int64_t grain, int n_threads, pg__range_fn fn, void *ctx);
 
+/* ---- matmul tiles (kernels_blas.c) ---- */
+
+/* How matmul cuts nbatch gemms of m x n x k (batch folded into m when it folds): tiles
+ * of {rows, cols}, {mb, nb} of them per gemm, each one single-threaded gemm call.
+ * Depends on these four numbers only, never on a thread count. */
+void pg__matmul_tiles(int64_t m, int64_t n, int64_t k, int64_t nbatch, int64_t tiles[4]);
+
 /* Copies `src` (meta sm, dtype dt) broadcast to the shape of `dm` into dst. */
 void pg__broadcast_copy(enum pg_dtype dt, const void *src, const struct pg_tensor_meta *sm,
                         void *dst, const struct pg_tensor_meta *dm);
