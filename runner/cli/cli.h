@@ -53,6 +53,14 @@ int pg_cli_parse_bytes(const char *s, uint64_t *out);
 int pg_cli_parse_number(const char *cmd, const char *opt, const char *s, int positive,
                         double *out);
 
+/* Neither --op-dir nor --contract given: the op directory that the current directory, or
+ * --suite's (`suite`, may be NULL), implies (pg_op_dir_implied: the seed's runner run
+ * from custom/<op>/eval/), written to buf and *op_dir pointed at it; nothing done when
+ * either is given. PG_EXIT_PASS, or PG_EXIT_ERROR after "--op-dir DIR or --contract
+ * FILE is required (no module_interfaces.yaml in …)". */
+int pg_cli_op_dir(const char *cmd, const char **op_dir, const char *contract, const char *suite,
+                  char *buf, size_t size);
+
 /* The findings of `d` of severity >= min, formatted, one per line on stderr. Notes
  * (e.g. a dim without a default, normal in real pypto contracts) are `validate`'s;
  * the other commands print warnings and errors. */

@@ -33,6 +33,18 @@ int pg_cli_parse_opts(const char *cmd, int argc, char **argv, const struct pg_cl
   return 0;
 }
 
+int pg_cli_op_dir(const char *cmd, const char **op_dir, const char *contract, const char *suite,
+                  char *buf, size_t size) {
+  if (*op_dir || contract) return PG_EXIT_PASS;
+  struct pg_error err;
+  pg_error_clear(&err);
+  if (pg_op_dir_implied(suite, buf, size, &err) != PG_OK)
+    return pg_cli_usage_error(cmd, "--op-dir DIR or --contract FILE is required (%s; see --help)",
+                              err.message);
+  *op_dir = buf;
+  return PG_EXIT_PASS;
+}
+
 void pg_cli_print_diags(const struct pg_diags *d, enum pg_severity min) {
   char line[2 * PG_ERROR_MESSAGE_MAX];
   for (int i = 0; i < d->count; i++) {

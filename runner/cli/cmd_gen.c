@@ -60,9 +60,12 @@ int pg_cmd_gen(int argc, char **argv) {
                                         {NULL, NULL}};
   int parsed = pg_cli_parse_opts("gen", argc, argv, cli_opts, usage);
   if (parsed) return parsed < 0 ? PG_EXIT_PASS : parsed;
-  if ((!op_dir && !contract_arg) || !case_id || !out_dir)
+  if (!case_id || !out_dir)
     return pg_cli_usage_error("gen", "--op-dir DIR (or --contract FILE), --case ID and --out DIR "
                                      "are required (see --help)");
+  char implied[4096];
+  int bad = pg_cli_op_dir("gen", &op_dir, contract_arg, suite_arg, implied, sizeof implied);
+  if (bad) return bad;
   struct pg_materialize_opts opts = {0, 0};
   if (max_bytes && pg_cli_parse_bytes(max_bytes, &opts.max_bytes) != 0)
     return pg_cli_usage_error("gen", "--max-bytes: '%s' is not a size (e.g. 2G, 512M)", max_bytes);

@@ -266,8 +266,9 @@ int pg_cmd_list(int argc, char **argv) {
   char contract_path[4096] = "", suite_path[4096] = "";
   struct pg_error err;
   pg_error_clear(&err);
-  if (!op_dir && !contract_arg)
-    return pg_cli_usage_error("list", "give --op-dir DIR or --contract FILE (see --help)");
+  char implied[4096];
+  int bad = pg_cli_op_dir("list", &op_dir, contract_arg, suite_arg, implied, sizeof implied);
+  if (bad) return bad;
   if (pg_op_paths_resolve(op_dir, contract_arg, suite_arg, contract_path, sizeof contract_path,
                           suite_path, sizeof suite_path, &err) != PG_OK) {
     fprintf(stderr, "phasegate list: error: %s\n", err.message);

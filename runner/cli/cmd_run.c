@@ -24,11 +24,14 @@ static void usage(FILE *out) {
           "<report-dir>/<op>/M<K>/evaluation_report.json (a pypto op directory, DIR/eval/:\n"
           "DIR/eval/evaluation_report.json, as the seed's runner).\n"
           "\n"
-          "  --op-dir DIR               module_interfaces.yaml + adversarial_suite.json (or DIR/eval)\n"
+          "  --op-dir DIR               module_interfaces.yaml + adversarial_suite.json (or DIR/eval);\n"
+          "                             default: --suite's directory, else ./, holding the\n"
+          "                             contract (custom/<op>/eval/ means custom/<op>, as the seed)\n"
           "  --contract FILE            the contract, explicitly (suite defaults to its directory)\n"
           "  --suite FILE               the suite, explicitly\n"
           "  --impl SPEC                plugin:PATH.so | exec:COMMAND | worker:COMMAND |\n"
           "                             python:FILE.py[::FUNCTION] | python:DIR | replay:DIR\n"
+          "                             (a bare PATH.so is plugin:, a bare PATH.py python:)\n"
           "  --python PATH              interpreter of python: impls (default $PHASEGATE_PYTHON,\n"
           "                             else python3)\n"
           "  --up-to-module K           the phase (1..N, N = the op's module count)\n"
@@ -253,8 +256,12 @@ int pg_cmd_run(int argc, char **argv) {
     int bad = set_option(&o, name, val);
     if (bad) return bad;
   }
-  if (!o.op_dir && !o.contract_path)
-    return pg_cli_usage_error("run", "--op-dir DIR or --contract FILE is required");
+  char implied[4096];
+  const char *op_dir = o.op_dir;
+  int bad = pg_cli_op_dir("run", &op_dir, o.contract_path, o.suite_path, implied,
+                          sizeof implied);
+  if (bad) return bad;
+  o.op_dir = op_dir;
   if (!o.impl_spec) return pg_cli_usage_error("run", "--impl SPEC is required");
 
   /* A closed stdout (`| head`) must not kill the run before the report is written. */

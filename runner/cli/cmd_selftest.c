@@ -325,8 +325,10 @@ int pg_cmd_selftest(int argc, char **argv) {
       return pg_cli_usage_error("selftest", "--threads: '%s' is not a count in 0..1024", threads);
     n_threads = (int)t;
   }
-  if (!op_dir && !contract_arg)
-    return pg_cli_usage_error("selftest", "--op-dir DIR or --contract FILE is required (see --help)");
+  char implied[4096];
+  int bad = pg_cli_op_dir("selftest", &op_dir, contract_arg, suite_ignored, implied,
+                          sizeof implied);
+  if (bad) return bad;
   struct pg_error err;
   pg_error_clear(&err);
   char contract_path[4096], suite_path[4096];

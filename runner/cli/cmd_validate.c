@@ -88,8 +88,9 @@ int pg_cmd_validate(int argc, char **argv) {
   if (parsed) return parsed < 0 ? PG_EXIT_PASS : parsed;
   if (strcmp(format, "text") != 0 && strcmp(format, "json") != 0)
     return pg_cli_usage_error("validate", "--format must be text or json, not '%s'", format);
-  if (!op_dir && !contract_arg)
-    return pg_cli_usage_error("validate", "give --op-dir DIR or --contract FILE (see --help)");
+  char implied[4096];
+  int bad = pg_cli_op_dir("validate", &op_dir, contract_arg, suite_arg, implied, sizeof implied);
+  if (bad) return bad;
   int json = strcmp(format, "json") == 0;
 
   char contract_path[4096], suite_path[4096];

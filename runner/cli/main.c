@@ -50,6 +50,10 @@ static void usage(FILE *out) {
           "  phasegate --op-dir DIR --impl SPEC --up-to-module K [--inspect NAME] [...]\n"
           "                                                = phasegate run ...\n"
           "  (--inspect NAME prints every metric of output NAME per case and mode)\n"
+          "  cd custom/<op>/eval && phasegate --suite adversarial_suite.json \\\n"
+          "      --impl ../modules/<op>_module1_impl.py --up-to-module 1\n"
+          "                                                = phasegate run, the op in ../ (no --op-dir;\n"
+          "                                                  a bare PATH.py is python:PATH.py)\n"
           "\n"
           "Exit codes: 0 pass, 1 fail, 2 error (usage, contract, suite), 77 all skipped.\n"
           "'phasegate --version' prints the version.\n");

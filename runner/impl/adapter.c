@@ -32,13 +32,21 @@ PG_IMPL_ADAPTERS(PG_IMPL_DECLARE)
 static const struct pg_impl_ops *const adapters[] = {PG_IMPL_ADAPTERS(PG_IMPL_ROW)};
 #define PG_N_ADAPTERS (sizeof adapters / sizeof *adapters)
 
-/* "plugin:PATH.so, exec:COMMAND or replay:DIR" */
+/* "plugin:PATH.so, exec:COMMAND or replay:DIR; a bare PATH.so is plugin:", the bare
+ * suffixes from the rows too */
 static void usage_list(char *buf, size_t size) {
   size_t used = 0;
   buf[0] = '\0';
   for (size_t i = 0; i < PG_N_ADAPTERS && used < size; i++) {
     const char *sep = i == 0 ? "" : i + 1 == PG_N_ADAPTERS ? " or " : ", ";
     int n = snprintf(buf + used, size - used, "%s%s", sep, adapters[i]->usage);
+    if (n < 0) break;
+    used += (size_t)n;
+  }
+  for (size_t i = 0, k = 0; i < PG_N_ADAPTERS && used < size; i++) {
+    if (!adapters[i]->bare_suffix) continue;
+    int n = snprintf(buf + used, size - used, "%s PATH%s is %s:", k++ ? "," : "; a bare",
+                     adapters[i]->bare_suffix, adapters[i]->name);
     if (n < 0) break;
     used += (size_t)n;
   }
@@ -72,7 +80,7 @@ int pg_impl_parse(const char *spec, struct pg_impl *impl, struct pg_error *err) 
     if (suf && len > sl && strcmp(spec + len - sl, suf) == 0 && len < sizeof impl->target)
       return take_target(impl, adapters[i], spec, err);
   }
-  char forms[256];
+  char forms[512];
   usage_list(forms, sizeof forms);
   size_t scheme = strspn(spec, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-");
   if (scheme > 0 && spec[scheme] == ':')

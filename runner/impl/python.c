@@ -414,6 +414,7 @@ static int python_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
 const struct pg_impl_ops pg__python_ops = {
     .name = "python",
     .usage = "python:FILE.py[::FUNCTION]",
+    .bare_suffix = ".py", /* the seed's `--impl ../modules/<op>_module1_impl.py` */
     .probe_start = python_probe,
     .start = python_start,
     .finish = pg__worker_finish,

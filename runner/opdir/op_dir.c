@@ -1,5 +1,6 @@
 /* phasegate runner — finds an op's contract and suite in DIR or DIR/eval (the pypto
- * layout custom/<op>/eval/), and applies the CLI's --op-dir / --contract / --suite
+ * layout custom/<op>/eval/), the op directory implied by the current directory (the
+ * seed's runner run from eval/), and applies the CLI's --op-dir / --contract / --suite
  * precedence in one place. */
 #include <errno.h>
 #include <stdio.h>
@@ -99,4 +100,62 @@ int pg_op_paths_resolve(const char *op_dir, const char *contract, const char *su
   if (suite && (size_t)snprintf(suite_path, suite_size, "%s", suite) >= suite_size)
     return pg_error_set(err, PG_EINVAL, "--suite: path too long");
   return PG_OK;
+}
+
+/* The op directory for contract directory d (d/module_interfaces.yaml is a file): its
+ * parent when d is the eval/ of a pypto op directory (one --op-dir would read d's
+ * contract from: none in the parent itself), else d. NULL: out of memory. */
+static char *op_dir_of(const char *d) {
+  struct stat sd, se;
+  char *eval = pg_path_fmt("%s/../eval", d);
+  char *flat = pg_path_fmt("%s/../module_interfaces.yaml", d);
+  int pypto = eval && flat && stat(d, &sd) == 0 && stat(eval, &se) == 0 &&
+              sd.st_dev == se.st_dev && sd.st_ino == se.st_ino && !pg_is_file(flat);
+  int oom = !eval || !flat;
+  free(eval);
+  free(flat);
+  if (oom) return NULL;
+  if (!pypto) return pg_strdup(d);
+  if (strcmp(d, ".") == 0) return pg_strdup("..");
+  size_t n = strlen(d);
+  while (n > 1 && d[n - 1] == '/') n--;
+  if (n == 4 && strncmp(d, "eval", 4) == 0) return pg_strdup(".");
+  if (n >= 5 && strncmp(d + n - 5, "/eval", 5) == 0)
+    return pg_path_fmt("%.*s", n == 5 ? 1 : (int)(n - 5), d);
+  return pg_path_fmt("%.*s/..", (int)n, d);
+}
+
+int pg_op_dir_implied(const char *suite, char *dir, size_t size, struct pg_error *err) {
+  const char *slash = suite ? strrchr(suite, '/') : NULL;
+  char *cand[2] = {NULL, NULL};
+  int n = 0;
+  if (slash) cand[n++] = pg_path_fmt("%.*s", slash == suite ? 1 : (int)(slash - suite), suite);
+  if (!slash || !cand[0] || strcmp(cand[0], ".") != 0) cand[n++] = pg_strdup(".");
+  int rc = PG_OK, found = 0;
+  for (int i = 0; i < n && rc == PG_OK && !found; i++) {
+    char *c = cand[i] ? pg_path_fmt("%s/module_interfaces.yaml", cand[i]) : NULL;
+    if (!c) {
+      rc = pg_error_set(err, PG_ENOMEM, "out of memory");
+      break;
+    }
+    if (pg_is_file(c)) {
+      char *d = op_dir_of(cand[i]);
+      found = 1;
+      if (!d) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
+      else if ((size_t)snprintf(dir, size, "%s", d) >= size)
+        rc = pg_error_set(err, PG_ELIMIT, "%.200s…: path too long", d);
+      free(d);
+    }
+    free(c);
+  }
+  if (rc == PG_OK && !found) {
+    if (n == 2 && cand[0])
+      rc = pg_error_set(err, PG_ENOENT, "no module_interfaces.yaml in --suite's directory %s/ "
+                        "nor in the current directory", cand[0]);
+    else
+      rc = pg_error_set(err, PG_ENOENT, "no module_interfaces.yaml in the current directory");
+  }
+  free(cand[0]);
+  free(cand[1]);
+  return rc;
 }

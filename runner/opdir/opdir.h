@@ -255,6 +255,15 @@ enum pg_op_layout {
 };
 enum pg_op_layout pg_op_dir_layout(const char *dir);
 
+/* The op directory a command implies when given neither --op-dir nor --contract, as the
+ * seed's runner run from custom/<op>/eval/ (`--suite adversarial_suite.json`, the
+ * contract in ./): the directory of `suite` (NULL: none given), else the current
+ * directory, holding module_interfaces.yaml. When that directory is the eval/ of a
+ * pypto op directory, `dir` gets the op directory (its parent: the layout
+ * PG_OP_LAYOUT_PYPTO, the report where the seed writes it), else the directory itself.
+ * PG_ENOENT naming where it looked when neither holds one; PG_ELIMIT, PG_ENOMEM. */
+int pg_op_dir_implied(const char *suite, char *dir, size_t size, struct pg_error *err);
+
 /* The CLI's `--op-dir DIR | --contract FILE [--suite FILE]` rule, shared by every
  * subcommand: an explicit --contract / --suite wins over what --op-dir finds, and the
  * suite defaults to adversarial_suite.json next to the contract. PG_EINVAL when

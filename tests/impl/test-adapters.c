@@ -85,9 +85,16 @@ PG_TEST(impl_parse) {
   PG_CHECK_EQ_STR("replay", pg_impl_kind(&impl));
   PG_CHECK_OK(pg_impl_parse("/a/b/libx.so", &impl, NULL));
   PG_CHECK_EQ_STR("plugin", pg_impl_kind(&impl));
+  /* the seed's spelling: a bare PATH.py is python: (the target unchanged) */
+  PG_CHECK_OK(pg_impl_parse("../modules/x_module1_impl.py", &impl, NULL));
+  PG_CHECK_EQ_STR("python", pg_impl_kind(&impl));
+  PG_CHECK_EQ_STR("../modules/x_module1_impl.py", impl.target);
   struct pg_error err;
   PG_CHECK(pg_impl_parse("bogus", &impl, &err) == PG_EINVAL);
   PG_CHECK(strstr(err.message, "plugin:PATH.so") != NULL);
+  PG_CHECK_MSG(strstr(err.message, "a bare PATH.so is plugin:, PATH.py is python:"), "%s",
+               err.message);
+  PG_CHECK(pg_impl_parse(".py", &impl, &err) == PG_EINVAL); /* a suffix alone is no path */
   PG_CHECK(pg_impl_parse("exec:", &impl, &err) == PG_EINVAL);
   PG_CHECK(pg_impl_parse("foo:bar", &impl, &err) == PG_EINVAL);
   PG_CHECK_MSG(strstr(err.message, "unknown scheme 'foo:'") &&
