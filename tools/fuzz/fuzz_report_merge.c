@@ -92,8 +92,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check(fwrite(data, 1, size, f) == size);
   check(fclose(f) == 0);
 
-  struct pg_run_phase m = {"attention", "plugin:x.so", 3, 3, "0.1.0", "c.yaml", "s.json",
-                           "sim", NULL};
+  struct pg_run_phase m = {.op = "attention", .impl_spec = "plugin:x.so", .up_to_module = 3,
+                           .total_modules = 3, .tool_version = "0.1.0",
+                           .contract_path = "c.yaml", .suite_path = "s.json", .modes = "sim"};
   struct pg_case_result c;
   the_case(&c);
   struct pg_error err;
