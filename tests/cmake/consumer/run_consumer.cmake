@@ -2,7 +2,9 @@
 # tests/cmake/consumer against phasegate consumed as MODE (package: installed into a
 # temporary prefix first; subdir: add_subdirectory; fetch: FetchContent from a local
 # SOURCE_DIR) and checks discovery, the gate, json-v1, verify_all + JUnit and resource groups
-# with the real runner and the toy op.
+# with the real runner and the toy op; vendored (subdir, fetch), that the consumer gets
+# only its own tests (none of phasegate's, no bundled example op) and may name its own op
+# `attention` like a bundled one (the toy op registered again under that name, L1 only).
 # Inputs: MODE, SRC, BIN, PG_SOURCE_DIR, PG_BUILD_DIR, GENERATOR, C_COMPILER,
 # BUILD_TYPE, SAN_FLAGS.
 cmake_minimum_required(VERSION 3.25)
@@ -36,6 +38,10 @@ if(NOT MODE STREQUAL "package")
   pg_run(r COMMAND "${CMAKE_COMMAND}" --build "${BUILD}" --target help)
   pg_check(NOT r_out MATCHES "bench_(compare|golden|persist|diagnosis|matmul)"
            MESSAGE "bench targets in a consumer's build:\n${r_out}")
+  # ... nor the bundled example ops' impls and goldens (PHASEGATE_BUILD_EXAMPLES defaults
+  # to PROJECT_IS_TOP_LEVEL), nor phasegate's own tests (PHASEGATE_BUILD_TESTS).
+  pg_check(NOT r_out MATCHES "(attention|swiglu_ffn|rmsnorm)_(impl|golden)|attention_cuda|pg_test_main|test-[a-z]"
+           MESSAGE "example or test targets in a consumer's build:\n${r_out}")
 endif()
 
 set(m1 toy/M1/L1/L1_shape toy/M1/L2/L2_values toy/M1/L2/L2_bug_at_m1)
@@ -48,6 +54,48 @@ set(workers toy/workers/start toy/workers/stop)
 set(session toy/report/session)
 set(all toy/contract toy/composition toy/M1/gate toy/M2/gate ${workers} ${session} ${m1} ${m2}
         ${m3})
+# Vendored, the consumer's own `attention` (the toy contract, L1 only) and nothing else.
+set(own_ops toy)
+set(att_m1 "")
+set(att_m2 "")
+set(att_m3 "")
+set(att_all "")
+if(NOT MODE STREQUAL "package")
+  list(APPEND own_ops attention)
+  set(att_m1 attention/M1/L1/L1_shape)
+  set(att_m2 attention/M2/L1/L1_shape)
+  set(att_m3 attention/M3/L1/L1_shape)
+  set(att_workers attention/workers/start attention/workers/stop attention/report/session)
+  set(att_all attention/contract attention/composition attention/M1/gate attention/M2/gate
+              ${att_workers} ${att_m1} ${att_m2} ${att_m3})
+  list(APPEND all ${att_all})
+endif()
+
+# pg_only_own_tests(<what> <names>): no test of phasegate itself or of a bundled example op
+# (only the consumer's ops, by prefix), and every test labelled phasegate is one of the
+# consumer's (label op_<own op>).
+function(pg_only_own_tests what names)
+  list(JOIN own_ops "|" own_re)
+  foreach(n IN LISTS names)
+    # (swiglu_ffn/, rmsnorm/, attention_torch/, ln_ffn_silu/, cli/, cmake/, ...: not its own)
+    pg_check(n MATCHES "^(${own_re})/" MESSAGE "${what}: '${n}' is not one of the consumer's tests")
+  endforeach()
+  pg_ctest_json(json "${BUILD}")
+  string(JSON n LENGTH "${json}" tests)
+  if(n GREATER 0)
+    math(EXPR last "${n} - 1")
+    foreach(i RANGE ${last})
+      string(JSON name GET "${json}" tests ${i} name)
+      string(JSON props ERROR_VARIABLE jerr GET "${json}" tests ${i} properties)
+      string(REGEX REPLACE "[ \t\n]" "" props "${props}")
+      if(props MATCHES "\"LABELS\",\"value\":\\[[^]]*\"phasegate\"")
+        pg_check(props MATCHES "\"LABELS\",\"value\":\\[[^]]*\"op_(${own_re})\""
+                 AND name MATCHES "^(${own_re})/"
+                 MESSAGE "${what}: '${name}' is labelled phasegate but is no op of the consumer: ${props}")
+      endif()
+    endforeach()
+  endif()
+endfunction()
 
 # An installed runner lists the cases at configure time; a runner built by the project
 # only after the build (NOT_BUILT placeholder until then).
@@ -55,11 +103,18 @@ pg_ctest_list(names "${BUILD}")
 if(MODE STREQUAL "package")
   pg_expect_set("tests right after configure" "${names}" ${all})
 else()
-  pg_expect_set("tests before the build" "${names}" toy/NOT_BUILT)
+  set(placeholders toy/NOT_BUILT)
+  if(att_all)
+    list(APPEND placeholders attention/NOT_BUILT)
+  endif()
+  pg_expect_set("tests before the build" "${names}" ${placeholders})
 endif()
+pg_only_own_tests("tests after configure" "${names}")
 set(targets toy_impl phasegate_discover_toy)
 if(MODE STREQUAL "package")
   list(APPEND targets uses_compare)
+else()
+  list(APPEND targets phasegate_discover_attention)
 endif()
 pg_run(r COMMAND "${CMAKE_COMMAND}" --build "${BUILD}" --target ${targets})
 if(MODE STREQUAL "package")
@@ -67,14 +122,20 @@ if(MODE STREQUAL "package")
 endif()
 pg_ctest_list(names "${BUILD}")
 pg_expect_set("tests after the build" "${names}" ${all})
+pg_only_own_tests("tests after the build" "${names}")
 
 # The gate: -L phase_M3 lists exactly M1..M3 and the gates between them, and the workers
 # pair the cases require (a fixture: -FA '.*' drops it with the gate).
 pg_ctest_list(names "${BUILD}" -L phase_M3)
+set(att_phase_m3 "")
+if(att_all)
+  set(att_phase_m3 attention/contract ${att_m1} attention/M1/gate ${att_m2} attention/M2/gate
+                   ${att_m3} ${att_workers})
+endif()
 pg_expect_set("ctest -L phase_M3 -N" "${names}" toy/contract ${m1} toy/M1/gate ${m2}
-              toy/M2/gate ${m3} ${workers} ${session})
+              toy/M2/gate ${m3} ${workers} ${session} ${att_phase_m3})
 pg_ctest_list(names "${BUILD}" -L phase_M3 -FA ".*")
-pg_expect_set("ctest -L phase_M3 -FA .* -N" "${names}" ${m3})
+pg_expect_set("ctest -L phase_M3 -FA .* -N" "${names}" ${m3} ${att_m3})
 
 # -L phase_M2 runs M1 first; L2_bug_at_m1 fails at M1, so M2 is not run.
 pg_run(r EXPECT_RC 8 COMMAND "${CMAKE_CTEST_COMMAND}" --test-dir "${BUILD}" -L phase_M2 -j2)
@@ -136,21 +197,48 @@ pg_check(cases_seen EQUAL 9 MESSAGE "json-v1 lists ${cases_seen} case tests, exp
 set(junit "${BUILD}/phasegate-junit/verify_all.xml")
 pg_run(r EXPECT_RC 1 COMMAND "${CMAKE_COMMAND}" --build "${BUILD}" --target verify_all)
 # The workers pair ran (fixture of every case) but is no row and no case of the table.
+# Vendored, the consumer's own `attention` (L1 only, no bug case) is all passed, and no
+# other op has a row.
 pg_summary(table "${r_out}")
-string(CONCAT want
-  "phasegate summary (verify_all): cells are passed/failed/skipped/not run\n"
-  "  op   phase       L1          L2          gate/status\n"
-  "  toy  contract    -           -           passed\n"
-  "  toy  composition -           -           passed\n"
-  "  toy  M1          1/0/0/0     1/1/0/0     not run\n"
-  "  toy  M2          0/0/0/1     0/0/0/2     not run\n"
-  "  toy  M3          0/0/0/1     0/0/0/2\n"
-  "  total: 4 passed, 1 failed, 0 skipped, 8 not run\n")
+if(MODE STREQUAL "package")
+  string(CONCAT want
+    "phasegate summary (verify_all): cells are passed/failed/skipped/not run\n"
+    "  op   phase       L1          L2          gate/status\n"
+    "  toy  contract    -           -           passed\n"
+    "  toy  composition -           -           passed\n"
+    "  toy  M1          1/0/0/0     1/1/0/0     not run\n"
+    "  toy  M2          0/0/0/1     0/0/0/2     not run\n"
+    "  toy  M3          0/0/0/1     0/0/0/2\n"
+    "  total: 4 passed, 1 failed, 0 skipped, 8 not run\n")
+else()
+  string(CONCAT want
+    "phasegate summary (verify_all): cells are passed/failed/skipped/not run\n"
+    "  op         phase       L1          L2          gate/status\n"
+    "  toy        contract    -           -           passed\n"
+    "  toy        composition -           -           passed\n"
+    "  toy        M1          1/0/0/0     1/1/0/0     not run\n"
+    "  toy        M2          0/0/0/1     0/0/0/2     not run\n"
+    "  toy        M3          0/0/0/1     0/0/0/2\n"
+    "  attention  contract    -           -           passed\n"
+    "  attention  composition -           -           passed\n"
+    "  attention  M1          1/0/0/0     -           passed\n"
+    "  attention  M2          1/0/0/0     -           passed\n"
+    "  attention  M3          1/0/0/0     -\n"
+    "  total: 11 passed, 1 failed, 0 skipped, 8 not run\n")
+endif()
 pg_check(table STREQUAL want MESSAGE "verify_all table:\n${table}\nexpected:\n${want}")
 pg_check(r_out MATCHES "toy/workers/stop [.]+ +Passed" MESSAGE "verify_all:\n${r_out}")
 pg_check(EXISTS "${junit}" MESSAGE "no JUnit at ${junit}")
 file(READ "${junit}" xml)
 pg_check(xml MATCHES "<testcase name=\"toy/M1/L2/L2_bug_at_m1\"[^>]*status=\"fail\"" MESSAGE "JUnit:\n${xml}")
+if(NOT MODE STREQUAL "package")
+  # The consumer's `attention` ran (its own REPORT_DIR) and passed.
+  set(att_report "${BUILD}/attention-reports/attention/M1/evaluation_report.json")
+  pg_check(EXISTS "${att_report}" MESSAGE "no M1 report of the consumer's attention op")
+  file(READ "${att_report}" rep)
+  string(JSON st GET "${rep}" status)
+  pg_check(st STREQUAL "PASS" MESSAGE "the consumer's attention M1: ${st}")
+endif()
 set(m1_report "${BUILD}/phasegate-reports/toy/M1/evaluation_report.json")
 pg_check(EXISTS "${m1_report}" MESSAGE "no M1 report")
 # Every case test carries where it ran (JUnit <properties>: host, device, run id).
@@ -222,4 +310,21 @@ pg_run(r EXPECT_RC ANY ENV "PHASEGATE_TOY_DEVLOCK=${BIN}/locks"
                --output-on-failure)
 pg_check(r_out MATCHES "device 0 is in use by another test" MESSAGE
          "without the spec all cases share device 0, the lock should have seen it:\n${r_out}")
+# Opting in (subdir): PHASEGATE_BUILD_EXAMPLES=ON registers the bundled example ops in
+# the consumer's project, under their names (so the consumer's own `attention` is left out).
+if(MODE STREQUAL "subdir")
+  set(cfg_ex ${cfg})
+  list(FIND cfg_ex -B i)
+  math(EXPR i "${i} + 1")
+  list(REMOVE_AT cfg_ex ${i})
+  list(INSERT cfg_ex ${i} "${BIN}/examples")
+  pg_run(r COMMAND "${CMAKE_COMMAND}" ${cfg_ex} -DPHASEGATE_BUILD_EXAMPLES=ON
+                   -DPG_OWN_ATTENTION=OFF)
+  pg_ctest_list(names "${BIN}/examples")
+  foreach(t toy/NOT_BUILT attention/NOT_BUILT swiglu_ffn/NOT_BUILT rmsnorm/NOT_BUILT)
+    pg_check(t IN_LIST names MESSAGE "PHASEGATE_BUILD_EXAMPLES=ON: no ${t} in ${names}")
+  endforeach()
+  pg_check(NOT names MATCHES "(^|;)(cli|cmake|repo|docs|unit)/"
+           MESSAGE "PHASEGATE_BUILD_EXAMPLES=ON: phasegate's own tests in ${names}")
+endif()
 message(STATUS "consumer ${MODE}: ok")
