@@ -70,7 +70,8 @@ PG_TEST(impl_ops_table) {
   PG_CHECK_EQ_STR("worker", pg_impl_kind(&impl));
   PG_CHECK(pg_impl_parse("serve:x", &impl, &err) == PG_EINVAL);
   PG_CHECK_EQ_STR("--impl 'serve:x': unknown scheme 'serve:'; expected plugin:PATH.so, "
-                  "exec:COMMAND, worker:COMMAND, python:FILE.py[::FUNCTION] or replay:DIR",
+                  "exec:COMMAND, worker:COMMAND, python:FILE.py[::FUNCTION] or replay:DIR; a bare "
+                  "PATH.so is plugin:, PATH.py is python:",
                   err.message);
   PG_CHECK_OK(pg_impl_parse("python:/x/impl.py::f", &impl, &err));
   PG_CHECK_EQ_STR("python", pg_impl_kind(&impl));
