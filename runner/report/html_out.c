@@ -3,6 +3,7 @@
  * the page reads. Below the page's files, so none of them is both an entry and a helper.
  */
 #include "report/html_internal.h"
+#include "report/report_keys.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -103,10 +104,7 @@ void pg__html_num(struct pg__html *h, const cJSON *v) {
   else pg__html_fmt(h, "%.4g", x);
 }
 
-const char *pg__html_str(const cJSON *o, const char *key) {
-  const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
-  return cJSON_IsString(x) ? x->valuestring : NULL;
-}
+const char *pg__html_str(const cJSON *o, const char *key) { return pg__report_str(o, key); }
 
 double pg__html_dbl(const cJSON *o, const char *key, double dflt) {
   const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);

@@ -116,39 +116,34 @@ static int top_hints(const cJSON *check, struct top_hint *top, int max) {
   return n;
 }
 
-static const char *str_of(const cJSON *o, const char *key) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-  return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 /* "category: precision; boundary: M2 (earliest failing: M1); summary: …; hints:
  * transposed (confidence 0.95, out); repro: phasegate run …" */
 static void check_message(struct sbuf *m, const struct pg_report_file *rf, const cJSON *check,
                           const char *case_id) {
   const cJSON *f = cJSON_GetObjectItemCaseSensitive(check, PG__RK_CHECK_FAILURE);
   if (!cJSON_IsObject(f)) {
-    const char *st = str_of(check, PG__RK_CHECK_STATUS);
+    const char *st = pg__report_str(check, PG__RK_CHECK_STATUS);
     sb_fmt(m, "phasegate: %.400s records case %.200s as %.20s (no failure to describe; the "
            "report may be from another run)", rf->path, case_id, st ? st : "without a status");
     return;
   }
-  const char *cat = str_of(f, PG__RK_FAILURE_FAILURE_CATEGORY);
+  const char *cat = pg__report_str(f, PG__RK_FAILURE_FAILURE_CATEGORY);
   const cJSON *k = cJSON_GetObjectItemCaseSensitive(f, PG__RK_FAILURE_FAILING_MODULE_BOUNDARY);
   const cJSON *j = cJSON_GetObjectItemCaseSensitive(f, PG__RK_FAILURE_EARLIEST_FAILING_BOUNDARY);
   sb_fmt(m, "category: %.40s", cat ? cat : "other");
   if (cJSON_IsNumber(k)) sb_fmt(m, "; boundary: M%d", k->valueint);
   if (cJSON_IsNumber(j)) sb_fmt(m, " (earliest failing: M%d)", j->valueint);
   else if (cJSON_IsNumber(k)) sb_str(m, " (earliest failing: unknown)");
-  const char *fp = str_of(f, PG__RK_FAILURE_DIVERGENCE_FINGERPRINT);
+  const char *fp = pg__report_str(f, PG__RK_FAILURE_DIVERGENCE_FINGERPRINT);
   if (fp && *fp) sb_fmt(m, "; fingerprint: %.40s", fp);
-  const char *sum = str_of(f, PG__RK_FAILURE_SUMMARY);
+  const char *sum = pg__report_str(f, PG__RK_FAILURE_SUMMARY);
   if (sum && *sum) sb_fmt(m, "; summary: %.600s", sum);
   struct top_hint top[3];
   int nh = top_hints(check, top, 3);
   for (int i = 0; i < nh; i++)
     sb_fmt(m, "%s%.40s (confidence %.2f%s%.100s)", i ? ", " : "; hints: ", top[i].kind,
            top[i].confidence, top[i].tensor[0] ? ", " : "", top[i].tensor);
-  const char *repro = str_of(check, PG__RK_CHECK_REPRO);
+  const char *repro = pg__report_str(check, PG__RK_CHECK_REPRO);
   if (repro && *repro) {
     sb_str(m, "; repro: ");
     sb_str(m, repro);
@@ -158,7 +153,7 @@ static void check_message(struct sbuf *m, const struct pg_report_file *rf, const
 static const cJSON *find_check(const struct pg_report_file *rf, const char *id) {
   const cJSON *c;
   cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(rf->json, PG__RK_TOP_CHECKS)) {
-    const char *cid = str_of(c, PG__RK_CHECK_ID);
+    const char *cid = pg__report_str(c, PG__RK_CHECK_ID);
     if (cid && strcmp(cid, id) == 0) return c;
   }
   return NULL;
@@ -307,12 +302,12 @@ static const cJSON *case_run(const struct pg_report_set *set, const char *op, in
 static void properties(struct sbuf *out, const cJSON *run) {
   const cJSON *dev = cJSON_GetObjectItemCaseSensitive(run, PG__RK_RUN_DEVICE);
   const cJSON *idx = cJSON_GetObjectItemCaseSensitive(dev, PG__RK_DEVICE_INDEX);
-  const char *kind = str_of(dev, PG__RK_DEVICE_KIND);
+  const char *kind = pg__report_str(dev, PG__RK_DEVICE_KIND);
   char device[128];
   snprintf(device, sizeof device, "%.80s:%d", kind ? kind : "host",
            cJSON_IsNumber(idx) ? idx->valueint : 0);
   const char *names[] = {"host", "device", "run_id"};
-  const char *values[] = {str_of(run, PG__RK_RUN_HOST), device, str_of(run, PG__RK_RUN_ID)};
+  const char *values[] = {pg__report_str(run, PG__RK_RUN_HOST), device, pg__report_str(run, PG__RK_RUN_ID)};
   sb_str(out, "<properties>");
   for (int i = 0; i < 3; i++) {
     sb_str(out, "<property name=\"");

@@ -17,15 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *str_of(const cJSON *o, const char *key) {
-  const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
-  return cJSON_IsString(x) ? x->valuestring : NULL;
-}
-
 int pg__report_same_run(const cJSON *prev, const struct pg_run_phase *m) {
   if (!m->run_id && !m->session) return 1;
   const cJSON *run = cJSON_GetObjectItemCaseSensitive(prev, PG__RK_TOP_RUN);
-  const char *id = str_of(run, PG__RK_RUN_ID), *session = str_of(run, PG__RK_RUN_SESSION);
+  const char *id = pg__report_str(run, PG__RK_RUN_ID), *session = pg__report_str(run, PG__RK_RUN_SESSION);
   if (m->session) return session && strcmp(session, m->session) == 0;
   return id && m->run_id && strcmp(id, m->run_id) == 0;
 }
@@ -77,11 +72,11 @@ int pg__report_to_history(const char *path, const cJSON *prev, struct pg_error *
   size_t stem = strlen(base);
   if (stem > 5 && strcmp(base + stem - 5, ".json") == 0) stem -= 5;
   const cJSON *run = cJSON_GetObjectItemCaseSensitive(prev, PG__RK_TOP_RUN);
-  const char *when = str_of(run, PG__RK_RUN_STARTED_AT);
-  if (!when) when = str_of(prev, PG__RK_TOP_UPDATED_AT);
+  const char *when = pg__report_str(run, PG__RK_RUN_STARTED_AT);
+  if (!when) when = pg__report_str(prev, PG__RK_TOP_UPDATED_AT);
   char w[64], id[64];
   name_part(when ? when : "unknown", w, sizeof w);
-  name_part(str_of(run, PG__RK_RUN_ID) ? str_of(run, PG__RK_RUN_ID) : "unknown", id, sizeof id);
+  name_part(pg__report_str(run, PG__RK_RUN_ID) ? pg__report_str(run, PG__RK_RUN_ID) : "unknown", id, sizeof id);
   char *dir = slash ? pg_path_fmt("%.*s/history", (int)(slash - path), path)
                     : pg_strdup("history");
   char *prefix = pg_path_fmt("%.*s.", (int)stem, base);
@@ -166,7 +161,7 @@ cJSON *pg__report_run_json(const struct pg_run_phase *m, const cJSON *prev_run) 
   cJSON *o = run_head(m, &oom);
   if (!o) return NULL;
   /* a session's report began with its first run */
-  const char *first = str_of(prev_run, PG__RK_RUN_STARTED_AT);
+  const char *first = pg__report_str(prev_run, PG__RK_RUN_STARTED_AT);
   char now[64] = "";
   if (m->started_ms > 0) pg_wall_format(m->started_ms, now, sizeof now);
   add_s(o, PG__RK_RUN_STARTED_AT, first && (!now[0] || strcmp(first, now) < 0) ? first : now,
@@ -202,7 +197,7 @@ cJSON *pg__report_selection_json(const struct pg_run_phase *m, const cJSON *chec
   const cJSON *c;
   cJSON_ArrayForEach(c, checks) {
     total++;
-    const char *id = str_of(c, PG__RK_CHECK_ID);
+    const char *id = pg__report_str(c, PG__RK_CHECK_ID);
     if (id && ids && !cJSON_AddItemToArray(ids, cJSON_CreateString(id))) oom++;
     const cJSON *l = cJSON_GetObjectItemCaseSensitive(c, PG__RK_CHECK_LEVEL);
     int level = cJSON_IsNumber(l) ? l->valueint : -1;

@@ -422,17 +422,12 @@ cJSON *pg_report_check_json(const struct pg_case_result *r, int k) {
   return o;
 }
 
-static const char *get_str(const cJSON *o, const char *k) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-  return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static int check_order(const cJSON *a, const cJSON *b) {
   const cJSON *ia = cJSON_GetObjectItemCaseSensitive(a, PG__RK_CHECK_SUITE_INDEX);
   const cJSON *ib = cJSON_GetObjectItemCaseSensitive(b, PG__RK_CHECK_SUITE_INDEX);
   double x = cJSON_IsNumber(ia) ? ia->valuedouble : 1e18, y = cJSON_IsNumber(ib) ? ib->valuedouble : 1e18;
   if (x != y) return x < y ? -1 : 1;
-  const char *sa = get_str(a, PG__RK_CHECK_ID), *sb = get_str(b, PG__RK_CHECK_ID);
+  const char *sa = pg__report_str(a, PG__RK_CHECK_ID), *sb = pg__report_str(b, PG__RK_CHECK_ID);
   return strcmp(sa ? sa : "", sb ? sb : "");
 }
 
@@ -489,7 +484,7 @@ static cJSON *build(const struct pg_run_phase *m, cJSON *checks, const cJSON *pr
   const cJSON *chk;
   cJSON_ArrayForEach(chk, checks) {
     total++;
-    enum pg_verdict v = pg_verdict_parse(get_str(chk, PG__RK_CHECK_STATUS));
+    enum pg_verdict v = pg_verdict_parse(pg__report_str(chk, PG__RK_CHECK_STATUS));
     if (v > worst) worst = v;
     if (v == PG_VERDICT_PASS) passed++;
     else if (v == PG_VERDICT_FAIL) failed++;
@@ -510,16 +505,16 @@ static cJSON *build(const struct pg_run_phase *m, cJSON *checks, const cJSON *pr
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(chk, PG__RK_CHECK_FAILURE);
     if (!first_failure && cJSON_IsObject(f)) {
       first_failure = duplicate(f);
-      const char *id = get_str(chk, PG__RK_CHECK_ID);
+      const char *id = pg__report_str(chk, PG__RK_CHECK_ID);
       add_item(first_failure, PG__RK_FAILURE_CASE_ID, new_string(id ? id : ""));
     }
     /* stdout: the captured impl output of every mode, bounded. */
     const cJSON *modes = cJSON_GetObjectItemCaseSensitive(chk, PG__RK_CHECK_MODES), *mo;
     cJSON_ArrayForEach(mo, modes) {
-      const char *s = get_str(mo, PG__RK_MODE_STDOUT);
+      const char *s = pg__report_str(mo, PG__RK_MODE_STDOUT);
       if (!out || !s || !*s) continue;
       char head[300];
-      const char *id = get_str(chk, PG__RK_CHECK_ID), *mode = get_str(mo, PG__RK_MODE_MODE);
+      const char *id = pg__report_str(chk, PG__RK_CHECK_ID), *mode = pg__report_str(mo, PG__RK_MODE_MODE);
       int hn = snprintf(head, sizeof head, "--- %s / %s ---\n", id ? id : "?", mode ? mode : "?");
       size_t sl = strlen(s);
       if (hn > 0 && out_len + (size_t)hn + sl + 1 <= PG_REPORT_STDOUT_MAX) {
@@ -689,7 +684,7 @@ static cJSON *merged_checks(const char *path, const struct pg_run_phase *m,
     if (same_phase) {
       const cJSON *c;
       cJSON_ArrayForEach(c, pc) {
-        const char *id = get_str(c, PG__RK_CHECK_ID);
+        const char *id = pg__report_str(c, PG__RK_CHECK_ID);
         int replaced = 0;
         for (int i = 0; id && i < n; i++) replaced |= strcmp(cases[i].id, id) == 0;
         if (id && !replaced) {

@@ -15,6 +15,15 @@
 #ifndef PHASEGATE_REPORT_KEYS_H
 #define PHASEGATE_REPORT_KEYS_H
 
+#include <cjson/cJSON.h>
+
+/* The string at key of object o, or NULL (absent, or not a string): how the room's
+ * files read a key back (writer, merge, lifetime, JUnit, HTML). */
+static inline const char *pg__report_str(const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
 /* The JSON types of a key (a set). INT: a number with no fraction, |x| < 9e15. */
 enum {
   PG__J_NONE = 0,

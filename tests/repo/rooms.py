@@ -143,6 +143,34 @@ def header_findings():
     return bad
 
 
+IMPL_PREFIX = re.compile(r"\bstrn?cmp\s*\([^;]*\"(?:plugin|exec|worker|python|replay):\"")
+
+
+def one_place_findings():
+    """Decisions made in one place: only impl/adapter.c reads an --impl prefix (everything
+    else gets the kind as the ops-table row or a process program); cJSON is called by its
+    own names (no #define renaming it); a test in tests/<folder>/ is named <folder>/<name>
+    (literal add_test names; pg_add_unit_test derives its name from the folder)."""
+    out = []
+    for f in sorted(glob.glob("runner/*/*.c")):
+        if f == "runner/impl/adapter.c":
+            continue
+        raw = open(f).read()
+        text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), raw, flags=re.S)
+        for m in IMPL_PREFIX.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            out.append(f"{f}:{line}: compares an --impl prefix (only impl/adapter.c does)")
+    for f in sorted(glob.glob("runner/*/*.[ch]")):
+        for m in re.finditer(r"^\s*#\s*define\s+(cJSON_\w+)", open(f).read(), re.M):
+            out.append(f"{f}: #define {m.group(1)}: call cJSON by its own names")
+    for f in sorted(glob.glob("tests/**/CMakeLists.txt", recursive=True)):
+        folder = os.path.dirname(f)[len("tests/"):]
+        for m in re.finditer(r'add_test\(NAME\s+"?([^\s")$]+)', open(f).read()):
+            if not m.group(1).startswith(folder + "/"):
+                out.append(f"{f}: test {m.group(1)} is not named {folder}/<name>")
+    return out
+
+
 def main(root):
     os.chdir(root)
     rank = {r: i for i, r in enumerate(ORDER)}
@@ -193,6 +221,7 @@ def main(root):
             bad.append(f"{f}:{line}: declares a function implemented elsewhere (the ABI is header-only)")
     for folder in sorted(glob.glob("runner/*/")) + ["goldens/", "compare/"]:
         bad += call_circles(folder.rstrip("/"))
+    bad += one_place_findings()
     bad += cmake_findings()
     bad += header_findings()
     for b in bad:

@@ -109,6 +109,13 @@ rc, out = run("--impl", "plugin:" + buggy, "--report-name", "attention_other")
 agrees("second registration", rc, out, ALL, name="attention_other")
 check(report("attention_other")["registration"] == "attention_other" and
       report()["status"] == "PASS", "each registration keeps its own verdict")
+# ... and the HTML page shows both, each under its own name
+p = subprocess.run([pg, "report", "--out", "page.html", "reports"], stdout=subprocess.PIPE,
+                   stderr=subprocess.STDOUT, text=True)
+page = open("page.html").read() if os.path.exists("page.html") else ""
+check(p.returncode in (0, 1) and "attention_other (op attention)" in page
+      and "<th rowspan" in page and page.count(">attention_other<") >= 1,
+      f"the page shows both registrations (exit {p.returncode}): {p.stdout[-300:]}")
 
 # 6. the history keeps the newest five
 for _ in range(5):
