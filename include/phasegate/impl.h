@@ -19,6 +19,7 @@
 #define PHASEGATE_IMPL_H
 
 #include <dlpack/dlpack.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -34,6 +35,10 @@ typedef struct pg_call pg_call;
 
 /* Log sink: messages land in the case's captured output in the report. */
 typedef void (*pg_log_fn)(const pg_call *call, int level, const char *message);
+
+/* Device sink: the name of the device the call ran on ("NVIDIA H200", "Ascend910B3"),
+ * shown as run.device.name in the report. Call it through pg_call_device_name(). */
+typedef void (*pg_device_name_fn)(const pg_call *call, const char *name);
 
 struct pg_call {
   uint32_t abi_version;      /* PG_IMPL_ABI_VERSION */
@@ -51,7 +56,17 @@ struct pg_call {
   const char *knobs_json;    /* the case as written in the suite (JSON object text) */
   pg_log_fn log;             /* never NULL */
   void *user;                /* runner-private */
+  /* added to ABI version 1 later: struct_size says whether the runner has it */
+  pg_device_name_fn device_name; /* never NULL when present */
 };
+
+/* Says which device this call ran on; ignored by a runner that predates the field, so a
+ * plugin built against this header works with either. */
+static inline void pg_call_device_name(const pg_call *call, const char *name) {
+  size_t end = (size_t)((const char *)&call->device_name - (const char *)call) +
+               sizeof call->device_name;
+  if (call->struct_size >= end && call->device_name && name) call->device_name(call, name);
+}
 
 /* Looks up a bound dim by name; returns `fallback` when absent. */
 static inline int64_t pg_call_dim(const pg_call *call, const char *name, int64_t fallback) {

@@ -208,6 +208,9 @@ struct pg_impl_outcome {
                                 first of (exec, import, device context, handshake); 0 when
                                 the process had served calls before */
   char *work_dir;            /* exec with keep_work: the case directory (owned), else NULL */
+  char device_name[128];     /* the device the impl said it ran on (plugin: through
+                                pg_call_device_name; worker: the answer's "device_name"),
+                                else "" */
 };
 
 void pg_impl_outcome_init(struct pg_impl_outcome *o);

@@ -74,6 +74,7 @@ void pg_impl_outcome_reset(struct pg_impl_outcome *o) {
   if (!o) return;
   for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&o->outputs[i]);
   pg_sandbox_result_reset(&o->sandbox);
+  o->device_name[0] = '\0';
   free(o->work_dir);
   pg_impl_outcome_init(o);
 }

@@ -180,6 +180,8 @@ static int child_main(void *vctx) {
   call.dim_values = req->dim_values;
   call.knobs_json = req->knobs_json ? req->knobs_json : "{}";
   call.log = pg__impl_log;
+  call.user = c->hdr;
+  call.device_name = pg__impl_device_name;
   c->hdr->stage = STAGE_CALLING;
   int rc = fn(in, req->n_inputs, c->outputs, req->n_outputs, &call);
   free(in); /* the child exits next, but a fork's leak check still counts it */
@@ -315,6 +317,9 @@ static void fact_after_return(const struct plugin_call *c, const struct pg_impl_
   const struct pg_sandbox_result *sr = &out->sandbox;
   const char *symbol = c->symbol;
   int ret = (int)c->hdr->rc;
+  /* the impl's memory: bounded, whatever it left there */
+  snprintf(out->device_name, sizeof out->device_name, "%.*s",
+           (int)sizeof c->hdr->device_name - 1, c->hdr->device_name);
   /* Canaries first: an overrun may have corrupted anything, including a return code. */
   for (int i = 0; i < req->n_outputs; i++) {
     const struct pg_tensor *t = &out->outputs[i];

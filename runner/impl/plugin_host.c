@@ -166,8 +166,8 @@ static int bind_tensors(const cJSON *arr, char *base, size_t size, DLTensor *t, 
   return 0;
 }
 
-static void fill_call(pg_call *call, const cJSON *req, const char **dim_names,
-                      int64_t *dim_values, char **knobs) {
+static void fill_call(pg_call *call, const cJSON *req, struct pg_plugin_shm_hdr *hdr,
+                      const char **dim_names, int64_t *dim_values, char **knobs) {
   memset(call, 0, sizeof *call);
   call->abi_version = PG_IMPL_ABI_VERSION;
   call->struct_size = (uint32_t)sizeof *call;
@@ -189,6 +189,8 @@ static void fill_call(pg_call *call, const cJSON *req, const char **dim_names,
   *knobs = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(req, "knobs"));
   call->knobs_json = *knobs ? *knobs : "{}";
   call->log = pg__impl_log;
+  call->user = hdr;
+  call->device_name = pg__impl_device_name;
 }
 
 /* Serves one request line. 0 to go on, -1 to stop (the runner is gone). */
@@ -244,7 +246,7 @@ static int serve(struct host *h, const char *line) {
     int64_t dim_values[HOST_MAX_DIMS];
     char *knobs = NULL;
     pg_call call;
-    fill_call(&call, req, dim_names, dim_values, &knobs);
+    fill_call(&call, req, hdr, dim_names, dim_values, &knobs);
     hdr->stage = PG_PLUGIN_STAGE_CALLING;
     int wrc = fn(in, n_in, out, n_out, &call);
     hdr->rc = wrc;

@@ -27,6 +27,7 @@ struct pg_plugin_shm_hdr {
   volatile int32_t stage;
   volatile int32_t rc;
   char msg[1024];
+  char device_name[128];     /* what the wrapper said through pg_call_device_name(), or "" */
 };
 
 /* The pg_call log callback of the process that calls the wrapper: a line on its
@@ -37,6 +38,12 @@ static inline void pg__impl_log(const pg_call *call, int level, const char *mess
   fprintf(stderr, "[impl %s %s] %s\n", call && call->mode ? call->mode : "", lv,
           message ? message : "");
   fflush(stderr);
+}
+
+/* The pg_call device-name callback: call->user is the call's shared header. */
+static inline void pg__impl_device_name(const pg_call *call, const char *name) {
+  struct pg_plugin_shm_hdr *hdr = call ? (struct pg_plugin_shm_hdr *)call->user : NULL;
+  if (hdr && name) snprintf(hdr->device_name, sizeof hdr->device_name, "%s", name);
 }
 
 #endif

@@ -142,6 +142,9 @@ static int answered(struct worker_call *c, const struct pg_impl_request *req, co
   const char *status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "status"));
   const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "message"));
   if (strcmp(status, "ok") == 0) {
+    /* optional (docs/worker_protocol.md "Answers"): the device the impl ran on */
+    const char *dev = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "device_name"));
+    if (dev) snprintf(out->device_name, sizeof out->device_name, "%s", dev);
     *rc = pg__collect_case_outputs(c->dir, req, out, err);
     return 1;
   }

@@ -297,7 +297,8 @@ static const cJSON *case_run(const struct pg_report_set *set, const char *op, in
   return NULL;
 }
 
-/* <properties> of a case test: where it ran (host, device "kind:index", run id), so a
+/* <properties> of a case test: where it ran (host, device "kind:index", run id, the
+ * device's name when the impl said it), so a
  * JUnit consumer sees which machine and device misbehaved. */
 static void properties(struct sbuf *out, const cJSON *run) {
   const cJSON *dev = cJSON_GetObjectItemCaseSensitive(run, PG__RK_RUN_DEVICE);
@@ -306,10 +307,12 @@ static void properties(struct sbuf *out, const cJSON *run) {
   char device[128];
   snprintf(device, sizeof device, "%.80s:%d", kind ? kind : "host",
            cJSON_IsNumber(idx) ? idx->valueint : 0);
-  const char *names[] = {"host", "device", "run_id"};
-  const char *values[] = {pg__report_str(run, PG__RK_RUN_HOST), device, pg__report_str(run, PG__RK_RUN_ID)};
+  const char *names[] = {"host", "device", "run_id", "device_name"};
+  const char *values[] = {pg__report_str(run, PG__RK_RUN_HOST), device,
+                          pg__report_str(run, PG__RK_RUN_ID), pg__report_str(dev, PG__RK_DEVICE_NAME)};
+  int n = values[3] ? 4 : 3; /* a name only where the impl said one */
   sb_str(out, "<properties>");
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < n; i++) {
     sb_str(out, "<property name=\"");
     sb_str(out, names[i]);
     sb_str(out, "\" value=\"");

@@ -120,7 +120,8 @@ static void add_modes(cJSON *o, const char *k, const char *modes, int *oom) {
   }
 }
 
-static void add_device(cJSON *o, const struct pg_run_phase *m, int *oom) {
+/* name: what the impl said it ran on, or NULL: null says "not known", not "none" */
+static void add_device(cJSON *o, const struct pg_run_phase *m, const char *name, int *oom) {
   cJSON *d = cJSON_AddObjectToObject(o, PG__RK_RUN_DEVICE);
   if (!d) {
     (*oom)++;
@@ -128,18 +129,18 @@ static void add_device(cJSON *o, const struct pg_run_phase *m, int *oom) {
   }
   add_s(d, PG__RK_DEVICE_KIND, m->device_kind ? m->device_kind : "host", oom);
   if (!cJSON_AddNumberToObject(d, PG__RK_DEVICE_INDEX, m->device_index)) (*oom)++;
-  /* no adapter reports a device name yet: null says "not known", not "none" */
-  if (!cJSON_AddNullToObject(d, PG__RK_DEVICE_NAME)) (*oom)++;
+  if (name && *name) add_s(d, PG__RK_DEVICE_NAME, name, oom);
+  else if (!cJSON_AddNullToObject(d, PG__RK_DEVICE_NAME)) (*oom)++;
 }
 
 /* id, session, host, device: what a check's run and the report's run share. */
-static cJSON *run_head(const struct pg_run_phase *m, int *oom) {
+static cJSON *run_head(const struct pg_run_phase *m, const char *device_name, int *oom) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
   add_s(o, PG__RK_RUN_ID, m->run_id, oom);
   if (m->session) add_s(o, PG__RK_RUN_SESSION, m->session, oom);
   add_s(o, PG__RK_RUN_HOST, m->host, oom);
-  add_device(o, m, oom);
+  add_device(o, m, device_name, oom);
   /* python: impls and goldens: the interpreter and the torch / torch_npu / pypto
    * versions it has (what a result depends on besides the kernel) */
   cJSON *py = m->python ? cJSON_Parse(m->python) : NULL;
@@ -156,9 +157,23 @@ static cJSON *done(cJSON *o, int oom) {
   return NULL;
 }
 
-cJSON *pg__report_run_json(const struct pg_run_phase *m, const cJSON *prev_run) {
+/* The device name the checks' runs agree on: the first one known (one run has one
+ * device; a session's per-case tests got theirs from the same resource). */
+static const char *checks_device_name(const cJSON *checks) {
+  const cJSON *c;
+  cJSON_ArrayForEach(c, checks) {
+    const cJSON *run = cJSON_GetObjectItemCaseSensitive(c, PG__RK_CHECK_RUN);
+    const char *name =
+        pg__report_str(cJSON_GetObjectItemCaseSensitive(run, PG__RK_RUN_DEVICE), PG__RK_DEVICE_NAME);
+    if (name && *name) return name;
+  }
+  return NULL;
+}
+
+cJSON *pg__report_run_json(const struct pg_run_phase *m, const cJSON *prev_run,
+                           const cJSON *checks) {
   int oom = 0;
-  cJSON *o = run_head(m, &oom);
+  cJSON *o = run_head(m, checks_device_name(checks), &oom);
   if (!o) return NULL;
   /* a session's report began with its first run */
   const char *first = pg__report_str(prev_run, PG__RK_RUN_STARTED_AT);
@@ -175,7 +190,10 @@ cJSON *pg__report_run_json(const struct pg_run_phase *m, const cJSON *prev_run) 
 
 cJSON *pg__report_case_run_json(const struct pg_run_phase *m, const struct pg_case_result *r) {
   int oom = 0;
-  cJSON *o = run_head(m, &oom);
+  const char *name = NULL;
+  for (int i = 0; i < r->n_modes && !name; i++)
+    if (r->modes[i].device_name[0]) name = r->modes[i].device_name;
+  cJSON *o = run_head(m, name, &oom);
   if (!o) return NULL;
   add_time(o, PG__RK_RUN_STARTED_AT, r->started_ms, &oom);
   add_time(o, PG__RK_RUN_ENDED_AT, r->ended_ms, &oom);

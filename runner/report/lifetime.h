@@ -25,8 +25,10 @@ int pg__report_same_run(const cJSON *prev, const struct pg_run_phase *m);
 int pg__report_to_history(const char *path, const cJSON *prev, struct pg_error *err);
 
 /* The report's `run` object: this run, merged with `prev_run` (the same session's
- * earlier runs: the earliest start is kept). NULL: out of memory. */
-cJSON *pg__report_run_json(const struct pg_run_phase *m, const cJSON *prev_run);
+ * earlier runs: the earliest start is kept); its device name is the first the checks
+ * know. NULL: out of memory. */
+cJSON *pg__report_run_json(const struct pg_run_phase *m, const cJSON *prev_run,
+                           const cJSON *checks);
 /* A check's `run` object: the run, its host and device, the case's own start and end. */
 cJSON *pg__report_case_run_json(const struct pg_run_phase *m, const struct pg_case_result *r);
 /* `selection`: the levels and case ids `checks` hold, the modes, and whether that is

@@ -543,6 +543,7 @@ static cJSON *build(const struct pg_run_phase *m, cJSON *checks, const cJSON *pr
   if (total > 0 && not_impl == total) add_bool(r, PG__RK_TOP_NOT_IMPLEMENTED, 1);
   /* from checks while they are ours: add_item frees them when it cannot attach them */
   cJSON *selection = oom_ptr(pg__report_selection_json(m, checks));
+  cJSON *run = m->run_id ? oom_ptr(pg__report_run_json(m, prev_run, checks)) : NULL;
   add_item(r, PG__RK_TOP_CHECKS, checks);
   add_number(r, PG__RK_TOP_CASES_TOTAL, total);
   add_number(r, PG__RK_TOP_CASES_PASSED, passed);
@@ -561,7 +562,7 @@ static cJSON *build(const struct pg_run_phase *m, cJSON *checks, const cJSON *pr
   strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tmv);
   add_str(r, PG__RK_TOP_UPDATED_AT, ts);
   if (m->registration) add_str(r, PG__RK_TOP_REGISTRATION, m->registration);
-  if (m->run_id) add_item(r, PG__RK_TOP_RUN, oom_ptr(pg__report_run_json(m, prev_run)));
+  if (run) add_item(r, PG__RK_TOP_RUN, run);
   add_item(r, PG__RK_TOP_SELECTION, selection);
   if (m->refusal) add_item(r, PG__RK_TOP_FINDINGS, oom_ptr(pg__report_findings_json(m->findings)));
   return r;

@@ -365,6 +365,7 @@ static void run_mode(struct case_run *c, int mi) {
   } else {
     m->impl_ms = op->wall_ms;
     m->startup_ms = op->startup_ms;
+    memcpy(m->device_name, op->device_name, sizeof m->device_name);
     m->exit_code = op->sandbox.exit_code;
     m->signo = op->sandbox.signo;
     m->timed_out = op->sandbox.timed_out;

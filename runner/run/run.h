@@ -186,6 +186,7 @@ struct pg_mode_result {
   int n_tensors;
   double impl_ms;
   double startup_ms;          /* persistent impls: the process start this call paid */
+  char device_name[128];      /* the device the impl said it ran on, or "" */
   int exit_code, signo, timed_out;
   char *captured;             /* impl stdout + stderr tail, redacted; owned */
   int earliest_boundary;      /* FAIL: the earliest failing boundary j <= k (0 = unknown) */

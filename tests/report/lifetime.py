@@ -69,6 +69,12 @@ def agrees(step, rc, out, cases, name="attention"):
     for c in r["checks"]:
         check(c["run"]["id"] == run_["id"] and c["run"]["host"] == run_["host"],
               f"{step}: case {c['id']} run {c['run']}")
+    # the plugin names its npu device (pg_call_device_name); sim says nothing, and the
+    # case's name is the first a mode said
+    named = [c for c in r["checks"] if c["run"]["device"]["name"] == "faultzoo npu 0"]
+    check(len(named) == len(r["checks"]) and
+          (run_["device"]["name"] == "faultzoo npu 0" or not r["checks"]),
+          f"{step}: device names {run_['device']} / {[c['run']['device'] for c in r['checks']]}")
     return r
 
 
@@ -100,9 +106,11 @@ check(any(f["line"] > 0 and "module_9" in f["message"] for f in r3.get("findings
       f"refused: findings with a position: {r3.get('findings')}")
 check(len(history()) == 2, f"two reports in history/: {history()}")
 
-# 4. --jobs: the workers' writes join one run
+# 4. --jobs: the workers' writes join one run (and a forked call names its device too)
 rc, out = run("--impl", "plugin:" + good, "--jobs", "2")
 agrees("--jobs 2 run", rc, out, ALL)
+rc, out = run("--impl", "plugin:" + good, "--fresh-process", "--levels", "L1")
+agrees("--fresh-process run", rc, out, [c for c in ALL if c.startswith("L1")])
 
 # 5. a second registration of the same op directory never shares the report
 rc, out = run("--impl", "plugin:" + buggy, "--report-name", "attention_other")

@@ -230,3 +230,42 @@ PG_TEST(junit_file_rewrite) {
   free(rpath);
   free(jpath);
 }
+
+/* Where each case ran, as <properties>: host, "kind:index", run id, and the device's
+ * name only where the impl said one (a plugin's pg_call_device_name). */
+PG_TEST(junit_properties_device_name) {
+  static const char *const xml =
+      "<testsuite>\n"
+      "\t<testcase name=\"toy/M2/L1/named\" classname=\"a\" status=\"run\">\n\t</testcase>\n"
+      "\t<testcase name=\"toy/M2/L1/unnamed\" classname=\"b\" status=\"run\">\n\t</testcase>\n"
+      "</testsuite>";
+  static const char *const report =
+      "{\"op_name\": \"toy\", \"up_to_module\": 2, \"status\": \"PASS\", \"checks\": ["
+      " {\"id\": \"named\", \"status\": \"PASS\", \"run\": {\"id\": \"r1\", \"host\": \"h&1\","
+      "  \"device\": {\"kind\": \"gpus\", \"index\": 3, \"name\": \"NVIDIA <H200>\"}}},"
+      " {\"id\": \"unnamed\", \"status\": \"PASS\", \"run\": {\"id\": \"r1\", \"host\": \"h&1\","
+      "  \"device\": {\"kind\": \"gpus\", \"index\": 1, \"name\": null}}}]}";
+  struct pg_report_set set;
+  pg_report_set_init(&set);
+  set.files = calloc(1, sizeof *set.files);
+  set.files[0].path = pg_strdup("/r/toy/M2/evaluation_report.json");
+  set.files[0].json = cJSON_Parse(report);
+  set.n = set.cap = 1;
+  int n = -1;
+  char *out = pg_report_junit_text(xml, &set, &n);
+  PG_CHECK(out != NULL);
+  const char *named = out ? strstr(out, "toy/M2/L1/named") : NULL;
+  const char *unnamed = out ? strstr(out, "toy/M2/L1/unnamed") : NULL;
+  PG_CHECK_MSG(named && unnamed, "%s", out ? out : "(null)");
+  if (named && unnamed) {
+    const char *props = strstr(named, "<property name=\"device\" value=\"gpus:3\"/><property "
+                                      "name=\"run_id\" value=\"r1\"/><property name=\"device_name\" "
+                                      "value=\"NVIDIA &lt;H200&gt;\"/></properties>");
+    PG_CHECK_MSG(props != NULL && props < unnamed, "%s", out);
+    PG_CHECK_MSG(strstr(unnamed, "<property name=\"host\" value=\"h&amp;1\"/><property "
+                                 "name=\"device\" value=\"gpus:1\"/><property name=\"run_id\" "
+                                 "value=\"r1\"/></properties>") != NULL, "%s", out);
+  }
+  free(out);
+  pg_report_set_reset(&set);
+}

@@ -276,6 +276,9 @@ int select_device(const pg_call *call) {
           cudaGetErrorString(e));
     return PG_UNAVAILABLE;
   }
+  cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, call->device_id) == cudaSuccess)
+    pg_call_device_name(call, prop.name); /* the report's run.device.name */
   return 0;
 }
 

@@ -162,6 +162,11 @@ def sc_pypto(c):
               f"{m['mode']}: the module attribute is RunMode.{want}: {out!r}")
         check(f"runtime_options run_mode = {want}" in out,
               f"{m['mode']}: the JIT entry received runtime_options run_mode {want}: {out!r}")
+    # the worker names the npu device it ran on (torch.npu.get_device_name): the report's
+    # run.device.name, per case and for the run
+    names = {c["run"]["device"]["name"] for c in rep["checks"]} if rep else set()
+    check(names == {"fake Ascend 0"} and rep["run"]["device"]["name"] == "fake Ascend 0",
+          f"run.device.name from the worker: {names}, {rep and rep['run']['device']}")
 
 
 def sc_pypto_cwd(c):

@@ -83,6 +83,11 @@ static int run(const DLTensor *in, int32_t n_in, DLTensor *out, int32_t n_out,
                const pg_call *call, int phase) {
   if (n_in != 3 || n_out != 1) return 2;
   if (strcmp(call->mode, "sim") != 0 && strcmp(call->mode, "npu") != 0) return PG_UNAVAILABLE;
+  if (strcmp(call->mode, "npu") == 0) { /* the emulated device says its name (sim does not) */
+    char name[64];
+    snprintf(name, sizeof name, "faultzoo npu %d", (int)call->device_id);
+    pg_call_device_name(call, name);
+  }
   const int64_t B = in[0].shape[0], H = in[0].shape[1], S = in[0].shape[2], D = in[0].shape[3];
 #if FZ_FAULT == FZ_CRASH
   raise(SIGSEGV);

@@ -81,6 +81,9 @@ class Request:
         self.outputs = {t["name"]: t for t in self.output_list}
         self.input_names = [t["name"] for t in self.input_list]
         self.output_names = [t["name"] for t in self.output_list]
+        # set by the impl to say which device it ran on ("NVIDIA H200"): the answer's
+        # "device_name", the report's run.device.name
+        self.device_name = None
 
     def input_path(self, name):
         spec = self.inputs[name]
@@ -207,8 +210,12 @@ def _clip(text, limit=2000):
 def _run_one(fn, obj):
     """Runs fn on one request object; returns the answer object (without "id")."""
     try:
-        fn(Request(raw=obj))
-        return {"status": "ok"}
+        req = Request(raw=obj)
+        fn(req)
+        answer = {"status": "ok"}
+        if req.device_name:
+            answer["device_name"] = _clip(str(req.device_name), 120)
+        return answer
     except Unavailable as e:
         return {"status": "unavailable", "message": e.reason or "mode unavailable"}
     except Structural as e:

@@ -117,6 +117,7 @@ class Worker:
         self.torch = None
         self.modules = {}      # absolute path -> module
         self.pypto_users = {}  # module path -> whether the impl imports pypto
+        self.device_names = {}  # torch device string -> its name, asked once
 
     def setup(self):
         # paid before the handshake, not in the first timed call
@@ -164,6 +165,20 @@ class Worker:
             return "cpu" if pypto is not None else f"npu:{device_id}"
         raise Unavailable(f"mode '{mode}' has no device in phasegate.worker (cpu and sim run "
                           "on the CPU, cuda on cuda:<id>, npu on npu:<id>)")
+
+    def device_name(self, device):
+        """The name of a cuda:<i> / npu:<i> device ("NVIDIA H200"), None on the CPU or
+        when torch cannot say: it only labels the report, never fails a call."""
+        if device == "cpu" or self.torch is None:
+            return None
+        if device not in self.device_names:
+            kind, _, index = device.partition(":")
+            backend = getattr(self.torch, kind, None)
+            try:
+                self.device_names[device] = str(backend.get_device_name(int(index or 0)))
+            except Exception:  # noqa: BLE001 — an old torch_npu without the call, say
+                self.device_names[device] = None
+        return self.device_names[device]
 
     def to_input(self, req, name, device):
         spec = req.inputs[name]
@@ -301,6 +316,9 @@ class Worker:
                              f"calls {fname}(*primary_inputs))")
         pypto = self.pypto_for(mod, fn) if req.mode in _PYPTO_RUN_MODES else None
         device = self.device(req.mode, req.device_id, pypto)
+        # a pypto impl gets host tensors; its device is still the mode's
+        req.device_name = self.device_name(device if pypto is None
+                                           else f"{req.mode}:{req.device_id}")
         args = [self.to_input(req, n, device) for n in req.input_names]
         if pypto is not None:
             self.set_run_mode(pypto, req.mode, mod, fn)

@@ -5,4 +5,5 @@ import types
 
 import torch
 
-torch.npu = types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 1)
+torch.npu = types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 1,
+                                  get_device_name=lambda i=0: f"fake Ascend {i}")
