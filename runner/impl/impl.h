@@ -265,6 +265,15 @@ int pg_impl_check_start(const struct pg_impl *impl, double timeout_s, uint64_t r
 int pg_impl_check_finish(struct pg_impl_probe *p, struct pg_error *err);
 void pg_impl_check_cancel(struct pg_impl_probe *p);
 
+/* Starts the watchdog that ends, when this process ends (kill -9 included), every
+ * process the impl room started and did not reap — the forks of impl processes
+ * included, which the death signal does not reach (docs/runner.md "Nothing outlives the
+ * runner"). Call once, from the thread that lives as long as the process, before any
+ * other thread or impl process starts; later calls, and calls from a forked job
+ * process (which shares its parent's), do nothing. PG_OK, or PG_EIO with err when it
+ * cannot be started (then the runner goes on without it). */
+int pg_impl_watchdog_start(struct pg_error *err);
+
 /* The wrapper symbol a plugin must export: "<op>_module<suffix>_wrapper". */
 void pg_impl_symbol(const char *op, const char *suffix, char *buf, size_t size);
 

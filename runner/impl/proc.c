@@ -195,6 +195,8 @@ static int spawn(struct pg_proc *p, const struct pg_proc_spec *s, int child_sock
   posix_spawnattr_destroy(&at);
   if (rc != PG_OK) return rc;
   p->pid = (int)pid;
+  pg__watch_add(p->pid, p->tag, NULL, 0); /* its own group (SETPGROUP 0); exec()ed: its
+                                             forks carry the tag */
   struct rlimit core = {0, 0};
   prlimit(pid, RLIMIT_CORE, &core, NULL);
   return PG_OK;
@@ -218,6 +220,7 @@ static void reap(struct pg_proc *p, int wait_ms, struct pg_proc_result *r) {
   while ((e = pg_child_exited(p->pid, 0)) == 0 && pg_now_ms() < until) usleep(2000);
   int got = e == 1;
   if (e < 0) { /* not our child (any more): its pid is nobody we may signal */
+    pg__watch_remove(p->pid);
     p->pid = 0;
     return;
   }

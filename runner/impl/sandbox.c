@@ -15,11 +15,13 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -241,15 +243,25 @@ static int kill_pass(int pgid, const struct marks *m) {
  * of a forked, never exec()ed child are found), over and over until none is left or
  * max_ms passed (a fork loop racing the kill), so that whatever the impl held — a
  * flock, a device — is released when this returns. Returns how many it killed. */
-static int kill_leftovers(int pgid, const char *tag, const int *fds, int n_fds, double max_ms) {
+/* The files marks.dev/ino name: those of fds, as fstat sees them (at most 4). */
+static int file_ids(const int *fds, int n_fds, dev_t *dev, ino_t *ino) {
+  int n = 0;
+  for (int i = 0; i < n_fds && n < 4; i++) {
+    struct stat st;
+    if (fds[i] >= 0 && fstat(fds[i], &st) == 0) dev[n] = st.st_dev, ino[n++] = st.st_ino;
+  }
+  return n;
+}
+
+/* kill_leftovers with the marked files given by identity (the watchdog holds none of
+ * them open). */
+static int kill_marked(int pgid, const char *tag, const dev_t *dev, const ino_t *ino, int n_files,
+                       double max_ms) {
   struct marks m;
   memset(&m, 0, sizeof m);
   m.tag = tag && *tag ? tag : NULL;
   m.since = m.tag ? strtoull(strchr(m.tag, '=') + 1, NULL, 10) : 0;
-  for (int i = 0; i < n_fds && m.n < 4; i++) {
-    struct stat st;
-    if (fds[i] >= 0 && fstat(fds[i], &st) == 0) m.dev[m.n] = st.st_dev, m.ino[m.n++] = st.st_ino;
-  }
+  for (int i = 0; i < n_files && m.n < 4; i++) m.dev[m.n] = dev[i], m.ino[m.n++] = ino[i];
   m.cap = 64u << 10;
   m.buf = m.tag ? malloc(m.cap) : NULL;
   /* Everything to find was forked after the leader pgid, so has a greater pid unless
@@ -276,8 +288,114 @@ static int kill_leftovers(int pgid, const char *tag, const int *fds, int n_fds, 
   return total;
 }
 
+static int kill_leftovers(int pgid, const char *tag, const int *fds, int n_fds, double max_ms) {
+  dev_t dev[4];
+  ino_t ino[4];
+  int n = file_ids(fds, n_fds, dev, ino);
+  return kill_marked(pgid, tag, dev, ino, n, max_ms);
+}
+
+/* ------------------------------------------------------------------ the watchdog */
+
+#define PG__WATCH_SLOTS 512
+
+/* One live process the impl room started: its group (0: a free slot, -1: being
+ * written) and its tag. */
+struct watch_slot {
+  _Atomic int pgid;
+  char tag[PG_PROC_TAG_MAX];
+  int n_files;               /* files its forks hold (a forked child's capture pipes) */
+  dev_t dev[2];
+  ino_t ino[2];
+};
+
+/* The registry: set once by pg_impl_watchdog_start on the thread that starts every
+ * process, before any other thread exists; shared (MAP_SHARED) with the watchdog and
+ * the forked --jobs job processes, so slots are claimed with atomics. */
+static struct watch_slot *watch_slots;
+
+void pg__watch_add(int pgid, const char *tag, const int *fds, int n_fds) {
+  if (!watch_slots || pgid <= 0) return;
+  for (int i = 0; i < PG__WATCH_SLOTS; i++) {
+    int free_slot = 0;
+    if (!atomic_compare_exchange_strong(&watch_slots[i].pgid, &free_slot, -1)) continue;
+    snprintf(watch_slots[i].tag, sizeof watch_slots[i].tag, "%s", tag ? tag : "");
+    dev_t dev[4];
+    ino_t ino[4];
+    int n = file_ids(fds, n_fds < 2 ? n_fds : 2, dev, ino);
+    for (int f = 0; f < n; f++) watch_slots[i].dev[f] = dev[f], watch_slots[i].ino[f] = ino[f];
+    watch_slots[i].n_files = n;
+    atomic_store(&watch_slots[i].pgid, pgid);
+    return;
+  }
+}
+
+void pg__watch_remove(int pgid) {
+  if (!watch_slots || pgid <= 0) return;
+  for (int i = 0; i < PG__WATCH_SLOTS; i++) {
+    int want = pgid;
+    if (atomic_compare_exchange_strong(&watch_slots[i].pgid, &want, -1)) {
+      watch_slots[i].tag[0] = '\0';
+      atomic_store(&watch_slots[i].pgid, 0);
+      return;
+    }
+  }
+}
+
+/* The watchdog's life: deaf to the terminal and to its own group's signals, it waits
+ * for the death signal of the process that forked it, then sweeps what is listed. */
+static void watchdog_main(long parent) {
+  sigset_t wake;
+  sigemptyset(&wake);
+  sigaddset(&wake, SIGUSR1);
+  sigprocmask(SIG_BLOCK, &wake, NULL);
+  static const int deaf[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU};
+  for (size_t i = 0; i < sizeof deaf / sizeof *deaf; i++) signal(deaf[i], SIG_IGN);
+  setpgid(0, 0); /* a kill of the runner's group (Ctrl-C, ctest) must not end it first */
+  int devnull = open("/dev/null", O_RDWR);
+  for (int fd = 0; fd < 3 && devnull >= 0; fd++) dup2(devnull, fd);
+  /* holding nothing of the runner's: a pipe it keeps open would stall ctest's read */
+  if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
+    for (int fd = 3; fd < 1024; fd++) close(fd);
+  if (prctl(PR_SET_PDEATHSIG, SIGUSR1, 0, 0, 0) == 0 && (long)getppid() == parent) {
+    int sig;
+    while (sigwait(&wake, &sig) != 0) {
+    }
+  }
+  for (int pass = 0; pass < 2; pass++) /* a slot written while the first pass ran */
+    for (int i = 0; i < PG__WATCH_SLOTS; i++) {
+      int pgid = atomic_load(&watch_slots[i].pgid);
+      const struct watch_slot *w = &watch_slots[i];
+      if (pgid > 0) kill_marked(pgid, w->tag, w->dev, w->ino, w->n_files, 500);
+    }
+  _exit(0);
+}
+
+int pg_impl_watchdog_start(struct pg_error *err) {
+  if (watch_slots) return PG_OK;
+  struct watch_slot *slots = mmap(NULL, PG__WATCH_SLOTS * sizeof *slots, PROT_READ | PROT_WRITE,
+                                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (slots == MAP_FAILED)
+    return pg_error_set(err, PG_EIO, "watchdog: mmap: %s", strerror(errno));
+  for (int i = 0; i < PG__WATCH_SLOTS; i++) atomic_init(&slots[i].pgid, 0);
+  fflush(NULL); /* buffered output must not be written twice */
+  long parent = (long)getpid();
+  watch_slots = slots;
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    watch_slots = NULL;
+    munmap(slots, PG__WATCH_SLOTS * sizeof *slots);
+    return pg_error_set(err, PG_EIO, "watchdog: fork: %s", strerror(e));
+  }
+  if (pid == 0) watchdog_main(parent);
+  /* never waited for: it outlives us by design (init reaps it) */
+  return PG_OK;
+}
+
 int pg_reap_child(int pid, const char *tag, const int *fds, int n_fds, double max_ms) {
   kill_leftovers(pid, tag, fds, n_fds, max_ms);
+  pg__watch_remove(pid);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
@@ -373,6 +491,8 @@ int pg_sandbox_start(pg_sandbox_fn fn, void *ctx, const struct pg_sandbox_opts *
     _exit(rc & 0xff);
   }
   setpgid(pid, pid); /* also done by the child: whichever runs first wins the race */
+  int marked[2] = {pout[1], perr[1]}; /* how its forks that left the group are found */
+  pg__watch_add(pid, p->tag, marked, 2);
   close(pout[1]);
   close(perr[1]);
   fcntl(pout[0], F_SETFL, O_NONBLOCK);

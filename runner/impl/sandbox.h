@@ -69,6 +69,21 @@ static inline int pg__die_with(long parent) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return 0; /* no such kernel: best effort */
   return (long)getppid() == parent ? 0 : -1;
 }
+/* The watchdog (docs/runner.md "Nothing outlives the runner"): what the death signal
+ * cannot reach — the forks of an impl process, which do not inherit it — is swept by a
+ * small process the runner forks first, before any other process or thread
+ * (pg_impl_watchdog_start, impl.h). It is told, through a page of shared memory, the
+ * process group and tag of every process the impl room starts and has not reaped yet
+ * (by the runner and by its --jobs job processes, which inherit the page), with the
+ * files (at most 2 of fds) that mark its forks which left the group; it dies
+ * with nobody, but wakes when the runner ends (its own death signal, kill -9 of the
+ * runner included) and kills every listed group and every process carrying a listed
+ * tag, then exits. In a process that never started one (`phasegate serve`, whose
+ * processes outlive their clients by design), add and remove do nothing. Best effort
+ * past PG__WATCH_SLOTS live processes. */
+void pg__watch_add(int pgid, const char *tag, const int *fds, int n_fds);
+void pg__watch_remove(int pgid);
+
 /* The environment entry naming the process a persistent process must die with
  * (PHASEGATE_DIE_WITH=<pid>): set by the runner on what it spawns itself (never on a
  * leased `phasegate serve` process), read by the plugin host, its exec shim and

@@ -612,6 +612,12 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
   if (!rc) return pg_error_set(err, PG_ENOMEM, "out of memory");
   rc->o = o;
   identify(rc);
+  /* first, before the probe, BLAS or input threads and any impl process: whatever the
+   * impl's processes fork is ended with this run, kill -9 included. Without one (no
+   * fork possible) the run goes on: the death signals still cover the direct children. */
+  struct pg_error wd_err;
+  pg_error_clear(&wd_err);
+  (void)pg_impl_watchdog_start(&wd_err);
   pg_contract_init(&rc->contract);
   pg_suite_init(&rc->suite);
   struct pg_diags diags;

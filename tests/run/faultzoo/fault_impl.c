@@ -49,6 +49,8 @@
 #define FZ_CRASH_ONE_CASE 13
 #define FZ_LEAK 14
 #define FZ_CRASH_FIFTH_CALL 15
+#define FZ_FORK_HANG 16 /* forks a child that leaves the group (setsid), records its pid
+                           and the parent's in $PG_OUTLIVE_DIR, both hang */
 #ifndef FZ_FAULT
 #define FZ_FAULT FZ_NONE
 #endif
@@ -97,6 +99,18 @@ static int run(const DLTensor *in, int32_t n_in, DLTensor *out, int32_t n_out,
   static int calls;
   if (++calls == 5) raise(SIGSEGV);
 #elif FZ_FAULT == FZ_HANG
+  for (;;) sleep(1);
+#elif FZ_FAULT == FZ_FORK_HANG
+  /* the fork does not inherit the death signal: only the runner's watchdog ends it */
+  const char *dir = getenv("PG_OUTLIVE_DIR");
+  pid_t child = fork();
+  if (child == 0) setsid();
+  if (dir && child >= 0) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%ld", dir, (long)getpid());
+    FILE *f = fopen(path, "w");
+    if (f) fclose(f);
+  }
   for (;;) sleep(1);
 #endif
   float *q = to_f32(&in[0]), *k = to_f32(&in[1]), *v = to_f32(&in[2]);
