@@ -105,6 +105,10 @@ int pg__worker_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
 
 /* The last non-empty line of text (shortened from the left to fit). */
 void pg__last_line(const char *text, char *buf, size_t size);
+/* Captured text (a worker's message, a line of its stderr) as a sentence of ours may
+ * quote it: through impl->quote when the impl has a barrier (struct pg_impl), else as
+ * written; at most size - 1 bytes, "(withheld)" when the barrier ran out of memory. */
+void pg__impl_quote(const struct pg_impl *impl, const char *text, char *buf, size_t size);
 
 /* The fact of a child that did not end normally (timeout, signal, sanitizer report) or
  * that said it ran out of memory; returns 1 when it filled `out`. `what` names the

@@ -53,6 +53,13 @@ struct pg_impl {
   const char *log_dir;        /* where process logs go (NULL: $TMPDIR) */
   const char *python;         /* python: the interpreter (--python; NULL: $PHASEGATE_PYTHON,
                                  else python3) */
+  /* The information barrier for what this impl's processes write (docs/design.md §8):
+   * applied to each piece of *captured* text — a worker's message, a line it wrote, the
+   * last line of its stderr — before the impl room quotes it in a sentence of its own,
+   * so phasegate's skeleton around it is never redacted. Returns a malloc()ed copy
+   * (NULL: out of memory: the text is withheld). NULL: quoted as written (impls: their
+   * text is redacted against the case's tensors where the run stores it). */
+  char *(*quote)(const char *captured);
 };
 
 /* Parses "plugin:PATH", "exec:COMMAND", "worker:COMMAND", "python:FILE.py[::FUNCTION]",

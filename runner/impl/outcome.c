@@ -143,6 +143,16 @@ int pg__impl_abnormal(const struct pg_sandbox_result *sr, const struct pg_impl_r
   return 0;
 }
 
+void pg__impl_quote(const struct pg_impl *impl, const char *text, char *buf, size_t size) {
+  if (!impl || !impl->quote || !text || !*text) {
+    snprintf(buf, size, "%s", text ? text : "");
+    return;
+  }
+  char *safe = impl->quote(text);
+  snprintf(buf, size, "%s", safe ? safe : "(withheld)");
+  free(safe);
+}
+
 void pg__last_line(const char *text, char *buf, size_t size) {
   buf[0] = '\0';
   if (!text || size == 0) return;

@@ -70,6 +70,7 @@ static int spawn_slot(const struct pg_impl *impl, struct pg_pool_slot *s,
     a.env[n_env] = die_with; /* room: argv_build fills 4 of 8 */
     struct pg_proc_spec ps = {a.argv, a.env, impl->log_dir, tag, as, start_timeout};
     rc = pg_proc_spawn(&s->proc, &ps, err);
+    s->proc.quote = impl->quote; /* before the handshake, which may quote a line */
     pg_proc_argv_reset(&a);
   }
   free(tag);
@@ -85,6 +86,7 @@ static int start_slot(const struct pg_impl *impl, struct pg_pool *pool, struct p
   if (!impl->fresh_process && serve_conn(impl, pool) >= 0) {
     int rc = pg_serve_lease(pool->conn, prog, req->mode, req->device_id, as, start_timeout,
                             &s->proc, start_fail, err);
+    s->proc.quote = impl->quote;
     /* PG_EIMPL: the impl's own start failed, reported as a standalone start would be.
      * Anything else failed on the daemon's side (its control directory read-only or
      * full, no memory there): this process starts it itself, which gives the same

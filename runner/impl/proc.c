@@ -327,13 +327,19 @@ static int read_line(struct pg_proc *p, double deadline_ms, char **line) {
   }
 }
 
-/* Quotes the start of a bad line for a message (printable ASCII only). */
-static void excerpt(const char *line, char *buf, size_t size) {
+/* Quotes the start of a bad line for a message (printable ASCII only), through the
+ * impl's barrier when it has one: the line is the process's text, not ours. */
+static void excerpt(const struct pg_proc *p, const char *line, char *buf, size_t size) {
   size_t n = 0;
   for (; line && *line && n + 4 < size && n < 80; line++)
     buf[n++] = (*line >= 32 && *line < 127) ? *line : '?';
   if (line && *line && n + 4 < size) buf[n++] = '.', buf[n++] = '.', buf[n++] = '.';
   buf[n] = '\0';
+  if (p->quote) {
+    char *safe = p->quote(buf);
+    snprintf(buf, size, "%s", safe ? safe : "(withheld)");
+    free(safe);
+  }
 }
 
 /* The end of a call that got no proper answer: kill, reap, capture. */
@@ -384,7 +390,7 @@ int pg_proc_handshake(struct pg_proc *p, struct pg_proc_result *r, struct pg_err
   int ok = cJSON_IsNumber(v) && v->valuedouble == 1, rc = PG_OK;
   if (!ok) {
     char ex[100];
-    excerpt(line, ex, sizeof ex);
+    excerpt(p, line, ex, sizeof ex);
     if (got == 1)
       snprintf(r->protocol, sizeof r->protocol, "its first line was '%s', not the handshake "
                "{\"phasegate_worker\": 1}", ex);
@@ -490,7 +496,7 @@ int pg_proc_wait(struct pg_proc *p, int64_t id, double timeout_s, struct pg_proc
   cJSON *a = cJSON_Parse(line);
   cJSON *aid = cJSON_GetObjectItemCaseSensitive(a, "id");
   char ex[100];
-  excerpt(line, ex, sizeof ex);
+  excerpt(p, line, ex, sizeof ex);
   free(line);
   if (!cJSON_IsObject(a)) {
     snprintf(r->protocol, sizeof r->protocol, "a line that is not a JSON object: '%s'", ex);

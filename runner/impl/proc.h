@@ -50,6 +50,8 @@ struct pg_proc_spec {
 
 struct pg_proc {
   int pid;                     /* 0: no process */
+  char *(*quote)(const char *captured); /* the impl's barrier for a line it wrote that a
+                                 message quotes (struct pg_impl's quote), or NULL */
   int sock;                    /* the runner's end of the protocol socket */
   int log_fd;                  /* read end of the log file */
   char *log_path;              /* owned */

@@ -58,8 +58,9 @@ static void shell_signal(struct pg_proc_result *r) {
 
 /* The facts of a process that ended without a proper answer (in the call or before
  * its handshake, `when`). */
-static void ended(struct pg_proc_result *r, const struct pg_impl_request *req, const char *when,
-                  const char *start_error, struct pg_impl_outcome *out) {
+static void ended(const struct pg_impl *impl, struct pg_proc_result *r,
+                  const struct pg_impl_request *req, const char *when, const char *start_error,
+                  struct pg_impl_outcome *out) {
   shell_signal(r);
   pg__proc_to_sandbox(r, &out->sandbox);
   out->wall_ms = r->wall_ms;
@@ -68,8 +69,9 @@ static void ended(struct pg_proc_result *r, const struct pg_impl_request *req, c
     return;
   }
   if (pg__impl_abnormal(&out->sandbox, req, "the worker", out)) return;
-  char last[200];
-  pg__last_line(out->sandbox.err, last, sizeof last);
+  char line[200], last[200];
+  pg__last_line(out->sandbox.err, line, sizeof line);
+  pg__impl_quote(impl, line, last, sizeof last);
   if (r->end == PG_PROC_PROTOCOL) {
     pg__impl_fact(out, PG_IMPL_FACT_WORKER_PROTOCOL, "the worker broke the protocol %s in mode "
                   "'%s': %s", when, req->mode, r->protocol);
@@ -112,7 +114,7 @@ int pg__worker_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
     pg_error_clear(&se);
     c->proc = pg__pool_acquire(p->impl, req, &sf, &se);
     if (!c->proc && se.code == PG_EIMPL) { /* it did something else than its handshake */
-      ended(&sf, req, "before its handshake", se.message, out);
+      ended(p->impl, &sf, req, "before its handshake", se.message, out);
     } else if (!c->proc) {
       *err = se;
       rc = se.code;
@@ -137,10 +139,14 @@ int pg__worker_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
 /* An answer line: ok → outputs, unavailable → SKIPPED, error → a worker error, structural
  * → the impl's shape is wrong (a missing function, an output too many). Returns 1
  * when it was one of those (the process may serve again). */
-static int answered(struct worker_call *c, const struct pg_impl_request *req, const cJSON *a,
+static int answered(const struct pg_impl *impl, struct worker_call *c,
+                    const struct pg_impl_request *req, const cJSON *a,
                     struct pg_impl_outcome *out, int *rc, struct pg_error *err) {
   const char *status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "status"));
-  const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "message"));
+  const char *said = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "message"));
+  /* the worker's words pass the impl's barrier; the sentences around them are ours */
+  char msg[420];
+  pg__impl_quote(impl, said, msg, sizeof msg);
   if (strcmp(status, "ok") == 0) {
     /* optional (docs/worker_protocol.md "Answers"): the device the impl ran on */
     const char *dev = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "device_name"));
@@ -150,23 +156,25 @@ static int answered(struct worker_call *c, const struct pg_impl_request *req, co
   }
   if (strcmp(status, "unavailable") == 0) {
     pg__impl_fact(out, PG_IMPL_FACT_UNAVAILABLE, "mode '%s' is unavailable (%.400s)", req->mode,
-                  msg && *msg ? msg : "the worker answered \"unavailable\"");
+                  *msg ? msg : "the worker answered \"unavailable\"");
     return 1;
   }
   if (strcmp(status, "structural") == 0) {
     pg__impl_fact(out, PG_IMPL_FACT_WORKER_STRUCTURAL, "the worker found the impl malformed in "
-                  "mode '%s': %.400s", req->mode, msg && *msg ? msg : "(no message)");
+                  "mode '%s': %.400s", req->mode, *msg ? msg : "(no message)");
     return 1;
   }
   if (strcmp(status, "error") == 0) {
-    int oom = pg_sandbox_text_says_oom(msg) || out->sandbox.says_oom;
+    int oom = pg_sandbox_text_says_oom(said) || out->sandbox.says_oom;
     pg__impl_fact(out, oom ? PG_IMPL_FACT_OOM : PG_IMPL_FACT_WORKER_ERROR,
                   "%sthe worker reported an error in mode '%s': %.400s",
-                  oom ? "allocation failure: " : "", req->mode, msg && *msg ? msg : "(no message)");
+                  oom ? "allocation failure: " : "", req->mode, *msg ? msg : "(no message)");
     return 1;
   }
+  char what[64];
+  pg__impl_quote(impl, status, what, sizeof what);
   pg__impl_fact(out, PG_IMPL_FACT_WORKER_PROTOCOL, "the worker broke the protocol in mode '%s': "
-                "unknown status '%.60s' (expected ok, unavailable, error or structural)", req->mode, status);
+                "unknown status '%.60s' (expected ok, unavailable, error or structural)", req->mode, what);
   return 0;
 }
 
@@ -209,7 +217,7 @@ int pg__worker_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
     rc = pg_proc_wait(c->proc, c->id, req->timeout_s, &r, err);
   }
   if (!c->proc) { /* the fresh process could not be had: report the first ending */
-    ended(&r, req, "during the call", NULL, out);
+    ended(p->impl, &r, req, "during the call", NULL, out);
     pg_proc_result_reset(&r);
     call_free(c, req, out);
     p->call = NULL;
@@ -219,10 +227,10 @@ int pg__worker_finish(struct pg_impl_pending *p, struct pg_impl_outcome *out,
   if (rc == PG_OK && r.end == PG_PROC_ANSWERED) {
     pg__proc_to_sandbox(&r, &out->sandbox);
     out->wall_ms = r.wall_ms;
-    healthy = answered(c, req, r.answer, out, &rc, err);
+    healthy = answered(p->impl, c, req, r.answer, out, &rc, err);
     if (!healthy) name_log(out, c->log_path);
   } else if (rc == PG_OK) {
-    ended(&r, req, "during the call", NULL, out);
+    ended(p->impl, &r, req, "during the call", NULL, out);
     name_log(out, c->log_path);
   }
   pg_proc_result_reset(&r);

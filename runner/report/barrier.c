@@ -6,11 +6,12 @@
  *                       quote it): every number that spells a value of the case's
  *                       inputs or goldens becomes "<redacted>"; run/ applies it through
  *                       the redact hook before anything is stored or shown
- *   pg_redact_numbers   a message about a Python golden's worker: every number in what
- *                       the worker wrote becomes "<redacted>" (its values are no tensor
- *                       we hold); phasegate's own skeleton around it survives — paths,
- *                       and the integers of its fixed phrases (exit status, signal, fd,
- *                       the handshake's protocol version: skeleton_number)
+ *   pg_redact_numbers   what a Python golden's worker wrote (its message, a line, its
+ *                       stderr's last line), one captured piece at a time, before the
+ *                       impl room quotes it in a sentence of its own (struct pg_impl's
+ *                       quote): every number becomes "<redacted>" (its values are no
+ *                       tensor we hold) but those inside paths; phasegate's sentence
+ *                       around it never passes here, so its numbers stay
  *   pg_report_sanitize  the report as JSON, on every write: keys that could carry tensor
  *                       contents are dropped, tensor-sized numeric arrays (over 16
  *                       numbers; over 64 in an `error_map`'s rows of cells) and huge
@@ -155,25 +156,6 @@ static int path_end(char c) {
          c == ',';
 }
 
-/* The integers phasegate's own sentences put after these words (runner/impl/proc.c,
- * worker.c: "exit status 1", "killed by signal 9", "the first line on fd 4 must be
- * {"phasegate_worker": 1}"). Only a plain integer of at most 3 digits right after one
- * of them survives: no tensor value can pass as one (a value needs 4 significant digits
- * to be redacted at all in captured impl text, pg_redact_text). */
-static int skeleton_number(const char *text, size_t i, size_t end) {
-  static const char *const before[] = {"exit status ", "exited with status ", "signal ",
-                                       "on fd ", "\"phasegate_worker\": ",
-                                       "protocol version "};
-  if (end - i > 3) return 0;
-  for (size_t j = i; j < end; j++)
-    if (!isdigit((unsigned char)text[j])) return 0;
-  for (size_t b = 0; b < sizeof before / sizeof *before; b++) {
-    size_t n = strlen(before[b]);
-    if (i >= n && strncmp(text + i - n, before[b], n) == 0) return 1;
-  }
-  return 0;
-}
-
 char *pg_redact_numbers(const char *text) {
   if (!text) return NULL;
   size_t len = strlen(text);
@@ -194,16 +176,10 @@ char *pg_redact_numbers(const char *text) {
       i++;
       continue;
     }
-    size_t start = i;
     while (i < len && (isalnum((unsigned char)text[i]) || text[i] == '.' ||
                        ((text[i] == '+' || text[i] == '-') && (text[i - 1] == 'e' ||
                                                                 text[i - 1] == 'E'))))
       i++;
-    if (skeleton_number(text, start, i)) {
-      memcpy(out + o, text + start, i - start);
-      o += i - start;
-      continue;
-    }
     memcpy(out + o, "<redacted>", 10);
     o += 10;
   }

@@ -10,9 +10,11 @@
  * is leased from the op's `phasegate serve` daemon like the impl's processes, so
  * Python and torch start once per daemon, not once per case test.
  *
- * What the worker says when the golden fails may print any tensor: it passes the
- * number barrier (pg_redact_numbers, through the caller's hook) before it reaches a
- * message, and the message names the golden's file and function.
+ * What the worker says when the golden fails may print any tensor: each piece of it
+ * (its message, a line it wrote, its stderr's last line) passes the number barrier
+ * (pg_redact_numbers, through the caller's hook, as the impl's `quote`) where the impl
+ * room quotes it, so phasegate's own sentence around it keeps its numbers (exit status,
+ * signal, fd); the message names the golden's file and function.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +27,6 @@ struct pg_py_golden_worker {
   struct pg_impl impl;                   /* a worker: python -m phasegate.worker */
   double timeout_s;
   const char *work_dir;
-  char *(*redact)(const char *text);
   int calls;                             /* golden calls made */
 };
 
@@ -48,7 +49,7 @@ int pg_py_golden_worker_open(const struct pg_py_golden_worker_opts *o,
   w->impl.log_dir = o->log_dir;
   w->timeout_s = o->timeout_s > 0 ? o->timeout_s : 120;
   w->work_dir = o->work_dir;
-  w->redact = o->redact;
+  w->impl.quote = o->redact; /* the barrier for the worker's own words */
   *out = w;
   return PG_OK;
 }
@@ -74,17 +75,15 @@ void pg_py_golden_worker_close(struct pg_py_golden_worker *w) {
   free(w);
 }
 
-/* err = "Python golden FILE::FUNCTION: <what>", with what the worker wrote behind the
- * number barrier. */
+/* err = "Python golden FILE::FUNCTION: <what>": what the impl room said, the worker's
+ * own words in it already behind the barrier (w->impl.quote). */
 static int golden_failed(const struct pg_py_golden_worker *w, const struct pg_py_golden *g,
                          const char *function, int code, const char *what,
                          struct pg_error *err) {
-  char *safe = w->redact ? w->redact(what) : NULL;
-  pg_error_set(err, code, "Python golden %.1500s::%.200s: %.1200s", g->file, function,
-               safe ? safe : "failed (the worker's message is withheld: no barrier to pass it "
-                             "through)");
-  free(safe);
-  return code;
+  if (!w->impl.quote)
+    what = "failed (the worker's message is withheld: no barrier to pass it through)";
+  return pg_error_set(err, code, "Python golden %.1500s::%.200s: %.1200s", g->file, function,
+                      what);
 }
 
 /* One call of `function` in g's file: the primary inputs in, outputs as specs. */

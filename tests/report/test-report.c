@@ -156,25 +156,18 @@ PG_TEST(redaction_of_golden_messages) {
   PG_CHECK(pg_redact_numbers(NULL) == NULL);
 }
 
-/* phasegate's own sentence around what a golden's worker wrote: its numbers (exit
- * status, fd, the handshake's protocol version, a signal) survive, the worker's are
- * still redacted (finding 21/7: "exit status <redacted>", "fd <redacted>"). */
-PG_TEST(redaction_keeps_phasegate_skeleton) {
-  char *r = pg_redact_numbers(
-      "Python golden /op/x_golden.py::x_golden: '/usr/bin/python3 -m phasegate.worker' ended "
-      "before its handshake (exit status 1) (worker protocol: the first line on fd 4 must be "
-      "{\"phasegate_worker\": 1}; its log: /tmp/phasegate-worker-cpu-0-ab12): ValueError: "
-      "got 0.8421 at row 17, exit status 0.5, 1234 (killed by signal 9)");
+/* Only captured text passes here, one piece at a time (the impl room quotes it through
+ * struct pg_impl's quote, finding 21/7): no phrase of phasegate's protects a number in
+ * it — a worker that prints "exit status 0.5" or "fd 3" is printing values. phasegate's
+ * sentence around the piece never passes (run/python_golden/interpreter checks it keeps
+ * "exit status 1" and "fd 4" end to end). */
+PG_TEST(redaction_of_captured_pieces_spares_no_phrase) {
+  char *r = pg_redact_numbers("ValueError: got 0.8421 at row 17, exit status 0.5, fd 3, "
+                              "{\"phasegate_worker\": 1}, killed by signal 9");
   PG_CHECK(r != NULL);
-  PG_CHECK_MSG(strstr(r, "(exit status 1)") != NULL, "%s", r);
-  PG_CHECK_MSG(strstr(r, "the first line on fd 4 must be") != NULL, "%s", r);
-  PG_CHECK_MSG(strstr(r, "{\"phasegate_worker\": 1}") != NULL, "%s", r);
-  PG_CHECK_MSG(strstr(r, "its log: /tmp/phasegate-worker-cpu-0-ab12)") != NULL, "%s", r);
-  PG_CHECK_MSG(strstr(r, "(killed by signal 9)") != NULL, "%s", r);
-  /* what the worker wrote: every value still goes, also after a skeleton word */
-  PG_CHECK_MSG(strstr(r, "got <redacted> at row <redacted>, exit status <redacted>, "
-                         "<redacted> ") != NULL, "%s", r);
-  PG_CHECK_MSG(strstr(r, "0.8421") == NULL && strstr(r, "1234") == NULL, "%s", r);
+  PG_CHECK_MSG(strcmp(r, "ValueError: got <redacted> at row <redacted>, exit status <redacted>, "
+                         "fd <redacted>, {\"phasegate_worker\": <redacted>}, killed by signal "
+                         "<redacted>") == 0, "%s", r);
   free(r);
 }
 
