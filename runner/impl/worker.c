@@ -148,7 +148,7 @@ static int answered(const struct pg_impl *impl, struct worker_call *c,
   char msg[420];
   pg__impl_quote(impl, said, msg, sizeof msg);
   if (strcmp(status, "ok") == 0) {
-    /* optional (docs/worker_protocol.md "Answers"): the device the impl ran on */
+    /* optional (docs/worker_protocol.md "The protocol"): the device the impl ran on */
     const char *dev = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "device_name"));
     if (dev) snprintf(out->device_name, sizeof out->device_name, "%s", dev);
     *rc = pg__collect_case_outputs(c->dir, req, out, err);
