@@ -45,6 +45,8 @@ PG_TEST(impl_fact_categories) {
       {PG_IMPL_FACT_WORKER_ERROR, PG_CAT_RUNTIME},
       {PG_IMPL_FACT_WORKER_STRUCTURAL, PG_CAT_STRUCTURAL},
       {PG_IMPL_FACT_UNSAFE_OUTPUT, PG_CAT_STRUCTURAL},
+      {PG_IMPL_FACT_IMPORT_FAILED, PG_CAT_STRUCTURAL},
+      {PG_IMPL_FACT_MISSING_FUNCTION, PG_CAT_STRUCTURAL},
   };
   PG_CHECK_EQ_INT(PG_IMPL_FACT_COUNT, (int)(sizeof want / sizeof *want));
   for (size_t i = 0; i < sizeof want / sizeof *want; i++)
