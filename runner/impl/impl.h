@@ -96,7 +96,9 @@ int pg_python_worker_command(const char *python, char **command, struct pg_error
  * at module level) and how to choose another (--python, PHASEGATE_PYTHON, the CMake
  * cache variable) — also when it is not found or gives no answer. `about` (may be
  * NULL): what the interpreter is, for the report's provenance, as a JSON object text
- * {"interpreter", "version", "numpy", "torch", "torch_npu", "pypto"} ("" when unknown). */
+ * {"interpreter", "version", "numpy", "torch", "torch_npu", "pypto"}, plus "missing_env": the
+ * environment lines a mode needs that are not set, "ASCEND_HOME_PATH (npu)" (only when
+ * some are missing; phasegate/preflight.py ENV_LINES) ("" when unknown). */
 #define PG_PYTHON_ABOUT_MAX 512
 int pg_python_preflight(const char *python, const char *what, const char *const *paths,
                         int n_paths, char *about, struct pg_error *err);
