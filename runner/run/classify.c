@@ -374,7 +374,7 @@ const char *pg_classify_subcategory(const struct pg_impl_outcome *out, const cha
     if (recipe) *recipe = r->recipe;
     return r->subcategory;
   }
-  if (out->status != PG_IMPL_FAILED && out->status != PG_IMPL_DONE) return NULL;
+  if (out->fact == PG_IMPL_FACT_UNAVAILABLE) return NULL; /* a skip has no failure to label */
   if ((r = match(device_rows, sizeof device_rows / sizeof *device_rows, out, 1)) != NULL)
     return r->subcategory;
   /* the ending itself: the host process died by a signal, or ran out of memory */
