@@ -2,8 +2,10 @@
  * (docs/design.md §2, §8). From FACTS — what the impl adapter saw (enum pg_impl_fact), what
  * the comparison found (enum pg_run_fact), what the runner itself could not do — it
  * decides each mode's status (PASS/FAIL/ERROR/SKIPPED), failure_category and summary,
- * the earliest failing boundary, the case's aggregate, the divergence fingerprint, the hint, and
- * the run's status and exit code.
+ * the failure subcategory (the table of what the impl's own output says: environment
+ * failures, device labels), the earliest failing boundary, the case's aggregate, the
+ * divergence fingerprint, the hint, and the run's status and exit code. The names of
+ * these values are run/names.c's.
  *
  * Adding a category is one enum row (run.h) and one rule row below; adding a fact is
  * one rule row (and, if it earns one, a hint row). Nothing here runs anything, reads
@@ -18,59 +20,6 @@
 
 #include "base/base.h"
 #include "run/run_internal.h"
-
-/* ------------------------------------------------------------------ names */
-
-const char *pg_verdict_name(enum pg_verdict v) {
-  switch (v) {
-    case PG_VERDICT_PASS: return "PASS";
-    case PG_VERDICT_FAIL: return "FAIL";
-    case PG_VERDICT_ERROR: return "ERROR";
-    default: return "SKIPPED";
-  }
-}
-
-enum pg_verdict pg_verdict_parse(const char *s) {
-  if (!s) return PG_VERDICT_SKIPPED;
-  if (strcmp(s, "PASS") == 0) return PG_VERDICT_PASS;
-  if (strcmp(s, "FAIL") == 0) return PG_VERDICT_FAIL;
-  if (strcmp(s, "ERROR") == 0) return PG_VERDICT_ERROR;
-  return PG_VERDICT_SKIPPED;
-}
-
-const char *pg_category_name(enum pg_category c) {
-  static const char *const names[] = {
-      [PG_CAT_PRECISION] = "precision", [PG_CAT_STRUCTURAL] = "structural",
-      [PG_CAT_RUNTIME] = "runtime",     [PG_CAT_INFRA] = "infra",
-      [PG_CAT_OTHER] = "other"};
-  return c > PG_CAT_NONE && (size_t)c < sizeof names / sizeof *names ? names[c] : NULL;
-}
-
-const char *pg_hint_kind_name(enum pg_hint_kind kind) {
-  static const char *const names[] = {
-      [PG_HINT_TRANSPOSED] = "transposed",
-      [PG_HINT_SCALED] = "scaled",
-      [PG_HINT_WRONG_AXIS] = "wrong_axis",
-      [PG_HINT_REDUCTION_TAIL_DROPPED] = "reduction_tail_dropped",
-      [PG_HINT_TILE_EDGE] = "tile_edge",
-      [PG_HINT_PERIODIC] = "periodic",
-      [PG_HINT_SHIFTED] = "shifted",
-      [PG_HINT_SIGN_FLIP] = "sign_flip",
-      [PG_HINT_ZEROS] = "zeros",
-      [PG_HINT_UNWRITTEN] = "unwritten",
-      [PG_HINT_INPUT_ECHO] = "input_echo",
-      [PG_HINT_LOW_PRECISION_INPUTS] = "low_precision_inputs",
-      [PG_HINT_LOW_PRECISION_ACCUMULATION] = "low_precision_accumulation",
-      [PG_HINT_NAN_ORIGIN] = "nan_origin",
-      [PG_HINT_SUITE_CALIBRATION] = "suite_calibration",
-      [PG_HINT_GOLDEN_FALLBACK] = "golden_fallback",
-      [PG_HINT_NONDETERMINISTIC] = "nondeterministic",
-      [PG_HINT_APPROXIMATION] = "approximation",
-  };
-  _Static_assert(sizeof names / sizeof *names == PG_HINT_KIND_COUNT,
-                 "every hint kind has a report name");
-  return (unsigned)kind < PG_HINT_KIND_COUNT ? names[kind] : "unknown";
-}
 
 static void add_hint(struct pg_tensor_check *t, enum pg_hint_kind kind, int axis, int64_t tile,
                      double confidence, const char *fmt, va_list ap) {

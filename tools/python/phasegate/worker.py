@@ -21,9 +21,17 @@ are exactly the output names: by name). With "cast_outputs": true each leaf is c
 its declared dtype (goldens); otherwise it is written as returned, so a dtype bug stays
 visible to the runner.
 
+Every call runs with TILE_FWK_DEVICE_ID = the request's device_id (set before the impl
+module is imported: the workflow's modules read it at import time) and, in modes npu /
+cuda, torch.npu.set_device / torch.cuda.set_device on it. Mode npu also needs the
+environment lines of preflight.ENV_LINES (ASCEND_HOME_PATH): unavailable, naming the
+variable, without them.
+
 Answers: ok; unavailable (the mode cannot run here, with the reason); error (an
-exception, traceback on stderr); structural (no such function, naming it; the wrong
-number of returned leaves; a leaf that is not a tensor).
+exception, traceback on stderr, its type and message as "exc_type" / "exc_message", and
+"stage": "import" when importing the impl raised it); structural (no such function or
+file, naming it, with "missing"; the wrong number of returned leaves; a leaf that is not
+a tensor).
 """
 import ast
 import importlib
