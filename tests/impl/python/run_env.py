@@ -21,7 +21,8 @@ Scenarios:
              (phasegate report --junit) and the HTML page (phasegate report --out)
   device_id  TILE_FWK_DEVICE_ID is the device phasegate was given (--device-id, CTest's
              CTEST_RESOURCE_GROUP_0_<TYPE>, else TILE_FWK_DEVICE_ID itself), at import and
-             in the call, in modes cpu and sim; another index fails the impl
+             in the call, in modes cpu and sim; in mode npu (a stand-in torch_npu) also
+             torch.npu.set_device; another index fails the impl
   env_lines  mode npu on a host with an NPU (a stand-in torch_npu) but without the CANN
              line: SKIPPED naming ASCEND_HOME_PATH and set_env.sh; the run's provenance
              lists the missing line
@@ -203,6 +204,17 @@ def sc_device_id(c):
         outs = [m.get("stdout", "") for m in rep["checks"][0]["modes"]] if rep else []
         check(all(f"at import {want}, at the call {want}" in o for o in outs),
               f"{how}: both at import and in the call: {outs}")
+    # mode npu (a stand-in torch_npu that records set_device; a pypto impl gets host
+    # tensors): TILE_FWK_DEVICE_ID and torch.npu.set_device both name the device
+    old = os.environ.get("PYTHONPATH")
+    pp = os.pathsep.join([os.path.join(ENVIMPLS, "npurec"), IMPLS] + ([old] if old else []))
+    rc, rep, con, _ = c.run(1, env_impl("npu_device_impl.py"), modes="npu",
+                            extra=["--device-id", "2"],
+                            env={"PYTHONPATH": pp, "ASCEND_HOME_PATH": c.a.tmp,
+                                 "PG_EXPECT_DEVICE": "2"})
+    out = rep["checks"][0]["modes"][0].get("stdout", "") if rep else ""
+    check(rc == 0 and "TILE_FWK_DEVICE_ID 2, torch.npu.current_device() 2" in out,
+          f"npu: TILE_FWK_DEVICE_ID and torch.npu.set_device name device 2 (exit {rc})")
     # the impl can fail: another index than the one it was given
     rc, rep, con, _ = c.run(1, env_impl("device_id_impl.py"), modes="cpu",
                             extra=["--device-id", "1"], env={"PG_EXPECT_DEVICE": "0"})
