@@ -26,9 +26,21 @@ static void boundary(struct pg__html *h, const cJSON *v) {
   else pg__html_raw(h, "–");
 }
 
+/* "infra / shared_library": a failure's category and, when the report has one, its
+ * subcategory (docs/report.md "Failure subcategories"). */
+static void category(struct pg__html *h, const cJSON *o, const char *none) {
+  const char *cat = pg__html_str(o, "failure_category");
+  const char *sub = pg__html_str(o, "failure_subcategory");
+  pg__html_text(h, cat ? cat : none);
+  if (cat && sub && *sub) {
+    pg__html_raw(h, " / ");
+    pg__html_text(h, sub);
+  }
+}
+
 static void failure_block(struct pg__html *h, const cJSON *f) {
   pg__html_raw(h, "<p><b>failure</b>: ");
-  pg__html_text(h, pg__html_str(f, "failure_category") ? pg__html_str(f, "failure_category") : "other");
+  category(h, f, "other");
   pg__html_raw(h, " &#xb7; failing boundary ");
   boundary(h, get(f, "failing_module_boundary"));
   pg__html_raw(h, " &#xb7; earliest failing boundary ");
@@ -58,7 +70,7 @@ static void modes_table(struct pg__html *h, const cJSON *c) {
     pg__html_raw(h, "</td><td>");
     badge(h, pg__html_str(mo, "status"));
     pg__html_raw(h, "</td><td>");
-    pg__html_text(h, pg__html_str(mo, "failure_category") ? pg__html_str(mo, "failure_category") : "–");
+    category(h, mo, "–");
     pg__html_raw(h, "</td><td>");
     const cJSON *e = get(mo, "earliest_failing_boundary");
     if (cJSON_IsNumber(e)) boundary(h, e);
@@ -267,7 +279,7 @@ static void case_summary(struct pg__html *h, const cJSON *c) {
   }
   if (cJSON_IsObject(f)) {
     pg__html_raw(h, " &#xb7; ");
-    pg__html_text(h, pg__html_str(f, "failure_category"));
+    category(h, f, "other");
     pg__html_raw(h, " at ");
     boundary(h, get(f, "failing_module_boundary"));
     if (cJSON_IsNumber(get(f, "earliest_failing_boundary"))) {

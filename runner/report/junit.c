@@ -116,7 +116,7 @@ static int top_hints(const cJSON *check, struct top_hint *top, int max) {
   return n;
 }
 
-/* "category: precision; boundary: M2 (earliest failing: M1); summary: …; hints:
+/* "category: precision; subcategory: aicore; boundary: M2 (earliest failing: M1); summary: …; hints:
  * transposed (confidence 0.95, out); repro: phasegate run …" */
 static void check_message(struct sbuf *m, const struct pg_report_file *rf, const cJSON *check,
                           const char *case_id) {
@@ -131,6 +131,8 @@ static void check_message(struct sbuf *m, const struct pg_report_file *rf, const
   const cJSON *k = cJSON_GetObjectItemCaseSensitive(f, PG__RK_FAILURE_FAILING_MODULE_BOUNDARY);
   const cJSON *j = cJSON_GetObjectItemCaseSensitive(f, PG__RK_FAILURE_EARLIEST_FAILING_BOUNDARY);
   sb_fmt(m, "category: %.40s", cat ? cat : "other");
+  const char *sub = pg__report_str(f, PG__RK_FAILURE_FAILURE_SUBCATEGORY);
+  if (sub && *sub) sb_fmt(m, "; subcategory: %.40s", sub);
   if (cJSON_IsNumber(k)) sb_fmt(m, "; boundary: M%d", k->valueint);
   if (cJSON_IsNumber(j)) sb_fmt(m, " (earliest failing: M%d)", j->valueint);
   else if (cJSON_IsNumber(k)) sb_str(m, " (earliest failing: unknown)");

@@ -354,6 +354,7 @@ cJSON *pg_report_check_json(const struct pg_case_result *r, int k) {
     add_earliest(f, PG__RK_FAILURE_EARLIEST_FAILING_BOUNDARY, r->earliest_boundary);
     const char *cat = pg_category_name(r->category);
     add_str(f, PG__RK_FAILURE_FAILURE_CATEGORY, cat ? cat : "other");
+    if (r->subcategory) add_str(f, PG__RK_FAILURE_FAILURE_SUBCATEGORY, r->subcategory);
     add_str(f, PG__RK_FAILURE_DIVERGENCE_FINGERPRINT, r->fingerprint); /* a str, as the seed */
     add_str(f, PG__RK_FAILURE_SUMMARY, r->summary);
     if (r->has_probes) { /* the first iteration whose probe fails the tolerance */
@@ -378,6 +379,8 @@ cJSON *pg_report_check_json(const struct pg_case_result *r, int k) {
     if (cat && m->status != PG_VERDICT_PASS && m->status != PG_VERDICT_SKIPPED)
       add_str(mo, PG__RK_MODE_FAILURE_CATEGORY, cat);
     else add_null(mo, PG__RK_MODE_FAILURE_CATEGORY);
+    if (m->subcategory && (m->status == PG_VERDICT_FAIL || m->status == PG_VERDICT_ERROR))
+      add_str(mo, PG__RK_MODE_FAILURE_SUBCATEGORY, m->subcategory);
     if (m->status == PG_VERDICT_FAIL)
       add_earliest(mo, PG__RK_MODE_EARLIEST_FAILING_BOUNDARY, m->earliest_boundary);
     /* a structure-only mode (`modes: {<mode>: {precision: false}}`): values not gating */
