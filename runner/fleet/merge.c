@@ -285,9 +285,10 @@ static void merge_case(FILE *f, const struct mtest *t) {
 /* A record copied into its shard's suite; a conflict gets a property that says so. */
 static void shard_case(FILE *f, const struct record *r, const char *why) {
   const char *props = NULL, *close = NULL;
-  for (const char *p = r->elem; p + 12 <= r->elem_end; p++) {
-    if (!props && strncmp(p, "<properties>", 12) == 0) props = p + 12;
-    if (strncmp(p, "</testcase>", 11) == 0) close = p;
+  for (const char *p = r->elem; p < r->elem_end; p++) {
+    size_t left = (size_t)(r->elem_end - p);
+    if (!props && left >= 12 && strncmp(p, "<properties>", 12) == 0) props = p + 12;
+    if (left >= 11 && strncmp(p, "</testcase>", 11) == 0) close = p;
   }
   const char *at = !r->conflict ? NULL : props ? props : close;
   if (!at) {
