@@ -44,48 +44,89 @@ static int add_conflict(cJSON *check, const cJSON *from, const char *label) {
   return bad ? -1 : 0;
 }
 
-/* Adds the checks of `part` to `checks`, each case once (see pg_report_combine). */
-static int add_part(cJSON *checks, const cJSON *part, const char *label, const char *first_label,
-                    int *n_conflicts) {
-  const cJSON *c;
-  cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(part, PG__RK_TOP_CHECKS)) {
-    const char *id = pg__report_str(c, PG__RK_CHECK_ID);
-    cJSON *have = NULL, *h;
-    cJSON_ArrayForEach(h, checks) {
-      const char *hid = pg__report_str(h, PG__RK_CHECK_ID);
-      if (id && hid && strcmp(id, hid) == 0) have = h;
+/* One check of one part; sorted by id (then part) to find a case's checks, then the
+ * kept ones by suite order (the order pg_report_build keeps: its sort is then linear). */
+struct item {
+  const char *id;
+  double suite_index;
+  int part;
+  const cJSON *check;
+  cJSON *kept; /* the first item of an id: the check written */
+};
+
+static int by_id(const void *a, const void *b) {
+  const struct item *x = a, *y = b;
+  int c = strcmp(x->id, y->id);
+  return c ? c : x->part - y->part;
+}
+static int by_suite_order(const void *a, const void *b) {
+  const struct item *x = *(const struct item *const *)a, *y = *(const struct item *const *)b;
+  if (x->suite_index != y->suite_index) return x->suite_index < y->suite_index ? -1 : 1;
+  return strcmp(x->id, y->id);
+}
+
+/* The checks of one case (items[0..n), the same id, parts in order): the first, or on
+ * a conflict the worse, with `conflicts` listing every part's status and run. */
+static cJSON *one_case(const struct item *it, int n, const char *const *labels, int *n_conflicts) {
+  int worst = 0, conflict = 0;
+  for (int i = 1; i < n; i++) {
+    enum pg_verdict v = pg_verdict_parse(pg__report_str(it[i].check, PG__RK_CHECK_STATUS));
+    enum pg_verdict w = pg_verdict_parse(pg__report_str(it[worst].check, PG__RK_CHECK_STATUS));
+    conflict |= v != pg_verdict_parse(pg__report_str(it[0].check, PG__RK_CHECK_STATUS));
+    if (v > w) worst = i;
+  }
+  cJSON *d = cJSON_Duplicate(it[conflict ? worst : 0].check, 1);
+  if (!d) return NULL;
+  cJSON_DeleteItemFromObjectCaseSensitive(d, PG__RK_CHECK_CONFLICTS);
+  if (!conflict) return d; /* the same verdict twice: a rerun that agreed */
+  (*n_conflicts)++;
+  for (int i = 0; i < n; i++)
+    if (add_conflict(d, it[i].check, labels ? labels[it[i].part] : NULL) != 0) {
+      cJSON_Delete(d);
+      return NULL;
     }
-    if (!have) {
-      cJSON *d = cJSON_Duplicate(c, 1);
-      if (!d || !cJSON_AddItemToArray(checks, d)) return -1;
-      if (label) cJSON_DeleteItemFromObjectCaseSensitive(d, PG__RK_CHECK_CONFLICTS);
-      continue;
-    }
-    enum pg_verdict a = pg_verdict_parse(pg__report_str(have, PG__RK_CHECK_STATUS));
-    enum pg_verdict b = pg_verdict_parse(pg__report_str(c, PG__RK_CHECK_STATUS));
-    if (a == b) continue; /* the same verdict twice (a rerun that agreed) */
-    int first = !cJSON_GetObjectItemCaseSensitive(have, PG__RK_CHECK_CONFLICTS);
-    if (first) {
-      (*n_conflicts)++;
-      cJSON *self = cJSON_Duplicate(have, 1);
-      int bad = !self || add_conflict(have, self, first_label) != 0;
-      cJSON_Delete(self);
-      if (bad) return -1;
-    }
-    if (add_conflict(have, c, label) != 0) return -1;
-    if (b > a) { /* the worse verdict is the case's: swap the fields in, keep the list */
-      cJSON *list = cJSON_DetachItemFromObjectCaseSensitive(have, PG__RK_CHECK_CONFLICTS);
-      cJSON *d = cJSON_Duplicate(c, 1);
-      if (!d) {
-        cJSON_Delete(list);
-        return -1;
-      }
-      cJSON_DeleteItemFromObjectCaseSensitive(d, PG__RK_CHECK_CONFLICTS);
-      cJSON_AddItemToObject(d, PG__RK_CHECK_CONFLICTS, list);
-      cJSON_ReplaceItemViaPointer(checks, have, d);
+  return d;
+}
+
+/* checks[] of the combined report (NULL: out of memory). */
+static cJSON *combined_checks(const cJSON *const *parts, const char *const *labels, int n,
+                              int *n_conflicts) {
+  int total = 0, k = 0, n_kept = 0;
+  for (int i = 0; i < n; i++) total += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(parts[i], PG__RK_TOP_CHECKS));
+  struct item *it = calloc((size_t)total + 1, sizeof *it);
+  struct item **kept = calloc((size_t)total + 1, sizeof *kept);
+  cJSON *checks = cJSON_CreateArray();
+  int bad = !it || !kept || !checks;
+  for (int i = 0; !bad && i < n; i++) {
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(parts[i], PG__RK_TOP_CHECKS)) {
+      const cJSON *si = cJSON_GetObjectItemCaseSensitive(c, PG__RK_CHECK_SUITE_INDEX);
+      const char *id = pg__report_str(c, PG__RK_CHECK_ID);
+      it[k++] = (struct item){id ? id : "", cJSON_IsNumber(si) ? si->valuedouble : 1e18, i, c, NULL};
     }
   }
-  return 0;
+  if (!bad) qsort(it, (size_t)k, sizeof *it, by_id);
+  for (int g = 0; !bad && g < k;) {
+    int e = g + 1;
+    while (e < k && strcmp(it[e].id, it[g].id) == 0) e++;
+    it[g].kept = one_case(&it[g], e - g, labels, n_conflicts);
+    bad = !it[g].kept;
+    kept[n_kept++] = &it[g];
+    g = e;
+  }
+  if (!bad) qsort(kept, (size_t)n_kept, sizeof *kept, by_suite_order);
+  for (int i = 0; i < n_kept; i++) {
+    if (!bad && kept[i]->kept && cJSON_AddItemToArray(checks, kept[i]->kept)) continue;
+    cJSON_Delete(kept[i]->kept);
+    bad = 1;
+  }
+  free(it);
+  free(kept);
+  if (bad) {
+    cJSON_Delete(checks);
+    return NULL;
+  }
+  return checks;
 }
 
 cJSON *pg_report_combine(const cJSON *const *parts, const char *const *labels, int n,
@@ -94,18 +135,13 @@ cJSON *pg_report_combine(const cJSON *const *parts, const char *const *labels, i
   if (n < 1) return NULL;
   const cJSON *h = parts[0];
   int conflicts = 0, suite_cases = 0;
-  cJSON *checks = cJSON_CreateArray();
-  if (!checks) return NULL;
   for (int i = 0; i < n; i++) {
     const cJSON *sel = cJSON_GetObjectItemCaseSensitive(parts[i], PG__RK_TOP_SELECTION);
     int sc = int_of(sel, PG__RK_SELECTION_SUITE_CASES, 0);
     if (sc > suite_cases) suite_cases = sc;
-    if (add_part(checks, parts[i], labels ? labels[i] : NULL, labels ? labels[0] : NULL,
-                 &conflicts) != 0) {
-      cJSON_Delete(checks);
-      return NULL;
-    }
   }
+  cJSON *checks = combined_checks(parts, labels, n, &conflicts);
+  if (!checks) return NULL;
   char modes[512];
   struct pg_run_phase m = {
       .op = pg__report_str(h, PG__RK_TOP_OP_NAME),
