@@ -6,7 +6,7 @@
 #   cmake -DPG_SESSION_FILE=<report dir>/<op>/.session -P PhaseGateSession.cmake
 # Under `phasegate shard run` (PHASEGATE_REPORT_ROOT set) the file is
 # $PHASEGATE_REPORT_ROOT/<op>/.session instead, where that shard's `phasegate run`
-# reads it (docs/fleet.md "Reports of a shard").
+# reads it (docs/fleet.md "Running a shard").
 if(NOT PG_SESSION_FILE)
   message(FATAL_ERROR "PhaseGateSession.cmake: PG_SESSION_FILE is not set")
 endif()

@@ -263,7 +263,7 @@ int pg_cmd_run(int argc, char **argv) {
   if (bad) return bad;
   o.op_dir = op_dir;
   if (!o.impl_spec) return pg_cli_usage_error("run", "--impl SPEC is required");
-  /* A fleet shard reports into its own root (docs/fleet.md "Reports of a shard"): the
+  /* A fleet shard reports into its own root (docs/fleet.md "Running a shard"): the
    * CMake layer's --report-dir, and the session file under it, move there. */
   const char *root = getenv("PHASEGATE_REPORT_ROOT");
   char *moved_session = NULL;

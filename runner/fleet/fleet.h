@@ -68,7 +68,7 @@ int pg_fleet_ctest_list(const char *ctest, const char *build_dir, char **json, s
 int pg_fleet_tests_load(const char *name, const char *json, size_t len,
                         struct pg_fleet_plan *p, struct pg_error *err);
 
-/* Predicted seconds from recorded times (docs/fleet.md "Times"): each of paths is a
+/* Predicted seconds from recorded times (docs/fleet.md "The plan"): each of paths is a
  * merged tree or shard directory (its times.json, else its junit.xml), a times.json,
  * a JUnit file or a CTestCostData.txt; build_dir's Testing/Temporary/CTestCostData.txt
  * is read last when present. A test takes its time from the best kind of source that

@@ -1,4 +1,4 @@
-/* phasegate runner — recorded test durations for the plan (docs/fleet.md "Times"): a
+/* phasegate runner — recorded test durations for the plan (docs/fleet.md "The plan"): a
  * previous merge's times.json, JUnit files (ctest's, a shard's, a merge's), CTest's
  * own CTestCostData.txt. JUnit is read by the report room's reader.
  */

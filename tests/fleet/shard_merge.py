@@ -92,7 +92,7 @@ check(open("plan/plan.json").read() == open("plan2/plan.json").read(), "the plan
 roles = {t["name"]: t["role"] for t in plan["tests"]}
 check(roles["alpha/M1/gate"] == "gate" and roles["alpha/contract"] == "fixture"
       and roles["alpha/report/session"] == "fixture" and roles["alpha/M2/L1/L2_fp32"] == "case"
-      and roles["unit/x"] == "case", f"roles {roles}")
+      and roles["fleet/mini/other"] == "case", f"roles {roles}")
 shards = plan["shards"]
 check(len(shards) == 3 and plan["gates"] == "merged", "3 shards, gates judged on the merged result")
 placed = [n for s in shards for n in s["names"] if roles[n] == "case"]
