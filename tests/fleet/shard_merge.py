@@ -176,6 +176,23 @@ check(rc == 0 and p3["alpha/M1/L1/L2_basic"]["seconds"] == 123.0 and p3["alpha/M
 rc, out = sh([pg, "merge", "--out", "M_noplan", "s0", "s1", "s2"])
 check(rc == 1, f"merge without a plan: exit {rc}\n{out}")
 
+# ---- bad inputs: one line naming the file, exit 2
+open("bad.json", "w").write("{not json")
+rc, out = sh([pg, "shard", "plan", "--build-dir", B, "--shards", "2", "--tests-json", "bad.json", "--out", "pb"])
+check(rc == 2 and "bad.json: not a ctest --show-only=json-v1 listing" in out, f"plan of a bad listing: {out}")
+rc, out = sh([pg, "shard", "plan", "--build-dir", B, "--shards", "0", "--out", "pb"])
+check(rc == 2 and "--shards" in out, f"--shards 0: {out}")
+rc, out = sh([pg, "shard", "run", "--plan", "bad.json", "--index", "0", "--out", "sb"])
+check(rc == 2 and "bad.json: not a phasegate plan" in out, f"shard run of a bad plan: {out}")
+rc, out = sh([pg, "merge", "--plan", "bad.json", "--out", "mb", "s0"])
+check(rc == 2 and "bad.json: not a phasegate plan" in out, f"merge of a bad plan: {out}")
+shutil.copytree("s1", "s1_broken")
+open("s1_broken/manifest.json", "w").write("{")
+rc, out = sh([pg, "merge", "--plan", "plan/plan.json", "--out", "M_broken", "s0", "s1_broken", "s2"])
+mj = json.load(open("M_broken/merge.json"))
+check(rc == 2 and mj["shards"][1]["rejected"] == "manifest.json is not JSON" and mj["missing_shards"] == [1],
+      f"a broken manifest: exit {rc}, {mj['shards'][1]}")
+
 # ---- a missing shard
 rc, out = sh([pg, "merge", "--plan", "plan/plan.json", "--out", "M_missing", "s0", "s1"])
 mj = json.load(open("M_missing/merge.json"))
