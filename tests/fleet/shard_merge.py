@@ -114,6 +114,28 @@ for s in shards:
     listed = re.findall(r"Test +#\d+: (\S+)", out)
     check(listed == names, f"shard {s['index']}: ctest -N lists {listed}")
 
+# ---- balancing and the times' order on a synthetic listing (--tests-json)
+os.makedirs("fake/Testing/Temporary")
+names = [f"t{i}" for i in range(8)]
+json.dump({"kind": "ctestInfo", "version": {"major": 1, "minor": 0}, "tests": [{"name": n} for n in names]},
+          open("listing.json", "w"))
+json.dump({"tests": {"t0": 7, "t1": 6, "t2": 5}}, open("times.json", "w"))  # the best source
+open("junit_times.xml", "w").write("".join(
+    f'<testcase name="{n}" time="{t}" status="run"><system-out/></testcase>\n'
+    for n, t in (("t0", 99), ("t3", 4), ("t4", 3), ("t7", 50))) .replace("t7", "t7x"))
+open("fake/Testing/Temporary/CTestCostData.txt", "w").write("t3 1 77\nt5 2 2\nt7x 1 1\n---\n")
+rc, out = sh([pg, "shard", "plan", "--build-dir", "fake", "--tests-json", "listing.json", "--times", "times.json",
+              "--times", "junit_times.xml", "--shards", "2", "--out", "plan_lpt"])
+pl = json.load(open("plan_lpt/plan.json"))
+secs = {t["name"]: t["seconds"] for t in pl["tests"]}
+check(rc == 0 and secs == {"t0": 7, "t1": 6, "t2": 5, "t3": 4, "t4": 3, "t5": 2, "t6": 4.5, "t7": 4.5},
+      f"times: times.json, then JUnit, then CTestCostData; unknown = the median: {secs}\n{out}")
+# longest first onto the least loaded, ties to the lower test number and shard index:
+# t0 7 -> 0 (7), t1 6 -> 1 (6), t2 5 -> 1 (11), t6 4.5 -> 0 (11.5), t7 4.5 -> 1 (15.5),
+# t3 4 -> 0 (15.5), t4 3 -> 0 (a tie: the lower index, 18.5), t5 2 -> 1 (17.5)
+check([s_["names"] for s_ in pl["shards"]] == [["t0", "t3", "t4", "t6"], ["t1", "t2", "t5", "t7"]]
+      and [s_["predicted_seconds"] for s_ in pl["shards"]] == [18.5, 17.5], f"LPT: {pl['shards']}")
+
 # ---- the shards: the index from the flag and from the schedulers' variables
 before = {p: os.path.getmtime(os.path.join(dp, p)) for dp, _, fs in os.walk(os.path.join(B, "phasegate-reports"))
           for p in fs}
