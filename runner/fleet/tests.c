@@ -48,9 +48,11 @@ int pg_fleet_ctest_list(const char *ctest, const char *build_dir, char **json, s
   return PG_OK;
 }
 
-/* The strings of a JSON array (or one string) into a malloc'ed list. */
+/* The strings of a JSON array (or one string) into a malloc'ed list; a list the
+ * property set before (given twice: the last wins) is freed. */
 static int str_list(const cJSON *v, char ***out, int *n) {
   int cnt = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : cJSON_IsString(v) ? 1 : 0;
+  free_list(*out, *n);
   *out = NULL;
   *n = 0;
   if (!cnt) return 0;
