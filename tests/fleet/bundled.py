@@ -47,7 +47,12 @@ def case_statuses(root):
     out = {}
     for dp, _, files in os.walk(root):
         if "evaluation_report.json" in files and "history" not in dp:
-            r = json.load(open(os.path.join(dp, "evaluation_report.json")))
+            try:
+                r = json.load(open(os.path.join(dp, "evaluation_report.json")))
+            except ValueError:
+                continue
+            if not isinstance(r, dict) or "op_name" not in r or "up_to_module" not in r:
+                continue
             for c in r.get("checks", []):
                 out[(r.get("registration") or r["op_name"], r["up_to_module"], c["id"])] = c["status"]
     return out
@@ -80,8 +85,14 @@ want = 0 if all(v == ["p"] or v == ["s"] for v in single.values()) else 1
 check(rc == want, f"merge exit {rc} (one run's: {want})")
 ops = {n.split("/")[0] for n in single}
 m_cases = {k: v for k, v in case_statuses(os.path.join(merged_dir, "reports")).items() if k[0] in ops}
-# the bundled ops' report directories (the rest of the build tree holds other tests' files)
-s_cases = {k: v for k, v in case_statuses(os.path.join(build, "suites")).items() if k[0] in ops}
+# the ops' report directories: the --report-dir of their case tests' commands
+listing = json.loads(subprocess.run(["ctest", "--test-dir", build, "-L", f"^{label}$", "--show-only=json-v1"],
+                                    stdout=subprocess.PIPE, text=True).stdout)
+report_dirs = {t["command"][t["command"].index("--report-dir") + 1] for t in listing["tests"]
+               if "--report-dir" in t.get("command", [])}
+s_cases = {}
+for d in sorted(report_dirs):
+    s_cases.update({k: v for k, v in case_statuses(d).items() if k[0] in ops})
 check(m_cases and m_cases == s_cases,
       f"every case of every phase report: the same status ({len(m_cases)} cases)\n {m_cases}\n {s_cases}")
 print(f"timing: one local run {t_single:.1f} s, 4 shards one after another {t_shards:.1f} s")
