@@ -291,6 +291,22 @@ static void case_summary(struct pg__html *h, const cJSON *c) {
   pg__html_raw(h, "</span></summary>\n");
 }
 
+/* A case a fleet merge found with two verdicts (docs/fleet.md "Merging"): each
+ * attempt's status, where it ran and on which host. */
+static void conflicts_block(struct pg__html *h, const cJSON *list) {
+  if (cJSON_GetArraySize(list) == 0) return;
+  pg__html_raw(h, "<p><b>conflict</b>: shards disagree on this case:</p><ul class=\"hints\">");
+  const cJSON *x;
+  cJSON_ArrayForEach(x, list) {
+    pg__html_raw(h, "<li>");
+    badge(h, pg__html_str(x, "status"));
+    pg__html_raw(h, " ");
+    pg__html_text(h, pg__html_str(x, "from") ? pg__html_str(x, "from") : "?");
+    pg__html_raw(h, "</li>");
+  }
+  pg__html_raw(h, "</ul>\n");
+}
+
 static void case_block(struct pg__html *h, const cJSON *c) {
   const char *cls = pg__html_status_class(pg__html_str(c, "status"));
   int failing = strcmp(cls, "fail") == 0 || strcmp(cls, "error") == 0;
@@ -298,6 +314,7 @@ static void case_block(struct pg__html *h, const cJSON *c) {
   case_summary(h, c);
   const cJSON *f = get(c, "failure");
   if (cJSON_IsObject(f)) failure_block(h, f);
+  conflicts_block(h, get(c, "conflicts"));
   hints_list(h, get(c, "hints"));
   modes_table(h, c);
   outputs(h, c);

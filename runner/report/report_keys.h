@@ -98,7 +98,8 @@ enum { PG__RK_NEED_OPT = 0, PG__RK_NEED_REQ = 1, PG__RK_NEED_UNLESS_NOT_IMPL = 2
   X(HINTS, "hints", ARR, OPT, STR_OBJ)                                     \
   X(CANCELLATION_STRESS, "cancellation_stress", OBJ, OPT, NONE)            \
   X(KNOBS, "knobs", OBJ, OPT, NONE)                                        \
-  X(RUN, "run", OBJ, OPT, NONE)
+  X(RUN, "run", OBJ, OPT, NONE)                                            \
+  X(CONFLICTS, "conflicts", ARR, OPT, OBJ)
 
 /* checks[].failure, and the report's first_failure (the same, plus case_id). */
 #define PG__REPORT_KEYS_FAILURE(X)                                              \
