@@ -157,13 +157,14 @@ static int path_end(char c) {
 
 /* The integers phasegate's own sentences put after these words (runner/impl/proc.c,
  * worker.c: "exit status 1", "killed by signal 9", "the first line on fd 4 must be
- * {"phasegate_worker": 1}"). Only a plain integer of at most 3 digits right after one
+ * {"phasegate_worker": 1}"; a Python source line: "(test_inputs.py, line 3)", "at
+ * test_inputs.py:12", docs/pypto.md "Inputs from make_inputs"). Only a plain integer of at most 3 digits right after one
  * of them survives: no tensor value can pass as one (a value needs 4 significant digits
  * to be redacted at all in captured impl text, pg_redact_text). */
 static int skeleton_number(const char *text, size_t i, size_t end) {
   static const char *const before[] = {"exit status ", "exited with status ", "signal ",
                                        "on fd ", "\"phasegate_worker\": ",
-                                       "protocol version "};
+                                       "protocol version ", ", line ", ".py:"};
   if (end - i > 3) return 0;
   for (size_t j = i; j < end; j++)
     if (!isdigit((unsigned char)text[j])) return 0;
