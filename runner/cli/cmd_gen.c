@@ -77,6 +77,15 @@ static int write_arguments(const char *out_dir, const char *arguments, struct pg
   return PG_OK;
 }
 
+static void print_done(const struct pg_contract *c, const struct pg_case *cs, int written,
+                       const char *out_dir) {
+  char from[4200];
+  if (c->test_inputs) snprintf(from, sizeof from, "make_inputs of %s", c->test_inputs);
+  else snprintf(from, sizeof from, "seed %llu", (unsigned long long)pg_case_seed(cs));
+  printf("phasegate gen: case %s (%s): %d input%s written to %s\n", cs->id, from, written,
+         written == 1 ? "" : "s", out_dir);
+}
+
 static int used_by(const struct pg_contract *c, const char *name, int k) {
   for (int m = 0; m < c->n_modules; m++) {
     if (c->modules[m].id > k) continue;
@@ -195,12 +204,7 @@ int pg_cmd_gen(int argc, char **argv) {
     printf("]\n");
     written++;
   }
-  if (c.test_inputs)
-    printf("phasegate gen: case %s (make_inputs of %s): %d input%s written to %s\n", cs->id,
-           c.test_inputs, written, written == 1 ? "" : "s", out_dir);
-  else
-    printf("phasegate gen: case %s (seed %llu): %d input%s written to %s\n", cs->id,
-           (unsigned long long)pg_case_seed(cs), written, written == 1 ? "" : "s", out_dir);
+  print_done(&c, cs, written, out_dir);
   exit_code = PG_EXIT_PASS;
 out:
   if (inputs)

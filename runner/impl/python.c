@@ -344,17 +344,18 @@ static int phase_file(const char *target, const struct pg_impl_request *req, cha
   return 0;
 }
 
-/* The function a file is called through when --impl names none: <op>_wrapper in the
- * integrated <op>_impl.py, else the phase's <op>_module<suffix>_wrapper. */
-static void default_function(const char *file, const struct pg_impl_request *req, char *sym,
-                             size_t size) {
+/* The function the last phase falls back to when --impl names none and the file lacks
+ * the phase's <op>_module<suffix>_wrapper: <op>_wrapper of the integrated <op>_impl.py
+ * (its boundary is the op's final output). "" for other files and phases. */
+static void fallback_function(const char *file, const struct pg_impl_request *req, char *sym,
+                              size_t size) {
   const char *base = strrchr(file, '/');
   base = base ? base + 1 : file;
   size_t op = strlen(req->op);
-  if (strncmp(base, req->op, op) == 0 && strcmp(base + op, "_impl.py") == 0)
+  sym[0] = '\0';
+  if (req->up_to_module == req->total_modules && strncmp(base, req->op, op) == 0 &&
+      strcmp(base + op, "_impl.py") == 0)
     snprintf(sym, size, "%s_wrapper", req->op);
-  else
-    pg_impl_symbol(req->op, req->suffix, sym, size);
 }
 
 /* Is `python` an executable file, directly or found on PATH? */
@@ -418,13 +419,21 @@ static int python_process(const struct pg_impl *impl, struct pg_proc_program *ou
 
 /* The "call" object: the module by absolute path, the phase's function. */
 static int add_call(const struct pg_impl_pending *p, cJSON *request) {
-  char file[PATH_MAX], fn[256], abs[PATH_MAX], sym[320];
+  char file[PATH_MAX], fn[256], abs[PATH_MAX], sym[320], fallback[320] = "";
   if (phase_file(p->impl->target, p->req, file, sizeof file, fn, sizeof fn) != 0)
     return PG_ELIMIT;
   if (!realpath(file, abs)) snprintf(abs, sizeof abs, "%s", file); /* the worker names it */
-  if (fn[0]) snprintf(sym, sizeof sym, "%s", fn);
-  else default_function(file, p->req, sym, sizeof sym);
-  return pg__call_object_add(request, abs, sym, 0); /* an impl's dtypes stay as returned */
+  if (fn[0]) {
+    snprintf(sym, sizeof sym, "%s", fn);
+  } else {
+    pg_impl_symbol(p->req->op, p->req->suffix, sym, sizeof sym);
+    fallback_function(file, p->req, fallback, sizeof fallback);
+  }
+  int rc = pg__call_object_add(request, abs, sym, 0); /* an impl's dtypes stay as returned */
+  cJSON *call = cJSON_GetObjectItemCaseSensitive(request, "call");
+  if (rc == PG_OK && fallback[0] && !cJSON_AddStringToObject(call, "fallback", fallback))
+    rc = PG_ENOMEM;
+  return rc;
 }
 
 static int python_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,

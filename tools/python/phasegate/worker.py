@@ -7,6 +7,9 @@ Python goldens. Each request is the worker request plus
 
     "call": {"file": "/abs/path/module.py", "function": "name", "cast_outputs": false}
 
+("fallback": a function to call when the module lacks "function": <op>_wrapper of the
+integrated <op>_impl.py in the last phase, docs/pypto.md "L0 ops".)
+
 The worker imports the file (once per path), converts the primary inputs (request
 order) to torch tensors on the mode's device (cpu/sim: CPU, cuda: cuda:<id> when
 torch.cuda.is_available(), npu: npu:<id> when torch_npu imports and torch.npu is
@@ -458,9 +461,13 @@ class Worker:
                              f"{fname}(*primary_inputs) in it)")
         mod = self.module(call["file"])
         fn = getattr(mod, fname, None)
+        fallback = call.get("fallback")   # the integrated <op>_impl.py's <op>_wrapper
+        if not callable(fn) and fallback and callable(getattr(mod, fallback, None)):
+            fname, fn = fallback, getattr(mod, fallback)
         if not callable(fn):
-            raise Structural(f"{call['file']} has no function '{fname}' (phase {req.suffix} "
-                             f"calls {fname}(*primary_inputs))")
+            also = f" nor '{fallback}'" if fallback else ""
+            raise Structural(f"{call['file']} has no function '{fname}'{also} (phase "
+                             f"{req.suffix} calls {fname}(*primary_inputs))")
         pypto = self.pypto_for(mod, fn) if req.mode in _PYPTO_RUN_MODES else None
         device = self.device(req.mode, req.device_id, pypto)
         args = self.arguments(req, device)
