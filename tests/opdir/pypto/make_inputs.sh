@@ -6,7 +6,8 @@
 # (alpha, passed as a float: the goldens assert it); validate's warning for a knob
 # nothing reads (gate_mode), naming the case and the key; --save-data, gen and the repro
 # line reproducing make_inputs's tensors bit for bit; an edited test_inputs.py is a
-# golden-cache miss; cancellation_stress goes to make_inputs, not phasegate's search.
+# golden-cache miss; cancellation_stress goes to make_inputs, not phasegate's search;
+# selftest makes its inputs with make_inputs.
 #   make_inputs.sh PHASEGATE PYTHON DATA_DIR OUT_DIR
 set -u
 pg=$1 py=$2 src=$3 out=$4
@@ -23,11 +24,20 @@ impl=python:$d/modules
 
 # validate: the unread knob, by case and key; the read ones (scale_A, alpha) are not named
 step 0 "case 'L5_large_scale': knob 'gate_mode' is never read by make_inputs" \
-  validate --op-dir $d --python "$py"
-! grep -q "knob 'scale_A'\|knob 'alpha'" "$out/o.txt" || { echo "FAIL: a read knob was warned about"; cat "$out/o.txt"; fails=1; }
-grep -q "adversarial_suite.json:8:5: warning" "$out/o.txt" || { echo "FAIL: the warning is not at the case's line"; fails=1; }
-"$pg" validate --op-dir $d --python "$py" --format json > "$out/v.json" 2>&1
-grep -qF '"knob"' "$out/v.json" || { echo "FAIL: validate --format json has no rule knob"; fails=1; }
+  validate --op-dir $d --python "$py" --format json
+! grep -q "knob 'scale_A'\|knob 'alpha'\|knob 'cancellation_stress'" "$out/o.txt" ||
+  { echo "FAIL: a read knob was warned about"; cat "$out/o.txt"; fails=1; }
+"$py" - "$out/o.txt" <<'PY' || fails=1
+import json, sys
+v = json.load(open(sys.argv[1]))
+k = [f for f in v["findings"] if f.get("rule") == "knob"]
+if v["status"] != "OK" or len(k) != 1 or (k[0]["severity"], k[0]["line"], k[0]["column"]) != ("warning", 8, 5):
+    print("FAIL: validate: want one knob warning at the case's line 8:5, got", k, v["status"])
+    sys.exit(1)
+PY
+
+# composition verification makes its inputs with make_inputs too (the goldens need alpha)
+step 0 "selftest $op: PASS (1/1 comparisons" selftest --op-dir $d
 
 # the knob changes the verdict: same seed and shape, scale_A 1 (L2_unit) vs 1000
 step 1 "$op M1: FAIL  1 passed, 1 failed" run --op-dir $d --impl $impl --up-to-module 1 \
@@ -91,20 +101,19 @@ for b in bad:
 sys.exit(1 if bad else 0)
 PY
 
-# an edited test_inputs.py is another golden (cache key): scale_A read twice as large.
-# L2_unit's M1 golden was computed above: a hit; after the edit: a miss, then a hit.
-step 0 "$op M1: PASS" run --op-dir $d --impl $impl --up-to-module 1 --case L2_unit --report "$out/c1.json"
+# the golden cache: the repro run above found L5_large_scale's M2 golden cached; an
+# edited test_inputs.py (scale_A read twice as large) is another key, computed again
 sed -i 's/scale = float(case.get("scale_A", 1.0))/scale = 2 * float(case.get("scale_A", 1.0))/' \
   $d/eval/test_inputs.py
 grep -q "scale = 2 \*" $d/eval/test_inputs.py || { echo "FAIL: could not edit test_inputs.py"; fails=1; }
-step 0 "$op M1: PASS" run --op-dir $d --impl $impl --up-to-module 1 --case L2_unit --report "$out/c2.json"
-step 0 "$op M1: PASS" run --op-dir $d --impl $impl --up-to-module 1 --case L2_unit --report "$out/c3.json"
+step 1 "$op M2: FAIL" run --op-dir $d --impl $impl --up-to-module 2 --case L5_large_scale \
+  --report "$out/edited.json"
 "$py" - "$out" <<'PY' || fails=1
 import json, sys
 out = sys.argv[1]
-got = [json.load(open(f"{out}/c{i}.json"))["checks"][0]["golden_cached"] for i in (1, 2, 3)]
-if got != [True, False, True]:
-    print(f"FAIL: golden_cached before / after editing test_inputs.py / again: {got}")
+got = [json.load(open(f"{out}/{n}.json"))["checks"][0]["golden_cached"] for n in ("again", "edited")]
+if got != [True, False]:
+    print(f"FAIL: golden_cached of the repro run / after editing test_inputs.py: {got}")
     sys.exit(1)
 PY
 exit $fails
