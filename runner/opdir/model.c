@@ -101,7 +101,7 @@ int pg_case_bind_dims(const struct pg_contract *c, const struct pg_case *cs,
 int pg_case_key_is_knob(const char *key) {
   /* the keys the suite loader reads (opdir/suite_case.c), and documentation */
   static const char *const phasegates[] = {
-      "id", "level", "precision", "equal_nan", "seed", "dtype", "shape", "modes", "atol",
+      "id", "level", "precision", "equal_nan", "dtype", "shape", "modes", "atol",
       "rtol", "rule", "tolerance", "description", "desc", "name", "note", "notes",
       "comment", "purpose", "rationale", "tags"};
   if (!key || !key[0] || key[0] == '_') return 0;

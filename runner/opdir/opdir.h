@@ -292,8 +292,8 @@ enum pg_dtype pg_case_dtype(const struct pg_case *cs, const struct pg_tensor_dec
 
 /* Whether a case key is an op knob once the op's make_inputs makes the inputs (docs/pypto.md
  * "Inputs from make_inputs"): any key phasegate does not read itself (not `_`-prefixed,
- * not documentation such as "description"), and `fill` and `cancellation_stress`, whose
- * meaning is then the op's input code's. */
+ * not documentation such as "description"), and `seed`, `fill` and `cancellation_stress`,
+ * whose meaning is then the op's input code's. */
 int pg_case_key_is_knob(const char *key);
 
 /* The seed a case uses: its "seed" or a stable hash of its id (0 when cs is NULL). */

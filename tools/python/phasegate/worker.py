@@ -406,6 +406,8 @@ class Worker:
             if n not in values:
                 raise Structural(f"{where} returned no '{n}' (it returned "
                                  f"{sorted(map(str, values))})")
+            if isinstance(values[n], np.generic):   # np.float32(0.5): the number
+                values[n] = values[n].item()
             if n not in names:
                 if not _is_scalar(values[n]):
                     raise Structural(f"{where}: '{n}' is a {type(values[n]).__name__}, and the "
