@@ -49,6 +49,10 @@ impl's output at the Mk boundary with the cumulative golden. The cases are liste
   * ``<op>/M<k>/L<n>/<case>`` — ``phasegate run --up-to-module <k> --case <case>``
     for every phase ``k`` and every case;
   * ``<op>/M<k>/gate`` — the barrier of phase ``k`` (see ``GATE``);
+  * ``<op>/e2e`` (label ``e2e``, when the op directory holds the integrated
+    ``<op>_impl.py``) — ``phasegate run --e2e``: ``<op>_wrapper`` of that file against
+    the op-level golden ``<op>_golden.py`` on every final output, all cases
+    (docs/pypto.md "The end-to-end check");
   * ``<op>/workers/start`` and ``<op>/workers/stop`` (``IMPL``, ``IMPL_WORKER`` and
     ``IMPL_PYTHON`` only, unless ``EXTRA_ARGS`` holds ``--fresh-process``) — a CTest fixture
     (``<op>_workers``, label ``workers``) around ``phasegate serve --control
@@ -62,7 +66,7 @@ impl's output at the Mk boundary with the cumulative golden. The cases are liste
     "build the project first".
 
   Labels: ``phasegate``, ``op_<op>``, ``phase_M<k>``, ``level_L<n>`` (and
-  ``contract`` / ``composition`` / ``gate`` / ``workers``). A skipped run (exit 77,
+  ``contract`` / ``composition`` / ``e2e`` / ``gate`` / ``workers``). A skipped run (exit 77,
   or the line ``[phasegate] SKIPPED``) is reported by CTest as skipped.
 
   The targets ``verify_all``, ``verify_<op>`` and ``verify_<op>_M<k>`` build the runner,
@@ -751,13 +755,49 @@ function(_phasegate_workers_tests out op modes serve_memory_limit python_args
 " PARENT_SCOPE)
 endfunction()
 
+# The <op>/e2e test of the CTest include file, in OUT (empty when the op directory has
+# no integrated <op>_impl.py): `run --e2e`, the integrated impl against the op-level
+# golden on every final output (docs/pypto.md "The end-to-end check"), with the case
+# tests' options, report session and warm workers. Reads: op, op_dir, contract,
+# persistent, workers_fixture, ctest_timeout, extra_labels, work_dir.
+function(_phasegate_e2e_test out)
+  get_filename_component(contract_dir "${contract}" DIRECTORY)
+  get_filename_component(contract_dir_name "${contract_dir}" NAME)
+  set(whole_dir "${contract_dir}")
+  if(contract_dir_name STREQUAL "eval") # custom/<op>/eval/: the op directory is custom/<op>
+    get_filename_component(whole_dir "${contract_dir}" DIRECTORY)
+  endif()
+  set(${out} "" PARENT_SCOPE)
+  if(NOT EXISTS "${whole_dir}/${op}_impl.py")
+    return()
+  endif()
+  set(req "${op}_report")
+  if(persistent)
+    list(APPEND req "${workers_fixture}")
+  endif()
+  set(timeout "")
+  if(ctest_timeout)
+    set(timeout " TIMEOUT ${ctest_timeout}")
+  endif()
+  _phasegate_bracket(q_op_dir "${op_dir}")
+  _phasegate_bracket(q_work_dir "${work_dir}")
+  set(${out} "\
+  add_test([==[${op}/e2e]==] \"\${_pg_runner}\" run --e2e --op-dir ${q_op_dir} \${_pg_run_extra})
+  set_tests_properties([==[${op}/e2e]==] PROPERTIES
+    LABELS [==[phasegate;op_${op};e2e${extra_labels}]==] FIXTURES_REQUIRED [==[${req}]==]
+    WORKING_DIRECTORY ${q_work_dir}${timeout}
+    SKIP_RETURN_CODE 77 SKIP_REGULAR_EXPRESSION [==[\\[phasegate\\] SKIPPED]==])
+" PARENT_SCOPE)
+endfunction()
+
 # Step 7: the include file CTest reads (TEST_INCLUDE_FILES): resolved paths (generator
 # expressions) first, then either the discovered tests (with the contract, composition
 # and workers tests) or the NOT_BUILT placeholder.
 # Reads: op, arg_MODES, arg_LABELS, base, multi, discovery_mode, gate, persistent,
 # op_dir, tests_file, contract, suite, discover_script, discover_defs, impl_spec,
 # runner_file, run_extra, golden_args, python_args, serve_control, work_dir,
-# serve_memory_limit, report_dir, _PHASEGATE_CMAKE_DIR. Sets: nothing (writes
+# serve_memory_limit, report_dir, ctest_timeout, workers_fixture, _PHASEGATE_CMAKE_DIR.
+# Sets: nothing (writes
 # <op>_include.cmake, with the <op>/report/session test every case test requires).
 function(_phasegate_write_include)
   foreach(v op_dir tests_file discover_script CMAKE_COMMAND impl_spec runner_file)
@@ -772,6 +812,11 @@ function(_phasegate_write_include)
   foreach(a IN LISTS golden_args python_args) # python: the interpreter of Python goldens too
     _phasegate_bracket(q "${a}")
     string(APPEND selftest_extra " ${q}")
+  endforeach()
+  set(validate_extra "") # python: the interpreter of eval/test_inputs.py (the knobs check)
+  foreach(a IN LISTS python_args)
+    _phasegate_bracket(q "${a}")
+    string(APPEND validate_extra " ${q}")
   endforeach()
 
   set(discover_call "")
@@ -792,6 +837,7 @@ function(_phasegate_write_include)
   endif()
   _phasegate_bracket(q_session_def "-DPG_SESSION_FILE=${report_dir}/${op}/.session")
   _phasegate_bracket(q_session_script "${_PHASEGATE_CMAKE_DIR}/PhaseGateSession.cmake")
+  _phasegate_e2e_test(e2e_test)
   set(workers_tests "")
   if(persistent)
     _phasegate_workers_tests(workers_tests "${op}" "${arg_MODES}" "${serve_memory_limit}"
@@ -806,14 +852,14 @@ set(_pg_run_extra${q_run_extra})
 if(EXISTS \"\${_pg_runner}\")
 ${discover_call}endif()
 if(EXISTS \"\${_pg_runner}\" AND EXISTS ${q_tests_file})
-  add_test([==[${op}/contract]==] \"\${_pg_runner}\" validate --op-dir ${q_op_dir})
+  add_test([==[${op}/contract]==] \"\${_pg_runner}\" validate --op-dir ${q_op_dir}${validate_extra})
   set_tests_properties([==[${op}/contract]==] PROPERTIES
     LABELS [==[phasegate;op_${op};contract${extra_labels}]==]${contract_fixture})
   add_test([==[${op}/composition]==] \"\${_pg_runner}\" selftest --op-dir ${q_op_dir}${selftest_extra})
   set_tests_properties([==[${op}/composition]==] PROPERTIES
     LABELS [==[phasegate;op_${op};composition${extra_labels}]==]${composition_fixture}
     SKIP_RETURN_CODE 77 SKIP_REGULAR_EXPRESSION [==[\\[phasegate\\] SKIPPED]==])
-  add_test([==[${op}/report/session]==] \"\${_pg_cmake}\" ${q_session_def} -P ${q_session_script})
+${e2e_test}  add_test([==[${op}/report/session]==] \"\${_pg_cmake}\" ${q_session_def} -P ${q_session_script})
   set_tests_properties([==[${op}/report/session]==] PROPERTIES
     LABELS [==[phasegate;op_${op};report${extra_labels}]==] FIXTURES_SETUP [==[${op}_report]==])
 ${workers_tests}  include(${q_tests_file})

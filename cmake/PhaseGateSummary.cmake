@@ -65,7 +65,8 @@ endfunction()
 # The table cell of test NAME: its op, row (M<k>, or contract, composition, NOT_BUILT)
 # and column (L<n>, or gate, status).
 function(_pg_cell name out_op out_row out_col)
-  # <op>/M<k>/L<n>/<case>, <op>/M<k>/gate, <op>/contract, <op>/composition, <op>/NOT_BUILT
+  # <op>/M<k>/L<n>/<case>, <op>/M<k>/gate, <op>/contract, <op>/composition, <op>/e2e,
+  # <op>/NOT_BUILT
   if(name MATCHES "^([A-Za-z0-9_.-]+)/M([0-9]+)/L([0-9]+)/")
     set(op "${CMAKE_MATCH_1}")
     set(row "M${CMAKE_MATCH_2}")
@@ -74,7 +75,7 @@ function(_pg_cell name out_op out_row out_col)
     set(op "${CMAKE_MATCH_1}")
     set(row "M${CMAKE_MATCH_2}")
     set(col "gate")
-  elseif(name MATCHES "^([A-Za-z0-9_.-]+)/([A-Za-z_]+)$")
+  elseif(name MATCHES "^([A-Za-z0-9_.-]+)/([A-Za-z0-9_]+)$") # contract, composition, e2e
     set(op "${CMAKE_MATCH_1}")
     set(row "${CMAKE_MATCH_2}")
     set(col "status")

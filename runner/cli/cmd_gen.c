@@ -9,8 +9,8 @@
 
 #include "cli.h"
 #include "base/base.h"
+#include "report/report.h"
 #include "run/run.h"
-#include "tensors/tensors.h"
 #include "opdir/opdir.h"
 #include "tensors/tensors.h"
 
@@ -30,9 +30,60 @@ static void usage(FILE *out) {
           "  --up-to-module K    only the primary inputs that modules 1..K consume\n"
           "  --max-bytes N       refuse when the inputs need more (suffixes K, M, G: powers of 1024)\n"
           "  --threads N         generator threads (default: all cores; output is identical)\n"
+          "  --python PATH       interpreter of eval/test_inputs.py: an op that has one gets its\n"
+          "                      inputs from make_inputs(case), as `run` does (OUT/arguments.json\n"
+          "                      holds its argument order and non-tensor inputs, if any)\n"
           "\n"
           "bfloat16 inputs are written as '<u2' (view them with ml_dtypes.bfloat16 or\n"
           "torch.uint16 -> .view(torch.bfloat16)). Exit: 0 written, 2 error.\n");
+}
+
+/* The inputs from the op's make_inputs (docs/pypto.md "Inputs from make_inputs"), through
+ * the Python worker `run` uses: the same tensors, bit for bit. */
+static int make_inputs(const struct pg_contract *c, const struct pg_case *cs, const char *python,
+                       struct pg_case_data *d, struct pg_error *err) {
+  struct pg_py_golden_worker *w = NULL;
+  struct pg_py_golden_worker_opts o = {python, NULL, NULL, 0, "", pg_redact_numbers};
+  PG_RETURN_IF_ERROR(pg_case_data_init(d, c, err));
+  PG_RETURN_IF_ERROR(pg_case_data_bind(d, c, cs, err));
+  PG_RETURN_IF_ERROR(pg_py_golden_worker_open(&o, &w, err));
+  int rc = pg_py_make_inputs(w, c, cs, d, NULL, 0, err);
+  pg_py_golden_worker_close(w);
+  return rc;
+}
+
+/* The case's inputs into inputs[0..n_primary): from make_inputs when the op has
+ * test_inputs.py (its arguments left in made), else phasegate's generator. */
+static int case_inputs(const struct pg_contract *c, const struct pg_case *cs,
+                       const struct pg_bindings *dims, const struct pg_materialize_opts *opts,
+                       const char *python, struct pg_case_data *made, struct pg_tensor *inputs,
+                       struct pg_error *err) {
+  if (!c->test_inputs) return pg_case_generate_inputs(c, cs, dims, opts, inputs, err);
+  PG_RETURN_IF_ERROR(make_inputs(c, cs, python, made, err)); /* the op's code wins, as in run */
+  for (int i = 0; i < c->n_primary; i++) pg_tensor_move(&inputs[i], &made->inputs[i]);
+  return PG_OK;
+}
+
+/* OUT/arguments.json: make_inputs's argument order and non-tensor inputs, when it has any. */
+static int write_arguments(const char *out_dir, const char *arguments, struct pg_error *err) {
+  if (!arguments) return PG_OK;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/arguments.json", out_dir);
+  FILE *f = fopen(path, "w");
+  int ok = f && fputs(arguments, f) >= 0;
+  if (f && fclose(f) != 0) ok = 0;
+  if (!ok) return pg_error_set(err, PG_EIO, "%s: %s", path, strerror(errno));
+  printf("%s (argument order and non-tensor inputs)\n", path);
+  return PG_OK;
+}
+
+static void print_done(const struct pg_contract *c, const struct pg_case *cs, int written,
+                       const char *out_dir) {
+  char from[4200];
+  if (c->test_inputs) snprintf(from, sizeof from, "make_inputs of %s", c->test_inputs);
+  else snprintf(from, sizeof from, "seed %llu", (unsigned long long)pg_case_seed(cs));
+  printf("phasegate gen: case %s (%s): %d input%s written to %s\n", cs->id, from, written,
+         written == 1 ? "" : "s", out_dir);
 }
 
 static int used_by(const struct pg_contract *c, const char *name, int k) {
@@ -48,7 +99,8 @@ static int used_by(const struct pg_contract *c, const char *name, int k) {
 
 int pg_cmd_gen(int argc, char **argv) {
   const char *op_dir = NULL, *contract_arg = NULL, *suite_arg = NULL, *case_id = NULL,
-             *out_dir = NULL, *up_to = NULL, *max_bytes = NULL, *threads = NULL;
+             *out_dir = NULL, *up_to = NULL, *max_bytes = NULL, *threads = NULL,
+             *python = NULL;
   const struct pg_cli_opt cli_opts[] = {{"--op-dir", &op_dir},
                                         {"--contract", &contract_arg},
                                         {"--suite", &suite_arg},
@@ -57,6 +109,7 @@ int pg_cmd_gen(int argc, char **argv) {
                                         {"--up-to-module", &up_to},
                                         {"--max-bytes", &max_bytes},
                                         {"--threads", &threads},
+                                        {"--python", &python},
                                         {NULL, NULL}};
   int parsed = pg_cli_parse_opts("gen", argc, argv, cli_opts, usage);
   if (parsed) return parsed < 0 ? PG_EXIT_PASS : parsed;
@@ -93,6 +146,8 @@ int pg_cmd_gen(int argc, char **argv) {
   pg_contract_init(&c);
   pg_suite_init(&s);
   struct pg_tensor *inputs = NULL;
+  struct pg_case_data made;
+  memset(&made, 0, sizeof made);
   if (pg_cli_load_op("gen", contract_path, suite_path, &c, &s, &diags) != PG_EXIT_PASS) goto out;
   int k = c.n_modules;
   if (up_to) {
@@ -121,13 +176,17 @@ int pg_cmd_gen(int argc, char **argv) {
     goto out;
   }
   for (int i = 0; i < c.n_primary; i++) pg_tensor_init(&inputs[i]);
-  if (pg_case_generate_inputs(&c, cs, &dims, &opts, inputs, &err) != PG_OK) {
+  if (case_inputs(&c, cs, &dims, &opts, python, &made, inputs, &err) != PG_OK) {
     fprintf(stderr, "phasegate gen: error: %s\n", err.message);
     goto out;
   }
   if (pg_mkdir_p(out_dir) != 0) {
     fprintf(stderr, "phasegate gen: error: %s: cannot create directory: %s\n", out_dir,
             strerror(errno));
+    goto out;
+  }
+  if (write_arguments(out_dir, made.arguments, &err) != PG_OK) {
+    fprintf(stderr, "phasegate gen: error: %s\n", err.message);
     goto out;
   }
   int written = 0;
@@ -145,13 +204,13 @@ int pg_cmd_gen(int argc, char **argv) {
     printf("]\n");
     written++;
   }
-  printf("phasegate gen: case %s (seed %llu): %d input%s written to %s\n", cs->id,
-         (unsigned long long)pg_case_seed(cs), written, written == 1 ? "" : "s", out_dir);
+  print_done(&c, cs, written, out_dir);
   exit_code = PG_EXIT_PASS;
 out:
   if (inputs)
     for (int i = 0; i < c.n_primary; i++) pg_tensor_reset(&inputs[i]);
   free(inputs);
+  pg_case_data_reset(&made);
   pg_bindings_reset(&dims);
   pg_suite_reset(&s);
   pg_contract_reset(&c);

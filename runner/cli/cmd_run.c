@@ -35,6 +35,11 @@ static void usage(FILE *out) {
           "  --python PATH              interpreter of python: impls (default $PHASEGATE_PYTHON,\n"
           "                             else python3)\n"
           "  --up-to-module K           the phase (1..N, N = the op's module count)\n"
+          "  --e2e                      the end-to-end check: the integrated impl (default\n"
+          "                             python:<op dir>/<op>_impl.py::<op>_wrapper) against the\n"
+          "                             op-level golden (<op>_golden.py) on every final output,\n"
+          "                             as phase N; report <report-dir>/<op>/e2e/ (pypto op dir:\n"
+          "                             DIR/eval/evaluation_report_e2e.json)\n"
           "  --implemented-phases P     the impl implements phases 1..P so far (CMake PHASES):\n"
           "                             a phase K > P is SKIPPED as not implemented yet,\n"
           "                             reported, the impl never touched (exit 77)\n"
@@ -238,7 +243,8 @@ int pg_cmd_run(int argc, char **argv) {
       snprintf(name, sizeof name, "%s", a);
     }
     static const char *const flags[] = {"--no-golden-cache", "--keep-work", "--no-bisect",
-                                        "--fresh-process", "--show-values", "--no-progress"};
+                                        "--fresh-process", "--show-values", "--no-progress",
+                                        "--e2e"};
     int is_flag = 0;
     for (size_t f = 0; f < sizeof flags / sizeof *flags; f++) is_flag |= strcmp(name, flags[f]) == 0;
     if (is_flag) {
@@ -248,6 +254,7 @@ int pg_cmd_run(int argc, char **argv) {
       else if (strcmp(name, "--fresh-process") == 0) o.fresh_process = 1;
       else if (strcmp(name, "--show-values") == 0) o.show_values = 1;
       else if (strcmp(name, "--no-progress") == 0) no_progress = 1;
+      else if (strcmp(name, "--e2e") == 0) o.e2e = 1;
       else o.no_bisect = 1;
       continue;
     }
@@ -264,7 +271,7 @@ int pg_cmd_run(int argc, char **argv) {
                           sizeof implied);
   if (bad) return bad;
   o.op_dir = op_dir;
-  if (!o.impl_spec) return pg_cli_usage_error("run", "--impl SPEC is required");
+  if (!o.impl_spec && !o.e2e) return pg_cli_usage_error("run", "--impl SPEC is required");
   /* A fleet shard reports into its own root (docs/fleet.md "Running a shard"): the
    * CMake layer's --report-dir, and the session file under it, move there. */
   const char *root = getenv("PHASEGATE_REPORT_ROOT");

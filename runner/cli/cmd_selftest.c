@@ -169,8 +169,20 @@ static void check_pair(struct selftest *st, const struct pairing *p, const struc
   reset_all(b, PG_MAX_BOUNDARY_OUTPUTS);
 }
 
-/* The pipeline of pg_run for one (seed, shape): bind dims, generate the inputs, then
- * every pairing on them. -1 when out of memory. */
+/* The case make_inputs gets for one (seed, shape) of composition_verification:
+ * {"id": "selftest", "level": 2, "seed": S, "shape": {every bound dim}}. */
+static void case_json(uint64_t seed, const struct pg_bindings *dims, char *buf, size_t size) {
+  int n = snprintf(buf, size, "{\"id\":\"selftest\",\"level\":2,\"seed\":%llu,\"shape\":{",
+                   (unsigned long long)seed);
+  for (int i = 0; i < dims->count && n > 0 && (size_t)n < size; i++)
+    n += snprintf(buf + n, size - (size_t)n, "%s\"%s\":%lld", i ? "," : "",
+                  dims->items[i].name, (long long)dims->items[i].value);
+  if (n > 0 && (size_t)n + 3 < size) snprintf(buf + n, size - (size_t)n, "}}");
+}
+
+/* The pipeline of pg_run for one (seed, shape): bind dims, generate the inputs (or make
+ * them with the op's make_inputs, docs/pypto.md "Inputs from make_inputs"), then every
+ * pairing on them. -1 when out of memory. */
 static int check_one(struct selftest *st, uint64_t seed, const struct pg_bindings *shape) {
   const struct pg_contract *c = st->c;
   char shape_text[512];
@@ -194,7 +206,14 @@ static int check_one(struct selftest *st, uint64_t seed, const struct pg_binding
   }
   struct pg_materialize_opts mo = {0, st->g.n_threads};
   int rc = pg_case_data_bind(&d, c, &cs, &err);
-  if (rc == PG_OK) rc = pg_case_data_generate(&d, c, st->g.plan, &cs, &mo, &err);
+  char json[2048];
+  if (rc == PG_OK && c->test_inputs && st->g.py) { /* the op's own input code wins */
+    case_json(seed, &d.dims, json, sizeof json);
+    cs.json = json;
+    rc = pg_py_make_inputs(st->g.py, c, &cs, &d, NULL, 0, &err);
+  } else if (rc == PG_OK) {
+    rc = pg_case_data_generate(&d, c, st->g.plan, &cs, &mo, &err);
+  }
   if (rc != PG_OK) {
     printf("seed=%llu shape=%s: ERROR\n", (unsigned long long)seed, shape_text);
     fprintf(stderr, "phasegate selftest: error: seed=%llu shape=%s: %s\n",
@@ -292,7 +311,7 @@ static int needs_golden_lib(const struct pg_contract *c, const char *contract_pa
  * first one computed). Its messages pass the report room's number barrier. */
 static int open_python(const struct pg_contract *c, const char *python,
                        struct pg_py_golden_worker **py, struct pg_error *err) {
-  int any = 0;
+  int any = c->test_inputs != NULL; /* make_inputs runs in the same worker */
   for (int k = 0; k <= c->n_modules; k++) any |= pg_contract_py_golden(c, k) != NULL;
   if (!any) return PG_OK;
   struct pg_py_golden_worker_opts o = {python, NULL, NULL, 300, "", pg_redact_numbers};

@@ -12,6 +12,7 @@
 #include <cJSON.h>
 
 #include "cli.h"
+#include "report/report.h"
 #include "run/run.h"
 #include "opdir/opdir.h"
 
@@ -28,6 +29,9 @@ static void usage(FILE *out) {
           "  --suite FILE     the suite (default: adversarial_suite.json next to the\n"
           "                   contract, checked when it exists)\n"
           "  --format json    print {status, op, findings: [...]} on stdout\n"
+          "  --python PATH    interpreter of eval/test_inputs.py, whose make_inputs(case)\n"
+          "                   is called dry per case: a knob it never reads is a warning\n"
+          "                   (default $PHASEGATE_PYTHON, else python3)\n"
           "\n"
           "Exit: 0 valid (warnings allowed), 2 any error.\n");
 }
@@ -79,7 +83,9 @@ static void print_json(const struct pg_diags *d, const struct pg_contract *c, in
 
 int pg_cmd_validate(int argc, char **argv) {
   const char *op_dir = NULL, *contract_arg = NULL, *suite_arg = NULL, *format = "text";
+  const char *python = NULL;
   const struct pg_cli_opt opts[] = {{"--op-dir", &op_dir},
+                                    {"--python", &python},
                                     {"--contract", &contract_arg},
                                     {"--suite", &suite_arg},
                                     {"--format", &format},
@@ -119,6 +125,12 @@ int pg_cmd_validate(int argc, char **argv) {
     fatal = fatal_buf;
   }
   if (rc == PG_OK && suite_path[0]) n_cases = suite.n_cases;
+  /* an op with eval/test_inputs.py: which knobs make_inputs never reads */
+  if (rc == PG_OK && suite_path[0] &&
+      pg_suite_check_knobs(&c, &suite, python, pg_redact_numbers, &diags) != PG_OK) {
+    snprintf(fatal_buf, sizeof fatal_buf, "out of memory");
+    fatal = fatal_buf;
+  }
   pg_suite_reset(&suite);
 
   int ok = diags.n_errors == 0 && !fatal;

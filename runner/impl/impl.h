@@ -200,6 +200,15 @@ struct pg_impl_request {
    * goldens do, impls do not). call_file NULL: no "call" in the request. */
   const char *call_file, *call_function;
   int call_cast_outputs;
+  /* "kind" and "result_file" of the call object: kind "make_inputs" calls the op's own
+   * input code, the outputs being the primary inputs, and the worker writes what it
+   * learnt (keys read, argument order, scalars) as JSON to call_result_file (docs/pypto.md
+   * "Inputs from make_inputs"). NULL: an ordinary call. */
+  const char *call_kind, *call_result_file;
+  /* The request's "arguments" ({"order": [...], "scalars": {...}}, JSON text): the
+   * positional order of the call and its non-tensor inputs, as make_inputs gave them.
+   * NULL: the inputs in contract order. */
+  const char *arguments_json;
 };
 
 /* Coarse form of the fact: DONE = PG_IMPL_FACT_OK, UNAVAILABLE, FAILED = any other. */

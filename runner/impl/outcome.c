@@ -50,6 +50,12 @@ cJSON *pg__call_json(const struct pg_impl_request *req) {
   cJSON_AddItemToObject(r, "knobs", knobs ? knobs : cJSON_CreateObject());
   if (req->call_file)
     pg__call_object_add(r, req->call_file, req->call_function, req->call_cast_outputs);
+  cJSON *call = cJSON_GetObjectItemCaseSensitive(r, "call");
+  if (call && req->call_kind) cJSON_AddStringToObject(call, "kind", req->call_kind);
+  if (call && req->call_result_file)
+    cJSON_AddStringToObject(call, "result_file", req->call_result_file);
+  cJSON *args = req->arguments_json ? cJSON_Parse(req->arguments_json) : NULL;
+  if (args) cJSON_AddItemToObject(r, "arguments", args);
   return r;
 }
 

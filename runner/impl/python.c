@@ -343,16 +343,39 @@ static int split_target(const char *target, char *file, size_t fsize, char *fn, 
 
 /* The module of one phase. PATH a directory is the verifier workflow's modules/ with one
  * staged file per phase: phase <suffix> is DIR/<op>_module<suffix>_impl.py (a missing one
- * is the worker's "structural", naming it), so bisection reaches the earlier phases. */
-static int phase_file(const char *target, const char *op, const char *suffix, char *file,
+ * is the worker's "structural", naming it), so bisection reaches the earlier phases. The
+ * last phase without a staged file is the integrated DIR/<op>_impl.py when there is one
+ * (an L0 op has nothing else, docs/pypto.md "L0 ops"). */
+static int phase_file(const char *target, const struct pg_impl_request *req, char *file,
                       size_t fsize, char *fn, size_t nsize) {
   if (split_target(target, file, fsize, fn, nsize) != 0) return -1;
   struct stat st;
   if (stat(file, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
   size_t len = strlen(file);
   while (len > 1 && file[len - 1] == '/') file[--len] = '\0';
-  int n = snprintf(file + len, fsize - len, "/%s_module%s_impl.py", op, suffix);
-  return n > 0 && (size_t)n < fsize - len ? 0 : -1;
+  int n = snprintf(file + len, fsize - len, "/%s_module%s_impl.py", req->op, req->suffix);
+  if (n <= 0 || (size_t)n >= fsize - len) return -1;
+  if (req->up_to_module == req->total_modules && stat(file, &st) != 0) {
+    char whole[PATH_MAX];
+    int m = snprintf(whole, sizeof whole, "%.*s/%s_impl.py", (int)len, file, req->op);
+    if (m > 0 && (size_t)m < sizeof whole && stat(whole, &st) == 0 && (size_t)m < fsize)
+      memcpy(file, whole, (size_t)m + 1);
+  }
+  return 0;
+}
+
+/* The function the last phase falls back to when --impl names none and the file lacks
+ * the phase's <op>_module<suffix>_wrapper: <op>_wrapper of the integrated <op>_impl.py
+ * (its boundary is the op's final output). "" for other files and phases. */
+static void fallback_function(const char *file, const struct pg_impl_request *req, char *sym,
+                              size_t size) {
+  const char *base = strrchr(file, '/');
+  base = base ? base + 1 : file;
+  size_t op = strlen(req->op);
+  sym[0] = '\0';
+  if (req->up_to_module == req->total_modules && strncmp(base, req->op, op) == 0 &&
+      strcmp(base + op, "_impl.py") == 0)
+    snprintf(sym, size, "%s_wrapper", req->op);
 }
 
 /* Is `python` an executable file, directly or found on PATH? */
@@ -416,14 +439,21 @@ static int python_process(const struct pg_impl *impl, struct pg_proc_program *ou
 
 /* The "call" object: the module by absolute path, the phase's function. */
 static int add_call(const struct pg_impl_pending *p, cJSON *request) {
-  char file[PATH_MAX], fn[256], abs[PATH_MAX], sym[320];
-  if (phase_file(p->impl->target, p->req->op, p->req->suffix, file, sizeof file, fn,
-                 sizeof fn) != 0)
+  char file[PATH_MAX], fn[256], abs[PATH_MAX], sym[320], fallback[320] = "";
+  if (phase_file(p->impl->target, p->req, file, sizeof file, fn, sizeof fn) != 0)
     return PG_ELIMIT;
   if (!realpath(file, abs)) snprintf(abs, sizeof abs, "%s", file); /* the worker names it */
-  if (fn[0]) snprintf(sym, sizeof sym, "%s", fn);
-  else pg_impl_symbol(p->req->op, p->req->suffix, sym, sizeof sym);
-  return pg__call_object_add(request, abs, sym, 0); /* an impl's dtypes stay as returned */
+  if (fn[0]) {
+    snprintf(sym, sizeof sym, "%s", fn);
+  } else {
+    pg_impl_symbol(p->req->op, p->req->suffix, sym, sizeof sym);
+    fallback_function(file, p->req, fallback, sizeof fallback);
+  }
+  int rc = pg__call_object_add(request, abs, sym, 0); /* an impl's dtypes stay as returned */
+  cJSON *call = cJSON_GetObjectItemCaseSensitive(request, "call");
+  if (rc == PG_OK && fallback[0] && !cJSON_AddStringToObject(call, "fallback", fallback))
+    rc = PG_ENOMEM;
+  return rc;
 }
 
 static int python_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,

@@ -87,6 +87,8 @@ void pg_contract_reset(struct pg_contract *c) {
   }
   free(c->py_goldens);
   free(c->op_dir);
+  free(c->test_inputs);
+  free(c->op_impl);
   pg_mode_policies_free(c->mode_policies, c->n_mode_policies);
   if (c->comp_shapes) {
     for (int i = 0; i < c->n_comp_shapes; i++) pg_bindings_reset(&c->comp_shapes[i]);

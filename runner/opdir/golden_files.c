@@ -138,6 +138,38 @@ static int find_op_level(struct pg_contract *c, const struct search *ops) {
   return resolve(&c->py_goldens[0], ops, names, 2, "");
 }
 
+/* The seed's L0 path (docs/pypto.md "L0 ops"): an op of one module whose only golden is
+ * the op-level <op>_golden.py. That golden is phase 1's cumulative golden too (the
+ * boundary of M1 is the op's final output), so phase 1 runs against it instead of being
+ * refused for want of modules/<op>_module1_golden.py. */
+static int l0_golden(struct pg_contract *c) {
+  struct pg_py_golden *g1 = &c->py_goldens[1], *op = &c->py_goldens[0];
+  if (c->n_modules != 1 || g1->file || g1->stage_fn || !op->file ||
+      c->modules[0].golden.kind != PG_GOLDEN_NONE)
+    return PG_OK;
+  free(g1->function);
+  g1->file = pg_strdup(op->file);
+  g1->function = pg_strdup(op->function);
+  return g1->file && g1->function ? PG_OK : PG_ENOMEM;
+}
+
+/* The op's own files besides goldens: eval/test_inputs.py (next to the contract, else
+ * <op dir>/eval/) and the integrated impl <op dir>/<op>_impl.py. */
+static int find_op_files(struct pg_contract *c, const char *contract_dir) {
+  const char *where[2][2] = {{contract_dir, ""}, {c->op_dir, "/eval"}};
+  for (int i = 0; i < 2 && !c->test_inputs; i++) {
+    char *p = pg_path_fmt("%s%s/test_inputs.py", where[i][0], where[i][1]);
+    if (!p) return PG_ENOMEM;
+    if (pg_is_file(p)) c->test_inputs = p;
+    else free(p);
+  }
+  char *impl = pg_path_fmt("%s/%s_impl.py", c->op_dir, c->op);
+  if (!impl) return PG_ENOMEM;
+  if (pg_is_file(impl)) c->op_impl = impl;
+  else free(impl);
+  return PG_OK;
+}
+
 /* A warning for every module whose own phase has no golden, naming the phases that
  * cannot run because of it. */
 static int warn_missing(const struct pg_contract *c, struct pg_diags *diags) {
@@ -175,6 +207,8 @@ int pg_contract_discover_py_goldens(struct pg_contract *c, const char *contract_
     if (rc == PG_OK) rc = search_add(&ops, pg_strdup(contract_dir));
     for (int k = 1; rc == PG_OK && k <= c->n_modules; k++) rc = find_phase(c, &mods, k, diags);
     if (rc == PG_OK) rc = find_op_level(c, &ops);
+    if (rc == PG_OK) rc = l0_golden(c);
+    if (rc == PG_OK) rc = find_op_files(c, contract_dir);
   }
   if (rc == PG_OK) rc = warn_missing(c, diags);
   search_reset(&mods);

@@ -97,3 +97,15 @@ int pg_case_bind_dims(const struct pg_contract *c, const struct pg_case *cs,
   if (rc != PG_OK) pg_bindings_reset(out);
   return rc;
 }
+
+int pg_case_key_is_knob(const char *key) {
+  /* the keys the suite loader reads (opdir/suite_case.c), and documentation */
+  static const char *const phasegates[] = {
+      "id", "level", "precision", "equal_nan", "dtype", "shape", "modes", "atol",
+      "rtol", "rule", "tolerance", "description", "desc", "name", "note", "notes",
+      "comment", "purpose", "rationale", "tags"};
+  if (!key || !key[0] || key[0] == '_') return 0;
+  for (size_t i = 0; i < sizeof phasegates / sizeof *phasegates; i++)
+    if (strcmp(key, phasegates[i]) == 0) return 0;
+  return 1;
+}

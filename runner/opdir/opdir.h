@@ -118,6 +118,12 @@ struct pg_contract {
   int n_py_goldens;
   char *op_dir;                  /* the op directory (the parent of eval/), absolute;
                                     NULL when the contract was not loaded from a file */
+  char *test_inputs;             /* the op's own input code, eval/test_inputs.py (next to
+                                    the contract, or <op dir>/eval/), absolute; NULL: none,
+                                    inputs come from phasegate's generator (docs/pypto.md
+                                    "Inputs from make_inputs") */
+  char *op_impl;                 /* the integrated impl <op dir>/<op>_impl.py, absolute;
+                                    NULL: none (docs/pypto.md "The end-to-end check") */
   struct pg_mode_policy *mode_policies; /* `modes:` (a mode never requested is harmless) */
   int n_mode_policies;
 };
@@ -283,6 +289,12 @@ int pg_contract_boundary(const struct pg_contract *c, int k,
 /* A case's effective dtype for a declared tensor: the suite override when present,
  * else the declared dtype. `cs` may be NULL. */
 enum pg_dtype pg_case_dtype(const struct pg_case *cs, const struct pg_tensor_decl *decl);
+
+/* Whether a case key is an op knob once the op's make_inputs makes the inputs (docs/pypto.md
+ * "Inputs from make_inputs"): any key phasegate does not read itself (not `_`-prefixed,
+ * not documentation such as "description"), and `seed`, `fill` and `cancellation_stress`,
+ * whose meaning is then the op's input code's. */
+int pg_case_key_is_knob(const char *key);
 
 /* The seed a case uses: its "seed" or a stable hash of its id (0 when cs is NULL). */
 uint64_t pg_case_seed(const struct pg_case *cs);

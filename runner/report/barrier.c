@@ -10,7 +10,8 @@
  *                       stderr's last line), one captured piece at a time, before the
  *                       impl room quotes it in a sentence of its own (struct pg_impl's
  *                       quote): every number becomes "<redacted>" (its values are no
- *                       tensor we hold) but those inside paths; phasegate's sentence
+ *                       tensor we hold) but those inside paths and Python source
+ *                       positions (source_line_number); phasegate's sentence
  *                       around it never passes here, so its numbers stay
  *   pg_report_sanitize  the report as JSON, on every write: keys that could carry tensor
  *                       contents are dropped, tensor-sized numeric arrays (over 16
@@ -156,6 +157,23 @@ static int path_end(char c) {
          c == ',';
 }
 
+/* A Python source position in what a worker wrote — "(test_inputs.py, line 3)", "at
+ * test_inputs.py:12" (docs/pypto.md "Inputs from make_inputs") — is where the error is,
+ * not a value: a plain integer of at most 5 digits right after ", line " or ".py:"
+ * survives. Nothing else in captured text does: phasegate's own sentence around it
+ * never passes here. */
+static int source_line_number(const char *text, size_t i, size_t end) {
+  static const char *const before[] = {", line ", ".py:"};
+  if (end - i > 5) return 0;
+  for (size_t j = i; j < end; j++)
+    if (!isdigit((unsigned char)text[j])) return 0;
+  for (size_t b = 0; b < sizeof before / sizeof *before; b++) {
+    size_t n = strlen(before[b]);
+    if (i >= n && strncmp(text + i - n, before[b], n) == 0) return 1;
+  }
+  return 0;
+}
+
 char *pg_redact_numbers(const char *text) {
   if (!text) return NULL;
   size_t len = strlen(text);
@@ -176,10 +194,16 @@ char *pg_redact_numbers(const char *text) {
       i++;
       continue;
     }
+    size_t start = i;
     while (i < len && (isalnum((unsigned char)text[i]) || text[i] == '.' ||
                        ((text[i] == '+' || text[i] == '-') && (text[i - 1] == 'e' ||
                                                                 text[i - 1] == 'E'))))
       i++;
+    if (source_line_number(text, start, i)) {
+      memcpy(out + o, text + start, i - start);
+      o += i - start;
+      continue;
+    }
     memcpy(out + o, "<redacted>", 10);
     o += 10;
   }

@@ -71,6 +71,7 @@ void pg_case_data_reset(struct pg_case_data *d) {
   for (int i = 0; d->inputs && i < d->n_inputs; i++) pg_tensor_reset(&d->inputs[i]);
   free(d->inputs);
   pg_bindings_reset(&d->dims);
+  free(d->arguments);
   memset(d, 0, sizeof *d);
 }
 
@@ -177,6 +178,16 @@ static int case_inputs(struct case_run *c, const char *gd_dir) {
       return case_error(c, PG_RUN_FACT_RUNNER, "%s", e.message);
     return PG_OK;
   }
+  if (rc->contract.test_inputs && rc->py) { /* the op's own input code wins */
+    char unread[512];
+    if (pg_py_make_inputs(rc->py, &rc->contract, c->cs, &c->d, unread, sizeof unread, &e) != PG_OK)
+      return case_error(c, PG_RUN_FACT_RUNNER, "case '%s': cannot make inputs: %.700s",
+                        c->cs->id, e.message);
+    if (unread[0])
+      pg__line(rc, 1, "phasegate: warning: case '%s': knob(s) %s: make_inputs of %s never "
+               "reads them, so they change nothing", c->cs->id, unread, rc->contract.test_inputs);
+    return PG_OK;
+  }
   struct pg_materialize_opts mo = {rc->o->max_bytes, c->n_threads};
   int r = pg_case_data_generate(&c->d, &rc->contract, rc->plan, c->cs, &mo, &e);
   c->r->cancel = c->d.cancel;
@@ -227,7 +238,8 @@ static int case_prepare(struct case_run *c) {
     return case_error(c, PG_RUN_FACT_RUNNER, "case '%s': boundary of M%d: %.700s", cs->id, c->k,
                       e.message);
   }
-  if (pg__phase_probes(&rc->contract, c->k, cs, &c->d.dims, c->n_out, &c->probes,
+  if (!rc->o->e2e && /* the integrated impl owes no module's probes */
+      pg__phase_probes(&rc->contract, c->k, cs, &c->d.dims, c->n_out, &c->probes,
                        c->specs + c->n_out, &e) < 0)
     return case_error(c, PG_RUN_FACT_RUNNER, "case '%s': inspection probes of M%d: %.700s",
                       cs->id, c->k, e.message);
@@ -422,7 +434,8 @@ static int case_modes(struct case_run *c) {
   for (int mi = 0; mi < rc->n_modes; mi++) run_mode(c, mi);
   pg__suite_strength(&c->diag, c->r);
   c->r->diagnosis_ms += c->diag.spent_ms;
-  int bm = rc->o->no_bisect ? -1 : pg__classify_bisect_mode(c->r, c->k);
+  /* --e2e: the integrated impl has no earlier boundaries to bisect */
+  int bm = rc->o->no_bisect || rc->o->e2e ? -1 : pg__classify_bisect_mode(c->r, c->k);
   if (bm >= 0) {
     int j = pg__find_earliest_boundary(rc, c->k, c->cs, &c->d, c->n_threads,
                                        c->r->modes[bm].mode);

@@ -109,7 +109,8 @@ int pg_op_load(const char *contract_path, const char *suite_path, struct pg_cont
     }
     /* Cancellation targets need the contract's golden plan, not a sound suite: a bad
      * level elsewhere must not hide them. */
-    int n = sound ? pg_suite_check_cancellation(c, s, d) : 0;
+    /* (make_inputs owns cancellation_stress when the op has test_inputs.py) */
+    int n = sound && !c->test_inputs ? pg_suite_check_cancellation(c, s, d) : 0;
     if (n < 0) return pg_error_set(err, n, "%s: checking cancellation_stress: %s", suite_path,
                                    pg_strerror(n));
     if (n > 0 && src == PG_OK) src = PG_EVALIDATE;

@@ -93,6 +93,10 @@ int pg__golden_data_inputs(struct pg__run *rc, const struct pg_case *cs, const c
                pg_dtype_name(pg_case_dtype(cs, pd)));
     }
   }
+  char *args = r == PG_OK ? pg_path_join(in, "arguments.json") : NULL;
+  size_t len = 0;
+  if (args && pg_is_file(args)) r = pg_read_file(args, 1 << 20, &d->arguments, &len, err);
+  free(args);
   free(in);
   return r;
 }
@@ -134,6 +138,13 @@ int pg__save_data(const struct pg__run *rc, const struct pg_case *cs, const stru
   const char *sd = rc->o->save_data;
   char *in = pg_path_fmt("%s/%s/in", sd, cs->id), *out = pg_path_fmt("%s/%s/out", sd, cs->id);
   int r = save_tensors(in, d->inputs, rc->contract.n_primary, err);
+  /* make_inputs's argument order and non-tensor inputs, which --golden-data replays */
+  char *args = d->arguments && in ? pg_path_join(in, "arguments.json") : NULL;
+  FILE *f = args ? fopen(args, "w") : NULL;
+  if (r == PG_OK && d->arguments && (!f || fputs(d->arguments, f) < 0))
+    r = pg_error_set(err, PG_EIO, "%s: %s", args ? args : in, strerror(errno));
+  if (f && fclose(f) != 0 && r == PG_OK) r = pg_error_set(err, PG_EIO, "%s: write failed", args);
+  free(args);
   if (r == PG_OK) r = save_tensors(out, goldens, n_out, err);
   /* the reference probes under the name the impl's probes have: impl/<mode>/ and out/
    * pair file by file */

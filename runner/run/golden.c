@@ -49,6 +49,12 @@ int pg_case_golden(const struct pg_case_data *d, const struct pg_contract *c,
 
 /* ------------------------------------------------------------------ the cache */
 
+/* The golden that judges phase k: cumulative golden k, or under --e2e the op-level
+ * golden (0) for the run's phase N (docs/pypto.md "The end-to-end check"). */
+static int golden_phase(const struct pg__run *rc, int k) {
+  return rc->o->e2e && k == rc->k ? 0 : k;
+}
+
 /* The cache key of cumulative golden k of a case: 1 with hash filled, 0 when the cache
  * is off or the key cannot be computed (then the golden is computed, not cached). */
 static int cache_key(const struct pg__run *rc, int k, const struct pg_case *cs,
@@ -56,6 +62,7 @@ static int cache_key(const struct pg__run *rc, int k, const struct pg_case *cs,
   const struct pg_run_opts *o = rc->o;
   hash[0] = '\0';
   if (!rc->cache_dir) return 0;
+  k = golden_phase(rc, k);
   const struct pg_py_golden *py =
       pg_contract_phase_golden(&rc->contract, k) == PG_PHASE_GOLDEN_PYTHON
           ? pg_contract_py_golden(&rc->contract, k) : NULL;
@@ -64,7 +71,7 @@ static int cache_key(const struct pg__run *rc, int k, const struct pg_case *cs,
                                     o->reference_bits == 64 ? 64 : 32,
                                     o->tool_version ? o->tool_version : "0",
                                     py ? py->file : NULL, py ? py->function : NULL,
-                                    python};
+                                    python, rc->contract.test_inputs};
   struct pg_error e;
   pg_error_clear(&e);
   return pg_golden_cache_key_hash(&key, hash, &e) == PG_OK && hash[0];
@@ -99,7 +106,7 @@ int pg__golden(struct pg__run *rc, int k, const struct pg_case *cs, const struct
   struct pg_tensor tmp[PG_MAX_BOUNDARY_OUTPUTS];
   for (int i = 0; i < PG_MAX_BOUNDARY_OUTPUTS; i++) pg_tensor_init(&tmp[i]);
   int n = 0;
-  int r = pg_case_golden(d, &rc->contract, cs, &g, k, tmp, &n, err);
+  int r = pg_case_golden(d, &rc->contract, cs, &g, golden_phase(rc, k), tmp, &n, err);
   if (r == PG_OK && n != n_out)
     r = pg_error_set(err, PG_EINTERNAL, "cumulative golden %d produced %d outputs, expected %d",
                      k, n, n_out);

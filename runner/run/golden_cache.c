@@ -191,6 +191,10 @@ int pg_golden_cache_key_hash(const struct pg_golden_cache_key *key,
     put_str(&s, 'F', key->py_function);
     put_str(&s, 'I', key->python);
   }
+  if (key->test_inputs_path) { /* absent for generated inputs: their keys stay as they were */
+    PG_RETURN_IF_ERROR(put_file(&s, 'T', key->test_inputs_path, "test_inputs.py", err));
+    put_str(&s, 'P', key->python);
+  }
   put_str(&s, 'J', key->case_json);
   /* dims sorted by name: binding order must not matter */
   int nd = key->dims ? key->dims->count : 0;

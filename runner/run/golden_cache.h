@@ -57,6 +57,9 @@ struct pg_golden_cache_key {
   const char *py_golden_path;
   const char *py_function;
   const char *python;
+  /* The op's eval/test_inputs.py when make_inputs makes the inputs (hashed by content:
+   * other input code, other inputs, another golden); NULL: phasegate's generator. */
+  const char *test_inputs_path;
 };
 
 /* The key's SHA-256 as 64 lowercase hex digits + NUL into hex. PG_ENOENT / PG_EIO when

@@ -10,15 +10,22 @@
  * is leased from the op's `phasegate serve` daemon like the impl's processes, so
  * Python and torch start once per daemon, not once per case test.
  *
+ * The same worker runs the op's own input code, make_inputs(case) of eval/test_inputs.py
+ * (docs/pypto.md "Inputs from make_inputs"): one request whose outputs are the primary
+ * inputs, and a small JSON file beside it saying which case keys it read, the argument
+ * order (PRIMARY_INPUT_ORDER) and the non-tensor inputs.
+ *
  * What the worker says when the golden fails may print any tensor: each piece of it
  * (its message, a line it wrote, its stderr's last line) passes the number barrier
  * (pg_redact_numbers, through the caller's hook, as the impl's `quote`) where the impl
  * room quotes it, so phasegate's own sentence around it keeps its numbers (exit status,
  * signal, fd); the message names the golden's file and function.
  */
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/base.h"
 #include "run/run_internal.h"
@@ -56,8 +63,10 @@ int pg_py_golden_worker_open(const struct pg_py_golden_worker_opts *o,
 
 int pg__py_golden_preflight(const char *python, const struct pg_contract *c, int k,
                             char *about, struct pg_error *err) {
-  const char *paths[64];
+  const char *paths[66];
   int n = 0;
+  if (c->test_inputs) paths[n++] = c->test_inputs;
+  if (k == 0 && pg_contract_py_golden(c, 0)) paths[n++] = pg_contract_py_golden(c, 0)->file;
   for (int j = 1; j <= k && n < 64; j++) {
     const struct pg_py_golden *g = pg_contract_phase_golden(c, j) == PG_PHASE_GOLDEN_PYTHON
                                        ? pg_contract_py_golden(c, j) : NULL;
@@ -65,7 +74,8 @@ int pg__py_golden_preflight(const char *python, const struct pg_contract *c, int
   }
   if (n == 0) return PG_OK;
   char what[256];
-  snprintf(what, sizeof what, "the Python goldens of op '%.200s'", c->op);
+  snprintf(what, sizeof what, "the Python goldens%s of op '%.200s'",
+           c->test_inputs ? " and test_inputs.py" : "", c->op);
   return pg_python_preflight(python, what, paths, n, about, err);
 }
 
@@ -86,6 +96,34 @@ static int golden_failed(const struct pg_py_golden_worker *w, const struct pg_py
                       what);
 }
 
+/* The request's common part: dims, case, knobs, timeout (inputs and outputs are the
+ * caller's). */
+static void request_init(struct pg_py_golden_worker *w, const struct pg_contract *c, int k,
+                         const struct pg_case *cs, const struct pg_case_data *d,
+                         const char **names, int64_t *values, char *suffix, size_t ssize,
+                         struct pg_impl_request *req) {
+  for (int i = 0; i < d->dims.count; i++) {
+    names[i] = d->dims.items[i].name;
+    values[i] = d->dims.items[i].value;
+  }
+  snprintf(suffix, ssize, "op");
+  if (k > 0) pg_phase_suffix(k, suffix, ssize);
+  memset(req, 0, sizeof *req);
+  req->op = c->op;
+  req->suffix = suffix;
+  req->up_to_module = k;
+  req->total_modules = c->n_modules;
+  req->mode = "cpu";
+  req->case_id = cs && cs->id ? cs->id : "golden";
+  req->n_dims = d->dims.count;
+  req->dim_names = names;
+  req->dim_values = values;
+  req->knobs_json = cs && cs->json ? cs->json : "{}";
+  req->timeout_s = w->timeout_s;
+  req->work_dir = w->work_dir;
+  req->arguments_json = d->arguments;
+}
+
 /* One call of `function` in g's file: the primary inputs in, outputs as specs. */
 static int py_call(struct pg_py_golden_worker *w, const struct pg_contract *c, int k,
                    const struct pg_case *cs, const struct pg_case_data *d,
@@ -94,30 +132,13 @@ static int py_call(struct pg_py_golden_worker *w, const struct pg_contract *c, i
                    int *n_out, struct pg_error *err) {
   const char *names[PG_PY_GOLDEN_MAX_DIMS];
   int64_t values[PG_PY_GOLDEN_MAX_DIMS];
-  for (int i = 0; i < d->dims.count; i++) {
-    names[i] = d->dims.items[i].name;
-    values[i] = d->dims.items[i].value;
-  }
-  char suffix[64] = "op";
-  if (k > 0) pg_phase_suffix(k, suffix, sizeof suffix);
+  char suffix[64];
   struct pg_impl_request req;
-  memset(&req, 0, sizeof req);
-  req.op = c->op;
-  req.suffix = suffix;
-  req.up_to_module = k;
-  req.total_modules = c->n_modules;
-  req.mode = "cpu";
-  req.case_id = cs && cs->id ? cs->id : "golden";
-  req.n_dims = d->dims.count;
-  req.dim_names = names;
-  req.dim_values = values;
-  req.knobs_json = cs && cs->json ? cs->json : "{}";
+  request_init(w, c, k, cs, d, names, values, suffix, sizeof suffix, &req);
   req.inputs = d->inputs;
   req.n_inputs = c->n_primary;
   req.outputs = (struct pg_impl_output_spec *)specs;
   req.n_outputs = n;
-  req.timeout_s = w->timeout_s;
-  req.work_dir = w->work_dir;
   req.call_file = g->file;
   req.call_function = function;
   req.call_cast_outputs = 1;
@@ -186,4 +207,125 @@ int pg_py_golden_inspect(struct pg_py_golden_worker *w, const struct pg_contract
   inspect_name(g->function, fn, sizeof fn);
   int n = 0;
   return py_call(w, c, k, cs, d, g, fn, specs, n_probes, out, &n, err);
+}
+
+/* ------------------------------------------------------------------ make_inputs */
+
+/* err = "FILE (case ID): make_inputs: <what>": the worker's words in what already behind
+ * the number barrier (w->impl.quote). */
+static int inputs_failed(const struct pg_py_golden_worker *w, const struct pg_contract *c,
+                         const struct pg_case *cs, int code, const char *what,
+                         struct pg_error *err) {
+  if (!w->impl.quote) what = "(the worker's message is withheld: no barrier to pass it through)";
+  return pg_error_set(err, code, "%.1500s (case '%.128s'): make_inputs failed: %.1200s",
+                      c->test_inputs, cs->id, what);
+}
+
+/* The case's knobs that `read` (make_inputs's keys read) lacks, into unread. */
+static void unread_knobs(const struct pg_case *cs, const cJSON *read, char *unread, size_t size) {
+  cJSON *kv = cJSON_Parse(cs->json ? cs->json : "{}");
+  const cJSON *item;
+  cJSON_ArrayForEach(item, kv) {
+    if (!pg_case_key_is_knob(item->string)) continue;
+    int seen = 0;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, read) seen |= cJSON_IsString(r) && strcmp(r->valuestring, item->string) == 0;
+    size_t l = strlen(unread);
+    if (!seen && l + strlen(item->string) + 3 < size)
+      snprintf(unread + l, size - l, "%s%s", l ? ", " : "", item->string);
+  }
+  cJSON_Delete(kv);
+}
+
+/* What the worker wrote to the result file: the knobs left unread, and d->arguments when
+ * the order is not the contract's or there are scalars. */
+static int read_result(const struct pg_contract *c, const struct pg_case *cs, const char *path,
+                       struct pg_case_data *d, char *unread, size_t size, struct pg_error *err) {
+  char *text = NULL;
+  size_t len = 0;
+  PG_RETURN_IF_ERROR(pg_read_file(path, 1 << 20, &text, &len, err));
+  cJSON *r = cJSON_Parse(text);
+  free(text);
+  const cJSON *order = cJSON_GetObjectItemCaseSensitive(r, "order");
+  const cJSON *scalars = cJSON_GetObjectItemCaseSensitive(r, "scalars");
+  if (!cJSON_IsArray(order) || !cJSON_IsObject(scalars)) {
+    cJSON_Delete(r);
+    return pg_error_set(err, PG_EPARSE, "%s (case '%s'): the worker's make_inputs result is "
+                        "not {\"read\", \"order\", \"scalars\"}", c->test_inputs, cs->id);
+  }
+  if (unread) unread_knobs(cs, cJSON_GetObjectItemCaseSensitive(r, "read"), unread, size);
+  int plain = cJSON_GetArraySize(scalars) == 0 && cJSON_GetArraySize(order) == c->n_primary;
+  for (int i = 0; plain && i < c->n_primary; i++) {
+    const cJSON *n = cJSON_GetArrayItem(order, i);
+    plain = cJSON_IsString(n) && strcmp(n->valuestring, c->primary_inputs[i].name) == 0;
+  }
+  int rc = PG_OK;
+  if (!plain) {
+    cJSON_DeleteItemFromObjectCaseSensitive(r, "read");
+    d->arguments = cJSON_PrintUnformatted(r);
+    if (!d->arguments) rc = pg_error_set(err, PG_ENOMEM, "out of memory");
+  }
+  cJSON_Delete(r);
+  return rc;
+}
+
+int pg_py_make_inputs(struct pg_py_golden_worker *w, const struct pg_contract *c,
+                      const struct pg_case *cs, struct pg_case_data *d, char *unread,
+                      size_t size, struct pg_error *err) {
+  if (unread && size) unread[0] = '\0';
+  if (!c->test_inputs) return pg_error_set(err, PG_EINVAL, "op '%s' has no test_inputs.py", c->op);
+  if (d->dims.count > PG_PY_GOLDEN_MAX_DIMS || c->n_primary > PG_IMPL_MAX_OUTPUTS)
+    return pg_error_set(err, PG_ELIMIT, "case '%s': too many dims or inputs", cs->id);
+  struct pg_impl_output_spec specs[PG_IMPL_MAX_OUTPUTS];
+  for (int i = 0; i < c->n_primary; i++) {
+    specs[i].name = c->primary_inputs[i].name;
+    specs[i].dtype = pg_case_dtype(cs, &c->primary_inputs[i]);
+    PG_RETURN_IF_ERROR(pg_decl_shape(&c->primary_inputs[i], &d->dims, &specs[i].ndim,
+                                     specs[i].shape, err));
+  }
+  const char *tmp = w->work_dir ? w->work_dir : getenv("TMPDIR");
+  char *path = pg_path_fmt("%s/pg-make-inputs-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!path) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  int fd = mkstemp(path);
+  if (fd < 0) {
+    int rc = pg_error_set(err, PG_EIO, "cannot create %s for make_inputs' result", path);
+    free(path);
+    return rc;
+  }
+  close(fd);
+  const char *names[PG_PY_GOLDEN_MAX_DIMS];
+  int64_t values[PG_PY_GOLDEN_MAX_DIMS];
+  char suffix[64];
+  struct pg_impl_request req;
+  free(d->arguments);
+  d->arguments = NULL;
+  request_init(w, c, 0, cs, d, names, values, suffix, sizeof suffix, &req);
+  req.outputs = specs;
+  req.n_outputs = c->n_primary;
+  req.call_file = c->test_inputs;
+  req.call_function = "make_inputs";
+  req.call_kind = "make_inputs";
+  req.call_result_file = path;
+  struct pg_impl_outcome o;
+  pg_impl_outcome_init(&o);
+  struct pg_error ie;
+  pg_error_clear(&ie);
+  w->calls++;
+  int rc = pg_impl_invoke(&w->impl, &req, &o, &ie);
+  if (rc != PG_OK) {
+    inputs_failed(w, c, cs, rc, ie.message, err);
+  } else if (o.status != PG_IMPL_DONE) {
+    rc = inputs_failed(w, c, cs, PG_EIMPL, o.summary[0] ? o.summary : "failed", err);
+  } else {
+    for (int i = 0; i < c->n_primary; i++) {
+      pg_tensor_reset(&d->inputs[i]);
+      pg_tensor_move(&d->inputs[i], &o.outputs[i]);
+      pg_tensor_set_name(&d->inputs[i], specs[i].name);
+    }
+    rc = read_result(c, cs, path, d, unread, size, err);
+  }
+  pg_impl_outcome_reset(&o);
+  unlink(path);
+  free(path);
+  return rc;
 }

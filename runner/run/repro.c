@@ -54,7 +54,8 @@ char *pg__repro(const struct pg_run_opts *o, int k, const char *contract, const 
   option(f, "--impl", o->impl_spec);
   if (o->python) option(f, "--python", o->python);
   snprintf(t, sizeof t, "%d", k);
-  option(f, "--up-to-module", t);
+  if (o->e2e) word(f, "--e2e");
+  else option(f, "--up-to-module", t);
   option(f, "--case", case_id);
   option(f, "--modes", modes);
   if (o->golden_lib) option(f, "--golden-lib", o->golden_lib);

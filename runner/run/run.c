@@ -250,6 +250,14 @@ static int check_phase(struct pg__run *rc, struct pg_error *err) {
   const struct pg_run_opts *o = rc->o;
   const struct pg_contract *c = &rc->contract;
   int k = o->up_to_module;
+  if (o->e2e && (k == 0 || k == c->n_modules)) { /* the whole op: phase N */
+    rc->k = c->n_modules;
+    return PG_OK;
+  }
+  if (o->e2e)
+    return pg_error_set(err, PG_EINVAL, "--e2e runs the whole op, phase %d of op '%s'; "
+                        "--up-to-module %s names another", c->n_modules, c->op,
+                        o->up_to_module_arg ? o->up_to_module_arg : "?");
   if (k >= 1 && k <= c->n_modules) {
     rc->k = k;
     return PG_OK;
@@ -283,10 +291,16 @@ static char *report_path_for(const struct pg__run *rc, const char *op, int k) {
   const struct pg_run_opts *o = rc->o;
   int dir_given = o->report_dir && *o->report_dir;
   if (o->report_path) return pg_strdup(o->report_path);
+  if (!dir_given && o->op_dir && !o->contract_path && o->e2e &&
+      pg_op_dir_layout(o->op_dir) == PG_OP_LAYOUT_PYPTO)
+    return pg_path_fmt("%s/eval/evaluation_report_e2e.json", o->op_dir);
   if (!dir_given && o->op_dir && !o->contract_path &&
       pg_op_dir_layout(o->op_dir) == PG_OP_LAYOUT_PYPTO)
     return pg_path_fmt("%s/eval/evaluation_report.json", o->op_dir);
   const char *name = o->report_name && *o->report_name ? o->report_name : op;
+  if (o->e2e)
+    return pg_path_fmt("%s/%s/e2e/evaluation_report.json",
+                       dir_given ? o->report_dir : "phasegate-reports", name);
   return pg_path_fmt("%s/%s/M%d/evaluation_report.json",
                      dir_given ? o->report_dir : "phasegate-reports", name, k);
 }
@@ -299,7 +313,15 @@ static char *default_report_path(const struct pg__run *rc) {
  * an ERROR per case. --golden-data brings its own references. */
 static int check_golden(struct pg__run *rc, struct pg_error *err) {
   const struct pg_contract *c = &rc->contract;
-  if (rc->o->golden_data || pg_contract_phase_golden(c, rc->k) != PG_PHASE_GOLDEN_NONE)
+  if (rc->o->e2e && !rc->o->golden_data &&
+      pg_contract_phase_golden(c, 0) == PG_PHASE_GOLDEN_NONE) {
+    char why[768];
+    pg_contract_no_golden_reason(c, 0, why, sizeof why);
+    return pg_error_set(err, PG_EVALIDATE, "%s: --e2e compares op '%s' with its op-level "
+                        "golden: %s", rc->contract_path, c->op, why);
+  }
+  if (rc->o->golden_data || rc->o->e2e ||
+      pg_contract_phase_golden(c, rc->k) != PG_PHASE_GOLDEN_NONE)
     return PG_OK;
   char why[768];
   pg_contract_no_golden_reason(c, rc->k, why, sizeof why);
@@ -312,15 +334,45 @@ static int check_golden(struct pg__run *rc, struct pg_error *err) {
  * the earlier phases too). Its process starts with the first golden computed. */
 static int open_py_golden(struct pg__run *rc, struct pg_error *err) {
   const struct pg_run_opts *o = rc->o;
-  int any = 0;
-  for (int j = 1; j <= rc->k; j++)
+  int any = rc->contract.test_inputs != NULL; /* make_inputs runs in the same worker */
+  for (int j = o->e2e ? 0 : 1; j <= (o->e2e ? 0 : rc->k); j++)
     any |= pg_contract_phase_golden(&rc->contract, j) == PG_PHASE_GOLDEN_PYTHON;
   if (!any || o->golden_data) return PG_OK;
   /* an interpreter that cannot run them: one error now, not one per case */
-  PG_RETURN_IF_ERROR(pg__py_golden_preflight(o->python, &rc->contract, rc->k, rc->python, err));
+  PG_RETURN_IF_ERROR(pg__py_golden_preflight(o->python, &rc->contract, o->e2e ? 0 : rc->k,
+                                             rc->python, err));
   struct pg_py_golden_worker_opts po = {o->python, o->work_dir, o->work_dir, rc->timeout_s,
                                         o->serve_control, o->hooks.redact_numbers};
   return pg_py_golden_worker_open(&po, &rc->py, err);
+}
+
+/* The impl of --impl (rc->own.impl_spec), its load probe started: the plugin's (a fork +
+ * dlopen) runs while the contract and suite load; its verdict is collected in
+ * check_before_cases. Forked before any thread exists. */
+static int open_impl(struct pg__run *rc, struct pg_error *err) {
+  const struct pg_run_opts *o = rc->o;
+  PG_RETURN_IF_ERROR(pg_impl_parse(o->impl_spec, &rc->impl, err));
+  rc->impl.fresh_process = o->fresh_process;
+  rc->impl.max_calls = o->worker_max_calls;
+  rc->impl.serve_control = o->serve_control;
+  rc->impl.python = o->python;
+  rc->impl.log_dir = o->work_dir;
+  if (rc->not_implemented) return PG_OK;
+  return pg_impl_check_start(&rc->impl, o->timeout_s > 0 ? o->timeout_s : 120, o->rlimit_as,
+                             &rc->probe, err);
+}
+
+/* --e2e without --impl: the op directory's integrated <op>_impl.py, through <op>_wrapper. */
+static int default_e2e_impl(struct pg__run *rc, struct pg_error *err) {
+  const struct pg_contract *c = &rc->contract;
+  if (!c->op_impl)
+    return pg_error_set(err, PG_ENOENT, "--e2e: op '%s' has no integrated impl %s/%s_impl.py; "
+                        "write it, or name the impl with --impl", c->op,
+                        c->op_dir ? c->op_dir : "<op dir>", c->op);
+  rc->default_impl = pg_path_fmt("python:%s::%s_wrapper", c->op_impl, c->op);
+  if (!rc->default_impl) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  rc->own.impl_spec = rc->default_impl;
+  return open_impl(rc, err);
 }
 
 /* The impl (its load probe started), the contract, the phase, the suite. */
@@ -328,21 +380,13 @@ static int load(struct pg__run *rc, struct pg_run_summary *s, struct pg_diags *d
                 struct pg_error *err) {
   const struct pg_run_opts *o = rc->o;
   int ret, n_printed = 0;
-  if (!o->impl_spec) return pg_error_set(err, PG_EINVAL, "--impl is required");
-  PG_RETURN_IF_ERROR(pg_impl_parse(o->impl_spec, &rc->impl, err));
-  rc->impl.fresh_process = o->fresh_process;
-  rc->impl.max_calls = o->worker_max_calls;
-  rc->impl.serve_control = o->serve_control;
-  rc->impl.python = o->python;
-  rc->impl.log_dir = o->work_dir;
+  if (!o->impl_spec && !o->e2e) return pg_error_set(err, PG_EINVAL, "--impl is required");
   /* A phase not implemented yet never touches the impl, not even its load probe (its
-   * library may lack the phase's wrapper, or not be built at all). */
-  rc->not_implemented = o->implemented_phases > 0 && o->up_to_module > o->implemented_phases;
-  /* The plugin's load probe (a fork + dlopen) runs while the contract and suite load;
-   * its verdict is collected in check_before_cases. Forked before any thread exists. */
-  if (!rc->not_implemented)
-    PG_RETURN_IF_ERROR(pg_impl_check_start(&rc->impl, o->timeout_s > 0 ? o->timeout_s : 120,
-                                           o->rlimit_as, &rc->probe, err));
+   * library may lack the phase's wrapper, or not be built at all). --e2e runs the
+   * integrated impl, whatever the staged phases have reached. */
+  rc->not_implemented = !o->e2e && o->implemented_phases > 0 &&
+                        o->up_to_module > o->implemented_phases;
+  if (o->impl_spec) PG_RETURN_IF_ERROR(open_impl(rc, err));
   if (!o->contract_path && !o->op_dir)
     return pg_error_set(err, PG_EINVAL, "--op-dir or --contract is required");
   rc->stage = PG__STAGE_OP_FILES; /* from here to the case selection: the op's files */
@@ -361,6 +405,7 @@ static int load(struct pg__run *rc, struct pg_run_summary *s, struct pg_diags *d
     return ret;
   }
   PG_RETURN_IF_ERROR(pg_golden_plan_build(&rc->contract.graph, &rc->plan, err));
+  if (!o->impl_spec) PG_RETURN_IF_ERROR(default_e2e_impl(rc, err));
   PG_RETURN_IF_ERROR(check_phase(rc, err));
   PG_RETURN_IF_ERROR(check_implemented(rc, err));
   if (!rc->not_implemented) PG_RETURN_IF_ERROR(check_golden(rc, err));
@@ -615,7 +660,8 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
                         "required (pass pg_report_hooks())");
   struct pg__run *rc = calloc(1, sizeof *rc);
   if (!rc) return pg_error_set(err, PG_ENOMEM, "out of memory");
-  rc->o = o;
+  rc->own = *o;
+  rc->o = &rc->own;
   identify(rc);
   /* first, before the probe, BLAS or input threads and any impl process: whatever the
    * impl's processes fork is ended with this run, kill -9 included. Without one (no
@@ -668,6 +714,7 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
   pg_golden_plan_free(rc->plan);
   pg_suite_reset(&rc->suite);
   pg_contract_reset(&rc->contract);
+  free(rc->default_impl);
   free(rc);
   return ret;
 }

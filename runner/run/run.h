@@ -375,6 +375,9 @@ struct pg_run_opts {
   const char *python;         /* the interpreter of python: impls and Python goldens
                                  (NULL: $PHASEGATE_PYTHON, python3) */
   int no_bisect;              /* do not search earlier boundaries on failure */
+  int e2e;                    /* --e2e: the integrated impl (default python:<op dir>/<op>_impl.py)
+                                 against the op-level golden on the final outputs, as phase N
+                                 (docs/pypto.md "The end-to-end check") */
   int jobs;                   /* > 1: run cases in that many worker processes */
   const char *self_exe;       /* for repro lines; NULL = "phasegate" */
   const char *tool_version;
@@ -417,6 +420,15 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
 int pg_op_load(const char *contract_path, const char *suite_path, struct pg_contract *c,
                struct pg_suite *s, struct pg_diags *d, struct pg_error *err);
 
+/* The knobs check of an op with eval/test_inputs.py (run/knobs.c, docs/pypto.md "Inputs
+ * from make_inputs"), for `validate`: make_inputs(case) of every case, dry, through a
+ * Python worker of `python` (its messages through `redact`, the number barrier); a
+ * warning per (case, knob) never read, an error per case make_inputs cannot make, a
+ * warning when the interpreter cannot run the file. PG_OK (findings in d) or PG_ENOMEM. */
+int pg_suite_check_knobs(const struct pg_contract *c, const struct pg_suite *s,
+                         const char *python, char *(*redact)(const char *text),
+                         struct pg_diags *d);
+
 /* Device id from CTEST_RESOURCE_GROUP_0 / CTEST_RESOURCE_GROUP_0_<TYPE>, else -1. */
 int pg_run_device_from_env(void);
 
@@ -428,6 +440,8 @@ struct pg_case_data {
   struct pg_tensor *inputs;   /* n_inputs, contract order, named after generation */
   int n_inputs;
   struct pg_cancel_result cancel;
+  char *arguments;            /* make_inputs's argument order and non-tensor inputs, the
+                                 request's "arguments" (JSON, owned); NULL: contract order */
 };
 /* Allocates the inputs of the contract's primary inputs (PG_ENOMEM); reset it with
  * pg_case_data_reset whatever this returns. */
@@ -464,6 +478,16 @@ int pg_py_golden_worker_open(const struct pg_py_golden_worker_opts *o,
 void pg_py_golden_worker_close(struct pg_py_golden_worker *w); /* NULL is fine */
 
 struct pg_case_data;
+/* The case's inputs from the op's own input code, `make_inputs(case)` of c->test_inputs
+ * (docs/pypto.md "Inputs from make_inputs"), through the worker: d->inputs (bound dims
+ * in d->dims) in contract order, d->arguments when make_inputs gives another argument
+ * order or non-tensor inputs. `unread` (size bytes, may be NULL) gets the case's knobs
+ * (pg_case_key_is_knob) that make_inputs never read, comma-separated ("" when none). A
+ * test_inputs.py that does not import, a make_inputs that raises or returns the wrong
+ * kind, count, shape or dtype is PG_EIMPL with a message naming the file and case. */
+int pg_py_make_inputs(struct pg_py_golden_worker *w, const struct pg_contract *c,
+                      const struct pg_case *cs, struct pg_case_data *d, char *unread,
+                      size_t size, struct pg_error *err);
 /* Python golden k of the contract (k = 0: the op level; outputs: the final outputs)
  * on the case's primary inputs, into out[0..*n_out) named after the outputs. A golden
  * that fails (an exception, a crash, a timeout, a missing function) is PG_EIMPL with a

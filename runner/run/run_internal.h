@@ -14,6 +14,7 @@
  *   golden_cache.c  the on-disk golden cache;  py_golden.c  Python goldens
  *   inputs.c    a case's primary inputs;  cancel.c  cancellation_stress
  *   check.c     the one validation of an op;  inspect.c  inspection probes
+ *   knobs.c     validate's dry make_inputs calls: knobs it never reads
  */
 #ifndef PHASEGATE_RUN_INTERNAL_H
 #define PHASEGATE_RUN_INTERNAL_H
@@ -33,7 +34,9 @@ enum pg__refusal_stage {
 };
 
 struct pg__run {
-  const struct pg_run_opts *o;
+  const struct pg_run_opts *o; /* &own: the caller's options, --e2e's default impl filled */
+  struct pg_run_opts own;
+  char *default_impl;         /* --e2e without --impl: python:<op dir>/<op>_impl.py::<op>_wrapper */
   int k;                      /* the phase, checked once against the contract */
   struct pg_contract contract;
   struct pg_suite suite;
@@ -275,7 +278,7 @@ void pg__classify_mutant_strength(struct pg_tensor_check *t, enum pg_hint_kind k
  * within it. */
 void pg__classify_reproducer(struct pg_tensor_check *t, double spread, const char *orders);
 /* Before any case (run/py_golden.c): the interpreter can run the Python goldens of
- * phases 1..k — numpy, and torch where a golden file imports it (pg_python_preflight):
+ * phases 1..k (k = 0: the op-level one) and the op's test_inputs.py — numpy, and torch where a golden file imports it (pg_python_preflight):
  * PG_OK, or one error naming the interpreter, what it lacks and how to choose another. */
 int pg__py_golden_preflight(const char *python, const struct pg_contract *c, int k,
                             char *about, struct pg_error *err);

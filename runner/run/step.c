@@ -60,6 +60,7 @@ void pg__call_init(const struct pg__run *rc, int k, const struct pg_case *cs,
   req->knobs_json = cs->json ? cs->json : "{}";
   req->inputs = d->inputs;
   req->n_inputs = rc->contract.n_primary;
+  req->arguments_json = d->arguments; /* make_inputs's order and non-tensor inputs */
   req->outputs = specs;
   req->n_outputs = n_out;
   req->timeout_s = rc->timeout_s;

@@ -68,7 +68,7 @@ static void keyfix_init(struct keyfix *k) {
   k->dv[1] = (struct pg_dim_value){"S", 64, {0, 0}};
   k->dims.items = k->dv;
   k->dims.count = 2;
-  k->key = (struct pg_golden_cache_key){k->contract, k->lib, "{\"id\":\"L1\"}", &k->dims, 2, 32, "0.1.0", NULL, NULL, NULL};
+  k->key = (struct pg_golden_cache_key){k->contract, k->lib, "{\"id\":\"L1\"}", &k->dims, 2, 32, "0.1.0", NULL, NULL, NULL, NULL};
 }
 
 static void hash_of(const struct pg_golden_cache_key *key, char *hex) {
@@ -112,6 +112,15 @@ PG_TEST(cache_key_changes) {
   write_file(k.lib, "\177ELF rebuilt\n");
   hash_of(&k.key, h);
   PG_CHECK(strcmp(base, h) != 0);
+  /* make_inputs's code is part of the key, by content (docs/pypto.md) */
+  char ti[600], h2[65];
+  snprintf(ti, sizeof ti, "%s/test_inputs.py", pg_test_tmpdir());
+  write_file(ti, "def make_inputs(case):\n    return {}\n");
+  kk = k.key; kk.test_inputs_path = ti; hash_of(&kk, h2);
+  PG_CHECK(strcmp(h, h2) != 0);
+  write_file(ti, "def make_inputs(case):\n    return {'x': 1}\n");
+  hash_of(&kk, base);
+  PG_CHECK(strcmp(base, h2) != 0);
   /* unreadable inputs are errors */
   struct pg_error err;
   kk = k.key;

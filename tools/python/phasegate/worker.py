@@ -7,6 +7,9 @@ Python goldens. Each request is the worker request plus
 
     "call": {"file": "/abs/path/module.py", "function": "name", "cast_outputs": false}
 
+("fallback": a function to call when the module lacks "function": <op>_wrapper of the
+integrated <op>_impl.py in the last phase, docs/pypto.md "L0 ops".)
+
 The worker imports the file (once per path), converts the primary inputs (request
 order) to torch tensors on the mode's device (cpu/sim: CPU, cuda: cuda:<id> when
 torch.cuda.is_available(), npu: npu:<id> when torch_npu imports and torch.npu is
@@ -27,6 +30,15 @@ cuda, torch.npu.set_device / torch.cuda.set_device on it. Mode npu also needs th
 environment lines of preflight.ENV_LINES (ASCEND_HOME_PATH): unavailable, naming the
 variable, without them.
 
+With "kind": "make_inputs" the call is the op's own input code instead
+(docs/pypto.md "Inputs from make_inputs"): `make_inputs(case)` of eval/test_inputs.py,
+called with the suite's case object (a dict that records which keys it reads), returns
+the inputs; the request's outputs are the contract's primary inputs, written from what
+it returned (a dict by name, or a tuple / list in PRIMARY_INPUT_ORDER, the module
+attribute, else contract order); "result_file" gets {"read": keys read, "order": the
+argument order, "scalars": non-tensor inputs by name}. An impl or golden request with
+"arguments": {"order", "scalars"} is called with that order, scalars passed as such.
+
 Answers: ok; unavailable (the mode cannot run here, with the reason); error (an
 exception, traceback on stderr, its type and message as "exc_type" / "exc_message", and
 "stage": "import" when importing the impl raised it); structural (no such function or
@@ -36,6 +48,8 @@ a tensor).
 import ast
 import importlib
 import importlib.util
+import inspect
+import json
 import os
 import sys
 import types
@@ -117,6 +131,69 @@ def _namespaces(mod, fn):
     if isinstance(g, dict) and g is not out[0]:
         out.append(g)
     return out
+
+
+class _RecordingCase(dict):
+    """The case dict make_inputs gets: records every key it reads (item access, get,
+    `in`, pop, setdefault). Iterating it (keys, items, values, a copy, **case) counts as
+    reading every key, so code that copies the case is never told a knob went unread."""
+
+    def __init__(self, d):
+        super().__init__(d)
+        self.read = set()
+
+    def __getitem__(self, k):
+        self.read.add(k)
+        return super().__getitem__(k)
+
+    def get(self, k, default=None):
+        self.read.add(k)
+        return super().get(k, default)
+
+    def __contains__(self, k):
+        self.read.add(k)
+        return super().__contains__(k)
+
+    def pop(self, k, *default):
+        self.read.add(k)
+        return super().pop(k, *default)
+
+    def setdefault(self, k, default=None):
+        self.read.add(k)
+        return super().setdefault(k, default)
+
+    def _all(self):
+        self.read.update(super().keys())
+
+    def __iter__(self):
+        self._all()
+        return super().__iter__()
+
+    def keys(self):
+        self._all()
+        return super().keys()
+
+    def items(self):
+        self._all()
+        return super().items()
+
+    def values(self):
+        self._all()
+        return super().values()
+
+    def copy(self):
+        self._all()
+        return dict(super().items())
+
+
+def _is_scalar(v):
+    return isinstance(v, (bool, int, float)) or v is None or isinstance(v, str)
+
+
+def _leaf_dtype(leaf, torch):
+    if torch is not None and isinstance(leaf, torch.Tensor):
+        return str(leaf.dtype).replace("torch.", "")
+    return np.asarray(leaf).dtype.name
 
 
 class Worker:
@@ -334,11 +411,101 @@ class Worker:
                 if callable(normalise):
                     normalise()
 
+    # ---- make_inputs (docs/pypto.md "Inputs from make_inputs")
+
+    def make_inputs(self, req, call):
+        path = call["file"]
+        where = "make_inputs"   # the runner names the file and the case
+        mod = self.module(path)
+        fn = getattr(mod, "make_inputs", None)
+        if not callable(fn):
+            raise Structural(f"{os.path.basename(path)} has no function make_inputs(case)")
+        names = [spec["name"] for spec in req.output_list]
+        order = getattr(mod, "PRIMARY_INPUT_ORDER", None)
+        if order is None:
+            order = list(names)
+        elif not isinstance(order, (list, tuple)) or not all(isinstance(n, str) for n in order):
+            raise Structural(f"PRIMARY_INPUT_ORDER must be a list of input names, "
+                             f"not {order!r}")
+        order = list(order)
+        missing = [n for n in names if n not in order]
+        if missing:
+            raise Structural(f"PRIMARY_INPUT_ORDER {order} lacks the contract's "
+                             f"primary input(s) {missing}")
+        case = _RecordingCase(req.knobs)
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            params = {}
+        # inputs are made once on the CPU; each mode's worker moves them to its device
+        result = fn(case, device="cpu") if "device" in params else fn(case)
+        if isinstance(result, dict):
+            values = dict(result)
+        elif isinstance(result, (tuple, list)):
+            if len(result) != len(order):
+                raise Structural(f"{where} returned {len(result)} value(s), "
+                                 f"PRIMARY_INPUT_ORDER has {len(order)}: {order}")
+            values = dict(zip(order, result))
+        elif len(order) == 1:
+            values = {order[0]: result}
+        else:
+            raise Structural(f"{where} returned a {type(result).__name__}; expected "
+                             f"a dict of the inputs by name, or a tuple in the order {order}")
+        scalars = {}
+        for n in order:
+            if n not in values:
+                raise Structural(f"{where} returned no '{n}' (it returned "
+                                 f"{sorted(map(str, values))})")
+            if isinstance(values[n], np.generic):   # np.float32(0.5): the number
+                values[n] = values[n].item()
+            if n not in names:
+                if not _is_scalar(values[n]):
+                    raise Structural(f"{where}: '{n}' is a {type(values[n]).__name__}, and the "
+                                     "contract declares no primary input of that name (declare "
+                                     "it, or make it a number)")
+                scalars[n] = values[n]
+        for spec in req.output_list:
+            n, leaf = spec["name"], values[spec["name"]]
+            want = tuple(int(x) for x in spec["shape"])
+            if isinstance(leaf, (bool, int, float)):
+                scalars[n] = leaf   # passed as such, kept as a tensor for goldens and data
+                leaf = np.full(want, leaf, dtype=npy.numpy_dtype(spec["dtype"])) \
+                    if spec["dtype"] != npy.BFLOAT16 else leaf
+            if self.torch is not None and isinstance(leaf, self.torch.Tensor):
+                leaf = leaf.detach().cpu()
+            elif not isinstance(leaf, np.ndarray):
+                raise Structural(f"{where}: input '{n}' is a {type(leaf).__name__}, not a "
+                                 "tensor, an array or a number")
+            got = tuple(leaf.shape)
+            if got != want:
+                raise Structural(f"{where}: input '{n}' has shape {list(got)}, the contract "
+                                 f"declares {list(want)} for this case")
+            dt = _leaf_dtype(leaf, self.torch)
+            if dt != spec["dtype"]:
+                raise Structural(f"{where}: input '{n}' is {dt}, the contract (with the case's "
+                                 f"dtype) declares {spec['dtype']}")
+            npy.save(req.output_path(n), self.to_array(leaf, spec, False))
+        with open(call["result_file"], "w") as f:
+            json.dump({"read": sorted(str(k) for k in case.read), "order": order,
+                       "scalars": scalars}, f)
+
+    def arguments(self, req, device):
+        """The call's positional arguments: the inputs in request order, or in the order
+        make_inputs gave ("arguments"), its non-tensor inputs passed as such."""
+        spec = req.raw.get("arguments")
+        if not isinstance(spec, dict):
+            return [self.to_input(req, n, device) for n in req.input_names]
+        scalars = spec.get("scalars") or {}
+        return [scalars[n] if n in scalars else self.to_input(req, n, device)
+                for n in spec.get("order") or req.input_names]
+
     def call(self, req):
         call = req.raw.get("call")
         if not isinstance(call, dict) or not isinstance(call.get("file"), str):
             raise ValueError('the request has no "call" object with a "file" (phasegate.worker '
                              'serves python: impls and Python goldens)')
+        if call.get("kind") == "make_inputs":
+            return self.make_inputs(req, call)
         fname = call.get("function") or f"{req.op}_module{req.suffix}_wrapper"
         cast = bool(call.get("cast_outputs", False))
         if not os.path.isfile(call["file"]):   # python:DIR without this phase's staged file
@@ -349,16 +516,20 @@ class Worker:
         os.environ["TILE_FWK_DEVICE_ID"] = str(req.device_id)
         mod = self.module(call["file"])
         fn = getattr(mod, fname, None)
+        fallback = call.get("fallback")   # the integrated <op>_impl.py's <op>_wrapper
+        if not callable(fn) and fallback and callable(getattr(mod, fallback, None)):
+            fname, fn = fallback, getattr(mod, fallback)
         if not callable(fn):
-            raise Structural(f"{call['file']} has no function '{fname}' (phase {req.suffix} "
-                             f"calls {fname}(*primary_inputs))", missing="function")
+            also = f" nor '{fallback}'" if fallback else ""
+            raise Structural(f"{call['file']} has no function '{fname}'{also} (phase "
+                             f"{req.suffix} calls {fname}(*primary_inputs))", missing="function")
         pypto = self.pypto_for(mod, fn) if req.mode in _PYPTO_RUN_MODES else None
         device = self.device(req.mode, req.device_id, pypto)
         self.set_device(req.mode, req.device_id)
         # a pypto impl gets host tensors; its device is still the mode's
         req.device_name = self.device_name(device if pypto is None
                                            else f"{req.mode}:{req.device_id}")
-        args = [self.to_input(req, n, device) for n in req.input_names]
+        args = self.arguments(req, device)
         if pypto is not None:
             self.set_run_mode(pypto, req.mode, mod, fn)
         result = fn(*args)

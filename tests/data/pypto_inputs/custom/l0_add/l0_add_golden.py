@@ -1,0 +1,2 @@
+def l0_add_golden(a, b):
+    return a + b
