@@ -33,9 +33,10 @@ export L0_ADD_BUG=1
 step 1 "l0_add M1: FAIL  0 passed, 2 failed" run --op-dir $l0 \
   --impl python:$l0/l0_add_impl.py --up-to-module 1 --report "$out/l0_bug.json" --fresh-process
 unset L0_ADD_BUG
-# a staged wrapper wins over <op>_wrapper; a file with neither names both
+# a staged wrapper wins over <op>_wrapper; a file with neither names both (an ERROR: the
+# workflow routes a missing function to the impl author, not the kernel debugger)
 printf 'def nothing(a, b):\n    return a\n' > "$out/l0_add_impl.py"
-step 1 "has no function 'l0_add_module1_wrapper' nor 'l0_add_wrapper'" run --op-dir $l0 \
+step 2 "has no function 'l0_add_module1_wrapper' nor 'l0_add_wrapper'" run --op-dir $l0 \
   --impl python:$out/l0_add_impl.py --up-to-module 1 --case smoke --report "$out/l0_none.json"
 step 0 "l0_add M1: PASS" run --e2e --op-dir $l0 --case smoke
 [ -f $l0/eval/evaluation_report_e2e.json ] || { echo "FAIL: no $l0/eval/evaluation_report_e2e.json"; fails=1; }
