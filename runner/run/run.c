@@ -328,8 +328,12 @@ static int load(struct pg__run *rc, struct pg_run_summary *s, struct pg_diags *d
                 struct pg_error *err) {
   const struct pg_run_opts *o = rc->o;
   int ret, n_printed = 0;
-  if (!o->impl_spec) return pg_error_set(err, PG_EINVAL, "--impl is required");
-  PG_RETURN_IF_ERROR(pg_impl_parse(o->impl_spec, &rc->impl, err));
+  int strength_only = o->strength_policy == PG_STRENGTH_ONLY; /* no impl at all */
+  if (!o->impl_spec && !strength_only) return pg_error_set(err, PG_EINVAL, "--impl is required");
+  if (strength_only && o->golden_data)
+    return pg_error_set(err, PG_EINVAL, "suite strength is kept in the golden cache: it "
+                        "cannot be computed from --golden-data");
+  if (!strength_only) PG_RETURN_IF_ERROR(pg_impl_parse(o->impl_spec, &rc->impl, err));
   rc->impl.fresh_process = o->fresh_process;
   rc->impl.max_calls = o->worker_max_calls;
   rc->impl.serve_control = o->serve_control;
@@ -340,7 +344,7 @@ static int load(struct pg__run *rc, struct pg_run_summary *s, struct pg_diags *d
   rc->not_implemented = o->implemented_phases > 0 && o->up_to_module > o->implemented_phases;
   /* The plugin's load probe (a fork + dlopen) runs while the contract and suite load;
    * its verdict is collected in check_before_cases. Forked before any thread exists. */
-  if (!rc->not_implemented)
+  if (!rc->not_implemented && !strength_only)
     PG_RETURN_IF_ERROR(pg_impl_check_start(&rc->impl, o->timeout_s > 0 ? o->timeout_s : 120,
                                            o->rlimit_as, &rc->probe, err));
   if (!o->contract_path && !o->op_dir)
@@ -389,7 +393,7 @@ static int configure(struct pg__run *rc, struct pg_error *err) {
     rc->modes[n] = rc->mode_store[n];
     p = e ? e + 1 : p + len;
   }
-  rc->n_modes = n;
+  rc->n_modes = o->strength_policy == PG_STRENGTH_ONLY ? 0 : n;
   rc->timeout_s = o->timeout_s > 0 ? o->timeout_s : 120;
   /* the device's kind: the CTest resource type that gave it, else the last mode (the
    * device-like one, docs/design.md §8) */
@@ -576,6 +580,11 @@ static void run_cases(struct pg__run *rc, const int *sel, int n_sel, struct pg_r
   struct pg_error re;
   pg_error_clear(&re);
   int wrote = PG_OK;
+  if (o->strength_policy == PG_STRENGTH_ONLY) { /* the cache is the result: no report */
+    for (int i = 0; i < n_sel; i++) pg__run_case(rc, &rc->suite.cases[sel[i]], &results[i]);
+    pg__classify_strength_run(s, results, n_sel);
+    return;
+  }
   if (o->jobs > 1 && n_sel > 1 && !rc->not_implemented) {
     pg__blas_preload_join(rc); /* before forking the workers */
     wrote = pg__run_parallel(rc, sel, n_sel, o->jobs > 64 ? 64 : o->jobs, results, &re);
@@ -630,12 +639,13 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
     ret = select_cases(rc, &sel, &n_sel, err);
     if (ret == PG_OK) rc->stage = PG__STAGE_ENVIRONMENT;
   }
-  if (ret == PG_OK) {
+  if (ret == PG_OK && o->strength_policy != PG_STRENGTH_ONLY) {
     s->report_path = default_report_path(rc);
     rc->report_path = s->report_path;
     if (!s->report_path) ret = pg_error_set(err, PG_ENOMEM, "out of memory");
   }
-  if (ret == PG_OK) ret = check_before_cases(rc, sel, n_sel, err);
+  if (ret == PG_OK && o->strength_policy != PG_STRENGTH_ONLY)
+    ret = check_before_cases(rc, sel, n_sel, err);
   if (ret == PG_OK && !(results = calloc((size_t)n_sel + 1, sizeof *results)))
     ret = pg_error_set(err, PG_ENOMEM, "out of memory");
   if (ret == PG_OK) run_cases(rc, sel, n_sel, s, results);
@@ -646,7 +656,7 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
   if (ret != PG_OK) {
     s->exit_code = 2;
     s->status = PG_VERDICT_ERROR;
-    persist_refusal(rc, &diags, err, s);
+    if (o->strength_policy != PG_STRENGTH_ONLY) persist_refusal(rc, &diags, err, s);
   }
   for (int i = 0; results && i < n_sel; i++) pg_case_result_reset(&results[i]);
   free(results);
