@@ -323,6 +323,21 @@ static int open_py_golden(struct pg__run *rc, struct pg_error *err) {
   return pg_py_golden_worker_open(&po, &rc->py, err);
 }
 
+/* Starts the persistent process of the first mode on the device (pg_impl_prestart), as
+ * configure() will name them; a --modes that configure() refuses starts nothing. */
+static void prestart_first_mode(struct pg__run *rc) {
+  const struct pg_run_opts *o = rc->o;
+  struct pg_error e;
+  pg_error_clear(&e);
+  if (parse_modes(rc, o->modes, &e) != PG_OK) return; /* reported by configure() */
+  char first[64];
+  snprintf(first, sizeof first, "%.*s", (int)strcspn(rc->modes_buf, ","), rc->modes_buf);
+  char kind[64];
+  int device = o->device_id >= 0 ? o->device_id : device_from_env(kind, sizeof kind);
+  pg_impl_prestart(&rc->impl, first, device < 0 ? 0 : device, o->rlimit_as,
+                   o->timeout_s > 0 ? o->timeout_s : 120);
+}
+
 /* The impl (its load probe started), the contract, the phase, the suite. */
 static int load(struct pg__run *rc, struct pg_run_summary *s, struct pg_diags *diags,
                 struct pg_error *err) {
@@ -342,8 +357,13 @@ static int load(struct pg__run *rc, struct pg_run_summary *s, struct pg_diags *d
   /* A phase not implemented yet never touches the impl, not even its load probe (its
    * library may lack the phase's wrapper, or not be built at all). */
   rc->not_implemented = o->implemented_phases > 0 && o->up_to_module > o->implemented_phases;
-  /* The plugin's load probe (a fork + dlopen) runs while the contract and suite load;
-   * its verdict is collected in check_before_cases. Forked before any thread exists. */
+  /* The first mode's persistent process starts now (not with --jobs: the workers fork
+   * and start their own), so its start-up overlaps everything up to the first call; a
+   * plugin host's load is then the plugin's load probe too (one dlopen, not two). */
+  if (!rc->not_implemented && !strength_only && o->jobs <= 1) prestart_first_mode(rc);
+  /* The plugin's load probe (a fork + dlopen, or the prestarted host's handshake) runs
+   * while the contract and suite load; its verdict is collected in check_before_cases.
+   * Forked before any thread exists. */
   if (!rc->not_implemented && !strength_only)
     PG_RETURN_IF_ERROR(pg_impl_check_start(&rc->impl, o->timeout_s > 0 ? o->timeout_s : 120,
                                            o->rlimit_as, &rc->probe, err));
@@ -629,11 +649,6 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
   int *sel = NULL, n_sel = 0;
   int ret = load(rc, s, &diags, err);
   if (ret == PG_OK) ret = configure(rc, err);
-  /* The first mode's persistent impl process starts now, while the cases are selected,
-   * the impl checked and the first inputs generated (not with --jobs: the workers fork
-   * and start their own). */
-  if (ret == PG_OK && o->jobs <= 1 && rc->n_modes > 0 && !rc->not_implemented)
-    pg_impl_prestart(&rc->impl, rc->modes[0], rc->device_id, o->rlimit_as, rc->timeout_s);
   if (ret == PG_OK) {
     rc->stage = PG__STAGE_OP_FILES;
     ret = select_cases(rc, &sel, &n_sel, err);
