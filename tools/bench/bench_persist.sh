@@ -93,7 +93,9 @@ else
   echo "1. skipped: $py cannot import torch"
 fi
 
-slow() { PG_BENCH_FIRST_CALL_MS=200 run --no-bisect --impl "plugin:$noop" "$@"; }
+# (no diagnosis: the no-op impl fails every precision case, and its counterfactual
+# goldens would be most of both runs' time)
+slow() { PG_BENCH_FIRST_CALL_MS=200 run --no-bisect --diagnose-budget 0 --impl "plugin:$noop" "$@"; }
 h=$(median_ms slow)
 f=$(median_ms slow --fresh-process)
 echo "2. plugin with a 200 ms first call, $ncases cases:"
