@@ -220,7 +220,7 @@ for impl in plugin worker; do
   line=$(awk -v i="$impl" '$2 == i && $3 == "api" && $4 !~ /crash/ {print; exit}' "$out/serve.txt")
   row "\`phasegate serve\` clients × calls, no-op \`$impl:\` (\`tools/stress/serve_load.sh $serve_args\`)" \
     "$(echo "$line" | grep -o 'calls_per_s=[^ ]*') $(echo "$line" | grep -o 'p99_ms=[^ ]*')" \
-    "no peer in that run" "" "0 lost: $(echo "$line" | grep -o ' lost=[^ ]*') $(echo "$line" | cut -c1-4)" \
+    "no peer in that run" "" "0 lost:$(echo "$line" | grep -o ' lost=[^ ]*') ($(echo "$line" | cut -c1-4 | tr -d ' '))" \
     "$(load serve)"
 done
 
