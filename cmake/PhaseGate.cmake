@@ -45,7 +45,10 @@ impl's output at the Mk boundary with the cumulative golden. The cases are liste
   Registers, in the current directory:
 
   * ``<op>/contract`` — ``phasegate validate`` (every contract and suite finding);
-  * ``<op>/composition`` — ``phasegate selftest`` (composition verification);
+  * ``<op>/composition`` — ``phasegate selftest --suite-strength`` (composition
+    verification, then the suite strength of every phase and case computed once into
+    the golden cache, where every case test's report reads it: docs/runner.md "Suite
+    strength");
   * ``<op>/M<k>/L<n>/<case>`` — ``phasegate run --up-to-module <k> --case <case>``
     for every phase ``k`` and every case;
   * ``<op>/M<k>/gate`` — the barrier of phase ``k`` (see ``GATE``);
@@ -855,7 +858,7 @@ if(EXISTS \"\${_pg_runner}\" AND EXISTS ${q_tests_file})
   add_test([==[${op}/contract]==] \"\${_pg_runner}\" validate --op-dir ${q_op_dir}${validate_extra})
   set_tests_properties([==[${op}/contract]==] PROPERTIES
     LABELS [==[phasegate;op_${op};contract${extra_labels}]==]${contract_fixture})
-  add_test([==[${op}/composition]==] \"\${_pg_runner}\" selftest --op-dir ${q_op_dir}${selftest_extra})
+  add_test([==[${op}/composition]==] \"\${_pg_runner}\" selftest --op-dir ${q_op_dir}${selftest_extra} --suite-strength)
   set_tests_properties([==[${op}/composition]==] PROPERTIES
     LABELS [==[phasegate;op_${op};composition${extra_labels}]==]${composition_fixture}
     SKIP_RETURN_CODE 77 SKIP_REGULAR_EXPRESSION [==[\\[phasegate\\] SKIPPED]==])

@@ -79,6 +79,9 @@ static void usage(FILE *out) {
           "                             the case's own time, 2..30 s; 0 = no diagnosis;\n"
           "                             docs/diagnosis.md)\n"
           "  --diagnose-max-mib N       diagnose failing outputs up to N MiB each (default 512)\n"
+          "  --suite-strength           compute suite strength for cases whose golden cache entry\n"
+          "                             has none (default: shown from the cache only, which\n"
+          "                             `phasegate selftest --suite-strength` fills; docs/runner.md)\n"
           "  --suite-strength-max-elems N  suite strength for outputs up to N elements\n"
           "                             (default 65536, 0 = off)\n"
           "  --repeat N                 call the impl N times per case and mode on the same\n"
@@ -244,7 +247,7 @@ int pg_cmd_run(int argc, char **argv) {
     }
     static const char *const flags[] = {"--no-golden-cache", "--keep-work", "--no-bisect",
                                         "--fresh-process", "--show-values", "--no-progress",
-                                        "--e2e"};
+                                        "--e2e", "--suite-strength"};
     int is_flag = 0;
     for (size_t f = 0; f < sizeof flags / sizeof *flags; f++) is_flag |= strcmp(name, flags[f]) == 0;
     if (is_flag) {
@@ -255,6 +258,7 @@ int pg_cmd_run(int argc, char **argv) {
       else if (strcmp(name, "--show-values") == 0) o.show_values = 1;
       else if (strcmp(name, "--no-progress") == 0) no_progress = 1;
       else if (strcmp(name, "--e2e") == 0) o.e2e = 1;
+      else if (strcmp(name, "--suite-strength") == 0) o.strength_policy = PG_STRENGTH_COMPUTE;
       else o.no_bisect = 1;
       continue;
     }

@@ -2,6 +2,8 @@
  * shape) of the contract's `composition_verification`, generate the primary inputs,
  * compute cumulative golden N and the op-level golden, and compare every final output
  * with allclose(atol, rtol). One line per (seed, shape, tensor), then a summary.
+ * With --suite-strength it then fills the golden cache's suite strength of every phase and
+ * case (pg_run's strength-only pass), so phase runs show it without computing it.
  * Only metrics and indices are printed, never tensor values. Exit: 0 all pass,
  * 1 a mismatch, 2 usage/contract/golden error, 77 when the op has no op-level golden.
  * The steps are the run room's (pg_case_data_*, pg_case_golden, pg_case_compare), the
@@ -12,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "base/base.h"
 #include "phasegate/goldens.h"
 #include "report/report.h"
 #include "run/run.h"
@@ -38,6 +41,9 @@ static void usage(FILE *out) {
           "  --threads N                worker threads (default 0: all cores)\n"
           "  --python PATH              interpreter of the Python goldens (default:\n"
           "                             $PHASEGATE_PYTHON, else python3)\n"
+          "  --suite-strength           also compute the suite strength of every phase and case\n"
+          "                             of the suite into the golden cache (computed once here,\n"
+          "                             shown by every `phasegate run` from the cache)\n"
           "\n"
           "Exit: 0 pass, 1 mismatch, 2 error, 77 no op-level golden (skipped).\n");
 }
@@ -318,6 +324,55 @@ static int open_python(const struct pg_contract *c, const char *python,
   return pg_py_golden_worker_open(&o, py, err);
 }
 
+static void print_line(void *user, int to_stderr, const char *line) {
+  (void)user;
+  fprintf(to_stderr ? stderr : stdout, "%s\n", line);
+}
+
+/* --suite-strength (docs/runner.md "Suite strength"): pg_run's strength-only pass over
+ * every case of every phase that has a golden; what it computes lands in the golden
+ * cache, keyed as a phase run keys it. PG_EXIT_PASS, or PG_EXIT_ERROR when a phase
+ * could not be loaded or a case not prepared. */
+static int strength_all(const struct pg_contract *c, const char *op_dir, const char *contract_arg,
+                        const char *golden_lib, const char *python, int precision_bits) {
+  int exit_code = PG_EXIT_PASS;
+  for (int k = 1; k <= c->n_modules; k++) {
+    if (pg_contract_phase_golden(c, k) == PG_PHASE_GOLDEN_NONE) continue;
+    struct pg_run_opts o;
+    memset(&o, 0, sizeof o);
+    o.op_dir = op_dir;
+    o.contract_path = contract_arg;
+    o.up_to_module = k;
+    o.golden_lib = golden_lib;
+    o.python = python;
+    o.reference_bits = precision_bits;
+    o.tool_version = pg_cli_version;
+    o.device_id = -1;
+    o.timeout_s = 300; /* a Python golden's call */
+    o.hooks = pg_report_hooks();
+    o.on_line = print_line;
+    o.strength_policy = PG_STRENGTH_ONLY;
+    struct pg_run_summary s;
+    struct pg_error err;
+    pg_error_clear(&err);
+    double t0 = pg_now_ms();
+    int rc = pg_run(&o, &s, &err);
+    if (rc != PG_OK) {
+      if (!s.diagnosed)
+        fprintf(stderr, "phasegate selftest: error: suite strength of M%d: %s\n", k, err.message);
+      exit_code = PG_EXIT_ERROR;
+    } else {
+      printf("[phasegate] selftest %s: suite strength M%d: %d cases: %d computed, %d from the "
+             "cache, %d not applicable; %d list undetected mutants (%.2f s)\n", c->op, k,
+             s.cases_total, s.strength[PG_STRENGTH_COMPUTED], s.strength[PG_STRENGTH_CACHED],
+             s.strength[PG_STRENGTH_NA], s.strength_weak, (pg_now_ms() - t0) / 1000.0);
+      if (s.exit_code != PG_EXIT_PASS) exit_code = PG_EXIT_ERROR;
+    }
+    pg_run_summary_reset(&s);
+  }
+  return exit_code;
+}
+
 int pg_cmd_selftest(int argc, char **argv) {
   const char *op_dir = NULL, *contract_arg = NULL, *golden_lib = NULL, *python = NULL;
   int precision_bits = 32, n_threads = 0;
@@ -330,7 +385,16 @@ int pg_cmd_selftest(int argc, char **argv) {
                                     {"--threads", &threads},
                                     {"--python", &python},
                                     {NULL, NULL}};
-  int parsed = pg_cli_parse_opts("selftest", argc, argv, opts, usage);
+  /* the one flag among options that take a value: taken out before they are parsed */
+  int with_strength = 0, n_args = 0;
+  char **args = calloc((size_t)argc + 1, sizeof *args);
+  if (!args) return pg_cli_usage_error("selftest", "out of memory");
+  for (int i = 0; i < argc; i++) {
+    if (i > 0 && strcmp(argv[i], "--suite-strength") == 0) with_strength = 1;
+    else args[n_args++] = argv[i];
+  }
+  int parsed = pg_cli_parse_opts("selftest", n_args, args, opts, usage);
+  free(args);
   if (parsed) return parsed < 0 ? PG_EXIT_PASS : parsed;
   if (precision) {
     if (strcmp(precision, "fp32") == 0) precision_bits = 32;
@@ -385,6 +449,9 @@ int pg_cmd_selftest(int argc, char **argv) {
            "composition with, and no phase has both a built-in and a Python golden\n",
            c.op ? c.op : "?", c.op ? c.op : "<op>", c.op ? c.op : "<op>");
     exit_code = PG_EXIT_SKIPPED;
+    if (with_strength &&
+        strength_all(&c, op_dir, contract_arg, golden_lib, python, precision_bits) != PG_EXIT_PASS)
+      exit_code = PG_EXIT_ERROR;
   } else if (!golden_lib && needs_golden_lib(&c, contract_path)) {
     /* printed */
   } else if (golden_lib && pg_golden_lib_open(golden_lib, &lib, &err) != PG_OK) {
@@ -395,6 +462,9 @@ int pg_cmd_selftest(int argc, char **argv) {
     st->g = (struct pg_golden_opts){plan, precision_bits, lib, n_threads, py,
                                     PG_PHASE_GOLDEN_NONE};
     exit_code = check_all(st);
+    if (with_strength &&
+        strength_all(&c, op_dir, contract_arg, golden_lib, python, precision_bits) != PG_EXIT_PASS)
+      exit_code = PG_EXIT_ERROR;
   }
   pg_py_golden_worker_close(py);
   free(st);

@@ -421,6 +421,13 @@ static int plugin_probe_start(struct pg_impl_probe *p, struct pg_error *err) {
                         impl->target);
   if (!S_ISREG(st.st_mode))
     return pg_error_set(err, PG_EINVAL, "impl plugin '%s' is not a regular file", impl->target);
+  /* The plugin host is already loading it (prestarted): its handshake is the probe, one
+   * dlopen instead of two (docs/runner.md "Cost of the one-time impl check"). */
+  if (pg__pool_has_prestarted(impl)) {
+    p->priv = NULL;
+    p->running = 1;
+    return PG_OK;
+  }
   struct plugin_probe *pr = calloc(1, sizeof *pr);
   if (!pr) return pg_error_set(err, PG_ENOMEM, "out of memory");
   pr->page = mmap(NULL, sizeof *pr->page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
@@ -445,9 +452,50 @@ static int plugin_probe_start(struct pg_impl_probe *p, struct pg_error *err) {
   return PG_OK;
 }
 
+/* The probe's verdict from the prestarted host's start: the same sentences as the
+ * forked probe's (the host loads the plugin as the probe child would, under the same
+ * timeout and address-space limit). */
+static int host_probe_finish(struct pg_impl_probe *p, struct pg_error *err) {
+  const struct pg_impl *impl = p->impl;
+  struct pg_proc_result sf;
+  pg_proc_result_init(&sf);
+  struct pg_error se;
+  pg_error_clear(&se);
+  int rc = PG_OK;
+  p->running = 0;
+  if (!pg__pool_await_prestarted(impl, &sf, &rc, &se) || rc == PG_OK) {
+    pg_proc_result_reset(&sf);
+    return PG_OK;
+  }
+  char last[800] = "", sig[32];
+  static const char k_load[] = "cannot load impl plugin: "; /* plugin_host.c's line */
+  if (sf.captured) pg__last_line(sf.captured, last, sizeof last);
+  if (rc != PG_EIMPL)
+    rc = pg_error_set(err, rc, "%s", se.message);
+  else if (sf.exited && sf.exit_code == 3 && strncmp(last, k_load, sizeof k_load - 1) == 0)
+    rc = pg_error_set(err, PG_EINVAL, "impl plugin '%s' cannot be loaded: %.700s", impl->target,
+                      last + sizeof k_load - 1);
+  else if (sf.end == PG_PROC_TIMEOUT)
+    rc = pg_error_set(err, PG_EIMPL, "impl plugin '%s' did not finish loading within %g s "
+                      "(a library constructor hangs?)", impl->target, p->timeout_s);
+  else if (sf.signaled)
+    rc = pg_error_set(err, PG_EIMPL, "impl plugin '%s' crashed with %s while loading (in a "
+                      "library constructor)", impl->target,
+                      pg_signal_name(sf.signo, sig, sizeof sig));
+  else if (sf.exited)
+    rc = pg_error_set(err, PG_EIMPL, "impl plugin '%s' ended the process with status %d "
+                      "while loading (in a library constructor)", impl->target, sf.exit_code);
+  else
+    rc = pg_error_set(err, PG_EIMPL, "impl plugin '%s': the plugin host could not start: %s",
+                      impl->target, se.message);
+  pg_proc_result_reset(&sf);
+  return rc;
+}
+
 static int plugin_probe_finish(struct pg_impl_probe *p, struct pg_error *err) {
   const struct pg_impl *impl = p->impl;
   struct plugin_probe *pr = p->priv;
+  if (!pr) return host_probe_finish(p, err);
   struct probe_page *pp = pr->page;
   struct pg_sandbox_result sr;
   pg_sandbox_result_init(&sr);
@@ -477,6 +525,10 @@ static int plugin_probe_finish(struct pg_impl_probe *p, struct pg_error *err) {
 
 static void plugin_probe_cancel(struct pg_impl_probe *p) {
   struct plugin_probe *pr = p->priv;
+  if (!pr) { /* the prestarted host: pg_impl_close ends it */
+    p->running = 0;
+    return;
+  }
   kill(-pr->proc.pid, SIGKILL); /* its own process group (sandbox) */
   kill(pr->proc.pid, SIGKILL);
   struct pg_error e;

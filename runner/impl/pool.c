@@ -177,6 +177,24 @@ void pg__pool_prestart(struct pg_impl *impl, const char *mode, int device, uint6
   pg_proc_program_reset(&prog);
 }
 
+int pg__pool_has_prestarted(const struct pg_impl *impl) {
+  const struct pg_pool *pool = impl->state;
+  for (int i = 0; pool && i < PG_POOL_MAX; i++)
+    if (pool->slot[i].used && pool->slot[i].proc.handshake_pending) return 1;
+  return 0;
+}
+
+int pg__pool_await_prestarted(const struct pg_impl *impl, struct pg_proc_result *start_fail,
+                              int *rc, struct pg_error *err) {
+  struct pg_pool *pool = impl->state;
+  for (int i = 0; pool && i < PG_POOL_MAX; i++)
+    if (pool->slot[i].used && pool->slot[i].proc.handshake_pending) {
+      *rc = pg_proc_handshake(&pool->slot[i].proc, start_fail, err);
+      return 1;
+    }
+  return 0;
+}
+
 void *pg__pool_memory(const struct pg_impl *impl, const struct pg_proc *p, size_t size, int *fd,
                       int *fresh, struct pg_error *err) {
   struct pg_pool *pool = impl->state;

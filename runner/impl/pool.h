@@ -24,6 +24,15 @@ struct pg_proc *pg__pool_acquire(const struct pg_impl *impl, const struct pg_imp
 void pg__pool_prestart(struct pg_impl *impl, const char *mode, int device, uint64_t rlimit_as,
                        double timeout_s);
 
+/* The load check of a prestarted process (pg_impl_check's plugin probe, when the host
+ * it would duplicate is already starting): 0 when no process of the impl is waiting
+ * for its handshake; else 1, with *rc the handshake's result (PG_OK: the process is up
+ * and serves the first call; otherwise start_fail and err as pg__pool_acquire fills
+ * them, and the slot is left stopped). */
+int pg__pool_await_prestarted(const struct pg_impl *impl, struct pg_proc_result *start_fail,
+                              int *rc, struct pg_error *err);
+int pg__pool_has_prestarted(const struct pg_impl *impl);
+
 /* After a call: healthy = the process answered properly and may serve again. A
  * process that is not healthy is ended (its log kept: a message names it). */
 void pg__pool_release(const struct pg_impl *impl, struct pg_proc *p, int healthy);

@@ -279,6 +279,12 @@ void pg_report_summary_lines(const struct pg_run_phase *ph, const struct pg_run_
                "skipped of %d case(s); report: %s", ph->op, k, pg_verdict_name(s->status),
                s->passed, s->failed, s->errors, s->skipped, n,
                s->report_path ? s->report_path : "");
+  /* suite strength is never computed on a phase run's time unless asked */
+  if (s->strength[PG_STRENGTH_NOT_COMPUTED] > 0)
+    pg_run_linef(line, user, 0, "[phasegate] %s M%d: suite strength not computed for %d case(s) "
+                 "(not in the golden cache): `phasegate selftest --suite-strength` (the op's "
+                 "composition test) or `run --suite-strength` computes it", ph->op, k,
+                 s->strength[PG_STRENGTH_NOT_COMPUTED]);
   if (s->failed + s->errors == 0) return;
   for (int i = 0; i < n; i++) {
     const struct pg_case_result *r = &cases[i];

@@ -403,6 +403,10 @@ cJSON *pg_report_check_json(const struct pg_case_result *r, int k) {
   add_num(d, "diagnosis", r->diagnosis_ms);
   add_num(d, "total", r->total_ms);
   add_bool(o, PG__RK_CHECK_GOLDEN_CACHED, r->golden_cached);
+  /* where the undetected_mutants lists came from (docs/runner.md "Suite strength") */
+  static const char *const strength_names[] = {NULL, "cached", "computed", "not_computed"};
+  if (r->strength > PG_STRENGTH_NA && r->strength <= PG_STRENGTH_NOT_COMPUTED)
+    add_str(o, PG__RK_CHECK_SUITE_STRENGTH, strength_names[r->strength]);
   add_bool(o, PG__RK_CHECK_CPU_REPRODUCER_CANDIDATE, r->cpu_reproducer_candidate);
   add_bool(o, PG__RK_CHECK_MISTRUSTED, r->mistrusted);
   cJSON *hints = add_array(o, PG__RK_CHECK_HINTS);

@@ -93,6 +93,7 @@ enum { PG__RK_NEED_OPT = 0, PG__RK_NEED_REQ = 1, PG__RK_NEED_UNLESS_NOT_IMPL = 2
   X(REPRO, "repro", STR, OPT, NONE)                                        \
   X(DURATIONS_MS, "durations_ms", OBJ, OPT, NONE)                          \
   X(GOLDEN_CACHED, "golden_cached", BOOL, OPT, NONE)                       \
+  X(SUITE_STRENGTH, "suite_strength", STR, OPT, NONE)                      \
   X(CPU_REPRODUCER_CANDIDATE, "cpu_reproducer_candidate", BOOL, OPT, NONE) \
   X(MISTRUSTED, "mistrusted", BOOL, OPT, NONE)                             \
   X(HINTS, "hints", ARR, OPT, STR_OBJ)                                     \

@@ -130,8 +130,9 @@ static int case_begin(struct case_run *c) {
   r->precision_checked = cs->precision;
   r->drift_onset_iter = -1;
   r->knobs_json = pg_strdup(cs->json ? cs->json : "{}");
-  r->repro = pg__repro(rc->o, c->k, rc->contract_path, rc->suite_path, cs->id, rc->modes_buf);
-  r->modes = calloc((size_t)rc->n_modes, sizeof *r->modes);
+  if (rc->o->impl_spec) /* a strength-only pass has no impl to rerun */
+    r->repro = pg__repro(rc->o, c->k, rc->contract_path, rc->suite_path, cs->id, rc->modes_buf);
+  r->modes = calloc((size_t)rc->n_modes + 1, sizeof *r->modes); /* 0 modes: strength only */
   if (!r->modes) {
     pg__classify_case_error(r, PG_RUN_FACT_RUNNER, "out of memory");
     return 0;
@@ -479,7 +480,11 @@ void pg__run_case(struct pg__run *rc, const struct pg_case *cs, struct pg_case_r
   r->started_ms = wall0;
   r->ended_ms = pg_wall_ms();
   const struct pg_run_hooks *h = &rc->o->hooks;
-  if (h->case_lines) h->case_lines(&rc->phase, r, rc->o->on_line, rc->o->user);
+  if (rc->o->strength_policy == PG_STRENGTH_ONLY) { /* no mode: only what went wrong */
+    if (r->status == PG_VERDICT_ERROR) pg__line(rc, 1, "phasegate: %s: %s", r->id, r->summary);
+  } else if (h->case_lines) {
+    h->case_lines(&rc->phase, r, rc->o->on_line, rc->o->user);
+  }
   pg_case_data_reset(&c->d);
   for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&c->goldens[i]);
   for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&c->probe_refs[i]);

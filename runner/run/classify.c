@@ -598,6 +598,26 @@ enum pg_category pg__classify_refusal(enum pg__refusal_stage stage) {
   return stage == PG__STAGE_OP_FILES ? PG_CAT_STRUCTURAL : PG_CAT_INFRA;
 }
 
+/* Where each case's suite strength came from, and the cases with undetected mutants. */
+static void count_strength(struct pg_run_summary *s,
+                                        const struct pg_case_result *results, int n) {
+  for (int i = 0; i < n; i++) {
+    s->strength[results[i].strength]++;
+    s->strength_weak += results[i].strength_undetected > 0;
+  }
+}
+
+/* A suite-strength-only run (PG_STRENGTH_ONLY): no verdict of an impl, only whether
+ * every case's inputs and golden could be made (a case error is exit 2). */
+void pg__classify_strength_run(struct pg_run_summary *s, const struct pg_case_result *results,
+                               int n) {
+  s->cases_total = n;
+  count_strength(s, results, n);
+  for (int i = 0; i < n; i++) s->errors += results[i].status == PG_VERDICT_ERROR;
+  s->status = s->errors ? PG_VERDICT_ERROR : PG_VERDICT_PASS;
+  s->exit_code = s->errors ? 2 : 0;
+}
+
 void pg__classify_run(struct pg_run_summary *s, const struct pg_case_result *results, int n,
                       int persisted) {
   s->cases_total = n;
@@ -610,6 +630,7 @@ void pg__classify_run(struct pg_run_summary *s, const struct pg_case_result *res
     s->errors += v == PG_VERDICT_ERROR;
     s->skipped += v == PG_VERDICT_SKIPPED;
   }
+  count_strength(s, results, n);
   s->status = persisted ? worst : PG_VERDICT_ERROR;
   s->exit_code = s->status == PG_VERDICT_ERROR  ? 2
                  : s->status == PG_VERDICT_FAIL ? 1

@@ -24,7 +24,7 @@
 /* What a worker sends back per case: enough for the summary (the full result went
  * into the report). Smaller than PIPE_BUF, so concurrent writes stay whole. */
 struct case_record {
-  int32_t slot, status, category, earliest_boundary, report_ok;
+  int32_t slot, status, category, earliest_boundary, report_ok, strength, strength_undetected;
   char id[PG_NAME_MAX];
   char fingerprint[32];
   char summary[640];
@@ -49,6 +49,8 @@ static void worker(struct pg__run *rc, const int *sel, int n_sel, int jobs, int 
     cr.category = (int32_t)loc[j].category;
     cr.earliest_boundary = loc[j].earliest_boundary;
     cr.report_ok = ok;
+    cr.strength = (int32_t)loc[j].strength;
+    cr.strength_undetected = loc[j].strength_undetected;
     snprintf(cr.id, sizeof cr.id, "%s", loc[j].id);
     snprintf(cr.fingerprint, sizeof cr.fingerprint, "%s", loc[j].fingerprint);
     snprintf(cr.summary, sizeof cr.summary, "%s", loc[j].summary);
@@ -77,6 +79,9 @@ static int collect(int fd, int n_sel, struct pg_case_result *results, char *seen
     r->status = (enum pg_verdict)cr.status;
     r->category = (enum pg_category)cr.category;
     r->earliest_boundary = cr.earliest_boundary;
+    r->strength = cr.strength >= 0 && cr.strength <= PG_STRENGTH_NOT_COMPUTED
+                      ? (enum pg_strength_source)cr.strength : PG_STRENGTH_NA;
+    r->strength_undetected = cr.strength_undetected;
     snprintf(r->fingerprint, sizeof r->fingerprint, "%s", cr.fingerprint);
     snprintf(r->summary, sizeof r->summary, "%s", cr.summary);
     if (!cr.report_ok && report_ok) {

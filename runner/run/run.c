@@ -346,9 +346,24 @@ static int open_py_golden(struct pg__run *rc, struct pg_error *err) {
   return pg_py_golden_worker_open(&po, &rc->py, err);
 }
 
+/* Starts the persistent process of the first mode on the device (pg_impl_prestart), as
+ * configure() will name them; a --modes that configure() refuses starts nothing. */
+static void prestart_first_mode(struct pg__run *rc) {
+  const struct pg_run_opts *o = rc->o;
+  struct pg_error e;
+  pg_error_clear(&e);
+  if (parse_modes(rc, o->modes, &e) != PG_OK) return; /* reported by configure() */
+  char first[64];
+  snprintf(first, sizeof first, "%.*s", (int)strcspn(rc->modes_buf, ","), rc->modes_buf);
+  char kind[64];
+  int device = o->device_id >= 0 ? o->device_id : device_from_env(kind, sizeof kind);
+  pg_impl_prestart(&rc->impl, first, device < 0 ? 0 : device, o->rlimit_as,
+                   o->timeout_s > 0 ? o->timeout_s : 120);
+}
+
 /* The impl of --impl (rc->own.impl_spec), its load probe started: the plugin's (a fork +
- * dlopen) runs while the contract and suite load; its verdict is collected in
- * check_before_cases. Forked before any thread exists. */
+ * dlopen, or the prestarted host's handshake) runs while the contract and suite load; its
+ * verdict is collected in check_before_cases. Forked before any thread exists. */
 static int open_impl(struct pg__run *rc, struct pg_error *err) {
   const struct pg_run_opts *o = rc->o;
   PG_RETURN_IF_ERROR(pg_impl_parse(o->impl_spec, &rc->impl, err));
@@ -358,6 +373,10 @@ static int open_impl(struct pg__run *rc, struct pg_error *err) {
   rc->impl.python = o->python;
   rc->impl.log_dir = o->work_dir;
   if (rc->not_implemented) return PG_OK;
+  /* The first mode's persistent process starts now (not with --jobs: the workers fork
+   * and start their own), so its start-up overlaps everything up to the first call; a
+   * plugin host's load is then the plugin's load probe too (one dlopen, not two). */
+  if (o->jobs <= 1) prestart_first_mode(rc);
   return pg_impl_check_start(&rc->impl, o->timeout_s > 0 ? o->timeout_s : 120, o->rlimit_as,
                              &rc->probe, err);
 }
@@ -380,13 +399,18 @@ static int load(struct pg__run *rc, struct pg_run_summary *s, struct pg_diags *d
                 struct pg_error *err) {
   const struct pg_run_opts *o = rc->o;
   int ret, n_printed = 0;
-  if (!o->impl_spec && !o->e2e) return pg_error_set(err, PG_EINVAL, "--impl is required");
+  int strength_only = o->strength_policy == PG_STRENGTH_ONLY; /* no impl at all */
+  if (!o->impl_spec && !o->e2e && !strength_only)
+    return pg_error_set(err, PG_EINVAL, "--impl is required");
+  if (strength_only && o->golden_data)
+    return pg_error_set(err, PG_EINVAL, "suite strength is kept in the golden cache: it "
+                        "cannot be computed from --golden-data");
   /* A phase not implemented yet never touches the impl, not even its load probe (its
    * library may lack the phase's wrapper, or not be built at all). --e2e runs the
    * integrated impl, whatever the staged phases have reached. */
   rc->not_implemented = !o->e2e && o->implemented_phases > 0 &&
                         o->up_to_module > o->implemented_phases;
-  if (o->impl_spec) PG_RETURN_IF_ERROR(open_impl(rc, err));
+  if (o->impl_spec && !strength_only) PG_RETURN_IF_ERROR(open_impl(rc, err));
   if (!o->contract_path && !o->op_dir)
     return pg_error_set(err, PG_EINVAL, "--op-dir or --contract is required");
   rc->stage = PG__STAGE_OP_FILES; /* from here to the case selection: the op's files */
@@ -434,7 +458,7 @@ static int configure(struct pg__run *rc, struct pg_error *err) {
     rc->modes[n] = rc->mode_store[n];
     p = e ? e + 1 : p + len;
   }
-  rc->n_modes = n;
+  rc->n_modes = o->strength_policy == PG_STRENGTH_ONLY ? 0 : n;
   rc->timeout_s = o->timeout_s > 0 ? o->timeout_s : 120;
   /* the device's kind: the CTest resource type that gave it, else the last mode (the
    * device-like one, docs/design.md §8) */
@@ -626,6 +650,11 @@ static void run_cases(struct pg__run *rc, const int *sel, int n_sel, struct pg_r
   struct pg_error re;
   pg_error_clear(&re);
   int wrote = PG_OK;
+  if (o->strength_policy == PG_STRENGTH_ONLY) { /* the cache is the result: no report */
+    for (int i = 0; i < n_sel; i++) pg__run_case(rc, &rc->suite.cases[sel[i]], &results[i]);
+    pg__classify_strength_run(s, results, n_sel);
+    return;
+  }
   if (o->jobs > 1 && n_sel > 1 && !rc->not_implemented) {
     pg__blas_preload_join(rc); /* before forking the workers */
     wrote = pg__run_parallel(rc, sel, n_sel, o->jobs > 64 ? 64 : o->jobs, results, &re);
@@ -677,22 +706,18 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
   int *sel = NULL, n_sel = 0;
   int ret = load(rc, s, &diags, err);
   if (ret == PG_OK) ret = configure(rc, err);
-  /* The first mode's persistent impl process starts now, while the cases are selected,
-   * the impl checked and the first inputs generated (not with --jobs: the workers fork
-   * and start their own). */
-  if (ret == PG_OK && o->jobs <= 1 && rc->n_modes > 0 && !rc->not_implemented)
-    pg_impl_prestart(&rc->impl, rc->modes[0], rc->device_id, o->rlimit_as, rc->timeout_s);
   if (ret == PG_OK) {
     rc->stage = PG__STAGE_OP_FILES;
     ret = select_cases(rc, &sel, &n_sel, err);
     if (ret == PG_OK) rc->stage = PG__STAGE_ENVIRONMENT;
   }
-  if (ret == PG_OK) {
+  if (ret == PG_OK && o->strength_policy != PG_STRENGTH_ONLY) {
     s->report_path = default_report_path(rc);
     rc->report_path = s->report_path;
     if (!s->report_path) ret = pg_error_set(err, PG_ENOMEM, "out of memory");
   }
-  if (ret == PG_OK) ret = check_before_cases(rc, sel, n_sel, err);
+  if (ret == PG_OK && o->strength_policy != PG_STRENGTH_ONLY)
+    ret = check_before_cases(rc, sel, n_sel, err);
   if (ret == PG_OK && !(results = calloc((size_t)n_sel + 1, sizeof *results)))
     ret = pg_error_set(err, PG_ENOMEM, "out of memory");
   if (ret == PG_OK) run_cases(rc, sel, n_sel, s, results);
@@ -703,7 +728,7 @@ int pg_run(const struct pg_run_opts *o, struct pg_run_summary *s, struct pg_erro
   if (ret != PG_OK) {
     s->exit_code = 2;
     s->status = PG_VERDICT_ERROR;
-    persist_refusal(rc, &diags, err, s);
+    if (o->strength_policy != PG_STRENGTH_ONLY) persist_refusal(rc, &diags, err, s);
   }
   for (int i = 0; results && i < n_sel; i++) pg_case_result_reset(&results[i]);
   free(results);

@@ -219,6 +219,27 @@ struct pg_mode_result {
   char *local_values;
 };
 
+/* Suite strength of a case (docs/runner.md "Suite strength"): not applicable (not a
+ * precision case, no float output small enough, turned off), read from the golden
+ * cache, computed by this run, or not computed (a cold cache and no --suite-strength). */
+enum pg_strength_source {
+  PG_STRENGTH_NA = 0,
+  PG_STRENGTH_CACHED,
+  PG_STRENGTH_COMPUTED,
+  PG_STRENGTH_NOT_COMPUTED
+};
+
+/* When a run computes suite strength: PG_STRENGTH_FROM_CACHE shows it only from the
+ * cache (a phase run never spends time on it); PG_STRENGTH_COMPUTE computes it on a
+ * miss and stores it (--suite-strength); PG_STRENGTH_ONLY computes it for every
+ * selected case and does nothing else: no impl, no modes, no report (`phasegate
+ * selftest --suite-strength`, the op's composition test). */
+enum pg_strength_policy {
+  PG_STRENGTH_FROM_CACHE = 0,
+  PG_STRENGTH_COMPUTE,
+  PG_STRENGTH_ONLY
+};
+
 struct pg_case_result {
   char id[PG_NAME_MAX];
   int index;                  /* position in the suite */
@@ -241,6 +262,10 @@ struct pg_case_result {
   double diagnosis_ms;        /* counterfactual goldens, CPU reproducer, suite strength,
                                  mask analysis, PASS warnings, repeat comparisons */
   int golden_cached;
+  /* Where this case's suite strength came from (docs/runner.md "Suite strength"), and
+   * how many undetected mutants it lists over every output. */
+  enum pg_strength_source strength;
+  int strength_undetected;
   int mistrusted, cpu_reproducer_candidate;
   char hint[512];
   struct pg_cancel_result cancel; /* what cancellation_stress achieved (cancel.present) */
@@ -310,6 +335,9 @@ struct pg_run_phase {
 
 struct pg_run_summary {
   int cases_total, passed, failed, errors, skipped;
+  /* cases by where their suite strength came from (enum pg_strength_source), and the
+   * cases that list at least one undetected mutant */
+  int strength[4], strength_weak;
   enum pg_verdict status;
   int exit_code;              /* 0 PASS, 1 FAIL, 2 ERROR, 77 all SKIPPED */
   char *report_path;          /* owned; release with pg_run_summary_reset */
@@ -388,6 +416,7 @@ struct pg_run_opts {
    * for outputs of at most strength_max_elems elements (0: 65536; < 0: off). */
   double diagnose_max_mib, diagnose_budget_s;
   int64_t strength_max_elems;
+  enum pg_strength_policy strength_policy;
   int repeat;                 /* > 1: call the impl that many times per (case, mode) and
                                  compare the outputs bitwise (nondeterministic) */
   int show_values;            /* --show-values: values at mismatches on the console */

@@ -286,6 +286,10 @@ int pg__py_golden_preflight(const char *python, const struct pg_contract *c, int
  * written makes it an ERROR. */
 void pg__classify_run(struct pg_run_summary *s, const struct pg_case_result *results, int n,
                       int persisted);
+/* A PG_STRENGTH_ONLY run's summary: cases, where their suite strength came from, exit 2
+ * when a case could not be prepared (its inputs or golden failed), else 0. */
+void pg__classify_strength_run(struct pg_run_summary *s, const struct pg_case_result *results,
+                               int n);
 /* The category of a run refused before its cases: structural when the op's files are
  * at fault (contract, suite, goldens, the phase or case selection), infra otherwise. */
 enum pg_category pg__classify_refusal(enum pg__refusal_stage stage);

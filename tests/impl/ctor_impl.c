@@ -1,7 +1,10 @@
 /* A plugin whose library constructor misbehaves (-DCTOR_CRASH: SIGSEGV, -DCTOR_EXIT:
  * exit(5)) before any wrapper can be called: pg_impl_check must survive loading it
- * and name it (tests/impl/test-adapters.c, impl_check_*). */
+ * and name it (tests/impl/test-adapters.c, impl_check_*). -DCTOR_COUNT: the
+ * constructor appends a line to $PG_CTOR_COUNT_FILE, so a test counts how often a run
+ * loads the plugin (tests/impl/one_load.sh). */
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "phasegate/impl.h"
@@ -11,6 +14,13 @@ __attribute__((constructor)) static void misbehave(void) {
   raise(SIGSEGV);
 #elif defined(CTOR_EXIT)
   exit(5);
+#elif defined(CTOR_COUNT)
+  const char *path = getenv("PG_CTOR_COUNT_FILE");
+  FILE *f = path ? fopen(path, "a") : NULL;
+  if (f) {
+    fputs("loaded\n", f);
+    fclose(f);
+  }
 #endif
 }
 

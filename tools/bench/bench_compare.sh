@@ -76,7 +76,7 @@ for _ in range(reps):
     best_close, best_all = min(best_close, t1 - t0), min(best_all, t2 - t1)
 gb = 2 * n * 4 / 1e9
 print("numpy_allclose_only %.4f %.2f" % (best_close, gb / best_close))
-print("numpy_allclose_plus_metrics %.4f %.2f" % (best_all + best_close, gb / (best_all + best_close)))
+print("numpy_allclose_plus_metrics %.4f %.4f" % (best_all + best_close, gb / (best_all + best_close)))
 EOF
 )"
   echo "$NP_OUT"

@@ -5,6 +5,9 @@
 # reference / impl / compare / report-write steps, measured in the same run.
 # Prints the median of N runs of each and the ratio (goal: phasegate >= 20x faster), plus
 # the start-up floors of both sides (phasegate --version; python3 -c 'import numpy').
+# And the same phasegate run with --fresh-process (the plugin forked per call, as before
+# the plugin host existed) against the default (the plugin host): a single-case run must
+# cost no more through the host than fresh (issue 24; every CTest test is one).
 #
 #   tools/bench/bench_run.sh [BUILD_DIR] [N]
 # Env: PYTHON (default /usr/bin/python3), OP_CONTRACT (default suites/attention's).
@@ -41,6 +44,8 @@ cmds = {
            "--no-golden-cache", "--report", work + "/r.json"],
     "py": [sys.executable, peer, "2", "4", "128", "64", work + "/p.json"],
     # floors: process start-up alone on each side
+    "fresh": [pg, "run", "--op-dir", work + "/op", "--impl", "plugin:" + impl, "--up-to-module",
+              "3", "--no-golden-cache", "--report", work + "/r.json", "--fresh-process"],
     "pg0": [pg, "--version"],
     "py0": [sys.executable, "-c", "import numpy"],
 }
@@ -55,8 +60,8 @@ for _ in range(n):
         res[k][0].append((t1 - t0) * 1e3)
         res[k][1].append((r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1e3)
 med = lambda v: sorted(v)[len(v) // 2]
-(pw, pc), (yw, yc), (p0w, p0c), (y0w, y0c) = [(med(res[k][0]), med(res[k][1]))
-                                              for k in ("pg", "py", "pg0", "py0")]
+(pw, pc), (yw, yc), (p0w, p0c), (y0w, y0c), (fw, fc) = [
+    (med(res[k][0]), med(res[k][1])) for k in ("pg", "py", "pg0", "py0", "fresh")]
 print(f"case: attention M3, B=2 H=4 S=128 D=64, fp16, plugin impl; {n} runs each, medians; "
       f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 print(f"                                        wall ms   cpu ms (user+sys)")
@@ -66,4 +71,6 @@ print(f"  ratio (peer / phasegate):            {yw / pw:6.1f}x   {yc / pc:6.1f}x
 print(f"  floors: phasegate --version          {p0w:7.1f}   {p0c:7.1f}")
 print(f"          python3 -c 'import numpy'    {y0w:7.1f}   {y0c:7.1f}")
 print(f"  a 20x ratio needs phasegate run <= {yw / 20:.1f} ms wall ({yc / 20:.1f} ms cpu)")
+print(f"  phasegate run --fresh-process:       {fw:7.1f}   {fc:7.1f}")
+print(f"  plugin host / --fresh-process:       {pw / fw:6.2f}x   {pc / fc:6.2f}x  (goal <= 1.0x)")
 PYEOF

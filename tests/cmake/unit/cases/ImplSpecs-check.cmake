@@ -14,7 +14,7 @@ pg_expect_list("plugin case command" "${cmd_plug/M1/L1/a}" "${FAKE_RUNNER}" run 
   --report-name plug --report-session "${BUILD}/phasegate-reports/plug/.session" --golden-lib /nonexistent/libfake_golden.so
   --no-bisect --serve-control "${BUILD}/plug_serve")
 pg_expect_list("selftest command" "${cmd_plug/composition}" "${FAKE_RUNNER}" selftest
-  --op-dir "${ops}" --golden-lib /nonexistent/libfake_golden.so)
+  --op-dir "${ops}" --golden-lib /nonexistent/libfake_golden.so --suite-strength)
 # exec: and replay: keep no process between calls: no --serve-control, no fixture.
 pg_expect_list("exec case command" "${cmd_exec/M1/L1/a}" "${FAKE_RUNNER}" run --op-dir "${ops}"
   --impl "exec:python3 run_case.cmake /nonexistent/libfake_impl.so" --up-to-module 1 --case a
