@@ -400,6 +400,10 @@ int pg_proc_handshake(struct pg_proc *p, struct pg_proc_result *r, struct pg_err
                       logged ? p->log_path : "");
   } else {
     p->start_ms = pg_now_ms() - p->sent_ms;
+    /* v1.1 is offered by exactly "shm": 1; anything else is a v1 worker (which must
+     * serve file requests anyway) */
+    const cJSON *shm = cJSON_GetObjectItemCaseSensitive(hello, "shm");
+    p->shm = cJSON_IsNumber(shm) && shm->valuedouble == 1;
   }
   cJSON_Delete(hello);
   free(line);

@@ -1,7 +1,7 @@
 """phasegate's Python worker: `python3 -m phasegate.worker` (docs/python.md).
 
-One persistent process (worker protocol v1, phasegate.protocol.serve) that calls Python
-functions by file and name: the impl modules behind `--impl python:FILE.py[::FUNCTION]`
+One persistent process (worker protocol v1, and v1.1 when the runner passes call memory:
+phasegate.protocol.serve) that calls Python functions by file and name: the impl modules behind `--impl python:FILE.py[::FUNCTION]`
 (`<op>_module<suffix>_wrapper(*primary_inputs)`, written for the pypto workflow) and
 Python goldens. Each request is the worker request plus
 
@@ -20,6 +20,12 @@ tuple / list / dict leaves as the request's outputs in declared order (a dict wh
 are exactly the output names: by name). With "cast_outputs": true each leaf is cast to
 its declared dtype (goldens); otherwise it is written as returned, so a dtype bug stays
 visible to the runner.
+
+With protocol v1.1 (docs/worker_protocol.md "Version 1.1") the inputs are torch tensors
+made on the call memory itself (torch.frombuffer: no copy; moved to the mode's device as
+usual) and each returned leaf is copied into its output's place there. A leaf whose dtype
+or shape is not the declared one (after the cast, for goldens) is not written: the answer
+describes it, and the runner reports the wrong dtype or shape as it does for a file.
 
 Answers: ok; unavailable (the mode cannot run here, with the reason); error (an
 exception, traceback on stderr); structural (no such function, naming it; the wrong
@@ -167,7 +173,10 @@ class Worker:
 
     def to_input(self, req, name, device):
         spec = req.inputs[name]
-        a = npy.load(req.input_path(name))
+        if req.memory is not None and self.torch is not None:
+            t = self.memory_tensor(req, spec)
+            return t.to(device) if device != "cpu" else t
+        a = req.tensor_view(spec) if req.memory is not None else npy.load(req.input_path(name))
         bf16 = spec.get("dtype") == npy.BFLOAT16
         torch = self.torch
         if torch is None:
@@ -181,6 +190,54 @@ class Worker:
         else:
             t = torch.from_numpy(a)
         return t.to(device) if device != "cpu" else t
+
+    def memory_tensor(self, req, spec):
+        """A torch tensor on the call memory (protocol v1.1), no copy."""
+        torch = self.torch
+        dt = getattr(torch, spec["dtype"] if spec["dtype"] != "int" else "int64")
+        shape = [int(d) for d in spec["shape"]]
+        n = 1
+        for d in shape:
+            n *= d
+        if n == 0:
+            return torch.empty(shape, dtype=dt)
+        return torch.frombuffer(req.memory, dtype=dt, count=n,
+                                offset=int(spec["offset"])).view(shape)
+
+    def write_leaf(self, req, leaf, spec, cast):
+        """Writes one returned leaf: to its .npy file, or (v1.1) into its place in call
+        memory when its dtype and shape are the declared ones (else it is described in
+        the answer, not written)."""
+        if req.memory is None:
+            npy.save(req.output_path(spec["name"]), self.to_array(leaf, spec, cast))
+            return
+        torch = self.torch
+        want = tuple(int(d) for d in spec["shape"])
+        if torch is not None and isinstance(leaf, torch.Tensor):
+            t = leaf.detach()
+            if cast and spec["dtype"] in _TORCH_DTYPES:
+                t = t.to(getattr(torch, spec["dtype"]))
+            got = str(t.dtype).replace("torch.", "")
+            if got != spec["dtype"] or tuple(t.shape) != want:
+                self.wrong(req, spec, got, tuple(t.shape))
+                return
+            self.memory_tensor(req, spec).copy_(t)
+            return
+        a = self.to_array(leaf, spec, cast)
+        got = npy.dtype_name(a.dtype)
+        if spec["dtype"] == npy.BFLOAT16 and got == "uint16":
+            got = npy.BFLOAT16   # bfloat16 bits (numpy has no bfloat16)
+        if got != spec["dtype"] or a.shape != want:
+            self.wrong(req, spec, got, a.shape)
+            return
+        np.copyto(req.tensor_view(spec), a)
+
+    @staticmethod
+    def wrong(req, spec, got, shape):
+        if got not in npy.DTYPES:
+            raise Structural(f"output '{spec['name']}': the function returned dtype {got}, "
+                             f"which phasegate does not know (declared {spec['dtype']})")
+        req.wrong_outputs[spec["name"]] = (got, [int(d) for d in shape])
 
     def to_array(self, leaf, spec, cast):
         """One returned leaf as (numpy array, for the .npy); bfloat16 as its bits."""
@@ -310,7 +367,7 @@ class Worker:
             raise Structural(f"{fname} returned {len(leaves)} output(s), phase {req.suffix} "
                              f"has {len(req.output_list)}: {req.output_names}")
         for leaf, spec in zip(leaves, req.output_list):
-            npy.save(req.output_path(spec["name"]), self.to_array(leaf, spec, cast))
+            self.write_leaf(req, leaf, spec, cast)
 
     def leaves(self, result, names):
         """The returned value's leaves in order: a tensor is one leaf; tuples and lists
