@@ -55,10 +55,10 @@ struct child_ctx {
   const char *symbol;
 };
 
-extern const struct pg_impl_ops pg__plugin_ops;
-
 int pg_impl_prefill_bits(const struct pg_impl *impl, enum pg_dtype t, uint64_t *bits) {
-  if (!impl || impl->ops != &pg__plugin_ops || !bits) return 0;
+  /* the adapters with a persistent process lay their calls out in call memory (a worker
+   * when it agreed to protocol v1.1; a v1 worker's files never hold the pattern) */
+  if (!impl || !impl->ops || !impl->ops->process || !bits) return 0;
   switch (t) {
     case PG_DTYPE_F32: *bits = PG_PREFILL_F32; return 1;
     case PG_DTYPE_F16: *bits = PG_PREFILL_F16; return 1;
