@@ -121,7 +121,7 @@ class Worker:
 
     def __init__(self):
         self.torch = None
-        self.modules = {}      # absolute path -> module
+        self.modules = {}      # path (as requested, and absolute) -> module
         self.pypto_users = {}  # module path -> whether the impl imports pypto
 
     def setup(self):
@@ -268,9 +268,13 @@ class Worker:
     # ---- modules and calls
 
     def module(self, path):
-        path = os.path.abspath(path)
+        mod = self.modules.get(path)   # as the request names it: no syscall per call
+        if mod is not None:
+            return mod
+        given, path = path, os.path.abspath(path)
         mod = self.modules.get(path)
         if mod is not None:
+            self.modules[given] = mod
             return mod
         if not os.path.isfile(path):
             raise Structural(f"the Python file {path} does not exist")
@@ -288,7 +292,7 @@ class Worker:
         except BaseException:
             del sys.modules[name]   # a failed import is retried by the next call
             raise
-        self.modules[path] = mod
+        self.modules[path] = self.modules[given] = mod
         return mod
 
     def pypto_for(self, mod, fn):
@@ -354,7 +358,8 @@ class Worker:
                              'serves python: impls and Python goldens)')
         fname = call.get("function") or f"{req.op}_module{req.suffix}_wrapper"
         cast = bool(call.get("cast_outputs", False))
-        if not os.path.isfile(call["file"]):   # python:DIR without this phase's staged file
+        if call["file"] not in self.modules and not os.path.isfile(call["file"]):
+            # python:DIR without this phase's staged file
             raise Structural(f"{call['file']} does not exist (phase {req.suffix} calls "
                              f"{fname}(*primary_inputs) in it)")
         mod = self.module(call["file"])
