@@ -16,6 +16,10 @@ Scenarios:
            still go through call memory
   keep     --keep-work: files even for a v1.1 worker (the kept case directory holds
            them), PASS
+  dtypes   dtypes_suite.json: bfloat16 and float32 inputs, odd shapes; the impl returns
+           outputs of another dtype than declared, which v1.1 describes in its answer
+           instead of writing: per case the same status, category, summary and metrics
+           as v1
 Exit 0 pass, 1 fail, 77 skipped (torch missing).
 """
 import argparse
@@ -85,6 +89,29 @@ def compare(c, impl, label, extra=()):
         m, m1 = metrics(rep), metrics(rep1)
         check(m and m == m1, f"{label} M{k}: the same metrics per case and tensor both ways "
               f"({len(m)} tensors)")
+
+
+def outcomes(rep):
+    return {(c["id"], m["mode"]): (m["status"], m.get("failure_category"), m.get("summary"))
+            for c in rep["checks"] for m in c["modes"]}
+
+
+def sc_dtypes(c):
+    impl = "python:" + os.path.join(c.op, "impl", "attention_pypto.py")
+    suite = ("--suite", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                     "dtypes_suite.json"))
+    for k in (1, 2, 3):
+        _, rep = c.run(k, impl, extra=suite)
+        _, rep1 = c.run(k, impl, env={"PHASEGATE_WORKER_NO_SHM": "1"}, extra=suite)
+        check(rep is not None and rep1 is not None, f"dtypes M{k}: both runs wrote a report")
+        if not (rep and rep1):
+            continue
+        o, o1 = outcomes(rep), outcomes(rep1)
+        check(len(o) == 2 and o == o1, f"dtypes M{k}: the same outcome per case both ways "
+              f"({sorted(o.values())} / {sorted(o1.values())})")
+        check(metrics(rep) == metrics(rep1), f"dtypes M{k}: the same metrics both ways")
+        t = traces(rep)
+        check(t and all(x == "call memory" for x in t), f"dtypes M{k}: call memory ({t})")
 
 
 def sc_python(c):
