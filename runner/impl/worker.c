@@ -126,18 +126,17 @@ static int fill_memory(const struct pg_impl_pending *p, struct worker_call *c,
   return PG_OK;
 }
 
-/* The request object of the call for the process now serving it: exec's (files in a
- * case directory, made on first need) or, for a v1.1 process, the call's fields with
- * its tensors in call memory; plus the adapter's fields. *send_fd: the memfd to pass
- * along, or -1. */
-static int request_json(struct pg_impl_pending *p, struct worker_call *c,
-                        struct pg_impl_outcome *out, cJSON **request, int *send_fd,
-                        struct pg_error *err) {
+/* The request object of the call, with its tensors in files (a case directory, made
+ * on first need) or in call memory (shm); plus the adapter's fields. *send_fd: the
+ * memfd to pass along, or -1. */
+static int build_request(struct pg_impl_pending *p, struct worker_call *c,
+                         struct pg_impl_outcome *out, int shm, cJSON **request, int *send_fd,
+                         struct pg_error *err) {
   const struct pg_impl_request *req = p->req;
   *request = NULL;
   *send_fd = -1;
   drop_memory_outputs(c, out); /* a resent call is laid out afresh */
-  c->shm = c->proc->shm && !req->keep_work;
+  c->shm = shm;
   if (!c->shm && !c->dir) PG_RETURN_IF_ERROR(pg__exec_case_dir(req, 0, &c->dir, err));
   cJSON *r = c->shm ? pg__call_json(req) : pg__exec_request_json(c->dir, req);
   if (r && c->shm &&
@@ -153,11 +152,28 @@ static int request_json(struct pg_impl_pending *p, struct worker_call *c,
   int rc = c->shm ? fill_memory(p, c, out, r, send_fd, err) : PG_OK;
   if (rc != PG_OK) {
     drop_memory_outputs(c, out);
+    c->shm = 0;
     cJSON_Delete(r);
     return rc;
   }
   *request = r;
   return PG_OK;
+}
+
+/* The request for the process now serving the call: in call memory when its handshake
+ * offered protocol v1.1 (not under --keep-work, whose case directory is meant to hold
+ * the files), else, or when no call memory can be made (no memfd or seals here, none
+ * left), in files: v1.1 workers serve both. */
+static int request_json(struct pg_impl_pending *p, struct worker_call *c,
+                        struct pg_impl_outcome *out, cJSON **request, int *send_fd,
+                        struct pg_error *err) {
+  int shm = c->proc->shm && !p->req->keep_work;
+  int rc = build_request(p, c, out, shm, request, send_fd, err);
+  if (rc != PG_OK && shm) {
+    pg_error_clear(err);
+    rc = build_request(p, c, out, 0, request, send_fd, err);
+  }
+  return rc;
 }
 
 int pg__worker_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
