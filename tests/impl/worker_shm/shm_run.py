@@ -7,9 +7,10 @@ PHASEGATE_WORKER_NO_SHM=1.
     shm_run.py SCENARIO --phasegate PG --root SRC --tmp DIR --python PY
 
 Scenarios:
-  python   `python:attention_pypto.py` (torch on the CPU), M1..M3: every call in call
-           memory (the worker's trace says so), every case PASS, and per case and
-           tensor the same max_abs_diff / max_rel_diff as the v1 run: the right results
+  python   `python:attention_pypto.py` (torch on the CPU), M1..M3, seven cases of every
+           level (CASES): every call in call memory (the worker's trace says so), every
+           case PASS, and per case and tensor the same max_abs_diff / max_rel_diff as
+           the v1 run: the right results
   helper   `worker:attention_torch.py` through the documented helper: the same, v1.1
            against v1
   serve    leased from `phasegate serve`: the lease carries the worker's offer, calls
@@ -30,6 +31,10 @@ import sys
 import time
 
 failures = []
+# a case of every level but the large L4s: odd shapes, fp32 inputs, exact integers,
+# special values (all 19 take minutes under ASan on a loaded machine)
+CASES = "L1_tiny,L2_basic,L2_fp32,L3_odd_seq_33_heads_3,L3_head_dim_80,L5_exact_int," \
+        "L5_special_values"
 
 
 def check(ok, what):
@@ -73,7 +78,7 @@ def metrics(rep):
             for c in rep["checks"] for t in c.get("per_tensor", [])}
 
 
-def compare(c, impl, label, extra=()):
+def compare(c, impl, label, extra=("--case", CASES)):
     for k in (1, 2, 3):
         rc, rep = c.run(k, impl, extra=extra)
         rc1, rep1 = c.run(k, impl, env={"PHASEGATE_WORKER_NO_SHM": "1"}, extra=extra)
@@ -134,7 +139,7 @@ def sc_serve(c):
     try:
         check(start.returncode == 0, "phasegate serve started")
         for _ in range(2):
-            rc, rep = c.run(3, impl, extra=("--serve-control", ctl))
+            rc, rep = c.run(3, impl, extra=("--serve-control", ctl, "--case", CASES))
             check(rc == 0 and rep and rep["status"] == "PASS", "leased: PASS")
             t = traces(rep) if rep else []
             check(t and all(x == "call memory" for x in t),
