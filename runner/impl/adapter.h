@@ -64,6 +64,11 @@ int pg__impl_wait(struct pg_sandbox_proc *proc, struct pg_impl_outcome *out,
 int pg__collect_outputs(const char *dir, const struct pg_impl_request *req,
                         struct pg_impl_outcome *out, struct pg_error *err);
 
+/* Checks output i (as read, or as a worker described it) against its spec: 1 if its
+ * dtype and shape are the declared ones, else 0 with a WRONG_OUTPUT_DTYPE/SHAPE fact. */
+int pg__impl_check_output(const struct pg_tensor *t, const struct pg_impl_request *req, int i,
+                          struct pg_impl_outcome *out);
+
 /* The same for the out/ of a case directory the runner made (exec:, worker:), opened
  * without following any link: out/ or an output that is a symlink, a hard link, a FIFO
  * or a device, or a removed out/, is an UNSAFE_OUTPUT fact and nothing is read. */

@@ -73,8 +73,9 @@ int pg_impl_parse(const char *spec, struct pg_impl *impl, struct pg_error *err);
 const char *pg_impl_kind(const struct pg_impl *impl);
 
 /* The bits every element of an output of dtype t holds before the impl writes it
- * (plugin: a distinctive NaN, integers 0xA5 bytes), in the dtype's width: 1 with *bits
- * set, 0 when the impl's adapter prefills nothing (exec, worker, python, replay). */
+ * (plugin, and worker/python calls in call memory, protocol v1.1: a distinctive NaN,
+ * integers 0xA5 bytes), in the dtype's width: 1 with *bits set, 0 when the impl's
+ * adapter prefills nothing (exec, replay). */
 int pg_impl_prefill_bits(const struct pg_impl *impl, enum pg_dtype t, uint64_t *bits);
 
 /* The program of the persistent process behind the impl (plugin: the host on the .so;

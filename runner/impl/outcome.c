@@ -184,8 +184,7 @@ static int has_suffix(const char *s, const char *suf) {
   return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
-/* Checks output i as read against its spec; returns 1 if fine (else the fact is set). */
-static int check_output(const struct pg_tensor *t, const struct pg_impl_request *req, int i,
+int pg__impl_check_output(const struct pg_tensor *t, const struct pg_impl_request *req, int i,
                         struct pg_impl_outcome *out) {
   const struct pg_impl_output_spec *spec = &req->outputs[i];
   if (t->dtype != spec->dtype) {
@@ -307,7 +306,7 @@ static int collect_safetensors(const struct out_dir *od, const struct pg_impl_re
     }
     pg_tensor_move(&out->outputs[i], &list[found]);
     pg_tensor_set_name(&out->outputs[i], req->outputs[i].name);
-    if (!check_output(&out->outputs[i], req, i, out)) {
+    if (!pg__impl_check_output(&out->outputs[i], req, i, out)) {
       pg_tensor_list_free(list, count);
       return PG_OK;
     }
@@ -367,7 +366,7 @@ static int collect_npy(const struct out_dir *od, const struct pg_impl_request *r
     if (got < 0) return err->code;
     if (got == 0) return PG_OK;
     pg_tensor_set_name(&out->outputs[i], name);
-    if (!check_output(&out->outputs[i], req, i, out)) return PG_OK;
+    if (!pg__impl_check_output(&out->outputs[i], req, i, out)) return PG_OK;
   }
   out->n_outputs = req->n_outputs;
   pg__impl_fact(out, PG_IMPL_FACT_OK, NULL);

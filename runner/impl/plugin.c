@@ -41,7 +41,7 @@ struct plugin_call {
   struct pg_sandbox_proc proc;  /* --fresh-process: the forked child */
   struct shared_hdr *hdr;
   size_t hdr_size;              /* of the hdr mapping */
-  size_t map_size[PG_IMPL_MAX_OUTPUTS];
+  struct pg_callmem_layout lay; /* where the outputs sit, their guard bytes (plugin_shm.h) */
   char symbol[160];
   struct pg_proc *host;         /* persistent: the plugin host serving the call */
   int64_t id;
@@ -55,34 +55,10 @@ struct child_ctx {
   const char *symbol;
 };
 
-/* Distinctive NaN payloads, so "never written" differs from "wrote NaN". */
-#define PG_PREFILL_F32 0x7FC5A5A5u
-#define PG_PREFILL_F16 0x7E5Au
-#define PG_PREFILL_BF16 0x7FA5u
-#define PG_PREFILL_F64 0x7FF8A5A5A5A5A5A5ull
-
-static void prefill(void *data, enum pg_dtype t, int64_t n, size_t nbytes) {
-  switch (t) {
-    case PG_DTYPE_F32:
-      for (int64_t i = 0; i < n; i++) ((uint32_t *)data)[i] = PG_PREFILL_F32;
-      return;
-    case PG_DTYPE_F16:
-      for (int64_t i = 0; i < n; i++) ((uint16_t *)data)[i] = PG_PREFILL_F16;
-      return;
-    case PG_DTYPE_BF16:
-      for (int64_t i = 0; i < n; i++) ((uint16_t *)data)[i] = PG_PREFILL_BF16;
-      return;
-    case PG_DTYPE_F64:
-      for (int64_t i = 0; i < n; i++) ((uint64_t *)data)[i] = PG_PREFILL_F64;
-      return;
-    default: memset(data, PG_INT_PREFILL, nbytes); return;
-  }
-}
-
-extern const struct pg_impl_ops pg__plugin_ops;
-
 int pg_impl_prefill_bits(const struct pg_impl *impl, enum pg_dtype t, uint64_t *bits) {
-  if (!impl || impl->ops != &pg__plugin_ops || !bits) return 0;
+  /* the adapters with a persistent process lay their calls out in call memory (a worker
+   * when it agreed to protocol v1.1; a v1 worker's files never hold the pattern) */
+  if (!impl || !impl->ops || !impl->ops->process || !bits) return 0;
   switch (t) {
     case PG_DTYPE_F32: *bits = PG_PREFILL_F32; return 1;
     case PG_DTYPE_F16: *bits = PG_PREFILL_F16; return 1;
@@ -96,28 +72,6 @@ int pg_impl_prefill_bits(const struct pg_impl *impl, enum pg_dtype t, uint64_t *
       *bits = b;
       return 1;
     }
-  }
-}
-
-/* 1 when every element still holds the prefill pattern (the impl never wrote it). */
-static int untouched(const void *data, enum pg_dtype t, int64_t n, size_t nbytes) {
-  if (n == 0) return 0;
-  switch (t) {
-    case PG_DTYPE_F32:
-      for (int64_t i = 0; i < n; i++) if (((const uint32_t *)data)[i] != PG_PREFILL_F32) return 0;
-      return 1;
-    case PG_DTYPE_F16:
-      for (int64_t i = 0; i < n; i++) if (((const uint16_t *)data)[i] != PG_PREFILL_F16) return 0;
-      return 1;
-    case PG_DTYPE_BF16:
-      for (int64_t i = 0; i < n; i++) if (((const uint16_t *)data)[i] != PG_PREFILL_BF16) return 0;
-      return 1;
-    case PG_DTYPE_F64:
-      for (int64_t i = 0; i < n; i++) if (((const uint64_t *)data)[i] != PG_PREFILL_F64) return 0;
-      return 1;
-    default:
-      for (size_t i = 0; i < nbytes; i++) if (((const uint8_t *)data)[i] != PG_INT_PREFILL) return 0;
-      return 1;
   }
 }
 
@@ -206,7 +160,7 @@ static int map_output(const struct pg_impl_output_spec *s, size_t psz, struct pg
   t->release = release_mapping;
   t->release_ctx = (void *)(uintptr_t)sz;
   *map_size = sz;
-  prefill(m, t->dtype, t->numel, t->nbytes);
+  pg__callmem_prefill(m, t->dtype, t->numel, t->nbytes);
   memset((char *)m + t->nbytes, PG_CANARY_BYTE, sz - t->nbytes);
   return PG_OK;
 }
@@ -232,11 +186,6 @@ static int started(struct pg_impl_pending *p, struct plugin_call *c, struct pg_i
   return PG_OK;
 }
 
-static size_t page_bytes(void) {
-  long page = sysconf(_SC_PAGESIZE);
-  return page > 0 ? (size_t)page : 4096;
-}
-
 static int host_start(struct pg_impl_pending *p, struct plugin_call *c,
                       struct pg_impl_outcome *out, struct pg_error *err);
 static int host_finish(struct pg_impl_pending *p, struct plugin_call *c,
@@ -255,7 +204,7 @@ static int plugin_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
   if (!c) return pg_error_set(err, PG_ENOMEM, "out of memory");
   pg_impl_symbol(req->op, req->suffix, c->symbol, sizeof c->symbol);
   if (!impl->fresh_process) return host_start(p, c, out, err);
-  size_t psz = page_bytes();
+  size_t psz = pg__callmem_page();
   c->hdr_size = sizeof *c->hdr;
   c->hdr = mmap(NULL, sizeof *c->hdr, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (c->hdr == MAP_FAILED) {
@@ -267,7 +216,7 @@ static int plugin_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
   DLTensor dl_out[PG_IMPL_MAX_OUTPUTS];
   int rc = PG_OK;
   for (int i = 0; rc == PG_OK && i < req->n_outputs; i++) {
-    rc = map_output(&req->outputs[i], psz, &out->outputs[i], &c->map_size[i], err);
+    rc = map_output(&req->outputs[i], psz, &out->outputs[i], &c->lay.out_span[i], err);
     dl_out[i] = pg_tensor_dl(&out->outputs[i]);
     out->n_outputs = i + 1;
   }
@@ -321,19 +270,15 @@ static void fact_after_return(const struct plugin_call *c, const struct pg_impl_
   snprintf(out->device_name, sizeof out->device_name, "%.*s",
            (int)sizeof c->hdr->device_name - 1, c->hdr->device_name);
   /* Canaries first: an overrun may have corrupted anything, including a return code. */
-  for (int i = 0; i < req->n_outputs; i++) {
-    const struct pg_tensor *t = &out->outputs[i];
-    const unsigned char *g = (const unsigned char *)t->dl.data + t->nbytes;
-    size_t glen = c->map_size[i] - t->nbytes;
-    for (size_t j = 0; j < glen; j++)
-      if (g[j] != PG_CANARY_BYTE) {
-        out->output = i;
-        pg__impl_fact(out, PG_IMPL_FACT_CANARY_HIT,
-                      "%s wrote past output buffer '%s' (guard byte %zu after its %zu bytes was "
-                      "overwritten, mode '%s')", symbol, req->outputs[i].name, j, t->nbytes,
-                      req->mode);
-        return;
-      }
+  size_t at = 0;
+  int hit = pg__callmem_canary_hit(out, &c->lay, &at);
+  if (hit >= 0) {
+    out->output = hit;
+    pg__impl_fact(out, PG_IMPL_FACT_CANARY_HIT,
+                  "%s wrote past output buffer '%s' (guard byte %zu after its %zu bytes was "
+                  "overwritten, mode '%s')", symbol, req->outputs[hit].name, at,
+                  out->outputs[hit].nbytes, req->mode);
+    return;
   }
   if (ret == PG_UNAVAILABLE) {
     pg__impl_fact(out, PG_IMPL_FACT_UNAVAILABLE, "mode '%s' is unavailable (%s returned %d)",
@@ -352,15 +297,13 @@ static void fact_after_return(const struct plugin_call *c, const struct pg_impl_
                     "'%s')%s%s", symbol, ret, req->mode, last[0] ? ": " : "", last);
     return;
   }
-  for (int i = 0; i < req->n_outputs; i++) {
-    const struct pg_tensor *t = &out->outputs[i];
-    if (untouched(t->dl.data, t->dtype, t->numel, t->nbytes)) {
-      out->output = i;
-      pg__impl_fact(out, PG_IMPL_FACT_UNWRITTEN_OUTPUT,
-                    "%s returned 0 but never wrote output '%s' (still NaN-prefilled)", symbol,
-                    req->outputs[i].name);
-      return;
-    }
+  int unwritten = pg__callmem_unwritten(out);
+  if (unwritten >= 0) {
+    out->output = unwritten;
+    pg__impl_fact(out, PG_IMPL_FACT_UNWRITTEN_OUTPUT,
+                  "%s returned 0 but never wrote output '%s' (still NaN-prefilled)", symbol,
+                  req->outputs[unwritten].name);
+    return;
   }
   pg__impl_fact(out, PG_IMPL_FACT_OK, NULL);
 }
@@ -538,17 +481,6 @@ static void plugin_probe_cancel(struct pg_impl_probe *p) {
 
 /* ---- persistent: the plugin host (impl/plugin_host.c) ---- */
 
-static cJSON *tensor_entry(const char *name, enum pg_dtype dtype, int ndim, const int64_t *shape,
-                           size_t offset) {
-  cJSON *o = cJSON_CreateObject(), *sh = cJSON_CreateArray();
-  cJSON_AddStringToObject(o, "name", name);
-  cJSON_AddStringToObject(o, "dtype", pg_dtype_name(dtype));
-  for (int a = 0; a < ndim; a++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)shape[a]));
-  cJSON_AddItemToObject(o, "shape", sh);
-  cJSON_AddNumberToObject(o, "offset", (double)offset);
-  return o;
-}
-
 /* The call's request line: everything but the memory, which travels as an fd. */
 static cJSON *host_request(const struct plugin_call *c, const struct pg_impl_request *req) {
   cJSON *r = pg__call_json(req);
@@ -558,74 +490,25 @@ static cJSON *host_request(const struct plugin_call *c, const struct pg_impl_req
   return r;
 }
 
-/* Lays the call out in the host's call memory (impl/pool.h): the header page, the
- * outputs (NaN-prefilled, canary-guarded; out->outputs point into it until the call is
- * judged, then they are copied out), the inputs (copied in); lists them in the
- * request, with the memory fd when the host does not have it yet (*send_fd). */
+/* Lays the call out in the host's call memory (impl/pool.h, impl/plugin_shm.h): the
+ * header page, the outputs (NaN-prefilled, canary-guarded; out->outputs point into it
+ * until the call is judged, then they are copied out), the inputs (copied in); lists
+ * them in the request, with the memory fd when the host does not have it yet
+ * (*send_fd). */
 static int host_memory(struct plugin_call *c, const struct pg_impl_pending *p,
                        struct pg_impl_outcome *out, cJSON *rq, int *send_fd,
                        struct pg_error *err) {
-  const struct pg_impl_request *req = p->req;
-  size_t psz = page_bytes(), off = psz, out_off[PG_IMPL_MAX_OUTPUTS];
-  for (int i = 0; i < req->n_outputs; i++) {
-    const struct pg_impl_output_spec *s = &req->outputs[i];
-    struct pg_tensor *t = &out->outputs[i];
-    pg_tensor_set_name(t, s->name);
-    PG_RETURN_IF_ERROR(pg_tensor_describe(t, s->dtype, s->ndim, s->shape, err));
-    out_off[i] = off;
-    c->map_size[i] = (t->nbytes + PG_CANARY_BYTES + psz - 1) / psz * psz;
-    off += c->map_size[i];
-  }
-  size_t in_start = off;
-  for (int i = 0; i < req->n_inputs; i++) off += (req->inputs[i].nbytes + psz - 1) / psz * psz;
+  PG_RETURN_IF_ERROR(pg__callmem_layout(p->req, out, &c->lay, err));
   int fd = -1, fresh = 0;
-  char *base = pg__pool_memory(p->impl, c->host, off, &fd, &fresh, err);
+  char *base = pg__pool_memory(p->impl, c->host, c->lay.size, &fd, &fresh, err);
   if (!base) return err->code;
   *send_fd = fresh ? fd : -1;
   c->hdr = (struct shared_hdr *)base;
   c->hdr_size = 0; /* the pool's memory: not unmapped per call */
   memset(c->hdr, 0, sizeof *c->hdr);
-  cJSON *outs = cJSON_GetObjectItemCaseSensitive(rq, "outputs");
-  for (int i = 0; i < req->n_outputs; i++) {
-    struct pg_tensor *t = &out->outputs[i];
-    t->dl.data = base + out_off[i];
-    prefill(t->dl.data, t->dtype, t->numel, t->nbytes);
-    memset((char *)t->dl.data + t->nbytes, PG_CANARY_BYTE, c->map_size[i] - t->nbytes);
-    out->n_outputs = i + 1;
-    cJSON_AddItemToArray(outs, tensor_entry(t->name, t->dtype, t->dl.ndim, t->shape, out_off[i]));
-  }
-  cJSON *ins = cJSON_GetObjectItemCaseSensitive(rq, "inputs");
-  size_t o = in_start;
-  for (int i = 0; i < req->n_inputs; i++) {
-    const struct pg_tensor *t = &req->inputs[i];
-    memcpy(base + o, t->dl.data, t->nbytes);
-    cJSON_AddItemToArray(ins, tensor_entry(t->name, t->dtype, t->dl.ndim, t->shape, o));
-    o += (t->nbytes + psz - 1) / psz * psz;
-  }
-  cJSON_AddNumberToObject(rq, "size", (double)off);
+  pg__callmem_fill(base, &c->lay, p->req, out, rq);
+  cJSON_AddNumberToObject(rq, "size", (double)c->lay.size);
   return PG_OK;
-}
-
-/* The outputs of a judged call leave the call memory (the next call reuses it): a
- * private copy each, or none when the call failed. */
-static int host_outputs_out(struct pg_impl_outcome *out, struct pg_error *err) {
-  int rc = PG_OK;
-  for (int i = 0; i < out->n_outputs; i++) {
-    struct pg_tensor *t = &out->outputs[i], copy;
-    const void *src = t->dl.data;
-    t->dl.data = NULL; /* never freed here: the pool's memory */
-    if (out->status != PG_IMPL_DONE || rc != PG_OK || !src) continue;
-    pg_tensor_init(&copy);
-    pg_tensor_set_name(&copy, t->name);
-    rc = pg_tensor_alloc(&copy, t->dtype, t->dl.ndim, t->shape, err);
-    if (rc == PG_OK) memcpy(copy.dl.data, src, t->nbytes);
-    pg_tensor_move(t, &copy);
-  }
-  if (out->status != PG_IMPL_DONE || rc != PG_OK) {
-    for (int i = 0; i < PG_IMPL_MAX_OUTPUTS; i++) pg_tensor_reset(&out->outputs[i]);
-    out->n_outputs = 0;
-  }
-  return rc;
 }
 
 /* The host could not be started (it died loading the plugin: the probe passed, so this
@@ -710,7 +593,7 @@ static int host_finish(struct pg_impl_pending *p, struct plugin_call *c,
     }
   }
   if (rc != PG_OK) out->status = PG_IMPL_FAILED;
-  int crc = host_outputs_out(out, err);
+  int crc = pg__callmem_outputs_out(out, err);
   if (rc == PG_OK) rc = crc;
   pg_proc_result_reset(&r);
   pg__pool_release(p->impl, c->host, rc == PG_OK && healthy);

@@ -2,6 +2,7 @@
 #include "impl/pool.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,9 +207,13 @@ void *pg__pool_memory(const struct pg_impl *impl, const struct pg_proc *p, size_
   if (s->mem && s->mem_size < size) slot_memory_free(s);
   if (!s->mem) {
     size_t grown = size < ((size_t)1 << 20) ? ((size_t)1 << 20) : size + size / 4;
-    int mfd = memfd_create("phasegate-call", MFD_CLOEXEC);
+    /* sealed against shrinking: the process it is lent to could otherwise truncate it
+     * under the runner's mapping, and the runner's next read would be a SIGBUS
+     * (docs/worker_protocol.md "Version 1.1") */
+    int mfd = memfd_create("phasegate-call", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     void *m = MAP_FAILED;
-    if (mfd >= 0 && ftruncate(mfd, (off_t)grown) == 0)
+    if (mfd >= 0 && ftruncate(mfd, (off_t)grown) == 0 &&
+        fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_SEAL) == 0)
       m = mmap(NULL, grown, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
     if (m == MAP_FAILED) {
       if (mfd >= 0) close(mfd);

@@ -113,6 +113,9 @@ static int open_log(struct pg_proc *p, const struct pg_proc_spec *s, int *wfd,
   }
   p->log_path = pg_path_fmt("%s/phasegate-worker-%s%sXXXXXX", dir, tag, tag[0] ? "-" : "");
   if (!p->log_path) return pg_error_set(err, PG_ENOMEM, "out of memory");
+  /* --work-dir may name a directory no case directory has made yet (a v1.1 worker's
+   * calls make none): made here as the exec case directories make it */
+  mkdir(dir, 0777);
   *wfd = mkostemp(p->log_path, O_CLOEXEC | O_APPEND);
   if (*wfd < 0)
     return pg_error_set(err, PG_EIO, "cannot create a worker log in %s: %s", dir, strerror(errno));
@@ -409,6 +412,10 @@ int pg_proc_handshake(struct pg_proc *p, struct pg_proc_result *r, struct pg_err
                       logged ? p->log_path : "");
   } else {
     p->start_ms = pg_now_ms() - p->sent_ms;
+    /* v1.1 is offered by exactly "shm": 1; anything else is a v1 worker (which must
+     * serve file requests anyway) */
+    const cJSON *shm = cJSON_GetObjectItemCaseSensitive(hello, "shm");
+    p->shm = cJSON_IsNumber(shm) && shm->valuedouble == 1;
   }
   cJSON_Delete(hello);
   free(line);

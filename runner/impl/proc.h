@@ -63,6 +63,9 @@ struct pg_proc {
   uint64_t log_mark;           /* log size when the current call was sent */
   double sent_ms;
   int handshake_pending;       /* spawned, handshake not read yet (pg_proc_spawn) */
+  int shm;                     /* its handshake offered protocol v1.1 ("shm": 1): calls
+                                  may pass their tensors in call memory
+                                  (docs/worker_protocol.md "Version 1.1") */
   double handshake_timeout_s;
   char what[256];              /* the command, for messages */
   char tag[PG_PROC_TAG_MAX];   /* its PHASEGATE_PROC_TAG entry (sandbox.h): found and killed
@@ -105,7 +108,8 @@ int pg_proc_log_has_bytes(const char *log_path);
 void pg_proc_result_init(struct pg_proc_result *r);
 void pg_proc_result_reset(struct pg_proc_result *r);
 
-/* Starts the process and waits for its handshake line {"phasegate_worker": 1}.
+/* Starts the process and waits for its handshake line {"phasegate_worker": 1} (with
+ * "shm": 1 when it offers protocol v1.1: p->shm).
  * PG_OK: running, p->start_ms set. A process that ends, times out or writes anything
  * else first is killed and reported in `r` (end, exit fields, captured log) with
  * PG_EIMPL and err naming the command and the protocol. PG_EIO/PG_ENOMEM (err):

@@ -214,6 +214,7 @@ int pg_serve_lease(int conn, const struct pg_proc_program *prog, const char *mod
     p->calls = (int)pg_serve_int(a, "calls", 0, 0, INT_MAX);
     p->next_id = pg_serve_int(a, "next_id", 1, 1, INT64_MAX);
     p->start_ms = pg_serve_num(a, "start_ms", 0);
+    p->shm = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "shm"));
     p->remote_end = lease_end;
     p->remote_ctx = (void *)(intptr_t)conn;
     fd = -1;

@@ -17,7 +17,7 @@
  *   {"op":"stop"}                 → {"status":"ok","pid":P} once every worker is gone
  *   {"op":"lease", kind, target, mode, device, rlimit_as, start_timeout_s, cwd, umask, env:[…],
  *    host}                        → {"status":"ok", pid, log, start_ms, calls, next_id,
- *                                    fresh} + the worker's socket (SCM_RIGHTS), or
+ *                                    fresh, shm} + the worker's socket (SCM_RIGHTS), or
  *                                   {"status":"error", code, message, start facts…}
  *   {"op":"release", pid, ok:true, calls, next_id}          → (no answer)
  *   {"op":"release", pid, ok:false, wait_ms, calls, next_id} → {"status":"ok", exited,
@@ -234,6 +234,7 @@ static void grant(struct daemon *d, struct wproc *w, struct conn *c) {
   cJSON_AddNumberToObject(o, "calls", w->calls);
   cJSON_AddNumberToObject(o, "next_id", (double)w->next_id);
   cJSON_AddBoolToObject(o, "fresh", w->leases == 0);
+  cJSON_AddBoolToObject(o, "shm", w->p.shm != 0); /* its handshake offered protocol v1.1 */
   pg__serve_answer(d, c, o, w->p.sock);
   cJSON_Delete(o);
   w->state = W_LEASED;

@@ -6,8 +6,14 @@
  * Peer measured in the same run: memcpy of the same bytes (in + out), the floor of
  * any scheme that moves the data once.
  *
- *   bench_persist PLUGIN.so [WORKER_COMMAND] [CALLS (200)] [MiB (1)]
- * Prints one line per impl: calls, median and p99 per-call ms, and the ratio to memcpy.
+ *   bench_persist PLUGIN.so [WORKER_COMMAND] [CALLS (200)] [MiB (1)] [LABEL|SPEC …]
+ * Each LABEL|[NAME=VALUE ]SPEC after those is one more impl (any --impl spec, e.g. a
+ * python: no-op), shown as LABEL, with NAME=VALUE set in the environment while it runs
+ * (PHASEGATE_WORKER_NO_SHM=1: the Python side keeps to protocol v1, files, so v1 and
+ * v1.1 are measured side by side). Prints one line per impl: median, p99 and fastest
+ * per-call ms, the ratio to memcpy and the overhead over it (median − memcpy; the
+ * fastest call's too, which a loaded machine disturbs least). The memcpy peer is the
+ * best of 50.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +27,8 @@ static int cmp_d(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static int bench(const char *spec, struct pg_tensor *in, int calls, double *median, double *p99) {
+static int bench(const char *spec, struct pg_tensor *in, int calls, double *median, double *p99,
+                 double *fastest) {
   struct pg_impl impl;
   struct pg_error err;
   if (pg_impl_parse(spec, &impl, &err) != PG_OK) {
@@ -54,6 +61,7 @@ static int bench(const char *spec, struct pg_tensor *in, int calls, double *medi
   pg_impl_close(&impl);
   qsort(t, (size_t)calls, sizeof *t, cmp_d);
   *median = t[calls / 2];
+  *fastest = t[0];
   *p99 = t[(calls * 99) / 100 < calls ? (calls * 99) / 100 : calls - 1];
   free(t);
   return bad ? -1 : 0;
@@ -85,18 +93,35 @@ int main(int argc, char **argv) {
     if (dt < best) best = dt;
   }
   printf("case: %.2f MiB in, %.2f MiB out, %d calls after 3 warm-up calls\n", mib, mib, calls);
+  /* one-line results: label, median, p99, ratio and overhead over the peer */
+#define PG_BENCH_LINE(label, med, p99)                                                       \
+  printf("  %-36s %8.3f ms median  %8.3f ms p99  %8.3f ms min  (%.1fx memcpy, +%.3f ms; "    \
+         "min +%.3f ms)\n", label, med, p99, fastest, (med) / best, (med) - best,              \
+         fastest - best)
   printf("  memcpy in + out (peer):              %8.3f ms\n", best);
   char spec[4400];
-  double med, p99;
+  double med, p99, fastest;
   snprintf(spec, sizeof spec, "plugin:%s", argv[1]);
-  if (bench(spec, &in, calls, &med, &p99) == 0)
-    printf("  plugin host, per call:               %8.3f ms median  %8.3f ms p99  (%.1fx memcpy)\n",
-           med, p99, med / best);
+  if (bench(spec, &in, calls, &med, &p99, &fastest) == 0) PG_BENCH_LINE("plugin host, per call:", med, p99);
   if (argc > 2 && argv[2][0]) {
     snprintf(spec, sizeof spec, "worker:%s", argv[2]);
-    if (bench(spec, &in, calls, &med, &p99) == 0)
-      printf("  worker, per call:                    %8.3f ms median  %8.3f ms p99  (%.1fx memcpy)\n",
-             med, p99, med / best);
+    if (bench(spec, &in, calls, &med, &p99, &fastest) == 0) PG_BENCH_LINE("worker, per call:", med, p99);
+  }
+  for (int a = 5; a < argc; a++) {
+    const char *bar = strchr(argv[a], '|');
+    char label[64];
+    snprintf(label, sizeof label, "%.*s, per call:", bar ? (int)(bar - argv[a]) : 0, argv[a]);
+    const char *what = bar ? bar + 1 : argv[a], *eq = strchr(what, '='), *sp = strchr(what, ' ');
+    char name[64] = "";
+    if (eq && sp && eq < sp && strchr(what, ':') > sp) { /* NAME=VALUE SPEC */
+      snprintf(name, sizeof name, "%.*s", (int)(eq - what), what);
+      char value[64];
+      snprintf(value, sizeof value, "%.*s", (int)(sp - eq - 1), eq + 1);
+      setenv(name, value, 1);
+      what = sp + 1;
+    }
+    if (bench(what, &in, calls, &med, &p99, &fastest) == 0) PG_BENCH_LINE(label, med, p99);
+    if (name[0]) unsetenv(name);
   }
   free(dst);
   free(back);

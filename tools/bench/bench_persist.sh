@@ -15,7 +15,10 @@
 #  2. the plugin host vs --fresh-process with a plugin whose first call in a process
 #     costs 200 ms (what a CUDA context costs), 19 cases; goal >= 10x.
 #  3. the runner's own cost per persistent call around a no-op impl, 1 MiB in and out
-#     (bench_persist binary; goal <= 2 ms), against memcpy of the same bytes.
+#     (bench_persist binary; goal <= 2 ms), against memcpy of the same bytes: the plugin
+#     host, the C worker (protocol v1: .npy files), and Python no-ops through `python:`
+#     and the documented helper, each with worker protocol v1.1 (call memory; goal:
+#     overhead <= 0.3 ms over the memcpy) and kept to v1 (PHASEGATE_WORKER_NO_SHM=1).
 #
 #   tools/bench/bench_persist.sh [BUILD_DIR (build/release)] [N (3)]
 # Env: PYTHON (default /usr/bin/python3); PG_BENCH_NO_EXEC=1 leaves out the `exec:` run
@@ -102,6 +105,12 @@ echo "2. plugin with a 200 ms first call, $ncases cases:"
 echo "   --fresh-process (fork per call)     $f ms"
 echo "   plugin host (persistent)            $h ms   fresh/host $(ratio "$f" "$h")  (goal >= 10x)"
 
-echo "3. runner cost per persistent call, no-op impl (goal <= 2 ms for 1 MiB):"
-PHASEGATE_PLUGIN_HOST="$build/runner/phasegate-plugin-host" \
-  "$build/tools/bench/bench_persist" "$noop" "$build/tools/worker/pg_worker_c" 200 1 | sed 's/^/   /'
+echo "3. runner cost per persistent call, no-op impl (goal <= 2 ms for 1 MiB; v1.1: <= +0.3 ms over memcpy):"
+nopy="$root/tools/bench/bench_noop_python.py"
+nohelp="$py $root/tools/bench/bench_noop_worker.py"
+PHASEGATE_PYTHON="$py" PHASEGATE_PLUGIN_HOST="$build/runner/phasegate-plugin-host" \
+  "$build/tools/bench/bench_persist" "$noop" "$build/tools/worker/pg_worker_c" 200 1 \
+  "python: v1.1 (call memory)|python:$nopy" \
+  "python: v1 (files)|PHASEGATE_WORKER_NO_SHM=1 python:$nopy" \
+  "helper worker v1.1 (call memory)|worker:$nohelp" \
+  "helper worker v1 (files)|PHASEGATE_WORKER_NO_SHM=1 worker:$nohelp" | sed 's/^/   /'

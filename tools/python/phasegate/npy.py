@@ -24,6 +24,16 @@ def numpy_dtype(name):
     return np.dtype(dt)
 
 
+def dtype_name(dt):
+    """The contract name of a numpy dtype ('uint16' stays itself: it may be bfloat16 bits
+    or not, only the caller knows); its numpy name when phasegate has none."""
+    dt = np.dtype(dt)
+    for name, t in DTYPES.items():
+        if name not in ("int", BFLOAT16) and np.dtype(t) == dt:
+            return name
+    return dt.name
+
+
 def to_bf16_bits(a):
     """float values -> bfloat16 bits (uint16), round to nearest even; NaN stays NaN."""
     f = np.ascontiguousarray(np.asarray(a, dtype=np.float32))

@@ -9,12 +9,18 @@ cannot run here (phasegate reports SKIPPED).
 A worker (worker protocol version 1) serves many such requests from one process:
 serve(fn) reads them from the fd pair PHASEGATE_WORKER_FDS=R,W and answers each with
 "ok", "unavailable", "error" or "structural". main(fn) is either, by PHASEGATE_WORKER.
+When fd R is a socket it also offers version 1.1 (tensors in call memory, a memfd the
+runner passes with the request): req.input() is then a view of that memory, no copy,
+and req.write_output() copies straight into the output's place there.
 
 Only numpy is needed; this module never imports torch. tools/pg_exec_helper.py
 re-exports this API for impls written against it.
 """
 import json
+import mmap
 import os
+import socket
+import stat
 import sys
 import time
 import traceback
@@ -25,6 +31,8 @@ from . import npy
 
 UNAVAILABLE = 77
 WORKER_PROTOCOL_VERSION = 1
+# protocol v1.1 (docs/worker_protocol.md "Version 1.1"): the handshake's "shm" value
+WORKER_SHM_VERSION = 1
 PG_DIE_WITH_ENV = "PHASEGATE_DIE_WITH"
 
 
@@ -71,7 +79,7 @@ class Request:
     Request(path) reads a request.json (default: $PHASEGATE_REQUEST); Request(raw=obj)
     takes the object itself (a worker request line, the same fields plus "id")."""
 
-    def __init__(self, path=None, raw=None):
+    def __init__(self, path=None, raw=None, memory=None):
         if raw is None:
             path = path or os.environ.get("PHASEGATE_REQUEST")
             if not path:
@@ -104,6 +112,21 @@ class Request:
         # set by the impl to say which device it ran on ("NVIDIA H200"): the answer's
         # "device_name", the report's run.device.name
         self.device_name = None
+        # v1.1: the call memory (a writable buffer) the tensors' "offset"s point into;
+        # None: files
+        self.memory = memory if isinstance(r.get("memory"), dict) else None
+        self.wrong_outputs = {}   # name -> (dtype, shape) the impl produced instead
+
+    def tensor_view(self, spec):
+        """The numpy view of a tensor in call memory (bfloat16: its uint16 bits)."""
+        dt = npy.numpy_dtype(spec["dtype"])
+        shape = tuple(int(x) for x in spec["shape"])
+        n = 1
+        for d in shape:
+            n *= d
+        if n == 0:
+            return np.empty(shape, dt)
+        return np.frombuffer(self.memory, dt, n, int(spec["offset"])).reshape(shape)
 
     def input_path(self, name):
         spec = self.inputs[name]
@@ -119,7 +142,10 @@ class Request:
         spec = self.inputs.get(name)
         if spec is None:
             raise KeyError(f"no primary input '{name}' (have {sorted(self.inputs)})")
-        a = npy.load(self.input_path(name))
+        if self.memory is not None:
+            a = self.tensor_view(spec)   # the call memory itself: valid during the call
+        else:
+            a = npy.load(self.input_path(name))
         if dtype is None:
             return a
         if spec.get("dtype") == npy.BFLOAT16:
@@ -135,7 +161,19 @@ class Request:
         a = np.asarray(array)
         if a.shape != want:
             raise ValueError(f"output '{name}' has shape {a.shape}, expected {want}")
-        npy.save(self.output_path(name), npy.cast(a, spec["dtype"]))
+        if self.memory is not None:
+            np.copyto(self.tensor_view(spec), npy.cast(a, spec["dtype"]), casting="unsafe")
+        else:
+            npy.save(self.output_path(name), npy.cast(a, spec["dtype"]))
+
+    def output(self, name):
+        """Output `name`'s own buffer in call memory (protocol v1.1), as a writable numpy
+        array of its declared dtype and shape (bfloat16: uint16 bits) to write in place;
+        None when this call uses files (then use write_output)."""
+        spec = self.outputs.get(name)
+        if spec is None:
+            raise KeyError(f"'{name}' is not an expected output (expected {self.output_names})")
+        return self.tensor_view(spec) if self.memory is not None else None
 
     def unavailable(self, reason=""):
         """This mode cannot run here (SKIPPED): raises Unavailable, a SystemExit(77).
@@ -199,6 +237,110 @@ def die_with_runner(forked_child=False):
         pass
 
 
+class ProtocolError(Exception):
+    """The runner's request breaks protocol v1.1 (no call memory, a tensor outside it):
+    answered "error" with this message; the call is not run."""
+
+
+class _Lines:
+    """Request lines from fd R. A socket is read with recvmsg, so that a descriptor the
+    runner passes with a line (SCM_RIGHTS: the call memory) is taken with it; plain
+    read() would drop it. Any other fd (a pipe) is read as a file."""
+
+    def __init__(self, fd):
+        self.fds = []
+        self.buf = b""
+        self.sock = None
+        if _is_socket(fd):
+            self.sock = socket.socket(fileno=fd)
+        else:
+            self.file = os.fdopen(fd, "rb")
+
+    def readline(self):
+        """(line, fds received with it); (b"", []) at end of file."""
+        if self.sock is None:
+            return self.file.readline(), []
+        while b"\n" not in self.buf:
+            space = socket.CMSG_SPACE(4 * 4)
+            flags = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
+            data, anc, mflags, _ = self.sock.recvmsg(1 << 16, space, flags)
+            for level, kind, payload in anc:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    n = len(payload) // 4
+                    self.fds.extend(np.frombuffer(payload[:4 * n], np.int32).tolist())
+            if mflags & getattr(socket, "MSG_CTRUNC", 0):
+                raise ProtocolError("a descriptor passed with the request was truncated")
+            if not data:
+                line, self.buf = self.buf, b""
+                return line, self._take()
+            self.buf += data
+        line, _, self.buf = self.buf.partition(b"\n")
+        return line + b"\n", self._take()
+
+    def _take(self):
+        fds, self.fds = self.fds, []
+        return fds
+
+
+def _is_socket(fd):
+    try:
+        return stat.S_ISSOCK(os.fstat(fd).st_mode)
+    except OSError:
+        return False
+
+
+class _CallMemory:
+    """The call memory of protocol v1.1: the runner's memfd, mapped once and kept until
+    the runner passes another (a larger one, or after a new lease)."""
+
+    def __init__(self):
+        self.map = None
+        self.size = 0
+
+    def adopt(self, fds):
+        """Maps the last memfd received (closing every fd received)."""
+        if not fds:
+            return
+        keep = fds[-1]
+        for fd in fds[:-1]:
+            os.close(fd)
+        try:
+            size = os.fstat(keep).st_size
+            new = mmap.mmap(keep, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        finally:
+            os.close(keep)   # the mapping keeps the memory
+        old, self.map, self.size = self.map, new, size
+        if old is not None:
+            try:
+                old.close()
+            except BufferError:   # the impl still holds a view: the mapping dies with it
+                pass
+
+    def check(self, obj):
+        """The call memory of request obj, after checking that it holds every tensor of
+        the request (ProtocolError naming what does not fit)."""
+        mem = obj["memory"]
+        need = mem.get("size")
+        if self.map is None:
+            raise ProtocolError("the request's tensors are in call memory, but no memfd came "
+                                "with this or an earlier request")
+        if not isinstance(need, int) or need < 0 or need > self.size:
+            raise ProtocolError(f"the request's call memory size {need!r} is not within the "
+                                f"{self.size} bytes mapped")
+        for kind in ("inputs", "outputs"):
+            for t in obj.get(kind, []):
+                off, n = t.get("offset"), t.get("nbytes")
+                want = npy.numpy_dtype(t["dtype"]).itemsize
+                for d in t["shape"]:
+                    want *= int(d)
+                if not isinstance(off, int) or not isinstance(n, int) or off < 0 or \
+                        n != want or off + n > need:
+                    raise ProtocolError(f"{kind[:-1]} '{t.get('name')}' at offset {off!r}, "
+                                        f"{n!r} bytes ({want} for its dtype and shape) does "
+                                        f"not fit the call memory of {need} bytes")
+        return self.map
+
+
 def _flush_logs():
     for f in (sys.stdout, sys.stderr):
         try:
@@ -233,14 +375,29 @@ def _exception_fields(e):
     return {"exc_type": type(e).__name__, "exc_message": _clip(str(e), 1000)}
 
 
-def _run_one(fn, obj):
+def _described(req):
+    """The v1.1 answer's "outputs": each output as written, or as the impl produced it
+    when that did not fit its declared dtype and shape (then it was not written)."""
+    out = []
+    for spec in req.output_list:
+        dtype, shape = req.wrong_outputs.get(spec["name"], (spec["dtype"], spec["shape"]))
+        out.append({"name": spec["name"], "dtype": dtype, "shape": [int(d) for d in shape]})
+    return out
+
+
+def _run_one(fn, obj, memory=None):
     """Runs fn on one request object; returns the answer object (without "id")."""
     try:
-        req = Request(raw=obj)
+        req = Request(raw=obj, memory=memory)
         fn(req)
         answer = {"status": "ok"}
         if req.device_name:
             answer["device_name"] = _clip(str(req.device_name), 120)
+        if req.memory is None:
+            return answer
+        answer["memory"] = obj["memory"]["size"]
+        if req.wrong_outputs:
+            answer["outputs"] = _described(req)
         return answer
     except Unavailable as e:
         return {"status": "unavailable", "message": e.reason or "mode unavailable"}
@@ -291,8 +448,11 @@ def serve(fn, setup=None):
     _flush_logs()
     for fd in (r, w):
         os.set_inheritable(fd, False)   # children the impl starts never hold the protocol
-    rf = os.fdopen(r, "rb")
+    rf = _Lines(r)
     wf = os.fdopen(w, "wb")
+    # v1.1 needs descriptors passed with the lines: a socket, as phasegate gives
+    shm = rf.sock is not None and os.environ.get("PHASEGATE_WORKER_NO_SHM") != "1"
+    memory = _CallMemory()
     os.dup2(2, 1)   # fd 1 is now stderr: stray output can never reach the protocol
 
     def send(obj):
@@ -306,11 +466,16 @@ def serve(fn, setup=None):
     if setup is not None:
         setup()
     _flush_logs()
-    send({"phasegate_worker": WORKER_PROTOCOL_VERSION})
+    hello = {"phasegate_worker": WORKER_PROTOCOL_VERSION}
+    if shm:
+        hello["shm"] = WORKER_SHM_VERSION
+    send(hello)
     while True:
+        fds = []
         try:
-            line = rf.readline()
-        except OSError:
+            line, fds = rf.readline()
+        except (OSError, ProtocolError) as e:
+            print(f"pg_exec_helper: reading a request failed ({e}): exiting", file=sys.stderr)
             line = b""
         if not line:
             _exit_now(0)
@@ -327,10 +492,20 @@ def serve(fn, setup=None):
                   file=sys.stderr)
             _exit_now(3)
         t0 = time.monotonic()
-        answer = _run_one(fn, obj)
+        answer, mem = None, None
+        try:
+            memory.adopt(fds)
+            if isinstance(obj.get("memory"), dict):
+                mem = memory.check(obj)
+        except (OSError, ValueError, KeyError, TypeError, ProtocolError) as e:
+            answer = {"status": "error", "message": _clip(f"phasegate worker protocol v1.1: "
+                                                          f"{type(e).__name__}: {e}")}
+        if answer is None:
+            answer = _run_one(fn, obj, mem)
         if os.environ.get("PG_EXEC_HELPER_TRACE") == "1":
             print(f"pg_exec_helper: pid {os.getpid()} call {rid} {answer['status']} in "
-                  f"{(time.monotonic() - t0) * 1e3:.1f} ms", file=sys.stderr)
+                  f"{(time.monotonic() - t0) * 1e3:.1f} ms "
+                  f"({'call memory' if mem is not None else 'files'})", file=sys.stderr)
         _flush_logs()   # this call's logs before its answer
         send(dict(id=rid, **answer))
 

@@ -1,7 +1,7 @@
 """phasegate's Python worker: `python3 -m phasegate.worker` (docs/python.md).
 
-One persistent process (worker protocol v1, phasegate.protocol.serve) that calls Python
-functions by file and name: the impl modules behind `--impl python:FILE.py[::FUNCTION]`
+One persistent process (worker protocol v1, and v1.1 when the runner passes call memory:
+phasegate.protocol.serve) that calls Python functions by file and name: the impl modules behind `--impl python:FILE.py[::FUNCTION]`
 (`<op>_module<suffix>_wrapper(*primary_inputs)`, written for the pypto workflow) and
 Python goldens. Each request is the worker request plus
 
@@ -38,6 +38,12 @@ it returned (a dict by name, or a tuple / list in PRIMARY_INPUT_ORDER, the modul
 attribute, else contract order); "result_file" gets {"read": keys read, "order": the
 argument order, "scalars": non-tensor inputs by name}. An impl or golden request with
 "arguments": {"order", "scalars"} is called with that order, scalars passed as such.
+
+With protocol v1.1 (docs/worker_protocol.md "Version 1.1") the inputs are torch tensors
+made on the call memory itself (torch.frombuffer: no copy; moved to the mode's device as
+usual) and each returned leaf is copied into its output's place there. A leaf whose dtype
+or shape is not the declared one (after the cast, for goldens) is not written: the answer
+describes it, and the runner reports the wrong dtype or shape as it does for a file.
 
 Answers: ok; unavailable (the mode cannot run here, with the reason); error (an
 exception, traceback on stderr, its type and message as "exc_type" / "exc_message", and
@@ -201,7 +207,7 @@ class Worker:
 
     def __init__(self):
         self.torch = None
-        self.modules = {}      # absolute path -> module
+        self.modules = {}      # path (as requested, and absolute) -> module
         self.pypto_users = {}  # module path -> whether the impl imports pypto
         self.device_names = {}  # torch device string -> its name, asked once
 
@@ -290,7 +296,10 @@ class Worker:
 
     def to_input(self, req, name, device):
         spec = req.inputs[name]
-        a = npy.load(req.input_path(name))
+        if req.memory is not None and self.torch is not None:
+            t = self.memory_tensor(req, spec)
+            return t.to(device) if device != "cpu" else t
+        a = req.tensor_view(spec) if req.memory is not None else npy.load(req.input_path(name))
         bf16 = spec.get("dtype") == npy.BFLOAT16
         torch = self.torch
         if torch is None:
@@ -304,6 +313,60 @@ class Worker:
         else:
             t = torch.from_numpy(a)
         return t.to(device) if device != "cpu" else t
+
+    def memory_tensor(self, req, spec):
+        """A torch tensor on the call memory (protocol v1.1), no copy."""
+        torch = self.torch
+        dt = getattr(torch, spec["dtype"] if spec["dtype"] != "int" else "int64")
+        shape = [int(d) for d in spec["shape"]]
+        n = 1
+        for d in shape:
+            n *= d
+        if n == 0:
+            return torch.empty(shape, dtype=dt)
+        return torch.frombuffer(req.memory, dtype=dt, count=n,
+                                offset=int(spec["offset"])).view(shape)
+
+    def write_leaf(self, req, leaf, spec, cast):
+        """Writes one returned leaf: to its .npy file, or (v1.1) into its place in call
+        memory when its dtype and shape are the declared ones (else it is described in
+        the answer, not written)."""
+        if req.memory is None:
+            npy.save(req.output_path(spec["name"]), self.to_array(leaf, spec, cast))
+            return
+        torch = self.torch
+        want = tuple(int(d) for d in spec["shape"])
+        if torch is not None and isinstance(leaf, torch.Tensor):
+            t = leaf.detach()
+            if cast and spec["dtype"] in _TORCH_DTYPES:
+                t = t.to(getattr(torch, spec["dtype"]))
+            got = str(t.dtype).replace("torch.", "")
+            if got != spec["dtype"] or tuple(t.shape) != want:
+                self.wrong(req, spec, got, tuple(t.shape))
+                return
+            if t.device.type == "cpu" and not t.is_conj() and not t.is_neg():
+                # numpy's copy: torch's copy_ of a CPU tensor splits it over its intra-op
+                # threads, which costs more than the copy itself at these sizes
+                a = t.view(torch.int16).numpy() if t.dtype == torch.bfloat16 else t.numpy()
+                np.copyto(req.tensor_view(spec), a, casting="unsafe")
+            else:
+                self.memory_tensor(req, spec).copy_(t)   # a device tensor: one D2H copy
+            return
+        a = self.to_array(leaf, spec, cast)
+        got = npy.dtype_name(a.dtype)
+        if spec["dtype"] == npy.BFLOAT16 and got == "uint16":
+            got = npy.BFLOAT16   # bfloat16 bits (numpy has no bfloat16)
+        if got != spec["dtype"] or a.shape != want:
+            self.wrong(req, spec, got, a.shape)
+            return
+        np.copyto(req.tensor_view(spec), a)
+
+    @staticmethod
+    def wrong(req, spec, got, shape):
+        if got not in npy.DTYPES:
+            raise Structural(f"output '{spec['name']}': the function returned dtype {got}, "
+                             f"which phasegate does not know (declared {spec['dtype']})")
+        req.wrong_outputs[spec["name"]] = (got, [int(d) for d in shape])
 
     def to_array(self, leaf, spec, cast):
         """One returned leaf as (numpy array, for the .npy); bfloat16 as its bits."""
@@ -328,9 +391,13 @@ class Worker:
     # ---- modules and calls
 
     def module(self, path):
-        path = os.path.abspath(path)
+        mod = self.modules.get(path)   # as the request names it: no syscall per call
+        if mod is not None:
+            return mod
+        given, path = path, os.path.abspath(path)
         mod = self.modules.get(path)
         if mod is not None:
+            self.modules[given] = mod
             return mod
         if not os.path.isfile(path):
             raise Structural(f"the Python file {path} does not exist")
@@ -352,7 +419,7 @@ class Worker:
             # the import itself failed (a missing module or shared library, a syntax
             # error): said as such, with the exception as data (protocol.ImportFailed)
             raise ImportFailed(path, e) from e
-        self.modules[path] = mod
+        self.modules[path] = self.modules[given] = mod
         return mod
 
     def pypto_for(self, mod, fn):
@@ -484,7 +551,7 @@ class Worker:
             if dt != spec["dtype"]:
                 raise Structural(f"{where}: input '{n}' is {dt}, the contract (with the case's "
                                  f"dtype) declares {spec['dtype']}")
-            npy.save(req.output_path(n), self.to_array(leaf, spec, False))
+            self.write_leaf(req, leaf, spec, False)
         with open(call["result_file"], "w") as f:
             json.dump({"read": sorted(str(k) for k in case.read), "order": order,
                        "scalars": scalars}, f)
@@ -508,7 +575,8 @@ class Worker:
             return self.make_inputs(req, call)
         fname = call.get("function") or f"{req.op}_module{req.suffix}_wrapper"
         cast = bool(call.get("cast_outputs", False))
-        if not os.path.isfile(call["file"]):   # python:DIR without this phase's staged file
+        if call["file"] not in self.modules and not os.path.isfile(call["file"]):
+            # python:DIR without this phase's staged file
             raise Structural(f"{call['file']} does not exist (phase {req.suffix} calls "
                              f"{fname}(*primary_inputs) in it)", missing="file")
         # the workflow's device line, before the import: modules read it at import time
@@ -538,7 +606,7 @@ class Worker:
             raise Structural(f"{fname} returned {len(leaves)} output(s), phase {req.suffix} "
                              f"has {len(req.output_list)}: {req.output_names}")
         for leaf, spec in zip(leaves, req.output_list):
-            npy.save(req.output_path(spec["name"]), self.to_array(leaf, spec, cast))
+            self.write_leaf(req, leaf, spec, cast)
 
     def leaves(self, result, names):
         """The returned value's leaves in order: a tensor is one leaf; tuples and lists
