@@ -429,7 +429,8 @@ static int load(struct pg__run *rc, struct pg_run_summary *s, struct pg_diags *d
     return ret;
   }
   PG_RETURN_IF_ERROR(pg_golden_plan_build(&rc->contract.graph, &rc->plan, err));
-  if (!o->impl_spec) PG_RETURN_IF_ERROR(default_e2e_impl(rc, err));
+  if (!o->impl_spec && o->e2e && o->strength_policy != PG_STRENGTH_ONLY)
+    PG_RETURN_IF_ERROR(default_e2e_impl(rc, err));
   PG_RETURN_IF_ERROR(check_phase(rc, err));
   PG_RETURN_IF_ERROR(check_implemented(rc, err));
   if (!rc->not_implemented) PG_RETURN_IF_ERROR(check_golden(rc, err));

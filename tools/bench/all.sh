@@ -224,6 +224,19 @@ for impl in plugin worker; do
     "$(load serve)"
 done
 
+# ---- 14b. the fleet: shard plan quality and merge (docs/fleet.md)
+bench shard "$root/tools/bench/bench_shard.sh" "$build"
+if failed shard; then note_failed "shard plan / merge" bench_shard.sh shard; else
+  plan16=$(awk '$1 == 16 {print $2; exit}' "$out/shard.txt")
+  stride16=$(awk '$1 == 16 {print $3; exit}' "$out/shard.txt")
+  row "\`phasegate shard plan\`, 10 000 tests with skewed durations, 16 shards: longest shard / mean (\`bench_shard.sh\`)" \
+    "$plan16" "\`ctest -I k,,16\` stride: $stride16" "" "reach the bound the longest test sets" "$(load shard)"
+  row "\`phasegate merge\`, 64 shard directories × 1 000 cases (\`bench_shard.sh\`)" \
+    "$(sed -n 's/.*phasegate merge ([^)]*): \([0-9.]*\) s.*/\1/p' "$out/shard.txt") s CPU" \
+    "Python only reading the same files: $(sed -n 's/.*peer: Python reading the same files, one JUnit file: \([0-9.]*\) s.*/\1/p' "$out/shard.txt") s CPU" \
+    "$(sed -n 's/.*ratio: \([0-9.]*\) x.*/\1/p' "$out/shard.txt")× the peer" "" "$(load shard)"
+fi
+
 # ---- 15. CMake at scale
 bench cmake "$root/tools/bench/bench_cmake.sh" "$cmake_n" 1
 if failed cmake; then note_failed "ctest -N" bench_cmake.sh cmake; else
