@@ -192,6 +192,8 @@ struct pg_impl_request {
    * goldens do, impls do not). call_file NULL: no "call" in the request. */
   const char *call_file, *call_function;
   int call_cast_outputs;
+  const char *call_precision; /* goldens' CPU reproducer: the worker casts the floating
+                                 inputs to this dtype first ("float64"); NULL: as given */
 };
 
 /* Coarse form of the fact: DONE = PG_IMPL_FACT_OK, UNAVAILABLE, FAILED = any other. */

@@ -50,6 +50,8 @@ cJSON *pg__call_json(const struct pg_impl_request *req) {
   cJSON_AddItemToObject(r, "knobs", knobs ? knobs : cJSON_CreateObject());
   if (req->call_file)
     pg__call_object_add(r, req->call_file, req->call_function, req->call_cast_outputs);
+  cJSON *call = cJSON_GetObjectItemCaseSensitive(r, "call");
+  if (call && req->call_precision) cJSON_AddStringToObject(call, "precision", req->call_precision);
   return r;
 }
 

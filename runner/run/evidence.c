@@ -133,6 +133,7 @@ void pg__evidence_mode(const struct pg__run *rc, int k, const struct pg_case_dat
   struct pg__diag_facts f;
   memset(&f, 0, sizeof f);
   f.transcendental = transcendental_kernel(rc->plan, k);
+  f.captured = m->captured;
   for (int i = 0; i < m->n_tensors; i++) {
     struct pg_tensor_check *t = &m->tensors[i];
     memset(&f.nan, 0, sizeof f.nan);
