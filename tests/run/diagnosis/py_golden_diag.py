@@ -2,7 +2,8 @@
 golden in modules/) with torch impls run by the same interpreter:
 - a planted bug gets its output-space hint (scaled, sign_flip);
 - golden_fallback from "Errcode:" and from "JIT execution failed" in the captured output,
-  and not on the same impl printing nothing;
+  and from an output bit-exact with a golden that calls a transcendental (sigmoid); not
+  on a correct impl that is not bit-exact;
 - the CPU reproducer: the golden rerun in float64 and bfloat16 fills
   per_tensor[].cpu_reproducer, names what the impl is closest to, and gives
   low_precision_inputs (bf16 impl) or suite_calibration (an fp64 impl under a tolerance
@@ -54,7 +55,8 @@ SUITE = {"op": "pgd", "total_modules": 1, "cases": [
     {"id": "L5_tight", "level": 5, "seed": 5, "atol": 1e-9, "rtol": 1e-9}]}
 
 IMPLS = {  # name: (body of pgd_module1_wrapper(x, w), case)
-    "good": ("return torch.sigmoid(x @ w)", "L2_a"),
+    "good": ("return torch.sigmoid(x.double() @ w.double()).float()", "L2_a"),
+    "exact": ("return torch.sigmoid(x @ w)", "L2_a"),
     "scaled": ("return 2 * torch.sigmoid(x @ w)", "L2_a"),
     "sign": ("return -torch.sigmoid(x @ w)", "L2_a"),
     "errcode": ("print('launch kernel_0: Errcode: 507015 (aicore exception)')\n"
@@ -102,7 +104,11 @@ def main():
         got[name] = (r.returncode, [h["kind"] for h in hints], hints, ts, r.stdout + r.stderr, rep)
 
     rc, kinds, *_ = got["good"]
-    check(rc == 0 and "golden_fallback" not in kinds, f"good: PASS, no golden_fallback ({kinds})")
+    check(rc == 0 and "golden_fallback" not in kinds, f"good (not bit-exact): PASS, no golden_fallback ({kinds})")
+    rc, kinds, hints, ts, out, _ = got["exact"]
+    fb = [h for h in hints if h["kind"] == "golden_fallback"]
+    check(rc == 0 and fb and "golden uses sigmoid" in fb[0]["detail"] and fb[0]["confidence"] == 0.6,
+          f"exact (the golden's own torch code): PASS with golden_fallback, bit-exact on sigmoid ({fb})")
     for name, want in (("scaled", "scaled"), ("sign", "sign_flip")):
         rc, kinds, hints, ts, out, _ = got[name]
         check(rc == 1 and kinds[:1] == [want], f"{name}: FAIL, {want} strongest ({kinds})")
