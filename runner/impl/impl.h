@@ -105,6 +105,8 @@ int pg_python_worker_command(const char *python, char **command, struct pg_error
  * NULL): what the interpreter is, for the report's provenance, as a JSON object text
  * {"interpreter", "version", "numpy", "torch", "torch_npu", "pypto"} ("" when unknown). */
 #define PG_PYTHON_ABOUT_MAX 512
+int pg_python_preflight(const char *python, const char *what, const char *const *paths,
+                        int n_paths, char *about, struct pg_error *err);
 
 /* The first transcendental function (exp, sigmoid, softmax, …) the Python file `path`
  * calls, read from its syntax tree by `python -m phasegate.preflight --uses` (nothing
@@ -112,8 +114,6 @@ int pg_python_worker_command(const char *python, char **command, struct pg_error
  * Python golden's golden_fallback check (docs/diagnosis.md). */
 int pg_python_golden_uses(const char *python, const char *path, char *name, size_t size,
                           struct pg_error *err);
-int pg_python_preflight(const char *python, const char *what, const char *const *paths,
-                        int n_paths, char *about, struct pg_error *err);
 
 /* An impl of the worker adapter running `command` (what pg_impl_parse makes of
  * "worker:COMMAND", without a string to parse): Python goldens run in one. */
