@@ -2,8 +2,9 @@
  * the bug hypotheses that apply to a module's built-in steps (pg_golden_mutations) and
  * how one is applied when that step runs (pg__mutation_apply, called by steps.c): an
  * attribute flipped, scaled or moved to another axis, inputs rounded to a narrower
- * float, the last partial K tile of a matmul dropped, or the matmul recomputed with
- * another summation order / accumulator (pg__mutation_run).
+ * float, the last K tile of a matmul or the last block of a softmax's axis dropped (a
+ * loop that stops one tile early), or the matmul recomputed with another summation
+ * order / accumulator, bf16 chunked ones included (pg__mutation_run).
  *
  * Not here: running the mutant golden over a shared prefix (compose.c), judging it
  * against the impl or the reference (runner/run/diagnose.c, classify.c).
@@ -53,17 +54,28 @@ static int is_one_of(const char *name, const char *const *names) {
   return 0;
 }
 
-/* Tile sizes whose dropped last partial tile is a hypothesis (8..256). */
-static const int k_tiles[] = {8, 16, 32, 48, 64, 96, 128, 192, 256};
+/* Tile sizes whose dropped last tile is a hypothesis (8..256), in the order a hint
+ * names them: two tiles that drop the same elements are one mutant, named by the
+ * first (powers of two first, largest first: K = 40 missing its last 8 is "tile 32"). */
+static const int k_tiles[] = {256, 128, 64, 32, 16, 8, 192, 96, 48};
+/* K chunks of a chunked low-precision accumulator, and the KV blocks of an attention
+ * loop over a softmax axis (docs/diagnosis.md "Counterfactual goldens"). */
+static const int k_chunks[] = {16, 32, 64, 128};
+static const int k_blocks[] = {256, 128, 64, 32, 16};
 
 static void matmul_mutations(struct mlist *l, const struct pg_kernel_def *def,
-                             const struct pg_attr_value *attrs, int s) {
+                             const struct pg_attr_value *attrs, int alpha_expr, int s) {
   int ta = pg_kernel_attr_index(def, "trans_a"), tb = pg_kernel_attr_index(def, "trans_b");
   int al = pg_kernel_attr_index(def, "alpha");
   add(l, PG_MUT_FLIP_BOOL, PG_MUTF_TRANSPOSED, ta, 0, 0, "step %d matmul: trans_a flipped", s + 1);
   add(l, PG_MUT_FLIP_BOOL, PG_MUTF_TRANSPOSED, tb, 0, 0, "step %d matmul: trans_b flipped", s + 1);
   double alpha = attrs && attrs[al].type == PG_ATTR_FLOAT ? attrs[al].f : 1.0;
-  if (alpha != 1.0 && alpha != 0.0) {
+  if (alpha_expr) { /* alpha=1/sqrt(D): its value is known only when the step runs */
+    add(l, PG_MUT_SCALE_ATTR, PG_MUTF_SCALED, al, 0.0, 1,
+        "step %d matmul: alpha missing (factor 1/alpha)", s + 1);
+    add(l, PG_MUT_SCALE_ATTR, PG_MUTF_SCALED, al, 0.0, 2,
+        "step %d matmul: alpha applied twice (factor alpha)", s + 1);
+  } else if (alpha != 1.0 && alpha != 0.0) {
     add(l, PG_MUT_SCALE_ATTR, PG_MUTF_SCALED, al, 1.0 / alpha, 0,
         "step %d matmul: alpha missing (factor 1/alpha)", s + 1);
     add(l, PG_MUT_SCALE_ATTR, PG_MUTF_SCALED, al, alpha, 0,
@@ -77,11 +89,17 @@ static void matmul_mutations(struct mlist *l, const struct pg_kernel_def *def,
       "step %d matmul: inputs rounded to tf32", s + 1);
   for (size_t t = 0; t < sizeof k_tiles / sizeof k_tiles[0]; t++)
     add(l, PG_MUT_TAIL_DROP, PG_MUTF_TAIL_DROPPED, -1, 0, k_tiles[t],
-        "step %d matmul: last partial K tile dropped (tile %d)", s + 1, k_tiles[t]);
+        "step %d matmul: last K tile dropped, the K loop stops one tile early (tile %d)",
+        s + 1, k_tiles[t]);
   add(l, PG_MUT_ACCUMULATE, PG_MUTF_LOW_PRECISION_ACCUMULATION, -1, 0, PG_SUM_FP16_ACC,
       "step %d matmul: fp16 accumulation", s + 1);
   add(l, PG_MUT_ACCUMULATE, PG_MUTF_LOW_PRECISION_ACCUMULATION, -1, 0, PG_SUM_BF16_ACC,
       "step %d matmul: bf16 accumulation", s + 1);
+  for (size_t t = 0; t < sizeof k_chunks / sizeof k_chunks[0]; t++)
+    add(l, PG_MUT_ACCUMULATE, PG_MUTF_LOW_PRECISION_ACCUMULATION, -1, k_chunks[t],
+        PG_SUM_BF16_CHUNK_ACC,
+        "step %d matmul: bf16 accumulator, rounded after each K chunk of %d", s + 1,
+        k_chunks[t]);
 }
 
 /* The kernels whose exp a fast approximation would replace (0: none). */
@@ -92,6 +110,13 @@ static int fast_exp_kernel(const char *name) {
          : strcmp(name, "silu") == 0    ? FE_SILU
          : strcmp(name, "softmax") == 0 ? FE_SOFTMAX
                                         : FE_NONE;
+}
+
+/* Whether a step after step s of the module is a matmul. */
+static int matmul_after(const struct pg__pspec *sp, int s) {
+  for (int t = s + 1; t < sp->n_steps; t++)
+    if (sp->steps[t].pub.kernel && strcmp(sp->steps[t].pub.kernel->name, "matmul") == 0) return 1;
+  return 0;
 }
 
 int pg_golden_mutations(const struct pg_golden_plan *p, int module_id,
@@ -112,7 +137,8 @@ int pg_golden_mutations(const struct pg_golden_plan *p, int module_id,
     for (int a = 0; a < na && a < ps->n_attrs; a++)
       if (ps->attr[a].how == PG__ATTR_VALUE) attrs[a] = ps->attr[a].value;
     if (strcmp(def->name, "matmul") == 0) {
-      matmul_mutations(&l, def, attrs, s);
+      int al = pg_kernel_attr_index(def, "alpha");
+      matmul_mutations(&l, def, attrs, al >= 0 && al < ps->n_attrs && ps->attr[al].how == PG__ATTR_EXPR, s);
     } else if (strcmp(def->name, "scale") == 0) {
       add(&l, PG_MUT_SCALE_ATTR, PG_MUTF_SCALED, 0, 0.0, 1,
           "step %d scale: factor missing (factor 1/factor)", s + 1);
@@ -132,6 +158,13 @@ int pg_golden_mutations(const struct pg_golden_plan *p, int module_id,
               tanh_now ? "tanh->erf" : "erf->tanh");
       if (m) snprintf(m->sparam, sizeof m->sparam, "%s", tanh_now ? "none" : "tanh");
     }
+    /* an attention's KV loop that stops one block early: a softmax a later matmul of
+     * the module reads (a lone softmax's row loop would still write the last block) */
+    if (strcmp(def->name, "softmax") == 0 && matmul_after(sp, s))
+      for (size_t t = 0; t < sizeof k_blocks / sizeof k_blocks[0]; t++)
+        add(&l, PG_MUT_TAIL_DROP, PG_MUTF_TAIL_DROPPED, pg_kernel_attr_index(def, "axis"), 0,
+            k_blocks[t], "step %d softmax: last block of its axis left out, the loop over "
+            "it stops one block early (block %d)", s + 1, k_blocks[t]);
     if (fast_exp_kernel(def->name)) /* softmax has its wrong axes too */
       add(&l, PG_MUT_FAST_EXP, PG_MUTF_APPROXIMATION, pg_kernel_attr_index(def, "axis"), 0,
           fast_exp_kernel(def->name), "step %d %s: fast exp (exponent-bit approximation)",
@@ -195,24 +228,30 @@ static int unit_matrix(const struct pg_tensor *t) {
   return nd >= 2 && t->shape[nd - 1] == 1 && t->shape[nd - 2] == 1;
 }
 
-/* a's copy with the last partial K tile zeroed: every product of that tile vanishes. */
-static int tail_drop(const struct pg_kernel_args *args, int64_t tile, struct pg_tensor *dst,
-                     struct pg_error *err) {
-  const struct pg_tensor *a = args->inputs[0];
-  int ta = args->attrs[0].type ? args->attrs[0].b : 0;
+/* Whether an earlier tile of `list` drops the same elements of a reduction of K as
+ * `tile` does (then that one is the mutant: the same hypothesis runs once). */
+static int same_drop_earlier(const int *list, size_t n, int64_t tile, int64_t K) {
+  int64_t keep = (K - 1) / tile * tile;
+  for (size_t i = 0; i < n && list[i] != tile; i++)
+    if (K > list[i] && (K - 1) / list[i] * list[i] == keep) return 1;
+  return 0;
+}
+
+/* a's copy with its last tile along axis `kax` (partial or full: the loop over it stops
+ * one tile early) set to `fill`: 0 drops a matmul's products, -inf a softmax's terms. */
+static int tail_drop(const struct pg_tensor *a, int kax, int64_t tile, double fill,
+                     struct pg_tensor *dst, struct pg_error *err) {
   int nd = a->dl.ndim;
-  int kax = nd == 1 ? 0 : ta ? nd - 2 : nd - 1;
-  int64_t K = a->shape[kax], keep = K / tile * tile;
-  if (K <= tile || keep == K)
-    return pg_error_set(err, PG_ENOTSUP, "K = %lld has no partial tile of %lld", (long long)K,
-                        (long long)tile);
+  int64_t K = a->shape[kax], keep = (K - 1) / tile * tile;
+  if (K <= tile || (a->dtype != PG_DTYPE_F32 && a->dtype != PG_DTYPE_F64))
+    return pg_error_set(err, PG_ENOTSUP, "a reduction of %lld has no last tile of %lld to drop",
+                        (long long)K, (long long)tile);
   PG_RETURN_IF_ERROR(pg_tensor_alloc(dst, a->dtype, nd, a->shape, err));
   memcpy(dst->dl.data, a->dl.data, a->nbytes);
   int64_t inner = pg__prod(a->shape, kax + 1, nd), outer = pg__prod(a->shape, 0, kax);
-  size_t es = a->dtype == PG_DTYPE_F64 ? 8 : 4;
   for (int64_t o = 0; o < outer; o++)
-    memset((char *)dst->dl.data + ((o * K + keep) * inner) * (int64_t)es, 0,
-           (size_t)((K - keep) * inner) * es);
+    for (int64_t f = (o * K + keep) * inner; f < (o + 1) * K * inner; f++)
+      pg_store_f64(dst->dl.data, a->dtype, (size_t)f, fill);
   return PG_OK;
 }
 
@@ -273,11 +312,31 @@ int pg__mutation_apply(const struct pg_golden_mutation *mut, const struct pg__ps
         return pg_error_set(err, PG_ENOTSUP, "'%s' changes nothing here", mut->detail);
       return PG_OK;
     }
-    case PG_MUT_TAIL_DROP:
-      if (strcmp(def->name, "matmul") != 0) break;
-      PG_RETURN_IF_ERROR(tail_drop(args, mut->iparam, &tmp[0], err));
+    case PG_MUT_TAIL_DROP: {
+      if (args->n_inputs < 1) break;
+      const struct pg_tensor *a = args->inputs[0];
+      int nd = a->dl.ndim, kax;
+      double fill = 0.0;
+      if (strcmp(def->name, "matmul") == 0) {
+        int ta = args->attrs[0].type ? args->attrs[0].b : 0;
+        kax = nd == 1 ? 0 : ta ? nd - 2 : nd - 1;
+      } else if (strcmp(def->name, "softmax") == 0 && at) {
+        int64_t ax = at->type ? at->i : def->attrs[mut->attr].default_value.i;
+        kax = (int)(ax < 0 ? ax + nd : ax);
+        if (kax < 0 || kax >= nd) break;
+        fill = -HUGE_VAL;
+      } else {
+        break;
+      }
+      int sm = fill != 0.0;
+      if (same_drop_earlier(sm ? k_blocks : k_tiles,
+                            sm ? sizeof k_blocks / sizeof *k_blocks : sizeof k_tiles / sizeof *k_tiles,
+                            mut->iparam, a->shape[kax]))
+        return pg_error_set(err, PG_ENOTSUP, "'%s' drops what an earlier tile drops", mut->detail);
+      PG_RETURN_IF_ERROR(tail_drop(a, kax, mut->iparam, fill, &tmp[0], err));
       args->inputs[0] = &tmp[0];
       return PG_OK;
+    }
     case PG_MUT_ACCUMULATE:
       if (strcmp(def->name, "matmul") != 0 || args->n_inputs != 2) break;
       *run_override = 1;
@@ -339,6 +398,13 @@ static double sum_order(const double *p, int64_t n, enum pg_golden_sum_order o, 
     case PG_SUM_FP16_ACC:
     case PG_SUM_BF16_ACC:
       for (int64_t i = 0; i < n; i++) acc = round_acc(acc + p[i], o);
+      return acc;
+    case PG_SUM_BF16_CHUNK_ACC:
+      for (int64_t b = 0; b < n; b += tile) {
+        double part = 0.0;
+        for (int64_t i = b; i < n && i < b + tile; i++) part = (float)(part + p[i]);
+        acc = round_acc(acc + part, PG_SUM_BF16_ACC);
+      }
       return acc;
     default:
       for (int64_t i = 0; i < n; i++) acc = RND(acc + p[i]);
@@ -422,6 +488,9 @@ int pg__mutation_run(const struct pg_golden_mutation *mut, const struct pg_kerne
   int f32 = a->dtype == PG_DTYPE_F32;
   enum pg_golden_sum_order o = (enum pg_golden_sum_order)mut->iparam;
   int64_t tile = mut->param > 0 ? (int64_t)mut->param : 32;
+  if (o == PG_SUM_BF16_CHUNK_ACC && K <= tile) /* one chunk: only the result rounded */
+    return pg_error_set(err, PG_ENOTSUP, "K = %lld is one chunk of %lld", (long long)K,
+                        (long long)tile);
   for (int64_t z = 0; z < batch_a; z++) {
     int64_t ao = z * M * K, bo = (batch_b == 1 ? 0 : z) * K * N, yo = z * M * N;
     for (int64_t i = 0; i < M; i++)

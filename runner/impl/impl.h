@@ -111,6 +111,13 @@ int pg_python_worker_command(const char *python, char **command, struct pg_error
 int pg_python_preflight(const char *python, const char *what, const char *const *paths,
                         int n_paths, char *about, struct pg_error *err);
 
+/* The first transcendental function (exp, sigmoid, softmax, …) the Python file `path`
+ * calls, read from its syntax tree by `python -m phasegate.preflight --uses` (nothing
+ * imported), into name ("" when none, or when the interpreter cannot say). For a
+ * Python golden's golden_fallback check (docs/diagnosis.md). */
+int pg_python_golden_uses(const char *python, const char *path, char *name, size_t size,
+                          struct pg_error *err);
+
 /* An impl of the worker adapter running `command` (what pg_impl_parse makes of
  * "worker:COMMAND", without a string to parse): Python goldens run in one. */
 int pg_impl_worker(const char *command, struct pg_impl *impl, struct pg_error *err);
@@ -210,6 +217,8 @@ struct pg_impl_request {
    * positional order of the call and its non-tensor inputs, as make_inputs gave them.
    * NULL: the inputs in contract order. */
   const char *arguments_json;
+  const char *call_precision; /* goldens' CPU reproducer: the worker casts the floating
+                                 inputs to this dtype first ("float64"); NULL: as given */
 };
 
 /* Coarse form of the fact: DONE = PG_IMPL_FACT_OK, UNAVAILABLE, FAILED = any other. */

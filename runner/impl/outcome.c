@@ -56,6 +56,7 @@ cJSON *pg__call_json(const struct pg_impl_request *req) {
     cJSON_AddStringToObject(call, "result_file", req->call_result_file);
   cJSON *args = req->arguments_json ? cJSON_Parse(req->arguments_json) : NULL;
   if (args) cJSON_AddItemToObject(r, "arguments", args);
+  if (call && req->call_precision) cJSON_AddStringToObject(call, "precision", req->call_precision);
   return r;
 }
 

@@ -326,6 +326,25 @@ int pg_python_preflight(const char *python, const char *what, const char *const 
   return rc;
 }
 
+int pg_python_golden_uses(const char *python, const char *path, char *name, size_t size,
+                          struct pg_error *err) {
+  if (size) name[0] = '\0';
+  char *command;
+  PG_RETURN_IF_ERROR(python_command(python, "phasegate.preflight", " \"$@\"", &command, err));
+  char *argv[] = {"/bin/sh", "-c", command, "phasegate-preflight", "--uses", (char *)path, NULL};
+  char *out = malloc(PREFLIGHT_OUT_MAX);
+  int status = 0, rc = out ? run_capture(argv, out, PREFLIGHT_OUT_MAX, &status, err)
+                           : pg_error_set(err, PG_ENOMEM, "out of memory");
+  free(command);
+  char *line = rc == PG_OK ? answer_line(out) : NULL;
+  cJSON *a = line ? cJSON_Parse(line) : NULL;
+  const char *uses = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "uses"));
+  if (uses && size) snprintf(name, size, "%s", uses);
+  cJSON_Delete(a);
+  free(out);
+  return rc;
+}
+
 /* ------------------------------------------------------------------ the spec */
 
 /* PATH.py[::FUNCTION] split: the file into `file`, the function (or "") into `fn`. */

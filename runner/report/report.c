@@ -271,6 +271,24 @@ static cJSON *tensor_json(const struct pg_tensor_check *t, const char *mode) {
       add_item(rp, "first_differing_index", index_json(t->ndim, t->repeat_first_index));
     }
   }
+  if (t->n_repro > 0) { /* a Python golden's CPU reproducer (docs/diagnosis.md) */
+    cJSON *cr = add_object(o, PG__RK_TENSOR_CPU_REPRODUCER);
+    cJSON *vs = cr ? add_array(cr, "variants") : NULL;
+    for (int i = 0; vs && i < t->n_repro; i++) {
+      const struct pg_repro_variant *rv = &t->repro[i];
+      cJSON *v = new_object();
+      if (!v) break;
+      add_str(v, "precision", rv->precision);
+      add_num(v, "max_abs_diff_vs_reference", rv->vs_reference);
+      add_num(v, "impl_max_abs_diff", rv->impl_max_abs_diff);
+      add_num(v, "impl_rmse", rv->impl_rmse);
+      add_number(v, "impl_mismatches", (double)rv->impl_mismatches);
+      push_item(vs, v);
+    }
+    if (cr)
+      add_str(cr, "impl_closest_to",
+              t->repro_closest > 0 ? t->repro[t->repro_closest - 1].precision : "reference");
+  }
   cJSON *hints = add_array(o, PG__RK_TENSOR_HINTS);
   for (int i = 0; hints && i < t->n_hints; i++) {
     cJSON *h = new_object();

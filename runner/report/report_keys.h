@@ -177,6 +177,7 @@ enum { PG__RK_NEED_OPT = 0, PG__RK_NEED_REQ = 1, PG__RK_NEED_UNLESS_NOT_IMPL = 2
   X(ERROR_HISTOGRAM, "error_histogram", OBJ_NULL, OPT, NONE)                   \
   X(ONE_SIDED_ERRORS, "one_sided_errors", BOOL, OPT, NONE)                     \
   X(REPEAT, "repeat", OBJ, OPT, NONE)                                          \
+  X(CPU_REPRODUCER, "cpu_reproducer", OBJ, OPT, NONE)                          \
   X(HINTS, "hints", ARR, OPT, OBJ)                                             \
   X(UNDETECTED_MUTANTS, "undetected_mutants", ARR, OPT, STR)
 

@@ -680,6 +680,23 @@ void pg__classify_reproducer(struct pg_tensor_check *t, double spread, const cha
                            t->cmp.max_abs_diff, spread, orders);
 }
 
+void pg__classify_py_reproducer(struct pg_tensor_check *t, const struct pg_repro_variant *rv,
+                                const struct pg_cmp_result *impl_vs_variant) {
+  int at = (int)(rv - t->repro);
+  double best = t->repro_closest > 0 ? t->repro[t->repro_closest - 1].impl_rmse : t->cmp.rmse;
+  if (rv->impl_rmse * 10.0 <= best) t->repro_closest = at + 1;
+  if (strcmp(rv->precision, "float64") == 0) {
+    /* the golden's own maths in float64 differs from the reference by the spread:
+     * rounding and summation order, not a bug; the same rule as the built-in one */
+    if (t->cmp.cpu_reproducer_candidate || impl_vs_variant->passed)
+      pg__classify_reproducer(t, rv->vs_reference, "the Python golden rerun in float64");
+    return;
+  }
+  char detail[128];
+  snprintf(detail, sizeof detail, "the Python golden rerun with its inputs in %s", rv->precision);
+  pg__classify_mutant_fit(t, PG_HINT_LOW_PRECISION_INPUTS, -1, -1, detail, impl_vs_variant);
+}
+
 /* ------------------------------------------------------------------ diagnosis */
 
 /* The thresholds of the mask hints and PASS warnings (docs/diagnosis.md). */
@@ -786,8 +803,33 @@ static void pass_hints(struct pg_tensor_check *t, const struct pg__diag_facts *f
                              (long long)c->n, f->transcendental);
 }
 
+/* What an impl prints when its kernel did not run and a fallback (the reference, a CPU
+ * path) produced the outputs instead: pypto's JIT failing, a device runtime's error
+ * code (docs/diagnosis.md "Passing runs that deserve a second look"). Matched against
+ * the captured impl output of the call, any golden kind, PASS or FAIL. */
+static const struct {
+  const char *pattern;
+  const char *means;
+} fallback_patterns[] = {
+    {"JIT execution failed", "pypto's JIT could not run the kernel"},
+    {"Errcode:", "the device runtime reported an error code"},
+};
+
+static void captured_fallback(struct pg_tensor_check *t, const char *captured) {
+  for (size_t i = 0; captured && i < sizeof fallback_patterns / sizeof *fallback_patterns; i++)
+    if (strstr(captured, fallback_patterns[i].pattern)) {
+      pg_tensor_check_add_hint(t, PG_HINT_GOLDEN_FALLBACK, 0.9,
+                               "the impl's captured output holds '%s' (%s): its outputs may "
+                               "come from a fallback, not from the kernel (check the call "
+                               "ran on the device)",
+                               fallback_patterns[i].pattern, fallback_patterns[i].means);
+      return;
+    }
+}
+
 void pg__classify_diagnosis(struct pg_tensor_check *t, const struct pg__diag_facts *f) {
   if (!t->compared || t->cmp.structural) return;
+  captured_fallback(t, f->captured);
   if (t->analyzed) {
     mask_pattern_hints(t);
     mask_value_hints(t, f);

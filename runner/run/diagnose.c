@@ -5,7 +5,8 @@
  * inputs or summation changed, run over the M1..M(k-1) prefix computed once), only for
  * built-in goldens; and output-level ones built here from the reference already
  * computed (transposed, scaled, sign, shifted, zeros, an input echoed), which apply to
- * Python goldens too. On a precision failure each mutant is compared with the impl
+ * Python goldens too; for a Python golden the worker reruns it in float64 and bfloat16
+ * (its CPU reproducer). On a precision failure each mutant is compared with the impl
  * (pg__diagnose_mode), for a CPU-reproducer candidate the summation orders are too;
  * for suite strength each is compared with the reference (pg__suite_strength). What
  * the comparisons mean is classify.c's. Bounded per output by size and per case by
@@ -128,7 +129,11 @@ static void plan_mutants(struct judge *j, unsigned fams) {
   if (n > 0 && build_prefix(dc, &env, &pre) != PG_OK) n = 0;
   struct pg_tensor outs[PG_MAX_BOUNDARY_OUTPUTS];
   for (int o = 0; o < PG_MAX_BOUNDARY_OUTPUTS; o++) pg_tensor_init(&outs[o]);
-  for (int q = 0; q < n && !over_budget(dc); q++) {
+  /* the recomputed accumulations (a scalar loop per output element, one K at a time)
+   * cost most: every other mutant first, so a budget cut drops those */
+  for (int at = 0; at < 2 * n && !over_budget(dc); at++) {
+    int q = at % n;
+    if ((at < n) == (muts[q].kind == PG_MUT_ACCUMULATE)) continue;
     if (!(fams & (1u << muts[q].family))) continue;
     int no = 0;
     struct pg_error e;
@@ -322,6 +327,52 @@ static double order_spread(struct pg__diag_case *dc, int i, char *orders, size_t
   return orders[0] ? spread : -1.0;
 }
 
+/* ------------------------------------------------------------------ Python goldens */
+
+/* The CPU reproducer of a Python golden: the golden has no steps to reorder, so the
+ * worker reruns it with its floating inputs in float64 (what other summation orders
+ * and precisions can make of the same maths: the spread) and in bfloat16 (a kernel
+ * reading its inputs narrow). Each variant is compared with the reference and with
+ * the impl; what that means is classify.c's (pg__classify_py_reproducer). */
+static void py_reproducer(struct pg__diag_case *dc, struct pg_mode_result *m,
+                          const struct pg_tensor *impl_out, const int *want) {
+  static const char *const precisions[PG_MAX_REPRO_VARIANTS] = {"float64", "bfloat16"};
+  struct pg__run *rc = dc->rc;
+  if (!rc->py || pg_contract_phase_golden(&rc->contract, dc->k) != PG_PHASE_GOLDEN_PYTHON)
+    return;
+  for (int v = 0; v < PG_MAX_REPRO_VARIANTS && !over_budget(dc); v++) {
+    struct pg_tensor outs[PG_IMPL_MAX_OUTPUTS];
+    for (int o = 0; o < PG_IMPL_MAX_OUTPUTS; o++) pg_tensor_init(&outs[o]);
+    int no = 0;
+    struct pg_error e;
+    pg_error_clear(&e);
+    if (pg_py_golden_call_precision(rc->py, &rc->contract, dc->k, dc->cs, dc->d, precisions[v],
+                                    outs, &no, &e) == PG_OK)
+      for (int i = 0; i < no && i < dc->n_out && i < m->n_tensors; i++) {
+        struct pg_tensor_check *t = &m->tensors[i];
+        struct pg_cmp_rule rule, plain;
+        struct pg_cmp_result vs_ref, vs_impl;
+        if (!want[i] || t->n_repro >= PG_MAX_REPRO_VARIANTS ||
+            pg__output_rule(rc, dc->cs, dc->decls[i], dc->goldens[i].dtype, &rule, &e) != PG_OK)
+          continue;
+        pg_cmp_rule_init(&plain, dc->goldens[i].dtype);
+        if (pg_case_compare(&outs[i], &dc->goldens[i], &plain, dc->n_threads, &vs_ref, &e) != PG_OK ||
+            vs_ref.structural ||
+            pg_case_compare(&impl_out[i], &outs[i], &rule, dc->n_threads, &vs_impl, &e) != PG_OK ||
+            vs_impl.structural)
+          continue;
+        struct pg_repro_variant *rv = &t->repro[t->n_repro++];
+        rv->precision = precisions[v];
+        rv->vs_reference = vs_ref.max_abs_diff;
+        rv->impl_max_abs_diff = vs_impl.max_abs_diff;
+        rv->impl_rmse = vs_impl.rmse;
+        rv->impl_mismatches = vs_impl.mismatches;
+        pg__classify_py_reproducer(t, rv, &vs_impl);
+      }
+    for (int o = 0; o < PG_IMPL_MAX_OUTPUTS; o++) pg_tensor_reset(&outs[o]);
+  }
+}
+
 /* ------------------------------------------------------------------ entry points */
 
 static int64_t max_bytes(const struct pg__run *rc) {
@@ -347,6 +398,7 @@ void pg__diagnose_mode(struct pg__diag_case *dc, struct pg_mode_result *m,
   pg_tensor_init(&j.scratch);
   unsigned all = ~(1u << PG_MUTF_SUMMATION_ORDER);
   plan_mutants(&j, all);
+  py_reproducer(dc, m, impl_out, want);
   for (int i = 0; i < dc->n_out; i++) {
     if (!want[i]) continue;
     output_mutants(&j, i);

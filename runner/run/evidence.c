@@ -30,6 +30,27 @@ static const char *transcendental_kernel(const struct pg_golden_plan *plan, int 
   return NULL;
 }
 
+/* The transcendental function a Python golden of phase k calls (asked of the
+ * interpreter: nothing imported), into buf; NULL when none, or not a Python golden. Asked
+ * only when an output of m is bit-exact: that is when it matters, and it is rare. */
+static const char *py_golden_transcendental(const struct pg__run *rc, int k,
+                                            const struct pg_mode_result *m, char *buf,
+                                            size_t size) {
+  const struct pg_py_golden *g = pg_contract_phase_golden(&rc->contract, k) == PG_PHASE_GOLDEN_PYTHON
+                                     ? pg_contract_py_golden(&rc->contract, k) : NULL;
+  int exact = 0;
+  for (int i = 0; g && g->file && i < m->n_tensors; i++) {
+    const struct pg_cmp_result *c = &m->tensors[i].cmp;
+    exact |= m->tensors[i].compared && !c->structural && c->n > 0 && c->n_finite == c->n &&
+             c->max_abs_diff == 0.0;
+  }
+  struct pg_error e;
+  pg_error_clear(&e);
+  if (!exact || pg_python_golden_uses(rc->o->python, g->file, buf, size, &e) != PG_OK || !buf[0])
+    return NULL;
+  return buf;
+}
+
 /* Non-finite elements of a float tensor, and whether one lies at `flat` (same index)
  * or in the row (all but the last axis) of `idx`. */
 static void input_nonfinite(const struct pg_tensor *in, const struct pg_tensor_check *t,
@@ -132,7 +153,10 @@ void pg__evidence_mode(const struct pg__run *rc, int k, const struct pg_case_dat
   double t0 = pg_now_ms();
   struct pg__diag_facts f;
   memset(&f, 0, sizeof f);
+  char py_uses[32];
   f.transcendental = transcendental_kernel(rc->plan, k);
+  if (!f.transcendental) f.transcendental = py_golden_transcendental(rc, k, m, py_uses, sizeof py_uses);
+  f.captured = m->captured;
   for (int i = 0; i < m->n_tensors; i++) {
     struct pg_tensor_check *t = &m->tensors[i];
     memset(&f.nan, 0, sizeof f.nan);

@@ -127,7 +127,7 @@ static void request_init(struct pg_py_golden_worker *w, const struct pg_contract
 /* One call of `function` in g's file: the primary inputs in, outputs as specs. */
 static int py_call(struct pg_py_golden_worker *w, const struct pg_contract *c, int k,
                    const struct pg_case *cs, const struct pg_case_data *d,
-                   const struct pg_py_golden *g, const char *function,
+                   const struct pg_py_golden *g, const char *function, const char *precision,
                    const struct pg_impl_output_spec *specs, int n, struct pg_tensor *out,
                    int *n_out, struct pg_error *err) {
   const char *names[PG_PY_GOLDEN_MAX_DIMS];
@@ -142,6 +142,7 @@ static int py_call(struct pg_py_golden_worker *w, const struct pg_contract *c, i
   req.call_file = g->file;
   req.call_function = function;
   req.call_cast_outputs = 1;
+  req.call_precision = precision;
   struct pg_impl_outcome o;
   pg_impl_outcome_init(&o);
   struct pg_error ie;
@@ -166,6 +167,13 @@ static int py_call(struct pg_py_golden_worker *w, const struct pg_contract *c, i
 int pg_py_golden_call(struct pg_py_golden_worker *w, const struct pg_contract *c, int k,
                       const struct pg_case *cs, const struct pg_case_data *d,
                       struct pg_tensor *out, int *n_out, struct pg_error *err) {
+  return pg_py_golden_call_precision(w, c, k, cs, d, NULL, out, n_out, err);
+}
+
+int pg_py_golden_call_precision(struct pg_py_golden_worker *w, const struct pg_contract *c,
+                                int k, const struct pg_case *cs, const struct pg_case_data *d,
+                                const char *precision, struct pg_tensor *out, int *n_out,
+                                struct pg_error *err) {
   *n_out = 0;
   const struct pg_py_golden *g = pg_contract_py_golden(c, k);
   if (!g) return pg_error_set(err, PG_ENOTFOUND, "golden %d has no Python golden", k);
@@ -176,7 +184,7 @@ int pg_py_golden_call(struct pg_py_golden_worker *w, const struct pg_contract *c
   /* k = 0: the op-level golden returns the final outputs */
   int n = pg__phase_outputs(c, k ? k : c->n_modules, cs, &d->dims, decls, specs, err);
   if (n < 0) return n;
-  return py_call(w, c, k, cs, d, g, g->function, specs, n, out, n_out, err);
+  return py_call(w, c, k, cs, d, g, g->function, precision, specs, n, out, n_out, err);
 }
 
 /* The `_inspect` companion's name for a golden function's name, into buf. */
@@ -206,7 +214,7 @@ int pg_py_golden_inspect(struct pg_py_golden_worker *w, const struct pg_contract
   char fn[256];
   inspect_name(g->function, fn, sizeof fn);
   int n = 0;
-  return py_call(w, c, k, cs, d, g, fn, specs, n_probes, out, &n, err);
+  return py_call(w, c, k, cs, d, g, fn, NULL, specs, n_probes, out, &n, err);
 }
 
 /* ------------------------------------------------------------------ make_inputs */

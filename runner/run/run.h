@@ -142,6 +142,19 @@ struct pg_tensor_check {
   char undetected[PG_MAX_UNDETECTED][160];
   int n_undetected;
   int strength_checked;      /* the suite-strength check ran for this output */
+  /* The CPU reproducer of a Python golden (run/diagnose.c): the golden rerun with its
+   * floating inputs in another precision, compared with the reference and the impl. */
+#define PG_MAX_REPRO_VARIANTS 2
+  struct pg_repro_variant {
+    const char *precision;   /* "float64", "bfloat16" (static strings) */
+    double vs_reference;     /* max_abs_diff of the variant from the reference */
+    double impl_max_abs_diff, impl_rmse;
+    int64_t impl_mismatches; /* of the impl against the variant, under the output's rule */
+  } repro[PG_MAX_REPRO_VARIANTS];
+  int n_repro;
+  int repro_closest;         /* 1 + the index of the variant the impl fits (rmse) 10x
+                                better than the reference and the other variants; 0:
+                                none (the reference itself is as close as any) */
   struct pg_cmp_rule cmp_rule; /* the rule cmp used (the mask analysis re-applies it) */
   /* The mismatch mask of a failing precision check (run/diagnose.c): marginals,
    * evidence, sentinel, first non-finite value. */
@@ -524,6 +537,13 @@ int pg_py_make_inputs(struct pg_py_golden_worker *w, const struct pg_contract *c
 int pg_py_golden_call(struct pg_py_golden_worker *w, const struct pg_contract *c, int k,
                       const struct pg_case *cs, const struct pg_case_data *d,
                       struct pg_tensor *out, int *n_out, struct pg_error *err);
+/* The same, with the floating primary inputs cast to `precision` ("float64",
+ * "bfloat16") inside the worker before the call, so the golden computes in it (the CPU
+ * reproducer, docs/diagnosis.md); the outputs still cast to their declared dtypes. */
+int pg_py_golden_call_precision(struct pg_py_golden_worker *w, const struct pg_contract *c,
+                                int k, const struct pg_case *cs, const struct pg_case_data *d,
+                                const char *precision, struct pg_tensor *out, int *n_out,
+                                struct pg_error *err);
 
 /* The reference inspection probes of phase k from the Python golden's companion
  * `<golden function>_inspect` (a trailing `_golden` replaced: `x_module12_golden` ->

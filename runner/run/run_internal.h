@@ -220,6 +220,7 @@ struct pg__nan_origin {
 struct pg__diag_facts {
   struct pg__nan_origin nan;  /* for the tensor being classified */
   const char *transcendental; /* a transcendental kernel of the phase's golden, or NULL */
+  const char *captured;       /* the impl's captured output (redacted), or NULL */
 };
 /* The mask of every failing precision check of m, the PASS checks, --show-values'
  * text; classifies each tensor (pg__classify_diagnosis). Error maps on n_threads
@@ -277,6 +278,11 @@ void pg__classify_mutant_strength(struct pg_tensor_check *t, enum pg_hint_kind k
  * summation order makes (spread; orders names those orders); suite_calibration when
  * within it. */
 void pg__classify_reproducer(struct pg_tensor_check *t, double spread, const char *orders);
+/* A Python golden rerun in another precision (rv, and the impl compared with it):
+ * float64 within reach of the impl's error -> suite_calibration; the impl fitting the
+ * bfloat16 rerun far better than the reference -> low_precision_inputs. */
+void pg__classify_py_reproducer(struct pg_tensor_check *t, const struct pg_repro_variant *rv,
+                                const struct pg_cmp_result *impl_vs_variant);
 /* Before any case (run/py_golden.c): the interpreter can run the Python goldens of
  * phases 1..k (k = 0: the op-level one) and the op's test_inputs.py — numpy, and torch where a golden file imports it (pg_python_preflight):
  * PG_OK, or one error naming the interpreter, what it lacks and how to choose another. */

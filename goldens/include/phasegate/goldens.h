@@ -195,9 +195,13 @@ enum pg_golden_mutation_kind {
   PG_MUT_SET_STRING,   /* string attribute `attr` set to `sparam` (gelu approximate) */
   PG_MUT_ROUND_INPUTS, /* float inputs rounded through `iparam`: PG_DTYPE_F16, _BF16, or
                           0 for tf32 (10 mantissa bits) */
-  PG_MUT_TAIL_DROP,    /* matmul: the last partial tile (size `iparam`) of K ignored */
+  PG_MUT_TAIL_DROP,    /* the last tile (size `iparam`, partial or full) of a reduction
+                          ignored, as a loop that stops one tile early: matmul's K;
+                          softmax's axis (`attr`: its axis attribute), those inputs
+                          masked out as a flash-attention KV loop leaves them */
   PG_MUT_ACCUMULATE,   /* matmul recomputed with summation order `iparam`
-                          (enum pg_golden_sum_order), tile `param` for BLOCKED */
+                          (enum pg_golden_sum_order), tile `param` for BLOCKED and the
+                          chunked low-precision accumulators */
   PG_MUT_FAST_EXP      /* exp / sigmoid / silu / softmax (`iparam`: which, enum in
                           mutate.c) recomputed with a fast exp (Schraudolph's exponent-bit
                           trick, up to ~4 % off); `attr`: softmax's axis attribute */
@@ -207,7 +211,9 @@ enum pg_golden_mutation_kind {
  * low-precision accumulation. */
 enum pg_golden_sum_order {
   PG_SUM_FORWARD = 0, PG_SUM_REVERSED, PG_SUM_BLOCKED, PG_SUM_PAIRWISE, PG_SUM_KAHAN,
-  PG_SUM_FP64, PG_SUM_FP16_ACC, PG_SUM_BF16_ACC
+  PG_SUM_FP64, PG_SUM_FP16_ACC, PG_SUM_BF16_ACC,
+  PG_SUM_BF16_CHUNK_ACC /* each K chunk of `param` summed in fp32, the running
+                           accumulator rounded to bf16 after each chunk's add */
 };
 
 /* Which hint a mutant stands for (the runner maps it to its hint kind). */

@@ -16,6 +16,11 @@ torch… import` outside a try block makes torch required. Prints one JSON line:
 
 The versions come from the installed packages' metadata (nothing is imported): the
 report's provenance names them (docs/runner.md "One run, one verdict").
+
+`python3 -m phasegate.preflight --uses FILE` prints {"uses": NAME or null}: the first
+transcendental function (exp, sigmoid, softmax, …) FILE calls, read from its syntax tree
+(nothing imported). The runner asks it of a Python golden only when an impl output is
+bit-exact with it (docs/diagnosis.md, golden_fallback).
 """
 import ast
 import importlib.util
@@ -97,7 +102,34 @@ def missing_env_lines(mode, environ):
     return out
 
 
+# What a golden calls that an independent kernel rarely matches to the last bit (a
+# bit-exact impl output is then suspicious: docs/diagnosis.md, golden_fallback).
+_TRANSCENDENTAL = ("exp", "exp2", "expm1", "log", "log2", "log1p", "tanh", "sigmoid", "softmax",
+                   "log_softmax", "gelu", "silu", "rsqrt", "erf", "layer_norm", "rms_norm",
+                   "softplus", "mish", "sin", "cos", "logsigmoid")
+
+
+def _uses(path):
+    """The first transcendental function a Python file calls (`torch.exp(x)`,
+    `F.silu(x)`, `x.sigmoid()`, `exp(x)`), by name, or None."""
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            fn = node.func
+            name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", None)
+            if name in _TRANSCENDENTAL:
+                return name
+    return None
+
+
 def main(argv):
+    if argv[:1] == ["--uses"]:   # `--uses FILE`: {"uses": "exp"} or {"uses": null}
+        print(json.dumps({"uses": _uses(argv[1]) if len(argv) > 1 else None}))
+        return 0
     lacks = []
     if not _found("numpy"):
         lacks.append({"module": "numpy", "why": "phasegate's Python worker imports it"})

@@ -10,6 +10,9 @@ Python goldens. Each request is the worker request plus
 ("fallback": a function to call when the module lacks "function": <op>_wrapper of the
 integrated <op>_impl.py in the last phase, docs/pypto.md "L0 ops".)
 
+and, for a golden's CPU reproducer, "precision": "float64" or "bfloat16" in the call: the
+floating inputs are cast to it before the call (outputs still cast as asked).
+
 The worker imports the file (once per path), converts the primary inputs (request
 order) to torch tensors on the mode's device (cpu/sim: CPU, cuda: cuda:<id> when
 torch.cuda.is_available(), npu: npu:<id> when torch_npu imports and torch.npu is
@@ -388,6 +391,17 @@ class Worker:
                              f"{type(leaf).__name__}, not a tensor or array")
         return npy.cast(a, want) if cast else a
 
+    def in_precision(self, x, precision):
+        """A floating input cast to `precision` ("float64", "bfloat16"), so a golden's
+        torch code computes in it (the CPU reproducer, docs/diagnosis.md); numpy arrays
+        only to float64 (numpy has no bfloat16: left as they are)."""
+        torch = self.torch
+        if torch is not None and isinstance(x, torch.Tensor):
+            return x.to(getattr(torch, precision)) if x.is_floating_point() else x
+        if isinstance(x, np.ndarray) and x.dtype.kind == "f" and precision == "float64":
+            return x.astype(np.float64)
+        return x
+
     # ---- modules and calls
 
     def module(self, path):
@@ -598,6 +612,9 @@ class Worker:
         req.device_name = self.device_name(device if pypto is None
                                            else f"{req.mode}:{req.device_id}")
         args = self.arguments(req, device)
+        precision = call.get("precision")
+        if precision:   # the CPU reproducer: the golden rerun in another precision
+            args = [self.in_precision(x, precision) for x in args]
         if pypto is not None:
             self.set_run_mode(pypto, req.mode, mod, fn)
         result = fn(*args)
