@@ -403,7 +403,7 @@ static int add_call(const struct pg_impl_pending *p, cJSON *request) {
   if (!realpath(file, abs)) snprintf(abs, sizeof abs, "%s", file); /* the worker names it */
   if (fn[0]) snprintf(sym, sizeof sym, "%s", fn);
   else pg_impl_symbol(p->req->op, p->req->suffix, sym, sizeof sym);
-  return pg__call_object_add(request, abs, sym, 0); /* an impl's dtypes stay as returned */
+  return pg__call_object_add(request, p->req, abs, sym, 0); /* an impl's dtypes stay as returned */
 }
 
 static int python_start(struct pg_impl_pending *p, struct pg_impl_outcome *out,
