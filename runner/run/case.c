@@ -396,8 +396,9 @@ static void run_mode(struct case_run *c, int mi) {
     } else {
       pg__classify_impl(m, op, c->k);
       char list[512] = "";
-      /* about a probe, or about no output in particular (a count) */
-      int probe_fact = op->output < 0 || op->output >= c->n_out;
+      /* about a probe, or about no output in particular (a count); the pypto workflow's
+       * probe is a keyword buffer the worker's own words are about */
+      int probe_fact = !c->probes.pypto && (op->output < 0 || op->output >= c->n_out);
       for (int i = 0; probe_fact && i < c->probes.n; i++) {
         size_t l = strlen(list);
         snprintf(list + l, sizeof list - l, "%s'%s' (probe '%s')", i ? ", " : "",

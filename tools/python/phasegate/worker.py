@@ -327,7 +327,7 @@ class Worker:
         kwargs = {n: self.probe_buffer(req.outputs[n], device) for n in kw_names}
         probe = call.get("inspect_probe")
         if kwargs or probe is not None:
-            self.check_signature(call["file"], fname, fn, args, kwargs)
+            self.check_signature(call["file"], fname, fn, req.input_names, args, kwargs)
         if pypto is not None:
             self.set_run_mode(pypto, req.mode, mod, fn)
         result = fn(*args, **kwargs)
@@ -354,7 +354,7 @@ class Worker:
                           device=device)
 
     @staticmethod
-    def check_signature(path, fname, fn, args, kwargs):
+    def check_signature(path, fname, fn, names, args, kwargs):
         """A function that cannot take this call's arguments is the file's shape, not a
         runtime error: said naming file and function before the call (inspection calls
         only: an ordinary call's TypeError stays the call's own)."""
@@ -365,7 +365,8 @@ class Worker:
         try:
             sig.bind(*args, **kwargs)
         except TypeError as e:
-            given = f"{len(args)} primary input(s)"
+            # names, not counts: what the worker says passes the golden's number barrier
+            given = f"the primary inputs ({', '.join(names)})"
             if kwargs:
                 given += " and the keyword buffer(s) " + ", ".join(kwargs)
             raise Structural(f"{path}::{fname}{sig} cannot be called with {given}: {e}")
