@@ -191,7 +191,8 @@ struct pg_py_def {
   int line, column;              /* of the function's name */
   struct pg_py_param params[PG_PY_MAX_PARAMS]; /* positional parameters, in order */
   int n_params;
-  int varargs, varkw, keyword_only; /* *args, **kw, parameters after a bare `*` */
+  int varargs, varkw, keyword_only; /* *args, **kw, keyword-only parameters follow (a
+                                    bare `*` or *args: they are not in params) */
 };
 struct pg_py_scan {
   struct pg_py_import *imports;

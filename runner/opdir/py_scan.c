@@ -90,7 +90,7 @@ static void split_params(struct pg_py_def *d, const char *params) {
       while (a[n] && (isalnum((unsigned char)a[n]) || a[n] == '_')) n++;
       const char *rest = skip_blank(a + n);
       if (stars == 1 && n == 0) d->keyword_only = 1;        /* a bare `*` */
-      else if (stars == 1) d->varargs = 1;
+      else if (stars == 1) d->varargs = d->keyword_only = 1; /* what follows is keyword-only */
       else if (stars == 2) d->varkw = 1;
       else if (n > 0 && !d->keyword_only && d->n_params < PG_PY_MAX_PARAMS) {
         struct pg_py_param *pp = &d->params[d->n_params++];

@@ -122,6 +122,12 @@ void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *
                          const struct pg_tensor *impl_out, const struct pg_tensor *goldens,
                          int n_threads, struct pg_mode_result *m);
 
+/* lint.c: warnings about the files written for the pypto workflow (docs/pypto.md "The
+ * golden lint", "Suite shape"): each Python golden against step A.5.2, each layout impl
+ * wrapper's signature, the suite's shape (step B.2; s NULL: not checked). PG_OK or
+ * PG_ENOMEM; findings go to diags. */
+int pg__lint_op(const struct pg_contract *c, const struct pg_suite *s, struct pg_diags *diags);
+
 /* inspect.c: inspection probes (module k's `inspect:`). */
 struct pg__probes {
   int n;

@@ -10,8 +10,7 @@ the probe buffer as the keyword inspection_h.
 - --inspect h calls both, writes checks[].inspection.per_iter (axis 2) and, for an impl
   whose state drifts from iteration 2, first_failure.drift_onset_iter = 2; a correct impl
   has no drift (null);
-- a malformed companion (a parameter too many; a probe with two axes; no dict; no such
-  probe) and an impl that does not take the buffer are clear errors naming the file and
+- a malformed companion (a parameter too many; a probe with two axes; no such probe) and an impl that does not take the buffer are clear errors naming the file and
   the function; --inspect of a name no file knows says where module_1_inspect was looked for.
 """
 import json
@@ -97,7 +96,8 @@ check("inspection h: drifts from iteration 2 of 4" in text, "console names the o
 check("iter 2: mismatches 16 of 16" in text, "--inspect h prints every iteration")
 
 # 3. --inspect h on the correct impl: per_iter all close, no drift
-rc, text, rep, calls = run("correct", op_src, correct, ["--inspect", "inspection_h"])
+rc, text, rep, calls = run("correct", op_src, correct, ["--inspect", "inspection_h", "--case",
+                                                        "L2_long"])
 check(rc == 0, "correct impl with --inspect: exit 0 (%d)" % rc)
 if rep:
     ins = rep["checks"][0].get("inspection", {})
@@ -111,8 +111,6 @@ BAD = {
                   "cannot be called with the primary inputs (x)"),
     "two_axes": ('return {"h": torch.cumsum(x.reshape(b, h, t // CHUNK, CHUNK, d).sum(dim=3), '
                  'dim=2)}', 'return {"h": x[0, 0]}', "needs at least 3 axes"),
-    "not_dict": ('return {"h": torch.cumsum(x.reshape(b, h, t // CHUNK, CHUNK, d).sum(dim=3), '
-                 'dim=2)}', 'return x', "not a dict of probes"),
     "no_probe": ('{"h": torch', '{"g": torch', "returns no probe 'h' (its probes: g)"),
 }
 for name, (old, new, says) in BAD.items():
@@ -123,7 +121,7 @@ for name, (old, new, says) in BAD.items():
     check(old in src, "%s: the test's edit applies" % name)
     open(gf, "w").write(src.replace(old, new))
     rc, text, rep, calls = run("bad_" + name, op, "python:" + os.path.join(
-        op, "modules", "scan_acc_module1_impl.py"), ["--inspect", "h"])
+        op, "modules", "scan_acc_module1_impl.py"), ["--inspect", "h", "--case", "L2_small"])
     check(rc == 2, "%s: the run is an ERROR, exit 2 (%d)" % (name, rc))
     check(says in text, "%s: says %r" % (name, says))
     check(os.path.realpath(gf) + "::module_1_inspect" in text or
@@ -132,7 +130,7 @@ for name, (old, new, says) in BAD.items():
 
 # 5. an impl that does not take the probe buffer: a structural failure naming it
 rc, text, rep, calls = run("no_kwargs", op_src, "python:%s::no_kwargs_wrapper" % impl_file,
-                           ["--inspect", "h"])
+                           ["--inspect", "h", "--case", "L2_small"])
 check(rc == 1, "impl without the keyword: FAIL (%d)" % rc)
 check("no_kwargs_wrapper" in text and "inspection_h" in text and "impl.py" in text,
       "impl without the keyword: names file, function and buffer")
