@@ -56,7 +56,7 @@ static int add_import(struct pg_py_scan *s, const char *name, int line, int col)
   return 1;
 }
 
-/* `import a, b.c as d` (p after "import"): one import per module. */
+/* `import a, pkg.mod as d` (p after "import"): one import per module. */
 static int scan_import(struct pg_py_scan *s, const char *line, const char *p, int lineno) {
   for (;;) {
     p = skip_blank(p);

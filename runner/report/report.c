@@ -303,7 +303,7 @@ static cJSON *probe_json(const struct pg_probe_check *p, const char *mode) {
   cJSON *its = add_array(o, "per_iteration");
   for (int i = 0; its && i < p->n_iters; i++) {
     const struct pg_probe_iter *it = &p->iters[i];
-    cJSON *e = new_object();
+    cJSON *e = new_object(); /* the workflow's metrics (modes[] has phasegate's counts) */
     if (!e) break;
     add_number(e, "iter", i);
     add_number(e, "n", (double)it->n);
@@ -316,49 +316,41 @@ static cJSON *probe_json(const struct pg_probe_check *p, const char *mode) {
   return o;
 }
 
-/* checks[].inspection under the pypto workflow's protocol (docs/pypto.md "Inspection
- * probes"): an object whose per_iter is the probe of the mode first_failure names (else
- * of the first mode that has it), with every mode's probe in modes[]. */
+/* Every mode's probes, phasegate's form, as array `key` of o. */
+static void add_probes(cJSON *o, const char *key, const struct pg_case_result *r) {
+  cJSON *ins = add_array(o, key);
+  for (int i = 0; ins && i < r->n_modes; i++)
+    for (int j = 0; j < r->modes[i].n_probes; j++)
+      push_item(ins, probe_json(&r->modes[i].probes[j], r->modes[i].mode));
+}
+
+/* checks[].inspection, the pypto workflow's (docs/pypto.md "Inspection probes"): per_iter
+ * of the mode first_failure names (else the first with the probe), every mode's in modes[]. */
 static cJSON *pypto_inspection_json(const struct pg_case_result *r) {
-  const struct pg_probe_check *p = NULL;
+  const struct pg_probe_check *p = NULL; /* and its mode: */
   const char *mode = NULL;
-  for (int i = 0; i < r->n_modes; i++) {
-    if (r->modes[i].n_probes < 1) continue;
-    int decided = r->drift_mode[0] && strcmp(r->drift_mode, r->modes[i].mode) == 0;
-    if (!p || decided) {
-      p = &r->modes[i].probes[0];
-      mode = r->modes[i].mode;
-    }
-    if (decided) break;
-  }
-  cJSON *o = new_object();
-  if (!o) return NULL;
+  for (int i = 0; i < r->n_modes; i++)
+    if (r->modes[i].n_probes > 0 && (!p || strcmp(r->drift_mode, r->modes[i].mode) == 0))
+      p = &r->modes[i].probes[0], mode = r->modes[i].mode;
+  cJSON *o = new_object(); /* NULL (out of memory, said): every add below is a no-op */
   add_str(o, PG__RK_INSPECTION_PROTOCOL, "pypto");
   add_str(o, PG__RK_INSPECTION_NAME, p ? p->name : r->drift_probe);
   if (mode) add_str(o, PG__RK_INSPECTION_MODE, mode);
   add_number(o, PG__RK_INSPECTION_AXIS, 2);
   add_number(o, PG__RK_INSPECTION_ITERATIONS, p ? p->n_iters : 0);
-  if (p && p->drift_onset_iter >= 0)
-    add_number(o, PG__RK_INSPECTION_DRIFT_ONSET_ITER, p->drift_onset_iter);
-  else
-    add_null(o, PG__RK_INSPECTION_DRIFT_ONSET_ITER);
+  add_num(o, PG__RK_INSPECTION_DRIFT_ONSET_ITER, /* null: no drift */
+          p && p->drift_onset_iter >= 0 ? p->drift_onset_iter : NAN);
   cJSON *its = add_array(o, PG__RK_INSPECTION_PER_ITER);
   for (int i = 0; p && its && i < p->n_iters; i++) {
     const struct pg_probe_iter *it = &p->iters[i];
-    cJSON *e = new_object();
-    if (!e) break;
+    cJSON *e = new_object(); /* the workflow's metrics (modes[] has phasegate's counts) */
+    if (!e || !push_item(its, e)) break;
     add_number(e, PG__RK_PER_ITER_ITER, i);
     add_num(e, PG__RK_PER_ITER_MAX_ABS_DIFF, it->max_abs_diff);
     add_num(e, PG__RK_PER_ITER_MAX_REL_DIFF, it->max_rel_diff);
     add_bool(e, PG__RK_PER_ITER_ALL_CLOSE, it->passed);
-    add_number(e, PG__RK_PER_ITER_N, (double)it->n);
-    add_number(e, PG__RK_PER_ITER_MISMATCHES, (double)it->mismatches);
-    push_item(its, e);
   }
-  cJSON *modes = add_array(o, PG__RK_INSPECTION_MODES);
-  for (int i = 0; modes && i < r->n_modes; i++)
-    for (int j = 0; j < r->modes[i].n_probes; j++)
-      push_item(modes, probe_json(&r->modes[i].probes[j], r->modes[i].mode));
+  add_probes(o, PG__RK_INSPECTION_MODES, r);
   return o;
 }
 
@@ -387,15 +379,8 @@ cJSON *pg_report_check_json(const struct pg_case_result *r, int k) {
   for (int i = 0; pt && i < r->n_modes; i++)
     for (int j = 0; j < r->modes[i].n_tensors; j++)
       push_item(pt, tensor_json(&r->modes[i].tensors[j], r->modes[i].mode));
-  if (r->has_probes && r->probes_pypto) {
-    cJSON *ins = pypto_inspection_json(r);
-    if (ins) add_item(o, PG__RK_CHECK_INSPECTION, ins);
-  } else if (r->has_probes) {
-    cJSON *ins = add_array(o, PG__RK_CHECK_INSPECTION);
-    for (int i = 0; ins && i < r->n_modes; i++)
-      for (int j = 0; j < r->modes[i].n_probes; j++)
-        push_item(ins, probe_json(&r->modes[i].probes[j], r->modes[i].mode));
-  }
+  if (r->has_probes && r->probes_pypto) add_item(o, PG__RK_CHECK_INSPECTION, pypto_inspection_json(r));
+  else if (r->has_probes) add_probes(o, PG__RK_CHECK_INSPECTION, r);
   if (r->status == PG_VERDICT_FAIL || r->status == PG_VERDICT_ERROR) {
     cJSON *f = add_object(o, PG__RK_CHECK_FAILURE);
     /* the seed's type: the integer k of the phase that was run, whatever bisection found */

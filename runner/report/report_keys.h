@@ -228,9 +228,7 @@ enum { PG__RK_NEED_OPT = 0, PG__RK_NEED_REQ = 1, PG__RK_NEED_UNLESS_NOT_IMPL = 2
   X(ITER, "iter", INT, REQ, NONE)                            \
   X(MAX_ABS_DIFF, "max_abs_diff", NUM_NULL, OPT, NONE)       \
   X(MAX_REL_DIFF, "max_rel_diff", NUM_NULL, OPT, NONE)       \
-  X(ALL_CLOSE, "all_close", BOOL, REQ, NONE)                 \
-  X(N, "n", NUM, OPT, NONE)                                  \
-  X(MISMATCHES, "mismatches", NUM, OPT, NONE)
+  X(ALL_CLOSE, "all_close", BOOL, REQ, NONE)
 
 /* The report's run and every check's run (docs/report.md "Provenance"): which run wrote
  * it, where, on which device, when. A check's run has id, session, host, device and its

@@ -6,6 +6,12 @@
  * compared slice by slice along the leading (iteration) axis, so a drifting accumulation
  * says in which iteration it started.
  *
+ * The pypto workflow's protocol runs beside it (docs/pypto.md "Inspection probes"): with
+ * --inspect NAME and a `module_<k>_inspect` in phase k's golden file, the reference
+ * comes first from that companion (its shape is the probe's), the python: impl gets a
+ * buffer of that shape as the keyword `inspection_<NAME>`, and iterations run along
+ * axis 2. Both end in the same per-iteration comparison.
+ *
  * Probe values are golden values: only metrics leave this file (the report and the
  * console never see a probe's reference). Whether a probe failure gates nothing here: a
  * probe is diagnosis, the boundary outputs decide the verdict (run/classify.c), and a

@@ -242,6 +242,12 @@ static int check_inspect(struct pg__run *rc, int k, struct pg_error *err) {
       pg_py_scan_reset(&scan);
     }
   }
+  if (pypto && rc->o->golden_data) {
+    pg__line(rc, 1, "phasegate run: note: --inspect '%s': --golden-data brings no reference "
+             "for the pypto workflow's probes (%s is not called); nothing to inspect", name,
+             companion);
+    return PG_OK;
+  }
   if (pypto) {
     const char *probe = strncmp(name, "inspection_", 11) == 0 ? name + 11 : name;
     if (!*probe || strlen(probe) >= sizeof rc->pypto_probe)

@@ -86,7 +86,7 @@ def run_convention(conv):
     rc, out = pg("validate", "--op-dir", op)
     # the workflow's own file rules (docs/pypto.md "The golden lint", "Suite shape") may
     # warn about these test fixtures (they import a tracer); nothing else may
-    other = [ln for ln in out.splitlines() if "warning" in ln and
+    other = [ln for ln in out.splitlines() if ": warning:" in ln and
              not ln.endswith(("(golden-lint)", "(suite-shape)", "(signature)"))]
     check(rc == 0 and "— OK" in out and "has no golden" not in out and not other,
           f"{conv}: validate OK without warnings", out)
