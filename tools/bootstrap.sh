@@ -15,6 +15,7 @@ packages=(
   python3-venv                                   # the installed wheel into a venv (python_impl/install)
   chromium fonts-dejavu-core                     # the HTML report in headless Chromium (report_html/chromium)
   valgrind                                       # memcheck/* tests, tools/valgrind/memcheck.sh
+  slurm-wlm munge                                # fleet/slurm: a one-node Slurm cluster on localhost
 )
 
 sudo=""

@@ -25,6 +25,8 @@ int pg_cmd_gen(int argc, char **argv);
 int pg_cmd_cache(int argc, char **argv);
 int pg_cmd_serve(int argc, char **argv);
 int pg_cmd_report(int argc, char **argv);
+int pg_cmd_shard(int argc, char **argv);
+int pg_cmd_merge(int argc, char **argv);
 
 /* "phasegate: error: <msg>" on stderr; returns PG_EXIT_ERROR. */
 int pg_cli_usage_error(const char *cmd, const char *fmt, ...)

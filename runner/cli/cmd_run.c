@@ -43,7 +43,8 @@ static void usage(FILE *out) {
           "  --modes sim,npu            modes to run, in order (default: sim)\n"
           "  --report PATH              report file (default: <report-dir>/<op>/M<K>/evaluation_report.json,\n"
           "                             or DIR/eval/evaluation_report.json for a pypto --op-dir DIR)\n"
-          "  --report-dir DIR           default ./phasegate-reports (given: also for pypto op dirs)\n"
+          "  --report-dir DIR           default ./phasegate-reports (given: also for pypto op dirs);\n"
+          "                             PHASEGATE_REPORT_ROOT set (a fleet shard) replaces it\n"
           "  --report-name NAME         <report-dir>/NAME/M<K>/ instead of the op's name (the CMake\n"
           "                             registration: two registrations of one op never share a report)\n"
           "  --report-session FILE      merge into the report of the session FILE names (one ctest\n"
@@ -58,7 +59,8 @@ static void usage(FILE *out) {
           "  --no-golden-cache          always recompute goldens\n"
           "  --max-bytes N              input byte budget per case\n"
           "  --memory-limit N           RLIMIT_AS for impl calls, bytes (suffix K/M/G allowed)\n"
-          "  --device-id N              else CTEST_RESOURCE_GROUP_0_<TYPE>, else 0\n"
+          "  --device-id N              else CTEST_RESOURCE_GROUP_0_<TYPE>, else\n"
+          "                             TILE_FWK_DEVICE_ID, else 0\n"
           "  --work-dir DIR             where exec case directories go (default $TMPDIR)\n"
           "  --keep-work                keep exec case directories\n"
           "  --fresh-process            one impl process per call (default: plugin and worker\n"
@@ -263,6 +265,16 @@ int pg_cmd_run(int argc, char **argv) {
   if (bad) return bad;
   o.op_dir = op_dir;
   if (!o.impl_spec) return pg_cli_usage_error("run", "--impl SPEC is required");
+  /* A fleet shard reports into its own root (docs/fleet.md "Running a shard"): the
+   * CMake layer's --report-dir, and the session file under it, move there. */
+  const char *root = getenv("PHASEGATE_REPORT_ROOT");
+  char *moved_session = NULL;
+  if (root && *root && o.report_dir) {
+    o.report_dir = root;
+    if (o.report_session && o.report_name &&
+        !(o.report_session = moved_session = pg_path_fmt("%s/%s/.session", root, o.report_name)))
+      return pg_cli_usage_error("run", "out of memory");
+  }
 
   /* A closed stdout (`| head`) must not kill the run before the report is written. */
   signal(SIGPIPE, SIG_IGN);
@@ -277,6 +289,7 @@ int pg_cmd_run(int argc, char **argv) {
   pg_error_clear(&err);
   int rc = pg_run(&o, &s, &err);
   pg_report_progress_end(&progress);
+  free(moved_session);
   int exit_code = s.exit_code;
   pg_run_summary_reset(&s);
   if (rc != PG_OK) {

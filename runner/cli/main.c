@@ -28,6 +28,8 @@ static const struct command commands[] = {
     {"cache", pg_cmd_cache, "show, prune or clear the on-disk golden cache", 0},
     {"report", pg_cmd_report, "render evaluation reports (files or trees) into one HTML page", 0},
     {"serve", pg_cmd_serve, "keep plugin/worker impls warm across CTest tests (a daemon)", 0},
+    {"shard", pg_cmd_shard, "plan or run one shard of the suite over many hosts (docs/fleet.md)", 0},
+    {"merge", pg_cmd_merge, "merge shard results into one tree, JUnit and verdict", 0},
 };
 
 static void usage(FILE *out) {

@@ -103,7 +103,9 @@ int pg_python_worker_command(const char *python, char **command, struct pg_error
  * at module level) and how to choose another (--python, PHASEGATE_PYTHON, the CMake
  * cache variable) — also when it is not found or gives no answer. `about` (may be
  * NULL): what the interpreter is, for the report's provenance, as a JSON object text
- * {"interpreter", "version", "numpy", "torch", "torch_npu", "pypto"} ("" when unknown). */
+ * {"interpreter", "version", "numpy", "torch", "torch_npu", "pypto"}, plus "missing_env": the
+ * environment lines a mode needs that are not set, "ASCEND_HOME_PATH (npu)" (only when
+ * some are missing; phasegate/preflight.py ENV_LINES) ("" when unknown). */
 #define PG_PYTHON_ABOUT_MAX 512
 int pg_python_preflight(const char *python, const char *what, const char *const *paths,
                         int n_paths, char *about, struct pg_error *err);
@@ -159,6 +161,12 @@ enum pg_impl_fact {
   PG_IMPL_FACT_UNSAFE_OUTPUT,      /* out/ or an output is not a file the impl wrote in its
                                       case directory (a symlink, a hard link, a FIFO, a
                                       device, out/ removed): never read */
+  PG_IMPL_FACT_IMPORT_FAILED,      /* a worker answered "error" with "stage": "import": the
+                                      impl module raised while being imported (exc_type and
+                                      exc_message say what) */
+  PG_IMPL_FACT_MISSING_FUNCTION,   /* a worker answered "structural" with "missing": the
+                                      impl lacks the function (or staged file) the phase
+                                      calls (python: <op>_module<suffix>_wrapper) */
   PG_IMPL_FACT_COUNT
 };
 
@@ -214,6 +222,11 @@ struct pg_impl_outcome {
   int code;                  /* EXIT_NONZERO: exit status; RETURNED_ERROR: the return value */
   int expected, got;         /* WRONG_OUTPUT_COUNT: output counts; _DTYPE: enum pg_dtype */
   char summary[512];         /* one sentence saying what happened; UNAVAILABLE: the reason */
+  /* The impl's own words about its failure, as data (a worker's "exc_type" and
+   * "exc_message", docs/worker_protocol.md): what run/classify.c matches against its
+   * table of environment failures, never the summary. "" when the impl said nothing. */
+  char exc_type[64];         /* the exception's type, e.g. "ModuleNotFoundError" */
+  char exc_message[1024];    /* its message */
   struct pg_tensor outputs[PG_IMPL_MAX_OUTPUTS]; /* DONE: in declared order; WRONG_OUTPUT_
                                 SHAPE/_DTYPE: those read up to the rejected one (never
                                 compared), else empty */

@@ -239,7 +239,8 @@ static int lacks_error(const char *python, const char *what, const cJSON *a,
                       what, list, PREFLIGHT_CHOOSE);
 }
 
-/* {"interpreter", "version", <package>: version or null…} from the preflight's answer,
+/* {"interpreter", "version", <package>: version or null…, "missing_env": ["VAR (mode)"…]}
+ * from the preflight's answer,
  * into about (PG_PYTHON_ABOUT_MAX bytes; "" when it does not fit or out of memory). */
 static void about_of(const cJSON *a, char *about) {
   about[0] = '\0';
@@ -253,6 +254,25 @@ static void about_of(const cJSON *a, char *about) {
     if (!ok || !v->string) continue;
     ok = cJSON_IsString(v) ? cJSON_AddStringToObject(o, v->string, v->valuestring) != NULL
                            : cJSON_AddNullToObject(o, v->string) != NULL;
+  }
+  /* the environment lines a mode needs that this environment lacks, "VAR (mode)": the
+   * worker makes those modes unavailable per call, naming the variable; the provenance
+   * says it once for the run (docs/pypto.md "Devices and the environment") */
+  const cJSON *missing = cJSON_GetObjectItemCaseSensitive(a, "missing_env");
+  cJSON *list = ok && cJSON_GetArraySize(missing) > 0 ? cJSON_AddArrayToObject(o, "missing_env")
+                                                      : NULL;
+  if (!list) missing = NULL;
+  cJSON_ArrayForEach(v, missing) {
+    const char *var = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "variable"));
+    const char *mode = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "mode"));
+    char item[160];
+    snprintf(item, sizeof item, "%.100s (%.40s)", var ? var : "?", mode ? mode : "?");
+    cJSON *s = cJSON_CreateString(item);
+    if (!s || !cJSON_AddItemToArray(list, s)) {
+      cJSON_Delete(s);
+      ok = 0;
+      break;
+    }
   }
   char *text = ok ? cJSON_PrintUnformatted(o) : NULL;
   if (text && strlen(text) < PG_PYTHON_ABOUT_MAX) memcpy(about, text, strlen(text) + 1);

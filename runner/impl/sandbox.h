@@ -122,8 +122,9 @@ struct pg_sandbox_result {
   char *out, *err;         /* captured tails, NUL-terminated, owned (may be NULL) */
   size_t out_len, err_len;
   int out_truncated, err_truncated;
-  /* What the captured text says, read once where it is captured (the only text scans
-   * of impl output): */
+  /* What the captured text says, read once where it is captured (the impl room's only
+   * text scans of impl output; what it means for a failure's subcategory is
+   * run/classify.c's table): */
   int says_oom;            /* an allocation failure (pg_sandbox_text_says_oom) */
   int sanitizer_report;    /* a sanitizer's crash report (AddressSanitizer: SEGV, …) on stderr */
 };
@@ -181,8 +182,10 @@ const char *pg_signal_name(int signo, char *buf, size_t size);
  * "Cannot allocate memory", "out of memory"). */
 int pg_sandbox_text_says_oom(const char *text);
 
-/* Sets says_oom and sanitizer_report from the captured text: the one place the text of
- * an impl's output is scanned (also for persistent processes' captured logs). */
+/* Sets says_oom and sanitizer_report from the captured text: the one place the impl room
+ * scans the text of an impl's output (also for persistent processes' captured logs);
+ * run/classify.c matches its table of environment failures and device labels against
+ * the same captured text. */
 void pg_sandbox_result_scan(struct pg_sandbox_result *r);
 
 #endif

@@ -160,15 +160,28 @@ static int answered(const struct pg_impl *impl, struct worker_call *c,
     return 1;
   }
   if (strcmp(status, "structural") == 0) {
-    pg__impl_fact(out, PG_IMPL_FACT_WORKER_STRUCTURAL, "the worker found the impl malformed in "
-                  "mode '%s': %.400s", req->mode, *msg ? msg : "(no message)");
+    /* "missing": the function (or staged file) the phase calls is not there */
+    int missing = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(a, "missing"));
+    pg__impl_fact(out, missing ? PG_IMPL_FACT_MISSING_FUNCTION : PG_IMPL_FACT_WORKER_STRUCTURAL,
+                  "the worker found the impl malformed in mode '%s': %.400s", req->mode,
+                  *msg ? msg : "(no message)");
     return 1;
   }
   if (strcmp(status, "error") == 0) {
-    int oom = pg_sandbox_text_says_oom(said) || out->sandbox.says_oom;
-    pg__impl_fact(out, oom ? PG_IMPL_FACT_OOM : PG_IMPL_FACT_WORKER_ERROR,
-                  "%sthe worker reported an error in mode '%s': %.400s",
-                  oom ? "allocation failure: " : "", req->mode, *msg ? msg : "(no message)");
+    const char *stage = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "stage"));
+    int import = stage && strcmp(stage, "import") == 0;
+    int oom = !import && (pg_sandbox_text_says_oom(said) || out->sandbox.says_oom);
+    pg__impl_fact(out, import ? PG_IMPL_FACT_IMPORT_FAILED
+                       : oom  ? PG_IMPL_FACT_OOM
+                              : PG_IMPL_FACT_WORKER_ERROR,
+                  "%sthe worker reported an error %sin mode '%s': %.400s",
+                  oom ? "allocation failure: " : "", import ? "importing the impl " : "",
+                  req->mode, *msg ? msg : "(no message)");
+    /* the exception as data, for classify's table of environment failures */
+    const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "exc_type"));
+    const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "exc_message"));
+    snprintf(out->exc_type, sizeof out->exc_type, "%s", type ? type : "");
+    snprintf(out->exc_message, sizeof out->exc_message, "%s", text ? text : "");
     return 1;
   }
   char what[64];

@@ -72,7 +72,10 @@ static void mode_line(const struct pg_run_phase *ph, const struct pg_case_result
     if (r->precision_checked) shown = w;
   } else {
     const char *cat = pg_category_name(m->category);
-    snprintf(detail, sizeof detail, "%s%s%.700s", cat ? cat : "", cat ? ": " : "", m->summary);
+    /* "infra/shared_library: …", "runtime/aicore: …" (docs/report.md) */
+    snprintf(detail, sizeof detail, "%s%s%s%s%.700s", cat ? cat : "",
+             cat && m->subcategory ? "/" : "", cat && m->subcategory ? m->subcategory : "",
+             cat ? ": " : "", m->summary);
     if (m->fact_output >= 0 && m->fact_output < m->n_tensors) shown = &m->tensors[m->fact_output];
   }
   /* Every verdict on values says what it allowed (docs/design.md §7); a line without
@@ -284,8 +287,9 @@ void pg_report_summary_lines(const struct pg_run_phase *ph, const struct pg_run_
     if (r->earliest_boundary > 0 && r->earliest_boundary < k)
       snprintf(early, sizeof early, ", earliest failing M%d", r->earliest_boundary);
     const char *cat = pg_category_name(r->category);
-    pg_run_linef(line, user, 0, "[phasegate] first failure: %s (%s, boundary M%d%s%s%s): %.600s",
-                 r->id, cat ? cat : "other", k, early, r->fingerprint[0] ? ", " : "",
+    pg_run_linef(line, user, 0, "[phasegate] first failure: %s (%s%s%s, boundary M%d%s%s%s): "
+                 "%.600s", r->id, cat ? cat : "other", r->subcategory ? "/" : "",
+                 r->subcategory ? r->subcategory : "", k, early, r->fingerprint[0] ? ", " : "",
                  r->fingerprint, r->summary);
     return;
   }

@@ -26,9 +26,21 @@ static void boundary(struct pg__html *h, const cJSON *v) {
   else pg__html_raw(h, "–");
 }
 
+/* "infra / shared_library": a failure's category and, when the report has one, its
+ * subcategory (docs/report.md "Failure subcategories"). */
+static void category(struct pg__html *h, const cJSON *o, const char *none) {
+  const char *cat = pg__html_str(o, "failure_category");
+  const char *sub = pg__html_str(o, "failure_subcategory");
+  pg__html_text(h, cat ? cat : none);
+  if (cat && sub && *sub) {
+    pg__html_raw(h, " / ");
+    pg__html_text(h, sub);
+  }
+}
+
 static void failure_block(struct pg__html *h, const cJSON *f) {
   pg__html_raw(h, "<p><b>failure</b>: ");
-  pg__html_text(h, pg__html_str(f, "failure_category") ? pg__html_str(f, "failure_category") : "other");
+  category(h, f, "other");
   pg__html_raw(h, " &#xb7; failing boundary ");
   boundary(h, get(f, "failing_module_boundary"));
   pg__html_raw(h, " &#xb7; earliest failing boundary ");
@@ -58,7 +70,7 @@ static void modes_table(struct pg__html *h, const cJSON *c) {
     pg__html_raw(h, "</td><td>");
     badge(h, pg__html_str(mo, "status"));
     pg__html_raw(h, "</td><td>");
-    pg__html_text(h, pg__html_str(mo, "failure_category") ? pg__html_str(mo, "failure_category") : "–");
+    category(h, mo, "–");
     pg__html_raw(h, "</td><td>");
     const cJSON *e = get(mo, "earliest_failing_boundary");
     if (cJSON_IsNumber(e)) boundary(h, e);
@@ -267,7 +279,7 @@ static void case_summary(struct pg__html *h, const cJSON *c) {
   }
   if (cJSON_IsObject(f)) {
     pg__html_raw(h, " &#xb7; ");
-    pg__html_text(h, pg__html_str(f, "failure_category"));
+    category(h, f, "other");
     pg__html_raw(h, " at ");
     boundary(h, get(f, "failing_module_boundary"));
     if (cJSON_IsNumber(get(f, "earliest_failing_boundary"))) {
@@ -279,6 +291,22 @@ static void case_summary(struct pg__html *h, const cJSON *c) {
   pg__html_raw(h, "</span></summary>\n");
 }
 
+/* A case a fleet merge found with two verdicts (docs/fleet.md "Merging"): each
+ * attempt's status, where it ran and on which host. */
+static void conflicts_block(struct pg__html *h, const cJSON *list) {
+  if (cJSON_GetArraySize(list) == 0) return;
+  pg__html_raw(h, "<p><b>conflict</b>: shards disagree on this case:</p><ul class=\"hints\">");
+  const cJSON *x;
+  cJSON_ArrayForEach(x, list) {
+    pg__html_raw(h, "<li>");
+    badge(h, pg__html_str(x, "status"));
+    pg__html_raw(h, " ");
+    pg__html_text(h, pg__html_str(x, "from") ? pg__html_str(x, "from") : "?");
+    pg__html_raw(h, "</li>");
+  }
+  pg__html_raw(h, "</ul>\n");
+}
+
 static void case_block(struct pg__html *h, const cJSON *c) {
   const char *cls = pg__html_status_class(pg__html_str(c, "status"));
   int failing = strcmp(cls, "fail") == 0 || strcmp(cls, "error") == 0;
@@ -286,6 +314,7 @@ static void case_block(struct pg__html *h, const cJSON *c) {
   case_summary(h, c);
   const cJSON *f = get(c, "failure");
   if (cJSON_IsObject(f)) failure_block(h, f);
+  conflicts_block(h, get(c, "conflicts"));
   hints_list(h, get(c, "hints"));
   modes_table(h, c);
   outputs(h, c);

@@ -116,7 +116,7 @@ static int top_hints(const cJSON *check, struct top_hint *top, int max) {
   return n;
 }
 
-/* "category: precision; boundary: M2 (earliest failing: M1); summary: …; hints:
+/* "category: precision; subcategory: aicore; boundary: M2 (earliest failing: M1); summary: …; hints:
  * transposed (confidence 0.95, out); repro: phasegate run …" */
 static void check_message(struct sbuf *m, const struct pg_report_file *rf, const cJSON *check,
                           const char *case_id) {
@@ -131,6 +131,8 @@ static void check_message(struct sbuf *m, const struct pg_report_file *rf, const
   const cJSON *k = cJSON_GetObjectItemCaseSensitive(f, PG__RK_FAILURE_FAILING_MODULE_BOUNDARY);
   const cJSON *j = cJSON_GetObjectItemCaseSensitive(f, PG__RK_FAILURE_EARLIEST_FAILING_BOUNDARY);
   sb_fmt(m, "category: %.40s", cat ? cat : "other");
+  const char *sub = pg__report_str(f, PG__RK_FAILURE_FAILURE_SUBCATEGORY);
+  if (sub && *sub) sb_fmt(m, "; subcategory: %.40s", sub);
   if (cJSON_IsNumber(k)) sb_fmt(m, "; boundary: M%d", k->valueint);
   if (cJSON_IsNumber(j)) sb_fmt(m, " (earliest failing: M%d)", j->valueint);
   else if (cJSON_IsNumber(k)) sb_str(m, " (earliest failing: unknown)");
@@ -404,4 +406,51 @@ int pg_report_junit_rewrite(const char *junit_path, const struct pg_report_set *
   free(tmp);
   free(text);
   return rc;
+}
+
+/* ---- reading a JUnit file back (the fleet's merge and times) ---- */
+
+int pg_report_junit_each(const char *xml, pg_report_junit_fn fn, void *user) {
+  const char *end = xml + strlen(xml), *p = xml, *tc;
+  int n = 0;
+  while ((tc = find_elem(p, end, "testcase"))) {
+    const char *tag_end = memchr(tc, '>', (size_t)(end - tc));
+    if (!tag_end) break;
+    int empty = tag_end[-1] == '/';
+    const char *close = empty ? NULL : strstr(tag_end, "</testcase>");
+    if (!empty && !close) break;
+    const char *elem_end = empty ? tag_end + 1 : close + strlen("</testcase>");
+    p = elem_end;
+    const char *vs, *ve;
+    char name[1024], status[32] = "", time_s[64] = "";
+    if (!find_attr(tc, tag_end, "name", &vs, &ve) || !xml_unescape(vs, ve, name, sizeof name))
+      continue;
+    if (find_attr(tc, tag_end, "status", &vs, &ve)) xml_unescape(vs, ve, status, sizeof status);
+    if (find_attr(tc, tag_end, "time", &vs, &ve)) xml_unescape(vs, ve, time_s, sizeof time_s);
+    struct pg_report_junit_case c = {name, PG_REPORT_JUNIT_NOT_RUN, strtod(time_s, NULL), tc,
+                                     elem_end};
+    /* ctest's encoding, as the verify targets' summary reads it (docs/cmake.md): status
+     * run / fail, a skip is a <skipped> whose message ctest starts with SKIP_ */
+    const char *sk = empty ? NULL : find_elem(tag_end, close, "skipped");
+    const char *sk_end = sk ? memchr(sk, '>', (size_t)(close - sk)) : NULL;
+    if (strcmp(status, "run") == 0) c.result = PG_REPORT_JUNIT_PASSED;
+    else if (strcmp(status, "fail") == 0) c.result = PG_REPORT_JUNIT_FAILED;
+    else if (sk_end && find_attr(sk, sk_end, "message", &vs, &ve) && ve - vs >= 5 &&
+             strncmp(vs, "SKIP_", 5) == 0)
+      c.result = PG_REPORT_JUNIT_SKIPPED;
+    n++;
+    if (fn(&c, user) != 0) break;
+  }
+  return n;
+}
+
+char *pg_report_xml_attr(const char *s) {
+  struct sbuf b = {0};
+  sb_add(&b, "", 0);
+  sb_xml_attr(&b, s ? s : "");
+  if (b.oom) {
+    free(b.s);
+    return NULL;
+  }
+  return b.s;
 }

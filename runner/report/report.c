@@ -316,16 +316,14 @@ static cJSON *probe_json(const struct pg_probe_check *p, const char *mode) {
   return o;
 }
 
-/* Every mode's probes, phasegate's form, as array `key` of o. */
-static void add_probes(cJSON *o, const char *key, const struct pg_case_result *r) {
+static void add_probes(cJSON *o, const char *key, const struct pg_case_result *r) { /* all */
   cJSON *ins = add_array(o, key);
   for (int i = 0; ins && i < r->n_modes; i++)
     for (int j = 0; j < r->modes[i].n_probes; j++)
       push_item(ins, probe_json(&r->modes[i].probes[j], r->modes[i].mode));
 }
 
-/* checks[].inspection, the pypto workflow's (docs/pypto.md "Inspection probes"): per_iter
- * of the mode first_failure names (else the first with the probe), every mode's in modes[]. */
+/* checks[].inspection of the pypto workflow's probe (report_keys.h, docs/pypto.md). */
 static cJSON *pypto_inspection_json(const struct pg_case_result *r) {
   const struct pg_probe_check *p = NULL; /* and its mode: */
   const char *mode = NULL;
@@ -388,6 +386,7 @@ cJSON *pg_report_check_json(const struct pg_case_result *r, int k) {
     add_earliest(f, PG__RK_FAILURE_EARLIEST_FAILING_BOUNDARY, r->earliest_boundary);
     const char *cat = pg_category_name(r->category);
     add_str(f, PG__RK_FAILURE_FAILURE_CATEGORY, cat ? cat : "other");
+    if (r->subcategory) add_str(f, PG__RK_FAILURE_FAILURE_SUBCATEGORY, r->subcategory);
     add_str(f, PG__RK_FAILURE_DIVERGENCE_FINGERPRINT, r->fingerprint); /* a str, as the seed */
     add_str(f, PG__RK_FAILURE_SUMMARY, r->summary);
     if (r->has_probes) { /* the first iteration whose probe fails the tolerance */
@@ -412,6 +411,8 @@ cJSON *pg_report_check_json(const struct pg_case_result *r, int k) {
     if (cat && m->status != PG_VERDICT_PASS && m->status != PG_VERDICT_SKIPPED)
       add_str(mo, PG__RK_MODE_FAILURE_CATEGORY, cat);
     else add_null(mo, PG__RK_MODE_FAILURE_CATEGORY);
+    if (m->subcategory && (m->status == PG_VERDICT_FAIL || m->status == PG_VERDICT_ERROR))
+      add_str(mo, PG__RK_MODE_FAILURE_SUBCATEGORY, m->subcategory);
     if (m->status == PG_VERDICT_FAIL)
       add_earliest(mo, PG__RK_MODE_EARLIEST_FAILING_BOUNDARY, m->earliest_boundary);
     /* a structure-only mode (`modes: {<mode>: {precision: false}}`): values not gating */

@@ -199,4 +199,42 @@ char *pg_report_junit_text(const char *xml, const struct pg_report_set *set, int
 int pg_report_junit_rewrite(const char *junit_path, const struct pg_report_set *set,
                             int *n_rewritten, struct pg_error *err);
 
+/* One <testcase> of a JUnit file (ctest's --output-junit, or a merged one): its name,
+ * result as the verify targets' summary reads it (status "run": passed, "fail": failed,
+ * a <skipped> whose message starts with SKIP_: skipped, anything else: not run), time
+ * attribute in seconds, and the element's bytes [elem, elem_end) in the text. */
+enum pg_report_junit_result {
+  PG_REPORT_JUNIT_PASSED,
+  PG_REPORT_JUNIT_FAILED,
+  PG_REPORT_JUNIT_SKIPPED,
+  PG_REPORT_JUNIT_NOT_RUN,
+};
+struct pg_report_junit_case {
+  const char *name;
+  enum pg_report_junit_result result;
+  double time_s;
+  const char *elem, *elem_end;
+};
+/* Returns nonzero to stop. */
+typedef int (*pg_report_junit_fn)(const struct pg_report_junit_case *c, void *user);
+/* Calls fn for every <testcase> of `xml` with a name, in file order; returns how many. */
+int pg_report_junit_each(const char *xml, pg_report_junit_fn fn, void *user);
+
+/* s as the value of a double-quoted XML attribute (entities, no control character):
+ * how the JUnit writers spell names and messages. malloc'ed; NULL when out of memory. */
+char *pg_report_xml_attr(const char *s);
+
+/* ---- reports of one phase from several runs (report/combine.c) ---- */
+
+/* One report of registration and phase combined from `parts[0..n)` (reports of the same
+ * registration and up_to_module, e.g. written by the shards of a fleet run,
+ * docs/fleet.md): checks[] holds each case once, sorted in suite order, and the
+ * aggregates (status, counts, first_failure, selection) are computed from them as for a
+ * run. A case that two parts hold with different statuses is a conflict: the worse
+ * status is kept and the check's `conflicts` lists every part's status and run, each
+ * labelled with labels[i]. `run` is parts[0]'s with the earliest start and latest end.
+ * *n_conflicts = cases in conflict. NULL: out of memory. */
+cJSON *pg_report_combine(const cJSON *const *parts, const char *const *labels, int n,
+                         int *n_conflicts);
+
 #endif

@@ -99,13 +99,15 @@ enum { PG__RK_NEED_OPT = 0, PG__RK_NEED_REQ = 1, PG__RK_NEED_UNLESS_NOT_IMPL = 2
   X(HINTS, "hints", ARR, OPT, STR_OBJ)                                     \
   X(CANCELLATION_STRESS, "cancellation_stress", OBJ, OPT, NONE)            \
   X(KNOBS, "knobs", OBJ, OPT, NONE)                                        \
-  X(RUN, "run", OBJ, OPT, NONE)
+  X(RUN, "run", OBJ, OPT, NONE)                                            \
+  X(CONFLICTS, "conflicts", ARR, OPT, OBJ)
 
 /* checks[].failure, and the report's first_failure (the same, plus case_id). */
 #define PG__REPORT_KEYS_FAILURE(X)                                              \
   X(FAILING_MODULE_BOUNDARY, "failing_module_boundary", INT_STR, OPT, NONE)     \
   X(EARLIEST_FAILING_BOUNDARY, "earliest_failing_boundary", INT_NULL, OPT, NONE) \
   X(FAILURE_CATEGORY, "failure_category", STR, OPT, NONE)                       \
+  X(FAILURE_SUBCATEGORY, "failure_subcategory", STR, OPT, NONE)                 \
   X(DIVERGENCE_FINGERPRINT, "divergence_fingerprint", STR, OPT, NONE)           \
   X(SUMMARY, "summary", STR, OPT, NONE)                                         \
   X(DRIFT_ONSET_ITER, "drift_onset_iter", INT_NULL, OPT, NONE)                  \
@@ -118,6 +120,7 @@ enum { PG__RK_NEED_OPT = 0, PG__RK_NEED_REQ = 1, PG__RK_NEED_UNLESS_NOT_IMPL = 2
   X(MODE, "mode", STR, REQ, NONE)                                               \
   X(STATUS, "status", STR, REQ, NONE)                                           \
   X(FAILURE_CATEGORY, "failure_category", STR_NULL, OPT, NONE)                  \
+  X(FAILURE_SUBCATEGORY, "failure_subcategory", STR, OPT, NONE)                 \
   X(EARLIEST_FAILING_BOUNDARY, "earliest_failing_boundary", INT_NULL, OPT, NONE) \
   X(PRECISION_GATING, "precision_gating", BOOL, OPT, NONE)                      \
   X(PRECISION_POLICY, "precision_policy", STR, OPT, NONE)                       \

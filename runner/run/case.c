@@ -393,6 +393,7 @@ static void run_mode(struct case_run *c, int mi) {
       if (rc->o->repeat > 1) run_repeats(c, m, op->outputs);
       if (m->status == PG_VERDICT_FAIL && m->category == PG_CAT_PRECISION)
         pg__diagnose_mode(&c->diag, m, op->outputs);
+      pg__classify_output_words(m, op); /* a device log beside wrong outputs */
     } else {
       pg__classify_impl(m, op, c->k);
       char list[512] = "";

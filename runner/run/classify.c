@@ -2,14 +2,17 @@
  * (docs/design.md §2, §8). From FACTS — what the impl adapter saw (enum pg_impl_fact), what
  * the comparison found (enum pg_run_fact), what the runner itself could not do — it
  * decides each mode's status (PASS/FAIL/ERROR/SKIPPED), failure_category and summary,
- * the earliest failing boundary, the case's aggregate, the divergence fingerprint, the hint, and
- * the run's status and exit code.
+ * the failure subcategory (the table of what the impl's own output says: environment
+ * failures, device labels), the earliest failing boundary, the case's aggregate, the
+ * divergence fingerprint, the hint, and the run's status and exit code. The names of
+ * these values are run/names.c's.
  *
  * Adding a category is one enum row (run.h) and one rule row below; adding a fact is
  * one rule row (and, if it earns one, a hint row). Nothing here runs anything, reads
  * files or prints; the sentences of impl facts are the adapters', the ones of
  * comparison facts are written here.
  */
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,59 +20,6 @@
 
 #include "base/base.h"
 #include "run/run_internal.h"
-
-/* ------------------------------------------------------------------ names */
-
-const char *pg_verdict_name(enum pg_verdict v) {
-  switch (v) {
-    case PG_VERDICT_PASS: return "PASS";
-    case PG_VERDICT_FAIL: return "FAIL";
-    case PG_VERDICT_ERROR: return "ERROR";
-    default: return "SKIPPED";
-  }
-}
-
-enum pg_verdict pg_verdict_parse(const char *s) {
-  if (!s) return PG_VERDICT_SKIPPED;
-  if (strcmp(s, "PASS") == 0) return PG_VERDICT_PASS;
-  if (strcmp(s, "FAIL") == 0) return PG_VERDICT_FAIL;
-  if (strcmp(s, "ERROR") == 0) return PG_VERDICT_ERROR;
-  return PG_VERDICT_SKIPPED;
-}
-
-const char *pg_category_name(enum pg_category c) {
-  static const char *const names[] = {
-      [PG_CAT_PRECISION] = "precision", [PG_CAT_STRUCTURAL] = "structural",
-      [PG_CAT_RUNTIME] = "runtime",     [PG_CAT_INFRA] = "infra",
-      [PG_CAT_OTHER] = "other"};
-  return c > PG_CAT_NONE && (size_t)c < sizeof names / sizeof *names ? names[c] : NULL;
-}
-
-const char *pg_hint_kind_name(enum pg_hint_kind kind) {
-  static const char *const names[] = {
-      [PG_HINT_TRANSPOSED] = "transposed",
-      [PG_HINT_SCALED] = "scaled",
-      [PG_HINT_WRONG_AXIS] = "wrong_axis",
-      [PG_HINT_REDUCTION_TAIL_DROPPED] = "reduction_tail_dropped",
-      [PG_HINT_TILE_EDGE] = "tile_edge",
-      [PG_HINT_PERIODIC] = "periodic",
-      [PG_HINT_SHIFTED] = "shifted",
-      [PG_HINT_SIGN_FLIP] = "sign_flip",
-      [PG_HINT_ZEROS] = "zeros",
-      [PG_HINT_UNWRITTEN] = "unwritten",
-      [PG_HINT_INPUT_ECHO] = "input_echo",
-      [PG_HINT_LOW_PRECISION_INPUTS] = "low_precision_inputs",
-      [PG_HINT_LOW_PRECISION_ACCUMULATION] = "low_precision_accumulation",
-      [PG_HINT_NAN_ORIGIN] = "nan_origin",
-      [PG_HINT_SUITE_CALIBRATION] = "suite_calibration",
-      [PG_HINT_GOLDEN_FALLBACK] = "golden_fallback",
-      [PG_HINT_NONDETERMINISTIC] = "nondeterministic",
-      [PG_HINT_APPROXIMATION] = "approximation",
-  };
-  _Static_assert(sizeof names / sizeof *names == PG_HINT_KIND_COUNT,
-                 "every hint kind has a report name");
-  return (unsigned)kind < PG_HINT_KIND_COUNT ? names[kind] : "unknown";
-}
 
 static void add_hint(struct pg_tensor_check *t, enum pg_hint_kind kind, int axis, int64_t tile,
                      double confidence, const char *fmt, va_list ap) {
@@ -126,7 +76,8 @@ enum hint {
   HINT_INSPECT,
   HINT_PROTOCOL,  /* a persistent process broke the worker protocol */
   HINT_PY_EXPORT, /* a worker found the impl malformed (python: no such function, …) */
-  HINT_OUT_FILES  /* an output that is a link, a FIFO, …: never read */
+  HINT_OUT_FILES, /* an output that is a link, a FIFO, …: never read */
+  HINT_IMPORT     /* the impl module raised while being imported */
 };
 
 static const char *const hint_text[] = {
@@ -157,6 +108,10 @@ static const char *const hint_text[] = {
                        "declared order (a tensor, a tuple or list, or a dict by output name)",
     [HINT_INSPECT] = "use --inspect <output> for every metric and the first mismatching "
                      "indices, --save-data DIR to get the case's tensors",
+    [HINT_IMPORT] = "the impl module raises while it is imported (a syntax error, an import "
+                    "of a name that does not exist): the traceback is in the call's captured "
+                    "output; `python -c 'import <module>'` from the module's directory shows "
+                    "the same",
 };
 
 struct rule {
@@ -184,7 +139,9 @@ static const struct rule rules[] = {
     {IMPL(UNAVAILABLE), PG_VERDICT_SKIPPED, PG_CAT_NONE, 0, HINT_NONE},
     {IMPL(NOT_FOUND), PG_VERDICT_ERROR, PG_CAT_INFRA, 0, HINT_NONE},
     {IMPL(LOAD_FAILED), PG_VERDICT_FAIL, PG_CAT_STRUCTURAL, 0, HINT_LAYOUT},
-    {IMPL(MISSING_SYMBOL), PG_VERDICT_FAIL, PG_CAT_STRUCTURAL, 0, HINT_EXPORT},
+    /* an impl without the phase's entry point is the workspace's problem, not a kernel
+     * that computes wrong: ERROR, as the pypto workflow routes a missing module symbol */
+    {IMPL(MISSING_SYMBOL), PG_VERDICT_ERROR, PG_CAT_STRUCTURAL, 0, HINT_EXPORT},
     {IMPL(TIMEOUT), PG_VERDICT_FAIL, PG_CAT_RUNTIME, 0, HINT_TIMEOUT},
     {IMPL(SIGNAL), PG_VERDICT_FAIL, PG_CAT_RUNTIME, 0, HINT_DEBUGGER},
     {IMPL(SANITIZER_REPORT), PG_VERDICT_FAIL, PG_CAT_RUNTIME, 0, HINT_NONE},
@@ -203,6 +160,10 @@ static const struct rule rules[] = {
     {IMPL(WORKER_ERROR), PG_VERDICT_FAIL, PG_CAT_RUNTIME, 0, HINT_NONE},
     {IMPL(WORKER_STRUCTURAL), PG_VERDICT_FAIL, PG_CAT_STRUCTURAL, 0, HINT_PY_EXPORT},
     {IMPL(UNSAFE_OUTPUT), PG_VERDICT_FAIL, PG_CAT_STRUCTURAL, 0, HINT_OUT_FILES},
+    /* an impl module that cannot be imported (unless the environment is to blame: the
+     * table of environment failures below makes that infra) */
+    {IMPL(IMPORT_FAILED), PG_VERDICT_ERROR, PG_CAT_STRUCTURAL, 0, HINT_IMPORT},
+    {IMPL(MISSING_FUNCTION), PG_VERDICT_ERROR, PG_CAT_STRUCTURAL, 0, HINT_PY_EXPORT},
 };
 #undef IMPL
 #undef RUN
@@ -228,6 +189,8 @@ static const struct rule *mode_rule(const struct pg_mode_result *m) {
 static void apply(struct pg_mode_result *m, const struct rule *ru, int k, int output) {
   m->status = ru->verdict;
   m->category = ru->category;
+  m->subcategory = NULL;
+  m->recipe = NULL;
   m->fact = ru->fact;
   m->impl_fact = ru->impl;
   m->fact_output = output;
@@ -239,9 +202,155 @@ enum pg_category pg_classify_category(const struct pg_impl_outcome *out) {
   return rule_for(PG_RUN_FACT_IMPL, out->fact)->category;
 }
 
+/* ------------------------------------------------------------------ what the output says */
+
+/* The table of what an impl's own words mean (docs/report.md "Failure subcategories",
+ * docs/pypto.md "Environment failures"): rows of captured-output patterns, each giving
+ * a subcategory and, for the environment's failures, the recipe. Matched against facts,
+ * never against phasegate's sentences: the exception a worker reports as data
+ * (exc_type, exc_message) when there is one, else the call's captured stderr and stdout.
+ * Patterns are case-insensitive substrings; a row matches when `needle` and `also` (if
+ * any) both occur. The first matching row wins. */
+struct text_row {
+  const char *exc_type;     /* only an exception of this type (reported as data), or NULL */
+  const char *needle, *also;
+  const char *subcategory;
+  const char *recipe;       /* environment rows: the fix (NULL: a device label) */
+};
+
+#define RECIPE_CANN "source <CANN>/set_env.sh (e.g. source /usr/local/Ascend/ascend-toolkit/" \
+  "set_env.sh) in the shell that runs phasegate, or in the CTest environment"
+static const char recipe_library[] =
+    "environment: a shared library the impl loads is not on the loader path: " RECIPE_CANN
+    ", or add the library's directory to LD_LIBRARY_PATH; then rerun the repro line";
+static const char recipe_symbol[] =
+    "environment: a shared library does not match the one the impl (or torch_npu / pypto) was "
+    "built against (an undefined symbol): use one CANN / torch / torch_npu / pypto release "
+    "throughout — " RECIPE_CANN " of the matching toolkit, or rebuild the extension";
+static const char recipe_module[] =
+    "environment: the interpreter lacks a module the impl imports (the message names it): "
+    "install it into that interpreter, put its directory on PYTHONPATH, or choose the "
+    "interpreter that has it (--python, PHASEGATE_PYTHON); pypto and torch_npu also need "
+    "the CANN environment (" RECIPE_CANN ")";
+static const char recipe_pto[] =
+    "environment: the pypto Python package and its compiled library disagree (an enum or "
+    "binding the other does not have): reinstall pypto for the CANN toolkit in use, then "
+    RECIPE_CANN;
+static const char recipe_cann[] =
+    "environment: the CANN toolkit's environment is not set in the process that ran the "
+    "impl: " RECIPE_CANN;
+
+static const struct text_row env_rows[] = {
+    {NULL, "cannot open shared object file", NULL, "shared_library", recipe_library},
+    {NULL, "undefined symbol", NULL, "undefined_symbol", recipe_symbol},
+    {"ModuleNotFoundError", "", NULL, "missing_module", recipe_module},
+    {NULL, "No module named", NULL, "missing_module", recipe_module},
+    {NULL, "incompatible function arguments", "pypto", "pto_enum", recipe_pto},
+    {"AttributeError", "has no attribute 'DT_", NULL, "pto_enum", recipe_pto},
+    {"AttributeError", "RunMode", "has no attribute", "pto_enum", recipe_pto},
+    {NULL, "ASCEND_HOME_PATH", NULL, "cann_env", recipe_cann},
+    {NULL, "ASCEND_OPP_PATH", NULL, "cann_env", recipe_cann},
+    {NULL, "set_env.sh", NULL, "cann_env", recipe_cann},
+};
+
+/* The verifier's device labels (the pypto workflow's failure table): what the device
+ * log says went wrong, for a kernel failure (the verdict stays; the label refines it). */
+static const struct text_row device_rows[] = {
+    {NULL, "aicore exception", NULL, "aicore", NULL},
+    {NULL, "aicore error", NULL, "aicore", NULL},
+    {NULL, "aicore execution", NULL, "aicore", NULL},
+    {NULL, ".cce:", NULL, "aicore", NULL},
+    {NULL, "L0A", "exceed", "tile_shape", NULL},
+    {NULL, "L0B", "exceed", "tile_shape", NULL},
+    {NULL, "L0C", "exceed", "tile_shape", NULL},
+    {NULL, "L1 size", "exceed", "tile_shape", NULL},
+    {NULL, "tile align", NULL, "tile_shape", NULL},
+    {NULL, "tile shape not set", NULL, "tile_shape", NULL},
+    {NULL, "enable_split_k", NULL, "tile_shape", NULL},
+    {NULL, "workspace", "overlap", "workspace_overlap", NULL},
+    {NULL, "rtMalloc", NULL, "oom", NULL},
+    {NULL, "out of memory", NULL, "oom", NULL},
+};
+
+/* haystack contains needle, ASCII case-insensitively ("" is in everything). */
+static int has_ci(const char *hay, const char *needle) {
+  if (!hay) return 0;
+  size_t n = strlen(needle);
+  for (; *hay; hay++) {
+    size_t i = 0;
+    while (i < n && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+      i++;
+    if (i == n) return 1;
+  }
+  return n == 0;
+}
+
+static int row_in(const struct text_row *r, const char *text) {
+  return has_ci(text, r->needle) && (!r->also || has_ci(text, r->also));
+}
+
+/* The first row of `rows` the outcome's words match, or NULL. A structured exception is
+ * the whole story when there is one (a warning the impl printed earlier is not why it
+ * failed); `text_too` adds the captured output to it (device logs precede the
+ * exception). */
+static const struct text_row *match(const struct text_row *rows, size_t n,
+                                    const struct pg_impl_outcome *out, int text_too) {
+  int structured = out->exc_type[0] != '\0';
+  for (size_t i = 0; i < n; i++) {
+    const struct text_row *r = &rows[i];
+    if (r->exc_type && !(structured && strcmp(r->exc_type, out->exc_type) == 0)) continue;
+    if (structured && row_in(r, out->exc_message)) return r;
+    if (r->exc_type || (structured && !text_too)) continue;
+    if (row_in(r, out->sandbox.err) || row_in(r, out->sandbox.out)) return r;
+  }
+  return NULL;
+}
+
+/* Facts whose failure the environment may explain: the impl did not get to compute
+ * (an import, a load, an exception, a process that ended) — never an output that came
+ * back wrong. */
+static int environment_may_explain(enum pg_impl_fact f) {
+  return f == PG_IMPL_FACT_IMPORT_FAILED || f == PG_IMPL_FACT_WORKER_ERROR ||
+         f == PG_IMPL_FACT_EXIT_NONZERO || f == PG_IMPL_FACT_RETURNED_ERROR ||
+         f == PG_IMPL_FACT_LOAD_FAILED || f == PG_IMPL_FACT_WORKER_PROTOCOL;
+}
+
+const char *pg_classify_subcategory(const struct pg_impl_outcome *out, const char **recipe) {
+  const struct text_row *r = NULL;
+  if (recipe) *recipe = NULL;
+  if (environment_may_explain(out->fact) &&
+      (r = match(env_rows, sizeof env_rows / sizeof *env_rows, out, 0)) != NULL) {
+    if (recipe) *recipe = r->recipe;
+    return r->subcategory;
+  }
+  if (out->fact == PG_IMPL_FACT_UNAVAILABLE) return NULL; /* a skip has no failure to label */
+  if ((r = match(device_rows, sizeof device_rows / sizeof *device_rows, out, 1)) != NULL)
+    return r->subcategory;
+  /* the ending itself: the host process died by a signal, or ran out of memory */
+  if (out->fact == PG_IMPL_FACT_SIGNAL || out->fact == PG_IMPL_FACT_SANITIZER_REPORT)
+    return "host_crash";
+  if (out->fact == PG_IMPL_FACT_OOM) return "oom";
+  return NULL;
+}
+
+void pg__classify_output_words(struct pg_mode_result *m, const struct pg_impl_outcome *out) {
+  if (m->status != PG_VERDICT_FAIL && m->status != PG_VERDICT_ERROR) return;
+  const char *recipe;
+  const char *sub = pg_classify_subcategory(out, &recipe);
+  if (!sub) return;
+  m->subcategory = sub;
+  if (!recipe) return;
+  /* the environment, not the kernel: an ERROR for environment recovery */
+  m->status = PG_VERDICT_ERROR;
+  m->category = PG_CAT_INFRA;
+  m->recipe = recipe;
+  m->earliest_boundary = 0;
+}
+
 void pg__classify_impl(struct pg_mode_result *m, const struct pg_impl_outcome *out, int k) {
   apply(m, rule_for(PG_RUN_FACT_IMPL, out->fact), k, out->output);
   snprintf(m->summary, sizeof m->summary, "%s", out->summary);
+  pg__classify_output_words(m, out);
 }
 
 void pg__classify_probe_note(struct pg_mode_result *m, int k, const char *probes) {
@@ -316,6 +425,7 @@ void pg__classify_case_error(struct pg_case_result *r, enum pg_run_fact fact, co
   const struct rule *ru = rule_for(fact, PG_IMPL_FACT_OK);
   r->status = ru->verdict;
   r->category = ru->category;
+  r->subcategory = NULL;
   r->drift_onset_iter = -1;
   snprintf(r->summary, sizeof r->summary, "%.600s", msg);
   enum pg_verdict verdicts[PG_MAX_MODES];
@@ -347,8 +457,10 @@ int pg__classify_bisect_mode(const struct pg_case_result *r, int k) {
 }
 
 int pg__classify_boundary(const struct pg_mode_result *m) {
-  if (m->fact == PG_RUN_FACT_IMPL) /* the impl failed at phase j (e.g. no wrapper yet) */
-    return m->status == PG_VERDICT_SKIPPED || m->category == PG_CAT_STRUCTURAL ? -1 : 1;
+  if (m->fact == PG_RUN_FACT_IMPL) /* the impl failed at phase j (e.g. no wrapper yet, or
+                                      an environment that cannot run it) */
+    return m->status == PG_VERDICT_SKIPPED || m->category == PG_CAT_STRUCTURAL ||
+                   m->category == PG_CAT_INFRA ? -1 : 1;
   return m->status == PG_VERDICT_FAIL ? 1 : m->status == PG_VERDICT_PASS ? 0 : -1;
 }
 
@@ -449,6 +561,7 @@ void pg__classify_case(struct pg_case_result *r, int k, double timeout_s, const 
       failed = &r->modes[mi];
   if (failed) {
     r->category = failed->category;
+    r->subcategory = failed->subcategory;
     r->earliest_boundary = failed->earliest_boundary;
     if (failed->earliest_boundary && failed->earliest_boundary < k)
       snprintf(r->summary, sizeof r->summary, "[%.60s] %.480s; the impl already diverges at the "
@@ -457,8 +570,11 @@ void pg__classify_case(struct pg_case_result *r, int k, double timeout_s, const 
       snprintf(r->summary, sizeof r->summary, "[%.60s] %.560s", failed->mode, failed->summary);
   }
   drift_onset(r, failed);
-  /* A weak golden makes a PASS meaningless; on a failure the failure is the news. */
-  if (r->mistrusted && !failed)
+  /* A weak golden makes a PASS meaningless; on a failure the failure is the news. An
+   * environment failure's recipe comes before anything about the kernel. */
+  if (failed && failed->recipe)
+    snprintf(r->hint, sizeof r->hint, "%s", failed->recipe);
+  else if (r->mistrusted && !failed)
     snprintf(r->hint, sizeof r->hint, "the golden is mostly exact zeros: this case is too weak "
              "to trust a PASS; change its fill or shape");
   else if (r->cpu_reproducer_candidate)
@@ -474,8 +590,8 @@ void pg__classify_case(struct pg_case_result *r, int k, double timeout_s, const 
     snprintf(r->hint, sizeof r->hint, "inspection probe '%.100s' first leaves the tolerance at "
              "iteration %d: look at what the loop does differently from there (--inspect %.100s "
              "prints every iteration)", r->drift_probe, r->drift_onset_iter, r->drift_probe);
-  else if (r->status == PG_VERDICT_FAIL && failed)
-    fact_hint(r, failed, k, timeout_s, op);
+  else if ((r->status == PG_VERDICT_FAIL || r->status == PG_VERDICT_ERROR) && failed)
+    fact_hint(r, failed, k, timeout_s, op); /* an ERROR's too: a missing wrapper's export */
 }
 
 enum pg_category pg__classify_refusal(enum pg__refusal_stage stage) {

@@ -429,6 +429,11 @@ static int configure(struct pg__run *rc, struct pg_error *err) {
    * device-like one, docs/design.md §8) */
   rc->device_id = o->device_id >= 0 ? o->device_id
                                     : device_from_env(rc->device_kind, sizeof rc->device_kind);
+  /* else the pypto workflow's own line, `export TILE_FWK_DEVICE_ID=N` (docs/pypto.md) */
+  const char *tile = getenv("TILE_FWK_DEVICE_ID");
+  char *end = NULL;
+  long tid = tile && *tile ? strtol(tile, &end, 10) : -1;
+  if (rc->device_id < 0 && end && !*end && tid >= 0 && tid < 1 << 20) rc->device_id = (int)tid;
   if (rc->device_id < 0) rc->device_id = 0;
   if (!rc->device_kind[0] && n > 0) snprintf(rc->device_kind, sizeof rc->device_kind, "%s",
                                              rc->modes[n - 1]);

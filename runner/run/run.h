@@ -55,6 +55,14 @@ enum pg_run_fact {
  * UNAVAILABLE). */
 enum pg_category pg_classify_category(const struct pg_impl_outcome *out);
 
+/* The failure subcategory run/classify.c reads from an impl call's outcome (its table of
+ * captured-output patterns, docs/report.md "Failure subcategories"), or NULL: an
+ * environment failure ("shared_library", "undefined_symbol", "missing_module",
+ * "pto_enum", "cann_env"; *recipe, if recipe is given, is then its fix and the mode an
+ * infra ERROR) or a device label ("aicore", "tile_shape", "workspace_overlap", "oom",
+ * "host_crash"; *recipe NULL). Static strings. */
+const char *pg_classify_subcategory(const struct pg_impl_outcome *out, const char **recipe);
+
 /* Diagnosis hints (docs/design.md §8 "Hints"): what kind of bug a failing tensor looks like,
  * each backed by a check that could have come out the other way (a counterfactual
  * golden the impl matches, a pattern in the mismatch mask). The kinds and their report
@@ -183,6 +191,12 @@ struct pg_mode_result {
   char mode[64];
   enum pg_verdict status;
   enum pg_category category;  /* when FAIL / ERROR */
+  /* when FAIL / ERROR, what the impl's output or ending says more precisely (classify.c's
+   * table, docs/report.md "Failure subcategories"): an environment failure ("shared_library",
+   * "missing_module", …) or a device label ("aicore", "host_crash", "workspace_overlap",
+   * "oom", "tile_shape"); static strings, NULL when none */
+  const char *subcategory;
+  const char *recipe;         /* an environment failure's fix (the case's hint), or NULL */
   char summary[640];
   struct pg_tensor_check *tensors;
   int n_tensors;
@@ -219,6 +233,7 @@ struct pg_case_result {
   double max_abs_diff, max_rel_diff;
   /* failure (status FAIL / ERROR) */
   enum pg_category category;
+  const char *subcategory;    /* the failing mode's (static; NULL when none) */
   char summary[640];
   int earliest_boundary;      /* the failing mode's earliest_boundary (0 = unknown) */
   char fingerprint[32];       /* "" when no mode failed */

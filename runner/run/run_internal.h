@@ -259,6 +259,11 @@ void pg__classify_diagnosis(struct pg_tensor_check *t, const struct pg__diag_fac
 /* nondeterministic, from the repeat_* facts of t. */
 void pg__classify_repeats(struct pg_tensor_check *t);
 void pg__classify_impl(struct pg_mode_result *m, const struct pg_impl_outcome *out, int k);
+/* What the impl's own words (its reported exception, its captured output) and its ending
+ * add to a failing mode: the subcategory, and for an environment failure ERROR, infra
+ * and the recipe (pg_classify_subcategory). pg__classify_impl applies it; a call that
+ * returned outputs gets it after the comparison. */
+void pg__classify_output_words(struct pg_mode_result *m, const struct pg_impl_outcome *out);
 void pg__classify_output(struct pg_mode_result *m, int k, int i, enum pg_run_fact fact,
                          const char *runner_msg);
 void pg__classify_mode_error(struct pg_mode_result *m, const char *msg);

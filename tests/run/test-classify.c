@@ -45,6 +45,8 @@ PG_TEST(impl_fact_categories) {
       {PG_IMPL_FACT_WORKER_ERROR, PG_CAT_RUNTIME},
       {PG_IMPL_FACT_WORKER_STRUCTURAL, PG_CAT_STRUCTURAL},
       {PG_IMPL_FACT_UNSAFE_OUTPUT, PG_CAT_STRUCTURAL},
+      {PG_IMPL_FACT_IMPORT_FAILED, PG_CAT_STRUCTURAL},
+      {PG_IMPL_FACT_MISSING_FUNCTION, PG_CAT_STRUCTURAL},
   };
   PG_CHECK_EQ_INT(PG_IMPL_FACT_COUNT, (int)(sizeof want / sizeof *want));
   for (size_t i = 0; i < sizeof want / sizeof *want; i++)
@@ -146,4 +148,66 @@ PG_TEST(hint_list_order) {
   for (int i = 1; i < t.n_hints; i++) PG_CHECK(t.hints[i - 1].confidence >= t.hints[i].confidence);
   PG_CHECK_EQ_STR("reduction_tail_dropped", pg_hint_kind_name(PG_HINT_REDUCTION_TAIL_DROPPED));
   PG_CHECK_EQ_STR("approximation", pg_hint_kind_name(PG_HINT_APPROXIMATION));
+}
+
+/* The table of what an impl's own words mean (run/classify.c, docs/report.md "Failure
+ * subcategories"): a reported exception is the whole story of an environment failure;
+ * without one the captured output is read; device labels read both; an output that came
+ * back is never blamed on the environment. */
+static const char *label_of(enum pg_impl_fact fact, const char *type, const char *msg,
+                            const char *err_text, const char **recipe) {
+  static char err_buf[256];
+  struct pg_impl_outcome o;
+  pg_impl_outcome_init(&o);
+  o.fact = fact;
+  o.status = fact == PG_IMPL_FACT_OK ? PG_IMPL_DONE : PG_IMPL_FAILED;
+  snprintf(o.exc_type, sizeof o.exc_type, "%s", type);
+  snprintf(o.exc_message, sizeof o.exc_message, "%s", msg);
+  snprintf(err_buf, sizeof err_buf, "%s", err_text);
+  o.sandbox.err = err_text ? err_buf : NULL;
+  const char *sub = pg_classify_subcategory(&o, recipe);
+  o.sandbox.err = NULL; /* not owned */
+  pg_impl_outcome_reset(&o);
+  return sub;
+}
+
+PG_TEST(output_words_table) {
+  const char *recipe = NULL;
+  PG_CHECK_EQ_STR("shared_library", label_of(PG_IMPL_FACT_IMPORT_FAILED, "OSError",
+                  "libhccl.so: cannot open shared object file: No such file", NULL, &recipe));
+  PG_CHECK(recipe && strstr(recipe, "LD_LIBRARY_PATH"));
+  PG_CHECK_EQ_STR("missing_module", label_of(PG_IMPL_FACT_IMPORT_FAILED,
+                  "ModuleNotFoundError", "No module named 'pypto'", NULL, &recipe));
+  PG_CHECK_EQ_STR("undefined_symbol", label_of(PG_IMPL_FACT_WORKER_ERROR, "ImportError",
+                  "/x/libtile_fwk.so: UNDEFINED SYMBOL: _Z1f", NULL, &recipe));
+  PG_CHECK_EQ_STR("pto_enum", label_of(PG_IMPL_FACT_WORKER_ERROR, "AttributeError",
+                  "type object 'DataType' has no attribute 'DT_BF16'", NULL, &recipe));
+  /* the exception decides: a warning printed before it is not why the call failed */
+  PG_CHECK(label_of(PG_IMPL_FACT_WORKER_ERROR, "ValueError", "bad tile",
+                    "warning: No module named 'torch_npu'", &recipe) == NULL);
+  PG_CHECK(recipe == NULL);
+  /* no exception as data: the captured output */
+  PG_CHECK_EQ_STR("cann_env", label_of(PG_IMPL_FACT_EXIT_NONZERO, "", "",
+                  "error: ASCEND_HOME_PATH is not set", &recipe));
+  PG_CHECK(recipe != NULL);
+  /* outputs that came back wrong are the kernel's, whatever the log says */
+  PG_CHECK(label_of(PG_IMPL_FACT_WRONG_OUTPUT_SHAPE, "", "",
+                    "libx.so: cannot open shared object file", &recipe) == NULL);
+  /* device labels: the message or the captured output, the verdict unchanged */
+  PG_CHECK_EQ_STR("aicore", label_of(PG_IMPL_FACT_WORKER_ERROR, "RuntimeError",
+                  "stream sync failed", "[ERROR] AICORE EXCEPTION at k.cce:12", &recipe));
+  PG_CHECK(recipe == NULL);
+  PG_CHECK_EQ_STR("tile_shape", label_of(PG_IMPL_FACT_WORKER_ERROR, "RuntimeError",
+                  "L0C size exceeded", NULL, &recipe));
+  PG_CHECK(label_of(PG_IMPL_FACT_WORKER_ERROR, "RuntimeError", "L0C size is 128K", NULL,
+                    &recipe) == NULL);
+  PG_CHECK_EQ_STR("oom", label_of(PG_IMPL_FACT_WORKER_ERROR, "RuntimeError", "x",
+                  "rtMalloc failed, size 1", &recipe));
+  PG_CHECK_EQ_STR("workspace_overlap", label_of(PG_IMPL_FACT_OK, "", "",
+                  "workspace overlap between 'a' and 'b'", &recipe));
+  PG_CHECK_EQ_STR("host_crash", label_of(PG_IMPL_FACT_SIGNAL, "", "", NULL, &recipe));
+  PG_CHECK_EQ_STR("oom", label_of(PG_IMPL_FACT_OOM, "", "", NULL, &recipe));
+  PG_CHECK(label_of(PG_IMPL_FACT_UNAVAILABLE, "", "", "aicore error", &recipe) == NULL);
+  PG_CHECK(label_of(PG_IMPL_FACT_WORKER_ERROR, "RuntimeError", "plain", "all fine",
+                    &recipe) == NULL);
 }

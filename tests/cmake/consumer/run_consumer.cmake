@@ -26,7 +26,7 @@ if(MODE STREQUAL "package")
             lib/cmake/PhaseGate/PhaseGateConfig.cmake lib/cmake/PhaseGate/PhaseGateConfigVersion.cmake
             lib/cmake/PhaseGate/PhaseGate.cmake lib/cmake/PhaseGate/PhaseGateDiscover.cmake
             lib/cmake/PhaseGate/PhaseGateQuote.cmake lib/cmake/PhaseGate/PhaseGateSummary.cmake
-            lib/cmake/PhaseGate/PhaseGateSession.cmake)
+            lib/cmake/PhaseGate/PhaseGateSession.cmake lib/cmake/PhaseGate/PhaseGateDashboard.cmake)
     pg_check(EXISTS "${BIN}/prefix/${f}" MESSAGE "not installed: ${f}")
   endforeach()
   list(APPEND cfg "-DCMAKE_PREFIX_PATH=${BIN}/prefix")

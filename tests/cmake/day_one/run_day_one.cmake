@@ -88,9 +88,9 @@ foreach(dir phasegate-reports/toy py-reports/toy_py)
   pg_check(status STREQUAL "PASS" AND jerr MATCHES "not found" MESSAGE "${dir} M1: ${status} ${ni}")
 endforeach()
 
-# Without PHASES the same impls fail at M2 (structural: no toy_module12_wrapper), so the
-# green verify_all above never called them there.
-pg_run(r EXPECT_RC 1 COMMAND "${PG_RUNNER}" run --op-dir "${PG_SOURCE_DIR}/tests/cmake/consumer/toy"
+# Without PHASES the same impls are an ERROR at M2 (structural: no toy_module12_wrapper),
+# so the green verify_all above never called them there.
+pg_run(r EXPECT_RC 2 COMMAND "${PG_RUNNER}" run --op-dir "${PG_SOURCE_DIR}/tests/cmake/consumer/toy"
        --impl "plugin:${BUILD}/libtoy_m1.so" --up-to-module 2 --case L2_values --report "${BIN}/m2.json"
        --no-bisect)
 pg_check(r_out MATCHES "structural.*toy_module12_wrapper" MESSAGE "M2 without PHASES:\n${r_out}")

@@ -165,11 +165,11 @@ def sc_structural(a):
     w = PyWorker(a.tmp, "structural", a.root)
     try:
         ans = w.ask(rms_request(a.tmp, 2), "faulty_impl.py")
-        check(ans["status"] == "structural" and "rms_gate_module12_wrapper" in ans["message"],
-              f"missing function: {ans}")
+        check(ans["status"] == "structural" and "rms_gate_module12_wrapper" in ans["message"]
+              and ans.get("missing") == "function", f"missing function (\"missing\"): {ans}")
         ans = w.ask(rms_request(a.tmp, 1), "faulty_impl.py")
-        check(ans["status"] == "structural" and "returned 2 output(s)" in ans["message"],
-              f"wrong leaf count: {ans}")
+        check(ans["status"] == "structural" and "returned 2 output(s)" in ans["message"]
+              and "missing" not in ans, f"wrong leaf count (nothing missing): {ans}")
         ans = w.ask(rms_request(a.tmp, 1), "faulty_impl.py", function="no_such_function")
         check(ans["status"] == "structural" and "no_such_function" in ans["message"],
               f"missing ::FUNCTION: {ans}")
@@ -190,6 +190,9 @@ def sc_error(a):
         ans = w.ask(rms_request(a.tmp, 3), "faulty_impl.py")
         check(ans["status"] == "error" and "RuntimeError: kernel launch failed on purpose"
               in ans["message"] and "faulty_impl.py" in ans["message"], f"exception: {ans}")
+        check(ans.get("exc_type") == "RuntimeError" and ans.get("exc_message") ==
+              "kernel launch failed on purpose" and "stage" not in ans,
+              f"the exception as data (exc_type, exc_message), not an import: {ans}")
         err = w.stderr()
         check("Traceback (most recent call last)" in err and "about to fail" in err,
               f"no traceback on stderr:\n{err}")
@@ -227,16 +230,23 @@ def sc_pypto(a):
     of its JIT entry) in sim, and in npu with a torch_npu; npu without one unavailable."""
     need_torch()
     fakenpu = [os.path.join(HERE, "fakenpu")]
-    for mode, seen, pp in (("sim", "SIM", ()), ("npu", "NPU", fakenpu), ("cpu", "None", ()),
-                           ("npu", None, ())):
-        w = PyWorker(a.tmp, f"pypto_{mode}{'_npu' if pp else ''}", a.root, mode=mode,
-                     pythonpath=pp)
+    cann = {"ASCEND_HOME_PATH": a.tmp}   # the CANN environment line npu needs (a directory)
+    for mode, seen, pp, env in (("sim", "SIM", (), {}), ("npu", "NPU", fakenpu, cann),
+                                ("cpu", "None", (), {}), ("npu", None, (), {}),
+                                ("npu", "ASCEND_HOME_PATH", fakenpu, {"ASCEND_HOME_PATH": ""})):
+        w = PyWorker(a.tmp, f"pypto_{mode}{'_npu' if pp else ''}{len(env)}{seen}", a.root,
+                     mode=mode, pythonpath=pp, env=env)
         try:
             req = rms_request(a.tmp, 1, mode=mode)
             ans = w.ask(req, "pypto_impl.py")
             if seen is None:
                 check(ans["status"] == "unavailable" and "torch_npu" in ans["message"],
                       f"npu without torch_npu: unavailable naming it: {ans}")
+                continue
+            if seen == "ASCEND_HOME_PATH":   # an NPU, but not the CANN environment line
+                check(ans["status"] == "unavailable" and "ASCEND_HOME_PATH" in ans["message"]
+                      and "set_env.sh" in ans["message"],
+                      f"npu without ASCEND_HOME_PATH: unavailable naming it and the line: {ans}")
                 continue
             check(ans["status"] == "ok", f"{mode}: {ans}")
             expect_out(req, "xn", reference(rms_inputs(), 1), np.float16)

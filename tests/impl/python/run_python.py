@@ -10,7 +10,8 @@ Scenarios:
                only on the first call); the M2 bug (PG_PYIMPL_BUG=1) FAILs as precision;
                the repro line carries --python
   function     `::FUNCTION` picks the function for the phase
-  structural   a missing <op>_module12_wrapper, and a wrong leaf count: FAIL, structural
+  structural   a missing <op>_module12_wrapper: ERROR, structural; a wrong leaf count:
+               FAIL, structural
   runtime      an exception: FAIL, runtime, the traceback in the call's captured output
   skipped      mode cuda on a host without a CUDA GPU: SKIPPED with the reason (exit 77)
   pypto        the stand-in pypto package: the impl sees RunMode.SIM in mode sim, NPU in npu
@@ -106,7 +107,8 @@ def sc_function(c):
 def sc_structural(c):
     rc, rep, _ = c.run(2, impl("faulty_impl.py"), extra=["--case", "L2_canonical"])
     ff = rep["first_failure"]
-    check(rc == 1 and ff["failure_category"] == "structural", f"missing function: structural {ff}")
+    check(rc == 2 and rep["status"] == "ERROR" and ff["failure_category"] == "structural",
+          f"missing function: ERROR, structural (as the workflow routes it) {ff}")
     check("rms_gate_module12_wrapper" in ff["summary"], "the summary names rms_gate_module12_wrapper")
     hints = json.dumps(rep["checks"][0])
     check("python: impl module defines the function" in hints, "the hint says what to define")
@@ -152,7 +154,8 @@ def sc_pypto(c):
           f"pypto impl without torch_npu: sim PASS, npu SKIPPED (exit {rc})")
     check("torch_npu" in con, "the npu reason names torch_npu")
     rc, rep, _ = c.run(1, impl("pypto_impl.py"), modes="sim,npu", extra=["--case", "L2_canonical"],
-                       env=with_path(os.path.join(HERE, "fakenpu")))
+                       env=dict(with_path(os.path.join(HERE, "fakenpu")),
+                                ASCEND_HOME_PATH=c.a.tmp))
     check(rc == 0 and rep and rep["status"] == "PASS",
           f"pypto impl with a torch_npu: PASS in sim and npu (exit {rc})")
     for _, m in c.calls(rep) if rep else ():

@@ -8,8 +8,8 @@
 # A planted bug (the last partial K tile of the up projection dropped, in the staged
 # sets 12 and 123 of a second copy) must PASS at M1 and FAIL at the integer boundaries
 # 2 and 3 (and, through python:DIR, bisect to the earliest boundary 2); a phase-3 run of
-# the phase-2 file and python:DIR without a phase's file are `structural`, naming what
-# is missing.
+# the phase-2 file and python:DIR without a phase's file are ERROR, `structural`, naming
+# what is missing (the workflow's route for a missing module symbol).
 # No golden source or golden value may reach a report.
 #   verifier_example.sh PHASEGATE PYTHON WORKSPACE OUT_DIR
 set -u
@@ -46,7 +46,7 @@ done
 step 0 "1 passed" --op-dir custom/$op --impl "$(impl 12)" --up-to-module 2 --case L3_tail_rows \
   --report "$out/seed_spelling.json"
 # The naming contract: phase 3 needs ln_ffn_silu_module123_wrapper, the phase-2 file lacks it.
-step 1 "${op}_module123_wrapper" run --op-dir custom/$op --impl "$(impl 12)" --up-to-module 3 \
+step 2 "${op}_module123_wrapper" run --op-dir custom/$op --impl "$(impl 12)" --up-to-module 3 \
   --case L2_canonical --report "$out/structural.json"
 # python:DIR, the staged files of every phase from modules/ (what IMPL_PYTHON registers).
 for k in 1 2 3; do
@@ -75,9 +75,9 @@ done
 # Through python:DIR bisection reaches the staged set 12: the earliest failing boundary is 2.
 step 1 "$op M3: FAIL" run --op-dir custom/$op --impl python:custom/$op/modules --up-to-module 3 \
   --report "$out/bug_dir_M3.json"
-# A phase without its staged file is structural, naming the file.
+# A phase without its staged file is an ERROR, structural, naming the file.
 mv custom/$op/modules/${op}_module1_impl.py "$out/"
-step 1 "${op}_module1_impl.py does not exist" run --op-dir custom/$op \
+step 2 "${op}_module1_impl.py does not exist" run --op-dir custom/$op \
   --impl python:custom/$op/modules --up-to-module 1 --case smoke --report "$out/missing.json"
 
 "$py" - "$out" "$op" <<'PY' || fails=1
@@ -144,7 +144,8 @@ for k in (2, 3):
         bad.append(f"bug_M{k}: earliest_failing_boundary {e!r}")
 for name in ("structural", "missing"):
     s = load(name) or {}
-    if (s.get("first_failure") or {}).get("failure_category") != "structural":
+    if (s.get("status"), (s.get("first_failure") or {}).get("failure_category")) != \
+            ("ERROR", "structural"):
         bad.append(f"{name}: {s.get('first_failure')}")
 for k in (1, 2, 3):
     r = load(f"dir_M{k}")

@@ -11,7 +11,8 @@ torch… import` outside a try block makes torch required. Prints one JSON line:
 
     {"executable": "/usr/bin/python3", "version": "3.11.2",
      "lacks": [{"module": "numpy", "why": "phasegate's Python worker imports it"}, …],
-     "versions": {"numpy": "1.24.2", "torch": "1.13.1", "torch_npu": null, "pypto": null}}
+     "versions": {"numpy": "1.24.2", "torch": "1.13.1", "torch_npu": null, "pypto": null},
+     "missing_env": [{"mode": "npu", "variable": "ASCEND_HOME_PATH", "why": "not set: …"}]}
 
 The versions come from the installed packages' metadata (nothing is imported): the
 report's provenance names them (docs/runner.md "One run, one verdict").
@@ -70,6 +71,32 @@ def _version(name):
         return None
 
 
+# The environment lines the pypto workflow sources before a mode can run (the CANN
+# toolkit's set_env.sh exports ASCEND_HOME_PATH; the seed's _mode_available("npu") checks
+# it): mode -> [(variable, the line that sets it)]. TILE_FWK_DEVICE_ID is not listed:
+# phasegate's worker sets it for every call from the device it was given. One table, read
+# by this preflight (the run's provenance says what is set) and by the worker (a mode
+# whose line is missing is unavailable, naming the variable). docs/pypto.md
+# "Devices and the environment".
+ENV_LINES = {
+    "npu": [("ASCEND_HOME_PATH", "source <CANN>/set_env.sh, e.g. "
+             "source /usr/local/Ascend/ascend-toolkit/set_env.sh")],
+}
+
+
+def missing_env_lines(mode, environ):
+    """[(variable, the line that sets it)] of mode's environment lines that environ lacks
+    (unset, empty, or naming no directory where a path is meant)."""
+    out = []
+    for var, line in ENV_LINES.get(mode, ()):
+        value = environ.get(var, "")
+        if not value:
+            out.append((var, f"not set: {line}"))
+        elif var.endswith("_PATH") and not os.path.isdir(value):
+            out.append((var, f"{var}={value} is not a directory: {line}"))
+    return out
+
+
 def main(argv):
     lacks = []
     if not _found("numpy"):
@@ -79,8 +106,12 @@ def main(argv):
         more = f" and {len(users) - 1} more file(s)" if len(users) > 1 else ""
         lacks.append({"module": "torch", "why": f"{users[0]} imports it{more}"})
     versions = {n: _version(n) for n in ("numpy", "torch", "torch_npu", "pypto")}
+    # every mode's environment lines: which are missing here (the worker makes those
+    # modes unavailable per call; the runner warns once, before any case)
+    env = [{"mode": m, "variable": v, "why": why}
+           for m in sorted(ENV_LINES) for v, why in missing_env_lines(m, os.environ)]
     print(json.dumps({"executable": sys.executable, "version": platform.python_version(),
-                      "lacks": lacks, "versions": versions}))
+                      "lacks": lacks, "versions": versions, "missing_env": env}))
     return 0
 
 

@@ -42,7 +42,27 @@ class Unavailable(SystemExit):
 class Structural(Exception):
     """The impl does not have the shape the call needs (a missing function, the wrong
     number of outputs): the worker answers {"status": "structural", "message": …}, which
-    phasegate classifies as a structural failure, not a runtime one."""
+    phasegate classifies as a structural failure, not a runtime one. missing="function"
+    (or "file"): the impl lacks the function (file) the phase calls — the answer says so
+    ("missing"), and phasegate makes it an ERROR, as the pypto workflow routes a missing
+    module symbol."""
+
+    def __init__(self, message, missing=None):
+        super().__init__(message)
+        self.missing = missing
+
+
+class ImportFailed(Exception):
+    """Importing the impl module raised `cause` (an ImportError, a SyntaxError, an OSError
+    of a shared library, …): the worker answers "error" with "stage": "import" and the
+    cause's type and message as fields ("exc_type", "exc_message"), so that phasegate can
+    tell an impl that cannot be imported (ERROR, structural) or an environment that cannot
+    import it (ERROR, infra) from a kernel that fails (docs/worker_protocol.md)."""
+
+    def __init__(self, path, cause):
+        super().__init__(f"importing {path}: {type(cause).__name__}: {cause}")
+        self.path = path
+        self.cause = cause
 
 
 class Request:
@@ -207,6 +227,12 @@ def _clip(text, limit=2000):
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+def _exception_fields(e):
+    """The exception as data: its type's name and its message (clipped), for phasegate to
+    match against its table of environment failures (never re-read from "message")."""
+    return {"exc_type": type(e).__name__, "exc_message": _clip(str(e), 1000)}
+
+
 def _run_one(fn, obj):
     """Runs fn on one request object; returns the answer object (without "id")."""
     try:
@@ -220,7 +246,15 @@ def _run_one(fn, obj):
         return {"status": "unavailable", "message": e.reason or "mode unavailable"}
     except Structural as e:
         print(f"structural: {e}", file=sys.stderr)
-        return {"status": "structural", "message": _clip(str(e))}
+        answer = {"status": "structural", "message": _clip(str(e))}
+        if e.missing:
+            answer["missing"] = e.missing
+        return answer
+    except ImportFailed as e:
+        cause = e.cause
+        traceback.print_exception(type(cause), cause, cause.__traceback__, file=sys.stderr)
+        return dict({"status": "error", "stage": "import",
+                     "message": _clip(str(e)) + _where(cause)}, **_exception_fields(cause))
     except SystemExit as e:
         # an exec-style impl calling sys.exit(77) still means "unavailable"
         if e.code == UNAVAILABLE:
@@ -232,7 +266,8 @@ def _run_one(fn, obj):
         if isinstance(e, KeyboardInterrupt):
             raise
         traceback.print_exc(file=sys.stderr)
-        return {"status": "error", "message": _clip(f"{type(e).__name__}: {e}") + _where(e)}
+        return dict({"status": "error", "message": _clip(f"{type(e).__name__}: {e}") + _where(e)},
+                    **_exception_fields(e))
 
 
 def serve(fn, setup=None):

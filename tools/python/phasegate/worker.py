@@ -21,9 +21,17 @@ are exactly the output names: by name). With "cast_outputs": true each leaf is c
 its declared dtype (goldens); otherwise it is written as returned, so a dtype bug stays
 visible to the runner.
 
+Every call runs with TILE_FWK_DEVICE_ID = the request's device_id (set before the impl
+module is imported: the workflow's modules read it at import time) and, in modes npu /
+cuda, torch.npu.set_device / torch.cuda.set_device on it. Mode npu also needs the
+environment lines of preflight.ENV_LINES (ASCEND_HOME_PATH): unavailable, naming the
+variable, without them.
+
 Answers: ok; unavailable (the mode cannot run here, with the reason); error (an
-exception, traceback on stderr); structural (no such function, naming it; the wrong
-number of returned leaves; a leaf that is not a tensor).
+exception, traceback on stderr, its type and message as "exc_type" / "exc_message", and
+"stage": "import" when importing the impl raised it); structural (no such function or
+file, naming it, with "missing"; the wrong number of returned leaves; a leaf that is not
+a tensor).
 """
 import ast
 import importlib
@@ -36,7 +44,8 @@ import types
 import numpy as np
 
 from . import npy
-from .protocol import Structural, Unavailable, serve
+from .preflight import missing_env_lines
+from .protocol import ImportFailed, Structural, Unavailable, serve
 
 # modes whose pypto run mode the seed's dispatcher sets
 _PYPTO_RUN_MODES = {"sim": "SIM", "npu": "NPU"}
@@ -143,20 +152,27 @@ class Worker:
                                   f"({torch.cuda.device_count()} CUDA devices)")
             return f"cuda:{device_id}"
         if mode == "npu":
-            # as the seed's _mode_available("npu"): torch_npu imports and an NPU is there,
-            # for every impl (a pypto impl too): never a CPU pass labelled npu
+            # as the seed's _mode_available("npu"): torch_npu imports, an NPU is there and
+            # the CANN environment line is set, for every impl (a pypto impl too): never a
+            # CPU pass labelled npu. What is missing first is named, the environment line
+            # with it (a torch_npu that cannot load its libraries often means that).
+            missing = missing_env_lines(mode, os.environ)
+            env_note = "; " + "; ".join(f"{v} {why}" for v, why in missing) if missing else ""
             if torch is None:
                 raise Unavailable("mode 'npu' needs torch and torch_npu; torch is not "
-                                  "importable here")
+                                  "importable here" + env_note)
             try:
                 import torch_npu  # noqa: F401 — registers the npu device with torch
             except Exception as e:  # noqa: BLE001 — ImportError, or a broken CANN install
                 raise Unavailable(f"mode 'npu' needs torch_npu, which is not importable here "
-                                  f"({type(e).__name__}: {e})")
+                                  f"({type(e).__name__}: {e}){env_note}")
             npu = getattr(torch, "npu", None)
             if npu is None or not npu.is_available():
                 raise Unavailable("mode 'npu': torch_npu imports but torch.npu.is_available() "
-                                  "is False on this host (no NPU device or driver)")
+                                  "is False on this host (no NPU device or driver)" + env_note)
+            if missing:
+                var, why = missing[0]
+                raise Unavailable(f"mode 'npu' needs the environment variable {var} ({why})")
             count = getattr(npu, "device_count", None)
             if callable(count) and device_id >= count():
                 raise Unavailable(f"NPU device {device_id} does not exist ({count()} NPU "
@@ -166,6 +182,21 @@ class Worker:
             return "cpu" if pypto is not None else f"npu:{device_id}"
         raise Unavailable(f"mode '{mode}' has no device in phasegate.worker (cpu and sim run "
                           "on the CPU, cuda on cuda:<id>, npu on npu:<id>)")
+
+    def set_device(self, mode, device_id):
+        """The current device of the call's framework, as the workflow's drivers set it
+        (torch.npu.set_device(TILE_FWK_DEVICE_ID)): npu and cuda modes only, and only
+        where the framework has that device (device() made sure it exists)."""
+        torch = self.torch
+        if torch is None:
+            return
+        if mode == "npu":
+            npu = getattr(torch, "npu", None)
+            setter = getattr(npu, "set_device", None)
+            if callable(setter):
+                setter(device_id)
+        elif mode == "cuda" and torch.cuda.is_available():
+            torch.cuda.set_device(device_id)
 
     def device_name(self, device):
         """The name of a cuda:<i> / npu:<i> device ("NVIDIA H200"), None on the CPU or
@@ -238,9 +269,13 @@ class Worker:
         sys.modules[name] = mod
         try:
             spec.loader.exec_module(mod)
-        except BaseException:
+        except BaseException as e:
             del sys.modules[name]   # a failed import is retried by the next call
-            raise
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise   # sys.exit(77) while importing still means "unavailable"
+            # the import itself failed (a missing module or shared library, a syntax
+            # error): said as such, with the exception as data (protocol.ImportFailed)
+            raise ImportFailed(path, e) from e
         self.modules[path] = mod
         return mod
 
@@ -309,14 +344,18 @@ class Worker:
         cast = bool(call.get("cast_outputs", False))
         if not os.path.isfile(call["file"]):   # python:DIR without this phase's staged file
             raise Structural(f"{call['file']} does not exist (phase {req.suffix} calls "
-                             f"{fname}(*primary_inputs) in it)")
+                             f"{fname}(*primary_inputs) in it)", missing="file")
+        # the workflow's device line, before the import: modules read it at import time
+        # (ST_DEVICE_ID = int(os.environ.get("TILE_FWK_DEVICE_ID", 0)))
+        os.environ["TILE_FWK_DEVICE_ID"] = str(req.device_id)
         mod = self.module(call["file"])
         fn = getattr(mod, fname, None)
         if not callable(fn):
             raise Structural(f"{call['file']} has no function '{fname}' (phase {req.suffix} "
-                             f"calls {fname}(*primary_inputs))")
+                             f"calls {fname}(*primary_inputs))", missing="function")
         pypto = self.pypto_for(mod, fn) if req.mode in _PYPTO_RUN_MODES else None
         device = self.device(req.mode, req.device_id, pypto)
+        self.set_device(req.mode, req.device_id)
         # a pypto impl gets host tensors; its device is still the mode's
         req.device_name = self.device_name(device if pypto is None
                                            else f"{req.mode}:{req.device_id}")
