@@ -173,13 +173,17 @@ static int lint_golden(const struct pg_contract *c, const struct pg_py_golden *g
   return rc;
 }
 
-/* Is the contract at DIR/eval/ (the workflow's layout)? */
+/* Is the contract at DIR/eval/ (the workflow's layout), however its path was spelled
+ * (`./module_interfaces.yaml` from eval/ included)? */
 static int pypto_layout(const struct pg_contract *c) {
-  if (!c->path || !c->op_dir) return 0;
-  const char *slash = strrchr(c->path, '/');
-  if (!slash) return 0;
-  return slash - c->path >= 4 && strncmp(slash - 4, "eval", 4) == 0 &&
-         (slash - c->path == 4 || slash[-5] == '/');
+  char *abs = c->path && c->op_dir && c->op ? realpath(c->path, NULL) : NULL;
+  if (!abs) return 0;
+  char *slash = strrchr(abs, '/');
+  *slash = '\0';
+  const char *base = strrchr(abs, '/');
+  int yes = base && strcmp(base + 1, "eval") == 0;
+  free(abs);
+  return yes;
 }
 
 /* modules/<op>_module<suffix>_impl.py of each phase: its wrapper's signature. */

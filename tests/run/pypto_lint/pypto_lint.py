@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 pg, python, out = sys.argv[1:4]
+pg = os.path.abspath(pg)
 shutil.rmtree(out, ignore_errors=True)
 os.makedirs(out)
 fails = []
@@ -156,6 +157,15 @@ for name, changes, expect in CASES_OF:
         want = [ln for ln in lines if ln.startswith((real(op, rel) + frag, os.path.join(op, rel) + frag))]
         check(len(want) == 1, "%s: %s%s" % (name, rel, frag), text)
     check(len(lines) == len(expect), "%s: only the expected finding(s) (%d)" % (name, len(lines)), text)
+
+# the seed's spelling from eval/ (relative paths): still the workflow's layout
+op = make("from_eval", dict(CASES_OF[10][1]))
+p = subprocess.run([pg, "validate", "--contract", "./module_interfaces.yaml", "--suite",
+                    "adversarial_suite.json"], capture_output=True, text=True,
+                   cwd=os.path.join(op, "eval"))
+text = p.stdout + p.stderr
+check(any("level L3 has 1 case" in ln and ln.endswith("(suite-shape)") for ln in text.splitlines()),
+      "validate from eval/ with ./ paths: the suite-shape warning", text)
 
 # before a run: the same warnings, printed by `phasegate run` before its cases
 op = make("run_warns", dict(CASES_OF[5][1]))
