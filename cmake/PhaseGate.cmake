@@ -40,6 +40,7 @@ impl's output at the Mk boundary with the cumulative golden. The cases are liste
                      [DISCOVERY_TIMEOUT <seconds>]
                      [RUNNER <target-or-path>]
                      [LABELS <label>...]
+                     [INSPECT <name>]
                      [EXTRA_ARGS <arg>...])
 
   Registers, in the current directory:
@@ -173,6 +174,15 @@ impl's output at the Mk boundary with the cumulative golden. The cases are liste
 
   ``LABELS <label>...``
     Extra labels for every test of the op.
+
+  ``INSPECT <name>``
+    .. versionadded:: 0.1
+
+    Adds ``--inspect <name>`` to every case test: for a pypto-layout op whose phase
+    golden file defines ``module_<k>_inspect``, the workflow's inspection probe ``<name>``
+    is computed and compared per iteration (docs/pypto.md "Inspection probes"); off by
+    default, so a default ``ctest`` stays cheap. Without the argument, the variable
+    ``PHASEGATE_<op>_INSPECT`` (``cmake -DPHASEGATE_<op>_INSPECT=h``) gives it.
 
   ``EXTRA_ARGS <arg>...``
     Appended to every ``phasegate run`` command line (before ``--serve-control``).
@@ -633,7 +643,7 @@ function(_phasegate_serve_memory_limit args out)
 endfunction()
 
 # Step 5: the arguments every `phasegate run` of a case test gets, and the warm processes.
-# Reads: op, arg_MODES, arg_TIMEOUT, arg_EXTRA_ARGS, report_dir, phases, python_args,
+# Reads: op, arg_MODES, arg_TIMEOUT, arg_INSPECT, arg_EXTRA_ARGS, report_dir, phases, python_args,
 # golden_args, persistent, serve_control.
 # Sets: run_extra, persistent (OFF with --fresh-process), workers_fixture (the fixture
 # of <op>/workers/start|stop, empty: none), serve_memory_limit.
@@ -652,6 +662,13 @@ function(_phasegate_run_args)
   endif()
   if(phases)
     list(APPEND run_extra --implemented-phases "${phases}")
+  endif()
+  # the workflow's inspection probes: opt-in (INSPECT, or PHASEGATE_<op>_INSPECT)
+  if(NOT arg_INSPECT AND DEFINED PHASEGATE_${op}_INSPECT)
+    set(arg_INSPECT "${PHASEGATE_${op}_INSPECT}")
+  endif()
+  if(arg_INSPECT)
+    list(APPEND run_extra --inspect "${arg_INSPECT}")
   endif()
   list(APPEND run_extra ${python_args} ${golden_args} ${arg_EXTRA_ARGS})
   # `run --fresh-process` never leases from the daemon: no warm processes to keep.
@@ -950,7 +967,7 @@ function(phasegate_add_op op)
 
   set(options "")
   set(oneValueArgs OP_DIR IMPL IMPL_PYTHON FUNCTION REPLAY GOLDEN TIMEOUT GATE REPORT_DIR
-                   DISCOVERY_MODE DISCOVERY_TIMEOUT RUNNER PHASES)
+                   DISCOVERY_MODE DISCOVERY_TIMEOUT RUNNER PHASES INSPECT)
   set(multiValueArgs IMPL_COMMAND IMPL_WORKER MODES LEVELS RESOURCES LABELS EXTRA_ARGS)
   cmake_parse_arguments(PARSE_ARGV 1 arg "${options}" "${oneValueArgs}" "${multiValueArgs}")
 

@@ -79,10 +79,11 @@ int pg__collect_case_outputs(const char *case_dir, const struct pg_impl_request 
  * up_to_module, total_modules, mode, device_id, case, dims, knobs (exec:'s
  * request.json, the worker: and plugin host lines). NULL when out of memory. */
 struct cJSON *pg__call_json(const struct pg_impl_request *req);
-/* Adds the "call" object of phasegate's Python worker (file, function, cast_outputs)
- * to a request: the one builder for python: impls and Python goldens. PG_ENOMEM. */
-int pg__call_object_add(struct cJSON *request, const char *file, const char *function,
-                        int cast_outputs);
+/* Adds the "call" object of phasegate's Python worker (file, function, cast_outputs,
+ * and req's inspection fields: "inspect_probe", "inspect_kwargs") to a request: the one
+ * builder for python: impls and Python goldens. PG_ENOMEM. */
+int pg__call_object_add(struct cJSON *request, const struct pg_impl_request *req,
+                        const char *file, const char *function, int cast_outputs);
 
 /* exec: and worker: share the case directory and the request object (impl/exec.c):
  * a fresh case directory with in/<name>.npy and an empty out/ (request.json too when

@@ -43,6 +43,7 @@ static int exec_child(void *vctx) {
 }
 
 static cJSON *shape_json(int ndim, const int64_t *shape) {
+  if (ndim < 0) return cJSON_CreateNull(); /* any shape (impl.h) */
   cJSON *a = cJSON_CreateArray();
   for (int i = 0; a && i < ndim; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)shape[i]));
   return a;

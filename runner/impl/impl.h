@@ -181,7 +181,9 @@ enum pg_impl_fact {
 struct pg_impl_output_spec {
   const char *name;
   enum pg_dtype dtype;
-  int ndim;
+  int ndim;                  /* < 0: any shape, the callee's (a worker call only: the pypto
+                                workflow's inspection companion, whose probe shapes no file
+                                declares; docs/pypto.md "Inspection probes") */
   int64_t shape[PG_MAX_NDIM];
 };
 
@@ -219,6 +221,13 @@ struct pg_impl_request {
   const char *arguments_json;
   const char *call_precision; /* goldens' CPU reproducer: the worker casts the floating
                                  inputs to this dtype first ("float64"); NULL: as given */
+  /* The pypto workflow's inspection protocol (docs/pypto.md "Inspection probes"), in the
+   * "call" object: call_probe names the entry of the dict a golden companion
+   * `module_<k>_inspect` returns (the one output); n_kwarg_outputs counts the trailing
+   * outputs a python: impl takes as keyword buffers (`inspection_<name>=`) instead of
+   * returning them. NULL / 0: neither. */
+  const char *call_probe;
+  int n_kwarg_outputs;
 };
 
 /* Coarse form of the fact: DONE = PG_IMPL_FACT_OK, UNAVAILABLE, FAILED = any other. */

@@ -49,7 +49,7 @@ cJSON *pg__call_json(const struct pg_impl_request *req) {
   cJSON *knobs = req->knobs_json ? cJSON_Parse(req->knobs_json) : NULL;
   cJSON_AddItemToObject(r, "knobs", knobs ? knobs : cJSON_CreateObject());
   if (req->call_file)
-    pg__call_object_add(r, req->call_file, req->call_function, req->call_cast_outputs);
+    pg__call_object_add(r, req, req->call_file, req->call_function, req->call_cast_outputs);
   cJSON *call = cJSON_GetObjectItemCaseSensitive(r, "call");
   if (call && req->call_kind) cJSON_AddStringToObject(call, "kind", req->call_kind);
   if (call && req->call_result_file)
@@ -60,13 +60,21 @@ cJSON *pg__call_json(const struct pg_impl_request *req) {
   return r;
 }
 
-int pg__call_object_add(cJSON *request, const char *file, const char *function,
-                        int cast_outputs) {
+int pg__call_object_add(cJSON *request, const struct pg_impl_request *req, const char *file,
+                        const char *function, int cast_outputs) {
   cJSON *call = cJSON_AddObjectToObject(request, "call");
   if (!call || !cJSON_AddStringToObject(call, "file", file) ||
       !cJSON_AddStringToObject(call, "function", function ? function : "") ||
       !cJSON_AddBoolToObject(call, "cast_outputs", cast_outputs != 0))
     return PG_ENOMEM;
+  if (req->call_probe && !cJSON_AddStringToObject(call, "inspect_probe", req->call_probe))
+    return PG_ENOMEM;
+  if (req->n_kwarg_outputs > 0 && req->n_kwarg_outputs <= req->n_outputs) {
+    cJSON *kw = cJSON_AddArrayToObject(call, "inspect_kwargs");
+    if (!kw) return PG_ENOMEM;
+    for (int i = req->n_outputs - req->n_kwarg_outputs; i < req->n_outputs; i++)
+      if (!cJSON_AddItemToArray(kw, cJSON_CreateString(req->outputs[i].name))) return PG_ENOMEM;
+  }
   return PG_OK;
 }
 
@@ -196,6 +204,7 @@ int pg__impl_check_output(const struct pg_tensor *t, const struct pg_impl_reques
                          "output '%s' has dtype %s, the contract declares %s", spec->name,
                          pg_dtype_name(t->dtype), pg_dtype_name(spec->dtype));
   }
+  if (spec->ndim < 0) return 1; /* any shape: the caller checks what came (run/inspect.c) */
   int same = t->dl.ndim == spec->ndim;
   for (int a = 0; same && a < spec->ndim; a++) same = t->shape[a] == spec->shape[a];
   if (!same) {

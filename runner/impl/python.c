@@ -468,7 +468,7 @@ static int add_call(const struct pg_impl_pending *p, cJSON *request) {
     pg_impl_symbol(p->req->op, p->req->suffix, sym, sizeof sym);
     fallback_function(file, p->req, fallback, sizeof fallback);
   }
-  int rc = pg__call_object_add(request, abs, sym, 0); /* an impl's dtypes stay as returned */
+  int rc = pg__call_object_add(request, p->req, abs, sym, 0); /* an impl's dtypes stay as returned */
   cJSON *call = cJSON_GetObjectItemCaseSensitive(request, "call");
   if (rc == PG_OK && fallback[0] && !cJSON_AddStringToObject(call, "fallback", fallback))
     rc = PG_ENOMEM;

@@ -164,12 +164,15 @@ static int build_request(struct pg_impl_pending *p, struct worker_call *c,
 
 /* The request for the process now serving the call: in call memory when its handshake
  * offered protocol v1.1 (not under --keep-work, whose case directory is meant to hold
- * the files), else, or when no call memory can be made (no memfd or seals here, none
+ * the files, nor for an output whose shape only the answer says), else, or when no call memory can be made (no memfd or seals here, none
  * left), in files: v1.1 workers serve both. */
 static int request_json(struct pg_impl_pending *p, struct worker_call *c,
                         struct pg_impl_outcome *out, cJSON **request, int *send_fd,
                         struct pg_error *err) {
   int shm = c->proc->shm && !p->req->keep_work;
+  /* an output of any shape (the inspection companion's probe, ndim -1) has no place to
+   * be laid out in advance: files */
+  for (int i = 0; i < p->req->n_outputs; i++) shm &= p->req->outputs[i].ndim >= 0;
   int rc = build_request(p, c, out, shm, request, send_fd, err);
   if (rc != PG_OK && shm) {
     pg_error_clear(err);

@@ -178,6 +178,42 @@ const struct pg_py_golden *pg_contract_py_golden(const struct pg_contract *c, in
  * modules/x_module12_golden.py)". */
 void pg_contract_no_golden_reason(const struct pg_contract *c, int k, char *buf, size_t size);
 
+/* ---------------------------------------------------------------- Python files */
+
+/* A Python file as a line scan reads it (opdir/py_scan.c, docs/pypto.md "The golden
+ * lint"): its imports, its top-level functions' parameters, the derived-file header.
+ * No Python runs; code built at run time (importlib, exec) is not seen. */
+#define PG_PY_MAX_PARAMS 32
+struct pg_py_import {
+  char module[PG_NAME_MAX];      /* "torch.nn", ".x_golden" (relative: leading dots) */
+  int line, column;              /* of the module name */
+};
+struct pg_py_param {
+  char name[64];
+  int has_default;
+};
+struct pg_py_def {
+  char name[PG_NAME_MAX];
+  int line, column;              /* of the function's name */
+  struct pg_py_param params[PG_PY_MAX_PARAMS]; /* positional parameters, in order */
+  int n_params;
+  int varargs, varkw, keyword_only; /* *args, **kw, keyword-only parameters follow (a
+                                    bare `*` or *args: they are not in params) */
+};
+struct pg_py_scan {
+  struct pg_py_import *imports;
+  int n_imports, cap_imports;
+  struct pg_py_def *defs;        /* top-level `def`s, in file order */
+  int n_defs, cap_defs;
+  int header_line;               /* the leading comment saying "Derived from
+                                    module_interfaces.yaml", 0: none */
+};
+/* Scans path into s (reset it with pg_py_scan_reset). PG_EIO (cannot read), PG_ENOMEM. */
+int pg_py_scan_file(const char *path, struct pg_py_scan *s, struct pg_error *err);
+void pg_py_scan_reset(struct pg_py_scan *s);
+/* The top-level function `name`, or NULL. */
+const struct pg_py_def *pg_py_scan_def(const struct pg_py_scan *s, const char *name);
+
 /* ---------------------------------------------------------------- suite */
 
 struct pg_cancellation_stress {
@@ -204,6 +240,7 @@ struct pg_case {
   int index;                     /* position in the cases array */
   int level;                     /* 1..5 */
   int precision;                 /* 0: structural only (L1 default), 1: compare values */
+  int has_precision;             /* `precision` was written (else the level's default) */
   int has_seed;
   uint64_t seed;
   struct pg_bindings shape;      /* dim overrides */

@@ -522,6 +522,7 @@ void pg__sload_case(struct pg__sload *x, int on, int index, struct pg_case *cs,
   }
   /* L1 is structural (values not compared) unless it says otherwise; L0 smoke and
    * L2..L5 compare values, as the seed's runner does. */
+  cs->has_precision = have_precision;
   if (!have_precision) cs->precision = cs->level != 1;
   cs->json = compact_json(x, on);
   if (!cs->json) x->oom = 1;

@@ -59,6 +59,8 @@ static const struct pg__report_key run_keys[] = {PG__REPORT_KEYS_RUN(PG__RK_ENTR
 static const struct pg__report_key device_keys[] = {PG__REPORT_KEYS_DEVICE(PG__RK_ENTRY)};
 static const struct pg__report_key selection_keys[] = {PG__REPORT_KEYS_SELECTION(PG__RK_ENTRY)};
 static const struct pg__report_key finding_keys[] = {PG__REPORT_KEYS_FINDING(PG__RK_ENTRY)};
+static const struct pg__report_key inspection_keys[] = {PG__REPORT_KEYS_INSPECTION(PG__RK_ENTRY)};
+static const struct pg__report_key per_iter_keys[] = {PG__REPORT_KEYS_PER_ITER(PG__RK_ENTRY)};
 
 struct vctx {
   const char *file, *text;
@@ -301,8 +303,24 @@ static int check_finding(struct vctx *v, const cJSON *f) {
   return want_object(v, f, KEYS(finding_keys));
 }
 
+static int check_per_iter(struct vctx *v, const cJSON *it) {
+  return want_object(v, it, KEYS(per_iter_keys));
+}
+
+/* checks[].inspection: phasegate's array, or the pypto workflow's object. */
+static int check_inspection(struct vctx *v, const cJSON *c) {
+  const cJSON *ins = cJSON_GetObjectItemCaseSensitive(c, PG__RK_CHECK_INSPECTION);
+  if (!cJSON_IsObject(ins)) return PG_OK;
+  PG_RETURN_IF_ERROR(want_member(v, c, PG__RK_CHECK_INSPECTION, KEYS(inspection_keys)));
+  size_t old = push(v, PG__RK_CHECK_INSPECTION, 0);
+  int rc = want_list(v, ins, PG__RK_INSPECTION_PER_ITER, check_per_iter);
+  pop(v, old);
+  return rc;
+}
+
 static int check_case(struct vctx *v, const cJSON *c) {
   PG_RETURN_IF_ERROR(want_object(v, c, KEYS(check_keys)));
+  PG_RETURN_IF_ERROR(check_inspection(v, c));
   PG_RETURN_IF_ERROR(want_member(v, c, PG__RK_CHECK_FAILURE, KEYS(failure_keys)));
   PG_RETURN_IF_ERROR(check_run(v, c, PG__RK_CHECK_RUN));
   PG_RETURN_IF_ERROR(want_list(v, c, PG__RK_CHECK_MODES, check_mode));

@@ -321,7 +321,7 @@ static cJSON *probe_json(const struct pg_probe_check *p, const char *mode) {
   cJSON *its = add_array(o, "per_iteration");
   for (int i = 0; its && i < p->n_iters; i++) {
     const struct pg_probe_iter *it = &p->iters[i];
-    cJSON *e = new_object();
+    cJSON *e = new_object(); /* the workflow's metrics (modes[] has phasegate's counts) */
     if (!e) break;
     add_number(e, "iter", i);
     add_number(e, "n", (double)it->n);
@@ -331,6 +331,42 @@ static cJSON *probe_json(const struct pg_probe_check *p, const char *mode) {
     add_bool(e, "passed", it->passed);
     push_item(its, e);
   }
+  return o;
+}
+
+static void add_probes(cJSON *o, const char *key, const struct pg_case_result *r) { /* all */
+  cJSON *ins = add_array(o, key);
+  for (int i = 0; ins && i < r->n_modes; i++)
+    for (int j = 0; j < r->modes[i].n_probes; j++)
+      push_item(ins, probe_json(&r->modes[i].probes[j], r->modes[i].mode));
+}
+
+/* checks[].inspection of the pypto workflow's probe (report_keys.h, docs/pypto.md). */
+static cJSON *pypto_inspection_json(const struct pg_case_result *r) {
+  const struct pg_probe_check *p = NULL; /* and its mode: */
+  const char *mode = NULL;
+  for (int i = 0; i < r->n_modes; i++)
+    if (r->modes[i].n_probes > 0 && (!p || strcmp(r->drift_mode, r->modes[i].mode) == 0))
+      p = &r->modes[i].probes[0], mode = r->modes[i].mode;
+  cJSON *o = new_object(); /* NULL (out of memory, said): every add below is a no-op */
+  add_str(o, PG__RK_INSPECTION_PROTOCOL, "pypto");
+  add_str(o, PG__RK_INSPECTION_NAME, p ? p->name : r->drift_probe);
+  if (mode) add_str(o, PG__RK_INSPECTION_MODE, mode);
+  add_number(o, PG__RK_INSPECTION_AXIS, 2);
+  add_number(o, PG__RK_INSPECTION_ITERATIONS, p ? p->n_iters : 0);
+  add_num(o, PG__RK_INSPECTION_DRIFT_ONSET_ITER, /* null: no drift */
+          p && p->drift_onset_iter >= 0 ? p->drift_onset_iter : NAN);
+  cJSON *its = add_array(o, PG__RK_INSPECTION_PER_ITER);
+  for (int i = 0; p && its && i < p->n_iters; i++) {
+    const struct pg_probe_iter *it = &p->iters[i];
+    cJSON *e = new_object(); /* the workflow's metrics (modes[] has phasegate's counts) */
+    if (!e || !push_item(its, e)) break;
+    add_number(e, PG__RK_PER_ITER_ITER, i);
+    add_num(e, PG__RK_PER_ITER_MAX_ABS_DIFF, it->max_abs_diff);
+    add_num(e, PG__RK_PER_ITER_MAX_REL_DIFF, it->max_rel_diff);
+    add_bool(e, PG__RK_PER_ITER_ALL_CLOSE, it->passed);
+  }
+  add_probes(o, PG__RK_INSPECTION_MODES, r);
   return o;
 }
 
@@ -359,12 +395,8 @@ cJSON *pg_report_check_json(const struct pg_case_result *r, int k) {
   for (int i = 0; pt && i < r->n_modes; i++)
     for (int j = 0; j < r->modes[i].n_tensors; j++)
       push_item(pt, tensor_json(&r->modes[i].tensors[j], r->modes[i].mode));
-  if (r->has_probes) {
-    cJSON *ins = add_array(o, PG__RK_CHECK_INSPECTION);
-    for (int i = 0; ins && i < r->n_modes; i++)
-      for (int j = 0; j < r->modes[i].n_probes; j++)
-        push_item(ins, probe_json(&r->modes[i].probes[j], r->modes[i].mode));
-  }
+  if (r->has_probes && r->probes_pypto) add_item(o, PG__RK_CHECK_INSPECTION, pypto_inspection_json(r));
+  else if (r->has_probes) add_probes(o, PG__RK_CHECK_INSPECTION, r);
   if (r->status == PG_VERDICT_FAIL || r->status == PG_VERDICT_ERROR) {
     cJSON *f = add_object(o, PG__RK_CHECK_FAILURE);
     /* the seed's type: the integer k of the phase that was run, whatever bisection found */

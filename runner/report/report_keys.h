@@ -40,7 +40,8 @@ enum {
   PG__J_ARR_NULL = PG__J_ARR | PG__J_NULL,
   PG__J_OBJ_NULL = PG__J_OBJ | PG__J_NULL,
   PG__J_INT_STR = PG__J_INT | PG__J_STR, /* the seed's failing_module_boundary "M<k>" */
-  PG__J_STR_OBJ = PG__J_STR | PG__J_OBJ
+  PG__J_STR_OBJ = PG__J_STR | PG__J_OBJ,
+  PG__J_ARR_OBJ = PG__J_ARR | PG__J_OBJ /* checks[].inspection: phasegate's, the workflow's */
 };
 
 enum { PG__RK_NEED_OPT = 0, PG__RK_NEED_REQ = 1, PG__RK_NEED_UNLESS_NOT_IMPL = 2 };
@@ -87,7 +88,7 @@ enum { PG__RK_NEED_OPT = 0, PG__RK_NEED_REQ = 1, PG__RK_NEED_UNLESS_NOT_IMPL = 2
   X(MAX_REL_DIFF, "max_rel_diff", NUM_NULL, OPT, NONE)                     \
   X(PER_MODE_STATUS, "per_mode_status", OBJ, OPT, NONE)                    \
   X(PER_TENSOR, "per_tensor", ARR, OPT, OBJ)                               \
-  X(INSPECTION, "inspection", ARR, OPT, OBJ)                               \
+  X(INSPECTION, "inspection", ARR_OBJ, OPT, OBJ)                           \
   X(FAILURE, "failure", OBJ_NULL, OPT, NONE)                               \
   X(MODES, "modes", ARR, OPT, OBJ)                                         \
   X(REPRO, "repro", STR, OPT, NONE)                                        \
@@ -213,6 +214,27 @@ enum { PG__RK_NEED_OPT = 0, PG__RK_NEED_REQ = 1, PG__RK_NEED_UNLESS_NOT_IMPL = 2
   X(MAX_ABS_DIFF, "max_abs_diff", NUM_NULL, OPT, NONE)       \
   X(MAX_ERR_OVER_TOL, "max_err_over_tol", NUM_NULL, OPT, NONE)
 
+/* checks[].inspection under the pypto workflow's protocol (docs/pypto.md "Inspection
+ * probes"): one probe (--inspect NAME), iterations along axis 2; per_iter is the mode's
+ * that decided first_failure.drift_onset_iter (else the first mode's), modes[] every
+ * mode's probe as phasegate writes its own. */
+#define PG__REPORT_KEYS_INSPECTION(X)                        \
+  X(PROTOCOL, "protocol", STR, REQ, NONE)                    \
+  X(NAME, "name", STR, REQ, NONE)                            \
+  X(MODE, "mode", STR, OPT, NONE)                            \
+  X(AXIS, "axis", INT, OPT, NONE)                            \
+  X(ITERATIONS, "iterations", INT, OPT, NONE)                \
+  X(DRIFT_ONSET_ITER, "drift_onset_iter", INT_NULL, OPT, NONE) \
+  X(PER_ITER, "per_iter", ARR, REQ, OBJ)                     \
+  X(MODES, "modes", ARR, OPT, OBJ)
+
+/* checks[].inspection.per_iter[]: one iteration, as the workflow names its metrics. */
+#define PG__REPORT_KEYS_PER_ITER(X)                          \
+  X(ITER, "iter", INT, REQ, NONE)                            \
+  X(MAX_ABS_DIFF, "max_abs_diff", NUM_NULL, OPT, NONE)       \
+  X(MAX_REL_DIFF, "max_rel_diff", NUM_NULL, OPT, NONE)       \
+  X(ALL_CLOSE, "all_close", BOOL, REQ, NONE)
+
 /* The report's run and every check's run (docs/report.md "Provenance"): which run wrote
  * it, where, on which device, when. A check's run has id, session, host, device and its
  * own started_at / ended_at; the report's has them all. */
@@ -266,6 +288,8 @@ enum { PG__RK_NEED_OPT = 0, PG__RK_NEED_REQ = 1, PG__RK_NEED_UNLESS_NOT_IMPL = 2
 #define PG__RK_DEVICE_(ID, key, t, n, e) PG__RK_NAME_(DEVICE, ID, key)
 #define PG__RK_SELECTION_(ID, key, t, n, e) PG__RK_NAME_(SELECTION, ID, key)
 #define PG__RK_FINDING_(ID, key, t, n, e) PG__RK_NAME_(FINDING, ID, key)
+#define PG__RK_INSPECTION_(ID, key, t, n, e) PG__RK_NAME_(INSPECTION, ID, key)
+#define PG__RK_PER_ITER_(ID, key, t, n, e) PG__RK_NAME_(PER_ITER, ID, key)
 PG__REPORT_KEYS_TOP(PG__RK_TOP_)
 PG__REPORT_KEYS_CHECK(PG__RK_CHECK_)
 PG__REPORT_KEYS_FAILURE(PG__RK_FAILURE_)
@@ -279,6 +303,8 @@ PG__REPORT_KEYS_RUN(PG__RK_RUN_)
 PG__REPORT_KEYS_DEVICE(PG__RK_DEVICE_)
 PG__REPORT_KEYS_SELECTION(PG__RK_SELECTION_)
 PG__REPORT_KEYS_FINDING(PG__RK_FINDING_)
+PG__REPORT_KEYS_INSPECTION(PG__RK_INSPECTION_)
+PG__REPORT_KEYS_PER_ITER(PG__RK_PER_ITER_)
 
 /* One key of a list as data, for the loader's check. */
 struct pg__report_key {

@@ -212,7 +212,7 @@ static int case_goldens(struct case_run *c, const char *gd_dir, int golden_hit) 
     return case_error(c, PG_RUN_FACT_RUNNER, "case '%s': cumulative golden M1..M%d failed: %.700s",
                       c->cs->id, c->k, e.message);
   }
-  if (c->probes.n > 0 &&
+  if (c->probes.n > 0 && !c->probes.pypto && /* the workflow's came before the impl */
       pg__golden_probes(c->rc, c->k, c->cs, &c->d, &c->probes, c->n_threads, c->probe_refs,
                         &e) != PG_OK)
     return case_error(c, PG_RUN_FACT_RUNNER, "case '%s': the reference inspection probes of "
@@ -258,18 +258,30 @@ static int case_prepare(struct case_run *c) {
   double t0 = pg_now_ms();
   int r = case_inputs(c, gd_dir);
   c->r->inputs_ms = pg_now_ms() - t0;
+  if (r == PG_OK && rc->pypto_probe[0] && c->probes.n == 0) {
+    /* the pypto workflow's probe: its shape is what module_<k>_inspect returns, so the
+     * reference comes first and the impl's keyword buffer gets that shape */
+    t0 = pg_now_ms();
+    if (pg__pypto_probe(rc, c->k, cs, &c->d, &c->probes, c->specs + c->n_out, c->probe_refs,
+                        &e) < 0)
+      r = case_error(c, PG_RUN_FACT_RUNNER, "case '%s': the reference inspection probe of "
+                     "M%d: %.700s", cs->id, c->k, e.message);
+    c->r->has_probes = c->r->probes_pypto = c->probes.n > 0;
+    c->r->golden_ms += pg_now_ms() - t0;
+  }
   if (r == PG_OK) {
     pg__blas_preload_join(rc); /* before the fork */
     if (rc->n_modes > 0 && c->d.dims.count <= PG_MAX_DIMS) {
       pg__call_init(rc, c->k, cs, &c->d, c->specs, c->n_out + c->probes.n, c->r->modes[0].mode,
                     &c->call0);
+      c->call0.req.n_kwarg_outputs = c->probes.pypto ? c->probes.n : 0;
       pg_error_clear(&c->pend_err);
       pg_impl_start(&rc->impl, &c->call0.req, &c->pend, &c->out0, &c->pend_err);
       c->pending = 1;
     }
     t0 = pg_now_ms();
     r = case_goldens(c, gd_dir, golden_hit);
-    c->r->golden_ms = pg_now_ms() - t0;
+    c->r->golden_ms += pg_now_ms() - t0;
   }
   free(gd_dir);
   if (r == PG_OK && rc->o->save_data &&
@@ -369,6 +381,7 @@ static void run_mode(struct case_run *c, int mi) {
   } else {
     struct pg__call call;
     pg__call_init(rc, c->k, c->cs, &c->d, c->specs, c->n_out + c->probes.n, m->mode, &call);
+    call.req.n_kwarg_outputs = c->probes.pypto ? c->probes.n : 0;
     irc = pg_impl_invoke(&rc->impl, &call.req, op, &e);
   }
   if (irc != PG_OK) {
@@ -397,8 +410,9 @@ static void run_mode(struct case_run *c, int mi) {
     } else {
       pg__classify_impl(m, op, c->k);
       char list[512] = "";
-      /* about a probe, or about no output in particular (a count) */
-      int probe_fact = op->output < 0 || op->output >= c->n_out;
+      /* about a probe, or about no output in particular (a count); the pypto workflow's
+       * probe is a keyword buffer the worker's own words are about */
+      int probe_fact = !c->probes.pypto && (op->output < 0 || op->output >= c->n_out);
       for (int i = 0; probe_fact && i < c->probes.n; i++) {
         size_t l = strlen(list);
         snprintf(list + l, sizeof list - l, "%s'%s' (probe '%s')", i ? ", " : "",

@@ -10,6 +10,7 @@
 
 #include "phasegate/goldens.h"
 #include "run/run.h"
+#include "run/run_internal.h"
 
 /* err <- the first error finding of d from index `from`, as the console prints it. */
 static void first_finding(const struct pg_diags *d, int from, int rc, struct pg_error *err) {
@@ -115,6 +116,12 @@ int pg_op_load(const char *contract_path, const char *suite_path, struct pg_cont
                                    pg_strerror(n));
     if (n > 0 && src == PG_OK) src = PG_EVALIDATE;
     if (src != PG_OK && crc == PG_OK && d->n_errors == 0 && err) *err = serr;
+  }
+  /* the workflow's own rules for its files: warnings, never a refusal (run/lint.c) */
+  if (sound) {
+    int lr = pg__lint_op(c, suite_path && src == PG_OK ? s : NULL, d);
+    if (lr < 0) return pg_error_set(err, lr, "%s: linting the pypto files: %s", contract_path,
+                                    pg_strerror(lr));
   }
   int rc = crc != PG_OK ? crc : src;
   if (rc != PG_OK) first_finding(d, from, rc, err);

@@ -128,8 +128,8 @@ static void request_init(struct pg_py_golden_worker *w, const struct pg_contract
 static int py_call(struct pg_py_golden_worker *w, const struct pg_contract *c, int k,
                    const struct pg_case *cs, const struct pg_case_data *d,
                    const struct pg_py_golden *g, const char *function, const char *precision,
-                   const struct pg_impl_output_spec *specs, int n, struct pg_tensor *out,
-                   int *n_out, struct pg_error *err) {
+                   const struct pg_impl_output_spec *specs, int n, const char *probe,
+                   struct pg_tensor *out, int *n_out, struct pg_error *err) {
   const char *names[PG_PY_GOLDEN_MAX_DIMS];
   int64_t values[PG_PY_GOLDEN_MAX_DIMS];
   char suffix[64];
@@ -143,6 +143,7 @@ static int py_call(struct pg_py_golden_worker *w, const struct pg_contract *c, i
   req.call_function = function;
   req.call_cast_outputs = 1;
   req.call_precision = precision;
+  req.call_probe = probe;
   struct pg_impl_outcome o;
   pg_impl_outcome_init(&o);
   struct pg_error ie;
@@ -184,7 +185,7 @@ int pg_py_golden_call_precision(struct pg_py_golden_worker *w, const struct pg_c
   /* k = 0: the op-level golden returns the final outputs */
   int n = pg__phase_outputs(c, k ? k : c->n_modules, cs, &d->dims, decls, specs, err);
   if (n < 0) return n;
-  return py_call(w, c, k, cs, d, g, g->function, precision, specs, n, out, n_out, err);
+  return py_call(w, c, k, cs, d, g, g->function, precision, specs, n, NULL, out, n_out, err);
 }
 
 /* The `_inspect` companion's name for a golden function's name, into buf. */
@@ -214,7 +215,22 @@ int pg_py_golden_inspect(struct pg_py_golden_worker *w, const struct pg_contract
   char fn[256];
   inspect_name(g->function, fn, sizeof fn);
   int n = 0;
-  return py_call(w, c, k, cs, d, g, fn, NULL, specs, n_probes, out, &n, err);
+  return py_call(w, c, k, cs, d, g, fn, NULL, specs, n_probes, NULL, out, &n, err);
+}
+
+int pg_py_golden_inspect_pypto(struct pg_py_golden_worker *w, const struct pg_contract *c,
+                               int k, const struct pg_case *cs, const struct pg_case_data *d,
+                               const char *probe, struct pg_tensor *out, struct pg_error *err) {
+  const struct pg_py_golden *g = pg_contract_py_golden(c, k);
+  if (!g || !g->file) return pg_error_set(err, PG_ENOTFOUND, "golden %d has no Python golden", k);
+  if (d->dims.count > PG_PY_GOLDEN_MAX_DIMS)
+    return pg_error_set(err, PG_ELIMIT, "more than %d dims", PG_PY_GOLDEN_MAX_DIMS);
+  /* no file declares the probe's shape: it is what the companion returns (ndim -1) */
+  struct pg_impl_output_spec spec = {probe, PG_DTYPE_F32, -1, {0}};
+  char fn[64];
+  snprintf(fn, sizeof fn, "module_%d_inspect", k);
+  int n = 0;
+  return py_call(w, c, k, cs, d, g, fn, NULL, &spec, 1, probe, out, &n, err);
 }
 
 /* ------------------------------------------------------------------ make_inputs */

@@ -225,6 +225,36 @@ static int check_inspect(struct pg__run *rc, int k, struct pg_error *err) {
               (strncmp(name, "inspection_", 11) == 0 && strcmp(name + 11, p) == 0)))
       return PG_OK;
   }
+  /* The pypto workflow's protocol (docs/pypto.md "Inspection probes"): module k declares
+   * no probes and its Python golden's file defines module_<k>_inspect: NAME is one of
+   * the probes that function returns (which it returns is known when it runs). */
+  char companion[64] = "";
+  int pypto = 0;
+  const struct pg_py_golden *g = pg_contract_phase_golden(c, k) == PG_PHASE_GOLDEN_PYTHON
+                                     ? pg_contract_py_golden(c, k) : NULL;
+  if (g && g->file && (!mk || mk->n_probes == 0)) {
+    snprintf(companion, sizeof companion, "module_%d_inspect", k);
+    struct pg_py_scan scan;
+    struct pg_error se;
+    pg_error_clear(&se);
+    if (pg_py_scan_file(g->file, &scan, &se) == PG_OK) {
+      pypto = pg_py_scan_def(&scan, companion) != NULL;
+      pg_py_scan_reset(&scan);
+    }
+  }
+  if (pypto && rc->o->golden_data) {
+    pg__line(rc, 1, "phasegate run: note: --inspect '%s': --golden-data brings no reference "
+             "for the pypto workflow's probes (%s is not called); nothing to inspect", name,
+             companion);
+    return PG_OK;
+  }
+  if (pypto) {
+    const char *probe = strncmp(name, "inspection_", 11) == 0 ? name + 11 : name;
+    if (!*probe || strlen(probe) >= sizeof rc->pypto_probe)
+      return pg_error_set(err, PG_EINVAL, "--inspect '%s': not a probe name", name);
+    snprintf(rc->pypto_probe, sizeof rc->pypto_probe, "%s", probe);
+    return PG_OK;
+  }
   int known = 0;
   for (int i = 0; i < c->n_primary; i++) known |= strcmp(c->primary_inputs[i].name, name) == 0;
   for (int m = 0; m < c->n_modules; m++)
@@ -238,6 +268,10 @@ static int check_inspect(struct pg__run *rc, int k, struct pg_error *err) {
          "(%s); nothing to inspect in this phase", name, k, names);
     return PG_OK;
   }
+  if (companion[0])
+    return pg_error_set(err, PG_ENOTFOUND, "--inspect '%s': no such tensor in op '%s'; the M%d "
+                        "boundary outputs are %s, and %s defines no %s (the pypto workflow's "
+                        "inspection companion)", name, c->op, k, names, g->file, companion);
   return pg_error_set(err, PG_ENOTFOUND, "--inspect '%s': no such tensor in op '%s'; the M%d "
                       "boundary outputs are %s", name, c->op, k, names);
 }

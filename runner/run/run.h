@@ -196,6 +196,8 @@ struct pg_probe_check {
   struct pg_probe_iter *iters; /* shape[0] of them; owned */
   int n_iters;
   int drift_onset_iter;       /* the first iteration outside the tolerance; -1: none */
+  int iter_axis;              /* the iteration axis: 0 (phasegate's probes), 2 (the pypto
+                                 workflow's, docs/pypto.md "Inspection probes") */
 };
 
 struct pg_mode_result {
@@ -283,6 +285,8 @@ struct pg_case_result {
   char hint[512];
   struct pg_cancel_result cancel; /* what cancellation_stress achieved (cancel.present) */
   int has_probes;             /* the phase's module declares inspection probes */
+  int probes_pypto;           /* they are the pypto workflow's (--inspect NAME): the report
+                                 writes checks[].inspection as its object with per_iter */
   int drift_onset_iter;       /* the failing mode's (else the first mode's) first probe
                                  iteration outside the tolerance; -1: none */
   char drift_probe[PG_NAME_MAX]; /* the probe it is about */
@@ -553,6 +557,12 @@ int pg_py_golden_inspect(struct pg_py_golden_worker *w, const struct pg_contract
                          const struct pg_case *cs, const struct pg_case_data *d,
                          const struct pg_tensor_decl *const *probes, int n_probes,
                          struct pg_tensor *out, struct pg_error *err);
+/* The pypto workflow's companion (docs/pypto.md "Inspection probes"): phase k's golden
+ * file's `module_<k>_inspect(*primary_inputs)` returns a dict of probes; its entry
+ * `probe` (or `inspection_<probe>`) into *out, cast to float32, in the shape it has. */
+int pg_py_golden_inspect_pypto(struct pg_py_golden_worker *w, const struct pg_contract *c,
+                               int k, const struct pg_case *cs, const struct pg_case_data *d,
+                               const char *probe, struct pg_tensor *out, struct pg_error *err);
 
 struct pg_golden_opts {
   const struct pg_golden_plan *plan; /* the contract's compiled golden steps */

@@ -52,6 +52,8 @@ struct pg__run {
   int device_id;
   char *cache_dir;            /* NULL: no golden cache */
   struct pg_py_golden_worker *py; /* Python goldens' worker (NULL: the op has none) */
+  char pypto_probe[PG_NAME_MAX]; /* --inspect NAME as the pypto workflow's probe (phase k's
+                                 golden file has module_<k>_inspect), "" when not */
   double timeout_s;
   pthread_t preload;          /* loads OpenBLAS while inputs are generated (golden.c) */
   int preloading, blas_loaded;
@@ -123,11 +125,24 @@ void pg__compare_outputs(const struct pg__run *rc, int k, const struct pg_case *
                          const struct pg_tensor *impl_out, const struct pg_tensor *goldens,
                          int n_threads, struct pg_mode_result *m);
 
+/* lint.c: warnings about the files written for the pypto workflow (docs/pypto.md "The
+ * golden lint", "Suite shape"): each Python golden against step A.5.2, each layout impl
+ * wrapper's signature, the suite's shape (step B.2; s NULL: not checked). PG_OK or
+ * PG_ENOMEM; findings go to diags. */
+int pg__lint_op(const struct pg_contract *c, const struct pg_suite *s, struct pg_diags *diags);
+
 /* inspect.c: inspection probes (module k's `inspect:`). */
 struct pg__probes {
   int n;
   const struct pg_tensor_decl *decls[PG_IMPL_MAX_OUTPUTS];
   char names[PG_IMPL_MAX_OUTPUTS][PG_NAME_MAX + 16]; /* the impl's "inspection_<name>" */
+  /* the pypto workflow's protocol (docs/pypto.md "Inspection probes"): one probe, its
+   * reference from module_<k>_inspect before the impl runs, iterations along axis 2,
+   * the impl's buffer a keyword argument of a python: impl */
+  int pypto;
+  int iter_axis;                 /* 0: phasegate's own probes; 2: the workflow's */
+  struct pg_tensor_decl pypto_decl; /* the probe's stand-in declaration (name only) */
+  char pypto_name[PG_NAME_MAX];
 };
 /* Phase k's probes: their declarations, and their impl output specs (inspection_<name>)
  * into specs[0..p->n). Returns p->n (0: none) or a negative code. */
@@ -140,6 +155,15 @@ int pg__phase_probes(const struct pg_contract *c, int k, const struct pg_case *c
 int pg__golden_probes(struct pg__run *rc, int k, const struct pg_case *cs,
                       const struct pg_case_data *d, const struct pg__probes *p, int n_threads,
                       struct pg_tensor *refs, struct pg_error *err);
+/* --inspect NAME under the pypto workflow's protocol: the reference probe from phase k's
+ * `module_<k>_inspect` into refs[0] (a probe with the iteration on axis 2: at least 3
+ * axes), and p and specs[0] for the impl's keyword buffer `inspection_<NAME>` of that
+ * shape (float32). Returns 1, or a negative code (err names the golden file and
+ * function). */
+int pg__pypto_probe(struct pg__run *rc, int k, const struct pg_case *cs,
+                    const struct pg_case_data *d, struct pg__probes *p,
+                    struct pg_impl_output_spec *specs, struct pg_tensor *refs,
+                    struct pg_error *err);
 /* Each probe of the impl (impl[0..p->n)) against its reference, iteration by iteration,
  * into m->probes (metrics only). */
 void pg__compare_probes(const struct pg__run *rc, const struct pg_case *cs,

@@ -30,13 +30,15 @@ WHERE = [
     ("DEVICE", "`run.device`"),
     ("SELECTION", "`selection`"),
     ("FINDING", "`findings[]`"),
+    ("INSPECTION", "`checks[].inspection` (the pypto workflow's object)"),
+    ("PER_ITER", "`checks[].inspection.per_iter[]`"),
 ]
 TYPES = {
     "INT": "integer", "INT_NULL": "integer or null", "STR": "string",
     "STR_NULL": "string or null", "NUM": "number", "NUM_NULL": "number or null",
     "BOOL": "bool", "ARR": "array", "ARR_NULL": "array or null", "OBJ": "object",
     "OBJ_NULL": "object or null", "INT_STR": "integer, or the seed's string \"M<k>\"",
-    "STR_OBJ": "string or object",
+    "STR_OBJ": "string or object", "ARR_OBJ": "array or object",
 }
 ELEMS = {"INT": "integers", "STR": "strings", "OBJ": "objects", "STR_OBJ": "strings or objects"}
 NEED = {"OPT": "", "REQ": ", **required**",
@@ -58,7 +60,8 @@ def table(keys):
         for key, typ, need, elems in keys[name]:
             t = TYPES[typ]
             if elems != "NONE":
-                t = "array of " + ELEMS[elems] + (", or null" if typ == "ARR_NULL" else "")
+                t = "array of " + ELEMS[elems] + (", or null" if typ == "ARR_NULL" else
+                                                  ", or an object" if typ == "ARR_OBJ" else "")
             cells.append(f"`{key}` ({t}{NEED[need]})")
         rows.append(f"| {where} | {', '.join(cells)} |")
     return "\n".join(rows)

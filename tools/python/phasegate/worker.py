@@ -615,15 +615,67 @@ class Worker:
         precision = call.get("precision")
         if precision:   # the CPU reproducer: the golden rerun in another precision
             args = [self.in_precision(x, precision) for x in args]
+        # the pypto workflow's inspection protocol (docs/pypto.md "Inspection probes"): the
+        # impl writes each probe into a buffer it takes as a keyword argument
+        kw_names = list(call.get("inspect_kwargs") or [])
+        kwargs = {n: self.probe_buffer(req.outputs[n], device) for n in kw_names}
+        probe = call.get("inspect_probe")
+        if kwargs or probe is not None:
+            self.check_signature(call["file"], fname, fn, req.input_names, args, kwargs)
         if pypto is not None:
             self.set_run_mode(pypto, req.mode, mod, fn)
-        result = fn(*args)
-        leaves = self.leaves(result, req.output_names)
-        if len(leaves) != len(req.output_list):
+        result = fn(*args, **kwargs)
+        if probe is not None:   # a golden companion module_<k>_inspect: {probe: tensor}
+            result = self.pick_probe(call["file"], fname, result, probe)
+        returned = req.output_list[:len(req.output_list) - len(kw_names)]
+        leaves = self.leaves(result, [t["name"] for t in returned])
+        if len(leaves) != len(returned):
             raise Structural(f"{fname} returned {len(leaves)} output(s), phase {req.suffix} "
-                             f"has {len(req.output_list)}: {req.output_names}")
-        for leaf, spec in zip(leaves, req.output_list):
+                             f"has {len(returned)}: {[t['name'] for t in returned]}")
+        for leaf, spec in zip(leaves, returned):
             self.write_leaf(req, leaf, spec, cast)
+        for n in kw_names:
+            self.write_leaf(req, kwargs[n], req.outputs[n], cast)
+
+    def probe_buffer(self, spec, device):
+        """A probe's buffer for the impl to write into: NaN-filled (as phasegate's outputs
+        are), so a probe the impl never writes shows as drift from iteration 0."""
+        shape = tuple(int(x) for x in spec["shape"])
+        torch = self.torch
+        if torch is None:
+            return np.full(shape, np.nan, dtype=np.dtype(spec["dtype"]))
+        return torch.full(shape, float("nan"), dtype=getattr(torch, spec["dtype"]),
+                          device=device)
+
+    @staticmethod
+    def check_signature(path, fname, fn, names, args, kwargs):
+        """A function that cannot take this call's arguments is the file's shape, not a
+        runtime error: said naming file and function before the call (inspection calls
+        only: an ordinary call's TypeError stays the call's own)."""
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            return   # a builtin or C function: the call itself will say
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError as e:
+            # names, not counts: what the worker says passes the golden's number barrier
+            given = f"the primary inputs ({', '.join(names)})"
+            if kwargs:
+                given += " and the keyword buffer(s) " + ", ".join(kwargs)
+            raise Structural(f"{path}::{fname}{sig} cannot be called with {given}: {e}")
+
+    @staticmethod
+    def pick_probe(path, fname, result, probe):
+        """The probe's entry of what a module_<k>_inspect companion returned."""
+        if not isinstance(result, dict):
+            raise Structural(f"{path}::{fname} returned a {type(result).__name__}, not a dict "
+                             f"of probes ({{'{probe}': tensor}})")
+        for key in (probe, f"inspection_{probe}"):
+            if key in result:
+                return result[key]
+        raise Structural(f"{path}::{fname} returns no probe '{probe}' (its probes: "
+                         f"{', '.join(map(str, result)) or 'none'})")
 
     def leaves(self, result, names):
         """The returned value's leaves in order: a tensor is one leaf; tuples and lists
