@@ -255,3 +255,36 @@ cJSON *pg__report_findings_json(const struct pg_diags *d) {
   }
   return done(a, oom);
 }
+
+static int check_order(const cJSON *a, const cJSON *b) {
+  const cJSON *ia = cJSON_GetObjectItemCaseSensitive(a, PG__RK_CHECK_SUITE_INDEX);
+  const cJSON *ib = cJSON_GetObjectItemCaseSensitive(b, PG__RK_CHECK_SUITE_INDEX);
+  double x = cJSON_IsNumber(ia) ? ia->valuedouble : 1e18, y = cJSON_IsNumber(ib) ? ib->valuedouble : 1e18;
+  if (x != y) return x < y ? -1 : 1;
+  const char *sa = pg__report_str(a, PG__RK_CHECK_ID), *sb = pg__report_str(b, PG__RK_CHECK_ID);
+  return strcmp(sa ? sa : "", sb ? sb : "");
+}
+
+int pg__report_sort_checks(cJSON *checks) {
+  int n = cJSON_GetArraySize(checks);
+  cJSON **items = malloc((size_t)(n > 0 ? n : 1) * sizeof *items);
+  if (!items) return -1;
+  for (int i = 0; i < n; i++) items[i] = cJSON_DetachItemFromArray(checks, 0);
+  for (int i = 1; i < n; i++) { /* stable insertion sort: a few hundred entries at most */
+    cJSON *x = items[i];
+    int j = i - 1;
+    while (j >= 0 && check_order(items[j], x) > 0) {
+      items[j + 1] = items[j];
+      j--;
+    }
+    items[j + 1] = x;
+  }
+  int lost = 0;
+  for (int i = 0; i < n; i++)
+    if (!cJSON_AddItemToArray(checks, items[i])) {
+      cJSON_Delete(items[i]);
+      lost++;
+    }
+  free(items);
+  return lost ? -1 : 0;
+}

@@ -34,6 +34,10 @@ cJSON *pg__report_case_run_json(const struct pg_run_phase *m, const struct pg_ca
 /* `selection`: the levels and case ids `checks` hold, the modes, and whether that is
  * the whole suite. */
 cJSON *pg__report_selection_json(const struct pg_run_phase *m, const cJSON *checks);
+/* Sorts checks[] in suite order (suite_index, then id), stably: a report assembled from
+ * several runs of one session reads as one run's. 0, or -1: out of memory (a check that
+ * could not be put back is dropped). */
+int pg__report_sort_checks(cJSON *checks);
 /* `findings[]` of a refused run (warnings and errors; notes are validate's). */
 cJSON *pg__report_findings_json(const struct pg_diags *d);
 

@@ -479,37 +479,6 @@ cJSON *pg_report_check_json(const struct pg_case_result *r, int k) {
   return o;
 }
 
-static int check_order(const cJSON *a, const cJSON *b) {
-  const cJSON *ia = cJSON_GetObjectItemCaseSensitive(a, PG__RK_CHECK_SUITE_INDEX);
-  const cJSON *ib = cJSON_GetObjectItemCaseSensitive(b, PG__RK_CHECK_SUITE_INDEX);
-  double x = cJSON_IsNumber(ia) ? ia->valuedouble : 1e18, y = cJSON_IsNumber(ib) ? ib->valuedouble : 1e18;
-  if (x != y) return x < y ? -1 : 1;
-  const char *sa = pg__report_str(a, PG__RK_CHECK_ID), *sb = pg__report_str(b, PG__RK_CHECK_ID);
-  return strcmp(sa ? sa : "", sb ? sb : "");
-}
-
-/* Stable insertion sort of checks[] by suite order (a few hundred entries at most). */
-static void sort_checks(cJSON *checks) {
-  int n = cJSON_GetArraySize(checks);
-  cJSON **items = malloc((size_t)(n > 0 ? n : 1) * sizeof *items);
-  if (!items) {
-    report_oom = 1;
-    return;
-  }
-  for (int i = 0; i < n; i++) items[i] = cJSON_DetachItemFromArray(checks, 0);
-  for (int i = 1; i < n; i++) {
-    cJSON *x = items[i];
-    int j = i - 1;
-    while (j >= 0 && check_order(items[j], x) > 0) {
-      items[j + 1] = items[j];
-      j--;
-    }
-    items[j + 1] = x;
-  }
-  for (int i = 0; i < n; i++) push_item(checks, items[i]);
-  free(items);
-}
-
 /* The report around checks; prev_run: the run object of the same session's report it
  * merged into (NULL: none). */
 static cJSON *build(const struct pg_run_phase *m, cJSON *checks, const cJSON *prev_run) {
@@ -518,7 +487,7 @@ static cJSON *build(const struct pg_run_phase *m, cJSON *checks, const cJSON *pr
     cJSON_Delete(checks);
     return NULL;
   }
-  sort_checks(checks);
+  if (pg__report_sort_checks(checks) != 0) report_oom = 1;
   add_number(r, PG__RK_TOP_SCHEMA_VERSION, PG_REPORT_SCHEMA_VERSION);
   add_str(r, PG__RK_TOP_TOOL, "phasegate");
   add_str(r, PG__RK_TOP_TOOL_VERSION, m->tool_version ? m->tool_version : "unknown");
